@@ -1,0 +1,50 @@
+"""cute_bind: prepared launches for CuTe DSL functions.
+
+Decorate a CuTe DSL host function with :func:`kernel`, ``bind()`` it once and
+replay it with :meth:`PreparedLaunch.launch`, which rewrites argument storage
+in place and calls the compiled entry point directly. Every error is a typed
+diagnostic from :data:`CATALOG` (``python -m cute_bind explain CB204``).
+"""
+
+from __future__ import annotations
+
+from ._diagnostics import CATALOG, Diagnostic, error, lookup
+from ._errors import (
+    CudaLaunchError,
+    CuteBindError,
+    DSLCompatibilityError,
+    KernelDefinitionError,
+    LaunchArgumentError,
+    LaunchRuntimeError,
+    LaunchValueError,
+    PreparedLaunchError,
+)
+from ._kernel import Kernel, kernel, prepare
+from ._prepared import PreparedLaunch
+from ._signature import check_function
+from ._types import Pointer, PointerSpec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CATALOG",
+    "CudaLaunchError",
+    "CuteBindError",
+    "DSLCompatibilityError",
+    "Diagnostic",
+    "Kernel",
+    "KernelDefinitionError",
+    "LaunchArgumentError",
+    "LaunchRuntimeError",
+    "LaunchValueError",
+    "Pointer",
+    "PointerSpec",
+    "PreparedLaunch",
+    "PreparedLaunchError",
+    "__version__",
+    "check_function",
+    "error",
+    "kernel",
+    "lookup",
+    "prepare",
+]

@@ -1,0 +1,868 @@
+"""The diagnostics catalog: every error cute_bind can report, defined once.
+
+Each :class:`Diagnostic` has a stable code (``CB101``...), a slug, a one-line
+summary, an explanation, a runnable example that triggers it, the fix, the
+exception class it raises and the message template filled at the raise site.
+Raise sites refer to entries (``raise error(CB204, ...)``); they never build
+messages of their own. Codes are never reused or deleted: an entry that no
+longer applies is marked ``retired=True`` and stays in the catalog.
+
+Code ranges: ``CB1xx`` definition (decoration) time, ``CB2xx`` argument
+binding (bind and launch), ``CB3xx`` preparing a compiled function, ``CB4xx``
+launch runtime, ``CB5xx`` environment.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _errors as E
+
+__all__ = ["Diagnostic", "CATALOG", "lookup", "error", "render_entry"]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One catalog entry. Immutable; compare and hash by code."""
+
+    code: str
+    slug: str
+    summary: str
+    explanation: str
+    example: str
+    fix: str
+    error_class: type[E.CuteBindError] = field(compare=False)
+    message: str = field(compare=False)
+    retired: bool = False
+
+    @property
+    def title(self) -> str:
+        return f"{self.code} {self.slug}"
+
+
+CATALOG: dict[str, Diagnostic] = {}
+
+
+def _entry(
+    code: str,
+    slug: str,
+    error_class: type[E.CuteBindError],
+    *,
+    summary: str,
+    message: str,
+    explanation: str,
+    example: str,
+    fix: str,
+    retired: bool = False,
+) -> Diagnostic:
+    if code in CATALOG:  # pragma: no cover - guards the catalog's own integrity
+        raise RuntimeError(f"diagnostic code {code} defined twice")
+    d = Diagnostic(
+        code=code,
+        slug=slug,
+        summary=summary,
+        explanation=textwrap.dedent(explanation).strip(),
+        example=textwrap.dedent(example).strip() + "\n",
+        fix=textwrap.dedent(fix).strip(),
+        error_class=error_class,
+        message=message,
+        retired=retired,
+    )
+    CATALOG[code] = d
+    return d
+
+
+_PRELUDE = """\
+import ctypes
+import cutlass
+import cutlass.cute as cute
+import cute_bind
+"""
+
+# A host-only function (no device kernel inside) that compiles and runs on the
+# CPU: the bind/launch examples below use it so they run anywhere.
+_FILL = (
+    _PRELUDE
+    + """
+@cute_bind.kernel
+def fill(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = value
+
+buf = (ctypes.c_int32 * 1)()
+addr = ctypes.addressof(buf)
+"""
+)
+
+# ---------------------------------------------------------------- CB1xx: definition
+MISSING_ANNOTATION = _entry(
+    "CB101",
+    "missing-annotation",
+    E.KernelDefinitionError,
+    summary="A runtime parameter has no type annotation.",
+    message="kernel '{kernel}', parameter '{parameter}': the parameter has no annotation, "
+    "so cute_bind cannot tell which slot kind stores it",
+    explanation="""
+    cute_bind decides at decoration time how every runtime parameter is stored
+    and rewritten on each launch. It reads that from the annotation: pointers,
+    numeric scalars and streams each have their own slot kind. A parameter
+    without an annotation would leave the choice to the value seen at the
+    first call, which is how the plain DSL call path silently marshals an
+    integer address as a 32-bit scalar.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def scale(out: cute.Pointer, n):          # 'n' has no annotation -> CB101
+    pass
+""",
+    fix="""
+    Annotate the parameter: `cutlass.Int32` (or another numeric type) for a
+    scalar, `cute.Pointer` or `cute_bind.Pointer[dtype]` for a pointer,
+    `cuda.CUstream` for a stream, or `cutlass.Constexpr[...]` for a
+    compile-time value.
+    """,
+)
+
+UNSUPPORTED_ANNOTATION = _entry(
+    "CB102",
+    "unsupported-annotation",
+    E.KernelDefinitionError,
+    summary="A parameter's annotation is not an eligible runtime slot kind.",
+    message="kernel '{kernel}', parameter '{parameter}': annotation {got} is not an eligible "
+    "runtime slot kind; expected {expected}",
+    explanation="""
+    A prepared launch rewrites each runtime argument in place, so every slot
+    needs fixed-size storage cute_bind knows how to fill. Eligible kinds are
+    pointers, numeric scalars with plain ctypes storage, and CUDA streams.
+    Structs, dataclasses, custom JIT argument adapters and other types are
+    marshalled by the DSL in ways cute_bind does not reproduce, so they are
+    rejected rather than launched with possibly wrong bytes.
+    """,
+    example=_PRELUDE
+    + """
+class Params:
+    pass
+
+@cute_bind.kernel
+def scale(out: cute.Pointer, params: Params):   # custom type -> CB102
+    pass
+""",
+    fix="""
+    Pass the fields as separate eligible parameters (pointers, numeric
+    scalars, streams), mark compile-time values `cutlass.Constexpr[...]`, or
+    call the compiled function directly instead of through cute_bind.
+    """,
+)
+
+TENSOR_PARAMETER = _entry(
+    "CB103",
+    "tensor-parameter",
+    E.KernelDefinitionError,
+    summary="A parameter is a cute.Tensor (DLPack tensor), which has no fixed-size slot.",
+    message="kernel '{kernel}', parameter '{parameter}': annotation {got} is a tensor; "
+    "tensors carry shapes and strides the DSL marshals per call, expected {expected}",
+    explanation="""
+    A `cute.Tensor` argument is converted from DLPack on every call and its
+    memref descriptor (pointer, shape, strides) is marshalled by the DSL. That
+    is exactly the per-call work cute_bind removes, and its layout is not a
+    plain slot. Pass the data pointer instead and build the tensor inside the
+    function with `cute.make_tensor(ptr, layout)`.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def scale(out: cute.Tensor, alpha: cutlass.Float32):   # tensor -> CB103
+    pass
+""",
+    fix="""
+    Replace the tensor parameter with a pointer (`cute_bind.Pointer[dtype]`)
+    plus scalar parameters for the sizes you need, and build the tensor in the
+    function body with `cute.make_tensor(ptr, cute.make_layout(n))`.
+    """,
+)
+
+NON_CTYPES_SCALAR = _entry(
+    "CB104",
+    "non-ctypes-scalar",
+    E.KernelDefinitionError,
+    summary="A scalar type has no plain ctypes storage (bit-cast or wide types).",
+    message="kernel '{kernel}', parameter '{parameter}': scalar type {got} is stored through a "
+    "bit-cast or has no plain ctypes type; expected one of {expected}",
+    explanation="""
+    Float16, BFloat16, the Float8/Float6/Float4 families, Int4 and the 128-bit
+    integers are marshalled by the DSL through bit manipulation (or not at
+    all), not through a plain ctypes value. cute_bind only rewrites scalars
+    whose bytes it can reproduce exactly with a native C type.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def scale(out: cute.Pointer, alpha: cutlass.Float16):   # bit-cast scalar -> CB104
+    pass
+""",
+    fix="""
+    Pass the scalar as `cutlass.Float32` (or a wider integer) and convert it
+    inside the function, e.g. `alpha.to(cutlass.Float16)`.
+    """,
+)
+
+SEQUENCE_PARAMETER = _entry(
+    "CB105",
+    "sequence-parameter",
+    E.KernelDefinitionError,
+    summary="A parameter is a list, tuple or other sequence.",
+    message="kernel '{kernel}', parameter '{parameter}': annotation {got} is a sequence; "
+    "its length and element kinds are decided per call, expected {expected}",
+    explanation="""
+    Sequence arguments are flattened by the DSL into a variable number of
+    slots whose count depends on the value. A prepared launch has a fixed
+    slot layout decided once, so sequences are not eligible.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def scale(out: cute.Pointer, sizes: tuple[int, int]):   # sequence -> CB105
+    pass
+""",
+    fix="""
+    Spell the elements out as separate parameters, or mark the sequence
+    `cutlass.Constexpr[...]` if its values are fixed at compile time.
+    """,
+)
+
+VARIADIC_PARAMETER = _entry(
+    "CB106",
+    "variadic-parameter",
+    E.KernelDefinitionError,
+    summary="The function takes *args or **kwargs.",
+    message="kernel '{kernel}', parameter '{parameter}': variadic parameters ({got}) have no "
+    "fixed slot; expected {expected}",
+    explanation="""
+    A prepared launch needs one fixed slot per runtime parameter. `*args` and
+    `**kwargs` make the slot count depend on the call.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def scale(out: cute.Pointer, *rest):   # variadic -> CB106
+    pass
+""",
+    fix="List every runtime parameter explicitly, each with an eligible annotation.",
+)
+
+UNRESOLVED_ANNOTATION = _entry(
+    "CB107",
+    "unresolved-annotation",
+    E.KernelDefinitionError,
+    summary="A string (postponed) annotation cannot be resolved.",
+    message="kernel '{kernel}', parameter '{parameter}': annotation {got} could not be "
+    "resolved ({detail}); expected {expected}",
+    explanation="""
+    With `from __future__ import annotations` every annotation is a string
+    that cute_bind evaluates in the function's module. A name that is not
+    defined there (a typo, or an import inside `if TYPE_CHECKING:`) cannot be
+    checked.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def scale(out: cute.Pointer, n: "Int32"):   # 'Int32' is not defined here -> CB107
+    pass
+""",
+    fix="""
+    Import the annotation's name at module level (not only under
+    `TYPE_CHECKING`) or spell it fully, e.g. `cutlass.Int32`.
+    """,
+)
+
+NOT_A_FUNCTION = _entry(
+    "CB108",
+    "not-a-function",
+    E.KernelDefinitionError,
+    summary="@cute_bind.kernel was applied to something that is not a function.",
+    message="kernel '{kernel}': @cute_bind.kernel expects {expected}, got {got}",
+    explanation="""
+    The decorator wraps a CuTe DSL host function: a plain Python function or
+    one already decorated with `@cute.jit`. Classes, instances and device
+    functions decorated with `@cute.kernel` cannot be compiled as host entry
+    points.
+    """,
+    example=_PRELUDE
+    + """
+cute_bind.kernel(42)   # not a function -> CB108
+""",
+    fix="Decorate the host function (the one you would pass to `cute.compile`).",
+)
+
+INVALID_POINTER_ANNOTATION = _entry(
+    "CB109",
+    "invalid-pointer-annotation",
+    E.KernelDefinitionError,
+    summary="cute_bind.Pointer[...] was given an invalid dtype, alignment or address space.",
+    message="cute_bind.Pointer[...]: {detail}; expected {expected}, got {got}",
+    explanation="""
+    `cute_bind.Pointer[dtype, align, space]` describes a pointer slot well
+    enough to compile from annotations alone: the element dtype (a CuTe
+    numeric type), the assumed alignment in bytes (a power of two, at least
+    the element size) and the address space (`cute.AddressSpace`).
+    """,
+    example=_PRELUDE
+    + """
+P = cute_bind.Pointer[cutlass.Float32, 3]   # alignment 3 is not a power of two -> CB109
+""",
+    fix="""
+    Use a CuTe numeric dtype, a power-of-two alignment no smaller than the
+    element size, and a `cute.AddressSpace` member, e.g.
+    `cute_bind.Pointer[cutlass.Float32, 16, cute.AddressSpace.gmem]`.
+    """,
+)
+
+INVALID_OPTION = _entry(
+    "CB110",
+    "invalid-option",
+    E.KernelDefinitionError,
+    summary="@cute_bind.kernel(...) was given an unknown option or an invalid value.",
+    message="kernel '{kernel}': option '{parameter}' expects {expected}, got {got}",
+    explanation="""
+    The decorator's options are keyword-only and validated when the decorator
+    is applied, so a typo fails at import time rather than at the first
+    launch.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel(arch=90)   # arch must be a string such as "sm_90a" -> CB110
+def scale(out: cute.Pointer):
+    pass
+""",
+    fix="""
+    See `help(cute_bind.kernel)` for the options: `name` (str), `arch`
+    (str such as "sm_90a" or None), `compile_options` (str or None) and
+    `checked` (bool).
+    """,
+)
+
+# ---------------------------------------------------------------- CB2xx: arguments
+MISSING_ARGUMENT = _entry(
+    "CB201",
+    "missing-argument",
+    E.LaunchArgumentError,
+    summary="A required argument was not given.",
+    message="kernel '{kernel}', parameter '{parameter}': no value was given; expected {expected}",
+    explanation="""
+    `bind()` and `launch()` take the same arguments as calling the compiled
+    function. Every runtime parameter without a default needs a value, given
+    positionally or by keyword.
+    """,
+    example=_FILL
+    + """
+handle = fill.bind(addr, 1)
+handle.launch(addr)   # 'value' missing -> CB201
+""",
+    fix="Pass a value for the parameter, positionally or as `{parameter}=...`.",
+)
+
+UNEXPECTED_ARGUMENT = _entry(
+    "CB202",
+    "unexpected-argument",
+    E.LaunchArgumentError,
+    summary="Too many positional arguments, or an unknown keyword.",
+    message="kernel '{kernel}', parameter '{parameter}': unexpected argument; expected {expected}, "
+    "got {got}",
+    explanation="""
+    The argument does not correspond to any runtime parameter of the kernel.
+    Compile-time (`Constexpr`) parameters are given to `bind()` only: a
+    prepared launch is already specialised for them and `launch()` does not
+    take them.
+    """,
+    example=_FILL
+    + """
+handle = fill.bind(addr, 1)
+handle.launch(addr, 2, 3)   # one positional too many -> CB202
+""",
+    fix="Remove the extra argument, or check the parameter's spelling.",
+)
+
+DUPLICATE_ARGUMENT = _entry(
+    "CB203",
+    "duplicate-argument",
+    E.LaunchArgumentError,
+    summary="A parameter was given both positionally and by keyword.",
+    message="kernel '{kernel}', parameter '{parameter}': given twice (positionally and by keyword)",
+    explanation="Each parameter takes exactly one value per call.",
+    example=_FILL
+    + """
+handle = fill.bind(addr, 1)
+handle.launch(addr, 2, value=3)   # 'value' twice -> CB203
+""",
+    fix="Pass the parameter once.",
+)
+
+WRONG_KIND = _entry(
+    "CB204",
+    "wrong-kind",
+    E.LaunchArgumentError,
+    summary="A value has the wrong kind for its slot.",
+    message="kernel '{kernel}', parameter '{parameter}': expected {expected}, got {got}",
+    explanation="""
+    Each runtime parameter has a slot kind fixed at decoration time (pointer,
+    numeric scalar or stream) and accepts only values of that kind. For
+    example an integer slot does not take a float (that would truncate
+    silently), a pointer slot does not take a bool or a string, and a stream
+    slot does not take a tensor.
+    """,
+    example=_FILL
+    + """
+handle = fill.bind(addr, 1)
+handle.launch(addr, 2.5)   # float for an Int32 slot -> CB204
+""",
+    fix="Pass {expected}.",
+)
+
+INTEGER_OUT_OF_RANGE = _entry(
+    "CB205",
+    "integer-out-of-range",
+    E.LaunchValueError,
+    summary="An integer does not fit its slot's type.",
+    message="kernel '{kernel}', parameter '{parameter}': {got} does not fit {expected}",
+    explanation="""
+    The plain DSL call path wraps an out-of-range integer to the slot width
+    (with a warning at best). cute_bind never truncates silently: a value
+    outside the slot type's range is an error.
+    """,
+    example=_FILL
+    + """
+handle = fill.bind(addr, 1)
+handle.launch(addr, 2**40)   # does not fit Int32 -> CB205
+""",
+    fix="""
+    Pass a value in range, or declare the parameter with a wider type
+    (`cutlass.Int64`, `cutlass.Uint64`). To wrap on purpose, mask it yourself,
+    e.g. `value & 0xFFFFFFFF` for a Uint32 slot.
+    """,
+)
+
+INVALID_ADDRESS = _entry(
+    "CB206",
+    "invalid-address",
+    E.LaunchValueError,
+    summary="A pointer address is negative or does not fit 64 bits.",
+    message="kernel '{kernel}', parameter '{parameter}': {got} is not a valid address; "
+    "expected {expected}",
+    explanation="""
+    A pointer slot stores a 64-bit address. Negative integers and integers of
+    2**64 or more cannot be addresses; they usually come from arithmetic
+    mistakes or from passing the wrong value to a pointer parameter.
+    """,
+    example=_FILL
+    + """
+handle = fill.bind(addr, 1)
+handle.launch(-8, 1)   # negative address -> CB206
+""",
+    fix="Pass the buffer's address: an int from `tensor.data_ptr()`, a `make_ptr` pointer, or the tensor itself.",
+)
+
+MISALIGNED_POINTER = _entry(
+    "CB207",
+    "misaligned-pointer",
+    E.LaunchValueError,
+    summary="A pointer is not aligned as the compiled function assumes.",
+    message="kernel '{kernel}', parameter '{parameter}': address {got} is not a multiple of "
+    "{expected}",
+    explanation="""
+    The function was compiled assuming the pointer is aligned to the slot's
+    alignment (vectorised loads rely on it). A misaligned address would read
+    or write the wrong bytes, or fault. Objects that carry their address
+    (tensors, `make_ptr` pointers) are always checked; raw integer addresses
+    are checked in checked mode (`handle.with_checks()`, `checked=True` or
+    `CUTE_BIND_CHECKED=1`), since that check costs time on every launch.
+    """,
+    example=_FILL
+    + """
+handle = fill.bind(addr, 1).with_checks()
+handle.launch(addr + 1, 2)   # 1 byte off a 4-byte aligned Int32 slot -> CB207
+""",
+    fix="Pass an address aligned to the slot (allocate aligned, or lower the alignment in the annotation).",
+)
+
+POINTER_DTYPE_UNKNOWN = _entry(
+    "CB208",
+    "pointer-dtype-unknown",
+    E.LaunchArgumentError,
+    summary="bind() cannot tell the element type of a pointer given as a raw address.",
+    message="kernel '{kernel}', parameter '{parameter}': the annotation {expected} carries no "
+    "dtype and the value {got} does not either, so the function cannot be compiled",
+    explanation="""
+    Compiling needs every pointer's element type, alignment and address
+    space. A `cute.Pointer` annotation does not say them, so they must come
+    from the value at `bind()` time: a `make_ptr` pointer or a torch tensor
+    carries them, a raw integer does not.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def fill(out: cute.Pointer, value: cutlass.Int32):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = value
+
+buf = (ctypes.c_int32 * 1)()
+fill.bind(ctypes.addressof(buf), 1)   # raw address, no dtype -> CB208
+""",
+    fix="""
+    Annotate the parameter with `cute_bind.Pointer[dtype]` (optionally with
+    alignment and address space), or pass a `make_ptr(...)` pointer or a
+    tensor to `bind()`.
+    """,
+)
+
+CONSTEXPR_UNHASHABLE = _entry(
+    "CB209",
+    "constexpr-unhashable",
+    E.LaunchArgumentError,
+    summary="A Constexpr value cannot be part of the compile-cache key.",
+    message="kernel '{kernel}', parameter '{parameter}': Constexpr value {got} is not hashable; "
+    "expected {expected}",
+    explanation="""
+    Compiled functions are cached per compile key, which includes every
+    `cutlass.Constexpr` value. The value must be hashable (ints, floats,
+    strings, tuples of those, types...) so equal values find the same
+    compiled function.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def fill(out: cute_bind.Pointer[cutlass.Int32], shape: cutlass.Constexpr):
+    pass
+
+buf = (ctypes.c_int32 * 1)()
+fill.bind(ctypes.addressof(buf), [4, 4])   # a list is unhashable -> CB209
+""",
+    fix="Pass a hashable value, e.g. a tuple instead of a list.",
+)
+
+POINTER_MISMATCH = _entry(
+    "CB210",
+    "pointer-mismatch",
+    E.LaunchArgumentError,
+    summary="A pointer's dtype, address space or alignment differs from the compiled slot.",
+    message="kernel '{kernel}', parameter '{parameter}': the handle was compiled for {expected}, "
+    "got {got}",
+    explanation="""
+    A prepared launch is specialised for the pointer element type, address
+    space and alignment seen at `bind()`. A pointer object (or tensor) with a
+    different element type, or a weaker alignment, needs a different compiled
+    function. Raw integer addresses carry no type and are not checked for
+    this.
+    """,
+    example=_FILL
+    + """
+from cutlass.cute.runtime import make_ptr
+handle = fill.bind(addr, 1)
+handle.launch(make_ptr(cutlass.Float32, addr), 2)   # Float32 pointer for an Int32 slot -> CB210
+""",
+    fix="Pass a pointer of the compiled type, or `bind()` again with the new type (a new handle).",
+)
+
+# ---------------------------------------------------------------- CB3xx: preparing
+NOT_COMPILED = _entry(
+    "CB301",
+    "not-compiled",
+    E.LaunchArgumentError,
+    summary="cute_bind.prepare() was given something that is not a compiled function.",
+    message="prepare(): expected {expected}, got {got}",
+    explanation="""
+    `cute_bind.prepare(compiled, *args)` wraps the result of `cute.compile(...)`
+    (or of `compiled.to(device)`). For a function that is not compiled yet,
+    decorate it with `@cute_bind.kernel` and call `.bind(...)`.
+    """,
+    example=_PRELUDE
+    + """
+def not_compiled(x):
+    pass
+
+cute_bind.prepare(not_compiled, 1)   # a plain function -> CB301
+""",
+    fix="Pass `cute.compile(fn, ...)`'s result, or use `@cute_bind.kernel` and `.bind(...)`.",
+)
+
+UNSUPPORTED_MARSHALLING = _entry(
+    "CB302",
+    "unsupported-marshalling",
+    E.LaunchRuntimeError,
+    summary="The DSL marshalled a slot into a shape cute_bind does not reproduce.",
+    message="kernel '{kernel}', parameter '{parameter}': the DSL produced {got} for this slot; "
+    "expected {expected}",
+    explanation="""
+    At `bind()`/`prepare()` cute_bind runs the DSL's own marshalling once and
+    checks that each slot became exactly one C pointer to storage of the
+    slot's size. Anything else (a value the DSL expands into several
+    pointers, e.g. a value given to a parameter compiled as a different
+    kind) cannot be rewritten in place safely.
+    """,
+    example=_PRELUDE
+    + """
+@cute.jit
+def fill(out: cute.Pointer, n: cutlass.Int32):
+    pass
+
+import ctypes
+from cutlass.cute.runtime import make_ptr
+buf = (ctypes.c_int32 * 1)()
+p = make_ptr(cutlass.Int32, ctypes.addressof(buf))
+compiled = cute.compile(fill, p, 1)
+cute_bind.prepare(compiled, p, (1, 2))   # a tuple where one Int32 was compiled -> CB302
+""",
+    fix="Pass values of the kinds the function was compiled with.",
+)
+
+WORKSPACE_ARGUMENTS = _entry(
+    "CB303",
+    "workspace-arguments",
+    E.LaunchArgumentError,
+    summary="The compiled function needs extra workspace arguments.",
+    message="kernel '{kernel}': the compiled function takes {got} extra workspace argument(s); "
+    "expected {expected}",
+    explanation="""
+    Some CuTe extensions add auxiliary arguments after the declared
+    parameters. cute_bind prepares the declared parameters only.
+    """,
+    example=_PRELUDE
+    + """
+# Raised by prepare() for functions compiled with CuTe extensions that add
+# workspace arguments; plain host functions never do.
+raise cute_bind.error(cute_bind.CATALOG["CB303"], kernel="k", expected="0", got="2")
+""",
+    fix="Call the compiled function directly for kernels that need workspace arguments.",
+)
+
+NO_ENGINE = _entry(
+    "CB304",
+    "no-execution-engine",
+    E.LaunchRuntimeError,
+    summary="The compiled function cannot execute on this machine.",
+    message="kernel '{kernel}': the compiled function has no execution engine ({got}); expected {expected}",
+    explanation="""
+    Functions compiled for export (or loaded without an engine) cannot be
+    called in this process, so they cannot be prepared either. Device kernels
+    compiled on a machine without a GPU (with `CUTE_DSL_ARCH` set) also cannot
+    launch there; `kernel.compile(...)` still compiles them.
+    """,
+    example=_PRELUDE
+    + """
+raise cute_bind.error(cute_bind.CATALOG["CB304"], kernel="k", expected="an engine", got="None")
+""",
+    fix="Compile with `cute.compile(...)` in this process, on a machine that can run the function.",
+)
+
+SNAPSHOT_MISMATCH = _entry(
+    "CB305",
+    "snapshot-mismatch",
+    E.LaunchRuntimeError,
+    summary="cute_bind's bytes for a slot differ from the DSL's marshalled bytes.",
+    message="kernel '{kernel}', parameter '{parameter}': the DSL marshalled {expected}, cute_bind "
+    "would write {got}",
+    explanation="""
+    At `bind()` cute_bind writes each value with its own packing and compares
+    the bytes with what the DSL's normal call path produced for the same
+    value. They must be identical; a difference means the installed DSL
+    changed how it stores this kind, and launching could pass wrong bytes.
+    """,
+    example=_PRELUDE
+    + """
+raise cute_bind.error(cute_bind.CATALOG["CB305"], kernel="k", parameter="n",
+                      expected="b'\\\\x01\\\\x00\\\\x00\\\\x00'", got="b'\\\\x00\\\\x00\\\\x00\\\\x01'")
+""",
+    fix="Report it with your nvidia-cutlass-dsl version; until fixed, call the compiled function directly.",
+)
+
+# ---------------------------------------------------------------- CB4xx: launch runtime
+CUDA_ERROR = _entry(
+    "CB401",
+    "cuda-error",
+    E.CudaLaunchError,
+    summary="The compiled entry point returned a non-zero CUDA result.",
+    message="kernel '{kernel}': the launch returned CUDA error {got}; expected {expected}",
+    explanation="""
+    The entry point reports the result of its CUDA calls (module load,
+    kernel launch) in a result slot the handle owns. A non-zero value is
+    raised as this error; `error.cuda_error` holds the number and
+    `error.cuda_error_name` its name.
+    """,
+    example=_PRELUDE
+    + """
+# Needs a GPU to occur for real: e.g. a grid larger than the device allows.
+raise cute_bind.error(cute_bind.CATALOG["CB401"], kernel="k", expected="cudaSuccess (0)",
+                      got="cudaErrorInvalidValue (1)")
+""",
+    fix="Read the CUDA error name: it is the launch configuration, the device or the inputs, as for any CUDA launch.",
+)
+
+MODULE_UNLOADED = _entry(
+    "CB402",
+    "module-unloaded",
+    E.LaunchRuntimeError,
+    summary="The compiled module was unloaded; the handle can no longer launch.",
+    message="kernel '{kernel}': the compiled module this handle was prepared from has been "
+    "unloaded; expected {expected}",
+    explanation="""
+    A handle pins the compiled module it was prepared from so it stays loaded
+    while the handle lives. If the module is unloaded explicitly, the entry
+    point's kernels are gone and launching would crash, so the handle raises
+    instead. Recompiling gives a new module; bind a new handle for it.
+    """,
+    example=_FILL
+    + """
+from cute_bind import _dsl
+handle = fill.bind(addr, 1)
+_dsl.unload(handle.compiled)
+handle.launch(addr, 2)   # -> CB402
+""",
+    fix="Bind a new handle (`kernel.bind(...)` or `cute_bind.prepare(...)`) after recompiling.",
+)
+
+CONCURRENT_USE = _entry(
+    "CB403",
+    "concurrent-use",
+    E.LaunchRuntimeError,
+    summary="Two threads launched the same handle at the same time (checked mode).",
+    message="kernel '{kernel}': the handle is already launching in thread {got}; expected {expected}",
+    explanation="""
+    A handle owns one set of argument storage that `launch()` rewrites before
+    calling the entry point, so two threads launching one handle at once
+    would race on it. Handing a handle from one thread to another between
+    launches is fine. Checked mode detects overlapping launches; the default
+    mode trusts the one-thread-at-a-time contract.
+    """,
+    example=_PRELUDE
+    + """
+raise cute_bind.error(cute_bind.CATALOG["CB403"], kernel="k", expected="one thread at a time",
+                      got="Thread-2")
+""",
+    fix="Give each thread its own handle: `handle.clone()` is cheap and shares the compiled function.",
+)
+
+HANDLE_CLOSED = _entry(
+    "CB404",
+    "handle-closed",
+    E.LaunchRuntimeError,
+    summary="The handle was closed.",
+    message="kernel '{kernel}': the handle was closed; expected {expected}",
+    explanation="`handle.close()` releases the handle's pin on the compiled module; it cannot launch afterwards.",
+    example=_FILL
+    + """
+handle = fill.bind(addr, 1)
+handle.close()
+handle.launch(addr, 2)   # -> CB404
+""",
+    fix="Bind a new handle.",
+)
+
+# ---------------------------------------------------------------- CB5xx: environment
+DSL_INCOMPATIBLE = _entry(
+    "CB501",
+    "dsl-incompatible",
+    E.DSLCompatibilityError,
+    summary="The installed nvidia-cutlass-dsl lacks an internal cute_bind needs.",
+    message="nvidia-cutlass-dsl {got} does not provide {detail}; cute_bind supports {expected}",
+    explanation="""
+    cute_bind reaches into a few non-public parts of the DSL (the execution
+    argument marshaller, the executor's entry point and result slot). They
+    all live in one module, `cute_bind._dsl`, which checks them and raises
+    this error when an installed version lacks one.
+    """,
+    example=_PRELUDE
+    + """
+raise cute_bind.error(cute_bind.CATALOG["CB501"], expected=">=4.8,<4.9", got="4.9.0",
+                      detail="JitExecutor.cuda_result")
+""",
+    fix="Install a supported version: `pip install 'nvidia-cutlass-dsl{expected}'`.",
+)
+
+DSL_MISSING = _entry(
+    "CB502",
+    "dsl-missing",
+    E.DSLCompatibilityError,
+    summary="nvidia-cutlass-dsl is not installed or cannot be imported.",
+    message="nvidia-cutlass-dsl cannot be imported ({detail}); expected {expected}",
+    explanation="""
+    cute_bind imports without the DSL (so tools such as `cute-bind check`
+    work anywhere), but decorating, binding and launching need it.
+    """,
+    example=_PRELUDE
+    + """
+raise cute_bind.error(cute_bind.CATALOG["CB502"], expected="nvidia-cutlass-dsl",
+                      detail="No module named 'cutlass'")
+""",
+    fix="`pip install nvidia-cutlass-dsl` (see pyproject.toml for the supported range).",
+)
+
+
+def lookup(code: str) -> Diagnostic:
+    """Return the catalog entry for ``code`` (case-insensitive, e.g. ``"cb204"``)."""
+    try:
+        return CATALOG[code.strip().upper()]
+    except KeyError:
+        raise KeyError(f"unknown diagnostic code {code!r}; known codes: {', '.join(CATALOG)}") from None
+
+
+class _Fields(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def format_message(diagnostic: Diagnostic, **fields: Any) -> tuple[str, str]:
+    """Render ``(message, fix)`` for one occurrence of ``diagnostic``."""
+    values = _Fields({k: v for k, v in fields.items() if v is not None})
+    body = diagnostic.message.format_map(values)
+    fix = diagnostic.fix.format_map(values)
+    text = f"[{diagnostic.code}] {body}.\n  fix: {fix}\n  (python -m cute_bind explain {diagnostic.code})"
+    return text, fix
+
+
+def error(
+    diagnostic: Diagnostic,
+    *,
+    kernel: str | None = None,
+    parameter: str | None = None,
+    expected: str | None = None,
+    got: str | None = None,
+    detail: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> E.CuteBindError:
+    """Build the exception for one occurrence of a catalog entry (the caller raises it)."""
+    text, fix = format_message(
+        diagnostic, kernel=kernel, parameter=parameter, expected=expected, got=got, detail=detail
+    )
+    return diagnostic.error_class(
+        diagnostic,
+        text,
+        kernel=kernel,
+        parameter=parameter,
+        expected=expected,
+        got=got,
+        fix=fix,
+        details=details,
+    )
+
+
+def render_entry(diagnostic: Diagnostic) -> str:
+    """Plain-text rendering of an entry, as printed by ``python -m cute_bind explain``."""
+    status = " (retired)" if diagnostic.retired else ""
+    lines = [
+        f"{diagnostic.code} {diagnostic.slug}{status}",
+        "",
+        diagnostic.summary,
+        "",
+        diagnostic.explanation,
+        "",
+        "Raises: " + diagnostic.error_class.__name__,
+        "",
+        "Example:",
+        textwrap.indent(diagnostic.example.rstrip(), "    "),
+        "",
+        "Fix:",
+        textwrap.indent(diagnostic.fix, "    "),
+    ]
+    return "\n".join(lines) + "\n"

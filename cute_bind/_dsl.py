@@ -1,0 +1,398 @@
+"""The one module that touches nvidia-cutlass-dsl internals.
+
+Everything cute_bind needs from the DSL beyond its public API goes through the
+functions here: the execution-argument marshaller, the compiled entry point,
+the executor's CUDA-result slot and extra packed arguments, the module's
+unloaded flag, and the fields of runtime pointer objects. ``check_contract()``
+lists what an installed version lacks; ``tests/test_dsl_contract.py`` turns
+that into one clear failure per missing piece.
+
+The DSL is imported lazily so that ``import cute_bind`` (and the static
+checker) work on machines without it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib.metadata
+import os
+import typing
+import weakref
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from . import _diagnostics as D
+
+__all__ = [
+    "SUPPORTED_VERSIONS",
+    "dsl",
+    "dsl_version",
+    "check_contract",
+    "EntryPoint",
+    "entry_point",
+]
+
+#: The nvidia-cutlass-dsl versions cute_bind is tested with (mirrors pyproject.toml).
+SUPPORTED_VERSIONS = ">=4.8.0,<4.9"
+_SUPPORTED_MIN = (4, 8, 0)
+_SUPPORTED_MAX_EXCLUSIVE = (4, 9, 0)
+
+
+@dataclass(frozen=True)
+class DSL:
+    """The DSL's public modules and the private objects cute_bind uses."""
+
+    cutlass: ModuleType
+    cute: ModuleType
+    cuda_driver: ModuleType
+    runtime: ModuleType  # cutlass.cute.runtime
+    typing: ModuleType  # cutlass.base_dsl.typing
+    jit_executor: ModuleType  # cutlass.base_dsl.jit_executor
+    runtime_pointer_class: type  # cutlass.cute.runtime._Pointer
+    constexpr: Any  # cutlass.Constexpr
+    numeric_meta: type  # cutlass.NumericMeta
+
+
+@functools.lru_cache(maxsize=None)
+def dsl() -> DSL:
+    """Import the DSL once; raise CB502 when it is missing."""
+    try:
+        import cuda.bindings.driver as cuda_driver
+        import cutlass
+        import cutlass.base_dsl.jit_executor as jit_executor
+        import cutlass.base_dsl.typing as dsl_typing
+        import cutlass.cute as cute
+        import cutlass.cute.runtime as runtime
+    except ImportError as exc:
+        raise D.error(D.DSL_MISSING, expected=f"nvidia-cutlass-dsl{SUPPORTED_VERSIONS}", detail=str(exc)) from exc
+    return DSL(
+        cutlass=cutlass,
+        cute=cute,
+        cuda_driver=cuda_driver,
+        runtime=runtime,
+        typing=dsl_typing,
+        jit_executor=jit_executor,
+        runtime_pointer_class=getattr(runtime, "_Pointer", type(None)),
+        constexpr=getattr(cutlass, "Constexpr", None),
+        numeric_meta=getattr(cutlass, "NumericMeta", type(None)),
+    )
+
+
+def dsl_available() -> bool:
+    try:
+        dsl()
+    except Exception:
+        return False
+    return True
+
+
+def dsl_version() -> str:
+    try:
+        return importlib.metadata.version("nvidia-cutlass-dsl")
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def version_supported(version: str | None = None) -> bool:
+    v = _version_tuple(version or dsl_version())
+    return _SUPPORTED_MIN <= v < _SUPPORTED_MAX_EXCLUSIVE
+
+
+# ------------------------------------------------------------------ annotations
+def is_constexpr(annotation: Any) -> bool:
+    """``cutlass.Constexpr`` or ``cutlass.Constexpr[...]``."""
+    c = dsl().constexpr
+    if c is None:
+        return False
+    if annotation is c:
+        return True
+    if isinstance(annotation, type):
+        try:
+            return issubclass(annotation, c)
+        except TypeError:
+            return False
+    return typing.get_origin(annotation) is c
+
+
+def cute_pointer_class() -> type:
+    return dsl().cute.Pointer  # type: ignore[no-any-return]
+
+
+def cute_tensor_class() -> type:
+    return dsl().cute.Tensor  # type: ignore[no-any-return]
+
+
+def cuda_stream_class() -> type:
+    return dsl().cuda_driver.CUstream  # type: ignore[no-any-return]
+
+
+def is_numeric_type(annotation: Any) -> bool:
+    return isinstance(annotation, dsl().numeric_meta)
+
+
+# ------------------------------------------------------------------ runtime values
+def is_runtime_pointer(value: Any) -> bool:
+    """A pointer object made by ``cute.runtime.make_ptr``."""
+    return isinstance(value, dsl().runtime_pointer_class)
+
+
+def runtime_pointer_fields(value: Any) -> tuple[int, Any, Any, int]:
+    """``(address, dtype, address_space, assumed_align)`` of a ``make_ptr`` pointer."""
+    address = value._desc.value or 0
+    return int(address), value._dtype, value._addr_space, int(value._assumed_align)
+
+
+def make_pointer(dtype: Any, address: int, space: Any, align: int) -> Any:
+    """A DSL pointer object, used only to compile (never on the launch path)."""
+    return dsl().runtime.make_ptr(dtype, address, space, assumed_align=align)
+
+
+# ------------------------------------------------------------------ compiled functions
+def is_compiled(obj: Any) -> bool:
+    """``cute.compile`` result or its ``.to(device)`` executor."""
+    je = dsl().jit_executor
+    return isinstance(obj, (je.JitCompiledFunction, je.JitExecutor))
+
+
+def is_executor(obj: Any) -> bool:
+    return isinstance(obj, dsl().jit_executor.JitExecutor)
+
+
+def execution_args_of(obj: Any) -> Any:
+    if is_executor(obj):
+        return obj.jit_module.execution_args
+    return obj.execution_args
+
+
+@dataclass(frozen=True)
+class RuntimeSignature:
+    """The runtime (non-constexpr) parameters of a compiled function."""
+
+    names: tuple[str, ...]
+    kwonly: tuple[str, ...]
+    annotations: tuple[Any, ...]
+    defaults: dict[str, Any]
+
+
+def runtime_signature(obj: Any) -> RuntimeSignature:
+    meta = execution_args_of(obj)._meta
+    missing = getattr(execution_args_of(obj), "_missing", None)
+    defaults: dict[str, Any] = {}
+    for name, default in zip(meta.pos_names, meta.pos_defaults):
+        if default is not missing:
+            defaults[name] = default
+    for name, default in zip(meta.kwonly_names, meta.kwonly_defaults):
+        if default is not missing:
+            defaults[name] = default
+    return RuntimeSignature(
+        names=tuple(meta.all_names),
+        kwonly=tuple(meta.kwonly_names),
+        annotations=tuple(meta.annotated_types),
+        defaults=defaults,
+    )
+
+
+def function_name(obj: Any) -> str:
+    if is_executor(obj):
+        return str(getattr(obj.jit_module.execution_args, "function_name", "compiled"))
+    return str(getattr(obj, "function_name", "compiled"))
+
+
+def workspace_argument_count(obj: Any) -> int:
+    return int(getattr(obj, "total_added_arguments", 0) or 0)
+
+
+def marshal(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[int], list[Any]]:
+    """Run the DSL's normal marshalling once.
+
+    Returns the packed-argument addresses (one per C pointer) and the objects
+    that own the storage they point to (to keep alive while bytes are read).
+    """
+    exe_args, adapted = execution_args_of(obj).generate_execution_args(args, kwargs)
+    addresses = []
+    for a in exe_args:
+        if isinstance(a, ctypes.c_void_p):
+            addresses.append(int(a.value or 0))
+        else:
+            addresses.append(int(a))
+    return addresses, [exe_args, adapted]
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """What a prepared launch needs to call the compiled entry point itself."""
+
+    address: int  # the packed-interface C function: void entry(void **args)
+    result_ctype: type | None  # type of the CUDA-result slot, or None
+    extra_pointers: tuple[int, ...]  # packed-array entries after the result slot
+    module: Any  # the JIT module; holds the engine and the loaded CUDA library
+    keepalive: tuple[Any, ...]
+
+
+def entry_point(obj: Any) -> EntryPoint:
+    """Resolve (and load, if needed) the entry point of a compiled function."""
+    if getattr(obj, "engine", True) is None:
+        raise D.error(D.NO_ENGINE, kernel=function_name(obj), expected="a compiled function with an engine", got="engine=None")
+    executor = obj if is_executor(obj) else _default_executor(obj)
+    capi = executor.jit_module.capi_func
+    if capi is None:
+        raise D.error(D.NO_ENGINE, kernel=function_name(obj), expected="an entry point", got="capi_func=None")
+    address = ctypes.cast(capi, ctypes.c_void_p).value
+    result = executor.cuda_result
+    kernel_ptrs = executor._kernel_ptrs or ()
+    extra = tuple(int(p.value if isinstance(p, ctypes.c_void_p) else p) for p in kernel_ptrs)
+    return EntryPoint(
+        address=int(address or 0),
+        result_ctype=type(result) if result is not None else None,
+        extra_pointers=extra,
+        module=executor.jit_module,
+        keepalive=(executor, obj),
+    )
+
+
+def _default_executor(compiled: Any) -> Any:
+    # The compiled function's own default executor shares its thread-local
+    # packed array with direct calls; a prepared launch builds its own array,
+    # so any executor of the same module will do. Reuse the default one when
+    # it exists (no second module load), else create it the way a first
+    # direct call would.
+    executor = getattr(compiled, "_default_executor", None)
+    if executor is None or is_unloaded(executor.jit_module):
+        with compiled._executor_lock:
+            executor = compiled.to(None)
+            compiled._default_executor = executor
+    return executor
+
+
+def is_unloaded(module: Any) -> bool:
+    return bool(getattr(module, "_unloaded", False))
+
+
+def add_unload_listener(module: Any, listener: Any) -> None:
+    """Call ``listener()`` after ``module.unload()`` runs (explicitly or from the DSL's ``__del__``).
+
+    The DSL offers no unload hook, so the module instance's ``unload`` is
+    wrapped once; the wrapper holds the module weakly to keep it collectable.
+    """
+    listeners = module.__dict__.get("_cute_bind_unload_listeners")
+    if listeners is None:
+        listeners = []
+        module_ref = weakref.ref(module)
+        original = type(module).unload
+
+        def unload() -> None:
+            m = module_ref()
+            try:
+                if m is not None:
+                    original(m)
+            finally:
+                for fn in list(listeners):
+                    fn()
+
+        module._cute_bind_unload_listeners = listeners
+        module.unload = unload
+    listeners.append(listener)
+
+
+def unload(obj: Any) -> None:
+    """Unload the module of a compiled function (what the DSL does when it is collected)."""
+    module = obj.jit_module
+    if module is not None:
+        module.unload()
+
+
+def cuda_error_name(code: int) -> str:
+    try:
+        import cuda.bindings.runtime as rt
+
+        return str(rt.cudaError_t(code).name)
+    except Exception:
+        return "unknown"
+
+
+def target_arch() -> str | None:
+    """The architecture a compile targets now (hardware is consulted here, not at decoration)."""
+    arch = os.environ.get("CUTE_DSL_ARCH")
+    if arch:
+        return arch
+    try:
+        import cuda.bindings.driver as drv
+
+        (err,) = drv.cuInit(0)
+        if int(err) != 0:
+            return None
+        err, dev = drv.cuCtxGetDevice()
+        if int(err) != 0:
+            err, dev = drv.cuDeviceGet(0)
+            if int(err) != 0:
+                return None
+        err, major = drv.cuDeviceGetAttribute(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+        err2, minor = drv.cuDeviceGetAttribute(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+        if int(err) or int(err2):
+            return None
+        return f"sm_{major}{minor}"
+    except Exception:
+        return None
+
+
+# ------------------------------------------------------------------ contract
+_REQUIRED: tuple[tuple[str, str], ...] = (
+    ("cutlass.base_dsl.jit_executor", "JitCompiledFunction"),
+    ("cutlass.base_dsl.jit_executor", "JitExecutor"),
+    ("cutlass.base_dsl.jit_executor", "ExecutionArgs"),
+    ("cutlass.base_dsl.jit_executor.ExecutionArgs", "generate_execution_args"),
+    ("cutlass.base_dsl.jit_executor.JitCompiledFunction", "to"),
+    ("cutlass.cute.runtime", "_Pointer"),
+    ("cutlass.cute.runtime", "make_ptr"),
+    ("cutlass", "Constexpr"),
+    ("cutlass", "NumericMeta"),
+    ("cutlass.cute", "Pointer"),
+    ("cutlass.cute", "Tensor"),
+    ("cutlass.cute", "compile"),
+    ("cutlass.cute", "jit"),
+)
+
+
+def check_contract() -> list[str]:
+    """What the installed DSL lacks, one line each (empty when all is present).
+
+    Static attributes are checked here; the dynamic parts (the executor's
+    ``cuda_result`` and ``_kernel_ptrs``, the execution args' ``_meta``, the
+    pointer object's ``_desc``/``_dtype``/``_addr_space``/``_assumed_align``)
+    are exercised by compiling a tiny host function in the contract tests.
+    """
+    import importlib
+
+    problems = []
+    if not version_supported():
+        problems.append(f"nvidia-cutlass-dsl {dsl_version()} is outside the supported range {SUPPORTED_VERSIONS}")
+    for owner, attr in _REQUIRED:
+        module_name, _, rest = owner.partition(".base_dsl.jit_executor.")
+        try:
+            if rest:
+                obj: Any = getattr(importlib.import_module("cutlass.base_dsl.jit_executor"), rest)
+            else:
+                obj = importlib.import_module(owner)
+        except Exception as exc:
+            problems.append(f"{owner}: cannot import ({exc})")
+            continue
+        if not hasattr(obj, attr):
+            problems.append(f"{owner}.{attr} is missing")
+    return problems
+
+
+def require_contract() -> None:
+    """Raise CB501 naming the first missing internal."""
+    problems = check_contract()
+    if problems:
+        raise D.error(D.DSL_INCOMPATIBLE, expected=SUPPORTED_VERSIONS, got=dsl_version(), detail="; ".join(problems))

@@ -1,0 +1,456 @@
+"""PreparedLaunch: per-handle argument storage and the launch fast path.
+
+``bind()``/``prepare()`` do all the work once: run the DSL's marshalling,
+snapshot each slot's bytes into one contiguous storage block owned by the
+handle, check those bytes against cute_bind's own packing, build the handle's
+packed ``void**`` array (slot addresses, its own CUDA-result slot, the
+executor's extra pointers) and generate the launch function.
+
+``launch()`` then does the minimum: one ``struct.pack_into`` over the storage
+block, one call of the entry point with the precomputed array address, one
+read of the result slot. Values the fast path cannot pack as they are (tensors,
+stream objects, keywords, a wrong kind) fall to the slow path, which runs each
+slot's ``coerce`` and raises catalog errors.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, Sequence
+
+
+from . import _diagnostics as D
+from . import _dsl
+from ._slots import Bound, SlotKind, Where
+
+__all__ = ["PreparedLaunch", "build"]
+
+P = ParamSpec("P")
+
+_ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING = _Missing()
+
+
+def _checked_default() -> bool:
+    return os.environ.get("CUTE_BIND_CHECKED", "") not in ("", "0")
+
+
+class _Layout:
+    """The storage layout of a slot list: one native struct, slots in order."""
+
+    def __init__(self, slots: Sequence[SlotKind]) -> None:
+        fmt = "@" + "".join(s.fmt for s in slots)
+        self.struct = struct.Struct(fmt)
+        self.offsets = []
+        prefix = "@"
+        for s in slots:
+            prefix += s.fmt
+            self.offsets.append(struct.calcsize(prefix) - struct.calcsize("@" + s.fmt))
+        self.sizes = [s.size for s in slots]
+        # round up so the block can be reused verbatim by clones
+        self.size = max(8, (self.struct.size + 7) // 8 * 8)
+
+
+class _Shared:
+    """What all clones of one prepared launch share (read-only after build)."""
+
+    def __init__(
+        self,
+        kernel: str,
+        compiled: Any,
+        entry: _dsl.EntryPoint,
+        names: tuple[str, ...],
+        slots: tuple[SlotKind, ...],
+        defaults: dict[str, Any],
+        constexpr_names: frozenset[str],
+        layout: _Layout,
+        returns: int | None,
+    ) -> None:
+        self.kernel = kernel
+        self.compiled = compiled
+        self.entry = entry
+        self.names = names
+        self.slots = slots
+        self.defaults = defaults
+        self.constexpr_names = constexpr_names
+        self.layout = layout
+        self.returns = returns
+        self.wheres = tuple(Where(kernel, n) for n in names)
+        self.handles: weakref.WeakSet[PreparedLaunch[Any]] = weakref.WeakSet()
+
+
+_CODE_CACHE: dict[tuple[Any, ...], Any] = {}
+
+
+def _fast_factory(slots: Sequence[SlotKind], has_defaults: Sequence[bool], has_result: bool) -> Any:
+    """Compile (once per slot shape) the factory of the launch fast path."""
+    key = (tuple((s.fmt, s.guard("v")) for s in slots), tuple(has_defaults), has_result)
+    factory = _CODE_CACHE.get(key)
+    if factory is not None:
+        return factory
+    args = [f"a{i}" for i in range(len(slots))]
+    x = "_cb_"
+    params = ", ".join(f"{a}={x}D{i}" if d else f"{a}={x}M" for i, (a, d) in enumerate(zip(args, has_defaults)))
+    guards = [g for s, a in zip(slots, args) if (g := s.guard(a)) is not None]
+    bad = " or ".join([f"{x}x", f"{x}k"] + [f"not ({g})" for g in guards])
+    defaults = "".join(
+        f"        if {a} is {x}D{i}:\n            {a} = {x}V{i}\n" for i, (a, d) in enumerate(zip(args, has_defaults)) if d
+    )
+    tup = "(" + "".join(f"{a}, " for a in args) + ")"
+    free = [f"{x}M", f"{x}pack", f"{x}buf", f"{x}call", f"{x}argv", f"{x}res", f"{x}slow", f"{x}fail", f"{x}ret"]
+    free += [f"{x}D{i}" for i, d in enumerate(has_defaults) if d] + [f"{x}V{i}" for i, d in enumerate(has_defaults) if d]
+    sep = "/, " if args else ""
+    check = f"        if {x}res[0]:\n            {x}fail()\n" if has_result else ""
+    src = (
+        f"def factory({', '.join(free)}):\n"
+        f"    def launch({params}{', ' if args else ''}{sep}*{x}x, **{x}k):\n"
+        f"{defaults}"
+        f"        if {bad}:\n"
+        f"            return {x}slow({tup}, {x}x, {x}k)\n"
+        f"        try:\n"
+        f"            {x}pack({x}buf, 0, {', '.join(args)})\n"
+        f"        except Exception:\n"
+        f"            return {x}slow({tup}, {x}x, {x}k)\n"
+        f"        {x}call({x}argv)\n"
+        f"{check}"
+        f"        return {x}ret\n"
+        f"    return launch\n"
+    )
+    namespace: dict[str, Any] = {}
+    exec(compile(src, f"<cute_bind launch {len(slots)} slots>", "exec"), namespace)  # noqa: S102 - generated from slot formats only
+    factory = namespace["factory"]
+    _CODE_CACHE[key] = factory
+    return factory
+
+
+class PreparedLaunch(Generic[P]):
+    """A bound launch of one compiled function, replayable cheaply.
+
+    Made by ``kernel.bind(...)`` or ``cute_bind.prepare(compiled, ...)``.
+    ``launch(*args, **kwargs)`` takes the same arguments as calling the
+    compiled function (runtime parameters only; Constexpr values are fixed at
+    bind), rewrites the handle's storage in place and calls the compiled entry
+    point directly. It returns what the compiled call returns (``0`` when the
+    function reports a CUDA result, else ``None``) and raises
+    :class:`cute_bind.CudaLaunchError` on a non-zero CUDA result.
+
+    Threading: a handle may be used by one thread at a time (hand it over
+    between launches freely). Give concurrent threads their own handles with
+    :meth:`clone`. Lifetime: the handle keeps its compiled module loaded; if
+    the module is unloaded anyway, ``launch`` raises CB402.
+    """
+
+    if TYPE_CHECKING:
+
+        def launch(self, *args: P.args, **kwargs: P.kwargs) -> int | None:
+            """Launch with new argument values (see the class docstring)."""
+
+    def __init__(self, shared: _Shared, initial: bytes, checked: bool) -> None:
+        self._shared = shared
+        self._checked = checked
+        self._closed = False
+        layout = shared.layout
+        self._storage = bytearray(layout.size)
+        self._storage[: len(initial)] = initial
+        self._cstorage = (ctypes.c_char * layout.size).from_buffer(self._storage)
+        base = ctypes.addressof(self._cstorage)
+        self._result = bytearray(8)
+        self._cresult = (ctypes.c_char * 8).from_buffer(self._result)
+        self._result_view = memoryview(self._result).cast("i")
+        entry = shared.entry
+        pointers = [base + off for off in layout.offsets]
+        if entry.result_ctype is not None:
+            pointers.append(ctypes.addressof(self._cresult))
+        pointers.extend(entry.extra_pointers)
+        self._argv = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
+        self._argv_address = ctypes.addressof(self._argv)
+        self._call = _ENTRY_TYPE(entry.address)
+        self._lock = threading.Lock()
+        self._owner: str | None = None
+        self.launch = self._make_launch()
+        shared.handles.add(self)
+        if _dsl.is_unloaded(entry.module):
+            self._poison(D.MODULE_UNLOADED)
+
+    # ------------------------------------------------------------------ launch paths
+    def _make_launch(self) -> Callable[..., int | None]:
+        sh = self._shared
+        if self._checked:
+            slow = self._slow
+
+            def launch(*args: Any, **kwargs: Any) -> int | None:
+                return slow(args, (), kwargs, positional_raw=True)
+
+            return launch
+        has_defaults = [n in sh.defaults for n in sh.names]
+        factory = _fast_factory(sh.slots, has_defaults, sh.entry.result_ctype is not None)
+        default_sentinels = [_Missing() for n in sh.names if n in sh.defaults]
+        default_values = [sh.defaults[n] for n in sh.names if n in sh.defaults]
+        self._default_sentinels = tuple(default_sentinels)
+        fn = factory(
+            _MISSING,
+            sh.layout.struct.pack_into,
+            self._storage,
+            self._call,
+            self._argv_address,
+            self._result_view,
+            self._slow,
+            self._fail,
+            sh.returns,
+            *default_sentinels,
+            *default_values,
+        )
+        return fn  # type: ignore[no-any-return]
+
+    def _slow(self, given: tuple[Any, ...], extra: tuple[Any, ...], kwargs: dict[str, Any], positional_raw: bool = False) -> int | None:
+        sh = self._shared
+        n = len(sh.names)
+        if positional_raw:  # checked mode: plain *args
+            extra = given[n:]
+            given = given[:n] + (_MISSING,) * max(0, n - len(given))
+        values = list(given)
+        sentinels = dict(zip((nm for nm in sh.names if nm in sh.defaults), self._default_sentinels_or_empty()))
+        for i, name in enumerate(sh.names):
+            s = sentinels.get(name)
+            if s is not None and values[i] is s:
+                values[i] = _DEFAULTED
+        if extra:
+            raise D.error(
+                D.UNEXPECTED_ARGUMENT,
+                kernel=sh.kernel,
+                parameter=f"#{n + 1}",
+                expected=f"at most {n} positional argument(s) ({', '.join(sh.names)})",
+                got=f"{n + len(extra)} positional arguments",
+            )
+        for key, value in kwargs.items():
+            if key in sh.names:
+                i = sh.names.index(key)
+                if values[i] is not _MISSING and values[i] is not _DEFAULTED:
+                    raise D.error(D.DUPLICATE_ARGUMENT, kernel=sh.kernel, parameter=key)
+                values[i] = value
+            elif key in sh.constexpr_names:
+                raise D.error(
+                    D.UNEXPECTED_ARGUMENT,
+                    kernel=sh.kernel,
+                    parameter=key,
+                    expected="runtime parameters only (Constexpr values are fixed at bind)",
+                    got=f"{key}=...",
+                )
+            else:
+                raise D.error(
+                    D.UNEXPECTED_ARGUMENT, kernel=sh.kernel, parameter=key, expected=f"one of ({', '.join(sh.names)})", got=f"{key}=..."
+                )
+        packed = []
+        for i, (slot, where) in enumerate(zip(sh.slots, sh.wheres)):
+            v = values[i]
+            if v is _DEFAULTED:
+                v = sh.defaults[sh.names[i]]
+            elif v is _MISSING:
+                raise D.error(D.MISSING_ARGUMENT, kernel=sh.kernel, parameter=sh.names[i], expected=slot.expected())
+            packed.append(slot.coerce(v, where, self._checked))
+        if self._checked:
+            return self._checked_call(packed)
+        sh.layout.struct.pack_into(self._storage, 0, *packed)
+        self._call(self._argv_address)
+        if sh.entry.result_ctype is not None and self._result_view[0]:
+            self._fail()
+        return sh.returns
+
+    def _default_sentinels_or_empty(self) -> tuple[Any, ...]:
+        return getattr(self, "_default_sentinels", ())
+
+    def _checked_call(self, packed: list[Any]) -> int | None:
+        sh = self._shared
+        me = threading.current_thread().name
+        if not self._lock.acquire(blocking=False):
+            raise D.error(D.CONCURRENT_USE, kernel=sh.kernel, expected="one thread at a time per handle", got=str(self._owner))
+        try:
+            self._owner = me
+            if self._closed:
+                raise D.error(D.HANDLE_CLOSED, kernel=sh.kernel, expected="an open handle")
+            if _dsl.is_unloaded(sh.entry.module):
+                raise D.error(D.MODULE_UNLOADED, kernel=sh.kernel, expected="a loaded module")
+            sh.layout.struct.pack_into(self._storage, 0, *packed)
+            self._call(self._argv_address)
+            if sh.entry.result_ctype is not None and self._result_view[0]:
+                self._fail()
+            return sh.returns
+        finally:
+            self._owner = None
+            self._lock.release()
+
+    def _fail(self) -> None:
+        code = int(self._result_view[0])
+        self._result_view[0] = 0
+        name = _dsl.cuda_error_name(code)
+        raise D.error(
+            D.CUDA_ERROR,
+            kernel=self._shared.kernel,
+            expected="cudaSuccess (0)",
+            got=f"{name} ({code})",
+            details={"cuda_error": code, "cuda_error_name": name},
+        )
+
+    def _poison(self, diagnostic: D.Diagnostic) -> None:
+        """Make every later launch raise ``diagnostic`` (also through saved ``launch`` references)."""
+        kernel = self._shared.kernel
+
+        def refuse(_argv: Any = None) -> None:
+            raise D.error(diagnostic, kernel=kernel, expected="a loaded module and an open handle")
+
+        self._call = refuse  # type: ignore[assignment]
+        fn = self.launch
+        closure = getattr(fn, "__closure__", None) or ()
+        for name, cell in zip(fn.__code__.co_freevars, closure):
+            if name == "_cb_call":
+                cell.cell_contents = refuse
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def kernel_name(self) -> str:
+        """Name of the kernel this handle launches."""
+        return self._shared.kernel
+
+    @property
+    def compiled(self) -> Any:
+        """The compiled function (``cute.compile`` result or executor) this handle calls."""
+        return self._shared.compiled
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """Runtime parameter names, in launch order."""
+        return self._shared.names
+
+    @property
+    def slots(self) -> dict[str, SlotKind]:
+        """Slot kind of each runtime parameter."""
+        return dict(zip(self._shared.names, self._shared.slots))
+
+    @property
+    def checked(self) -> bool:
+        """Whether this handle runs the full checks (alignment of raw addresses, concurrent use) on every launch."""
+        return self._checked
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def storage_bytes(self) -> bytes:
+        """The bytes the entry point reads for the runtime slots, as last written."""
+        lay = self._shared.layout
+        return bytes(self._storage[: lay.struct.size])
+
+    def slot_bytes(self, name: str) -> bytes:
+        """The bytes of one slot, as last written."""
+        lay = self._shared.layout
+        i = self._shared.names.index(name)
+        return bytes(self._storage[lay.offsets[i] : lay.offsets[i] + lay.sizes[i]])
+
+    def clone(self) -> PreparedLaunch[P]:
+        """A new handle for the same compiled function, with its own storage (e.g. one per thread)."""
+        return PreparedLaunch(self._shared, self.storage_bytes(), self._checked)
+
+    def with_checks(self, enabled: bool = True) -> PreparedLaunch[P]:
+        """A clone that runs (or skips) the checked-mode checks on every launch."""
+        return PreparedLaunch(self._shared, self.storage_bytes(), enabled)
+
+    def close(self) -> None:
+        """Release the handle's pin on the compiled module; later launches raise CB404."""
+        if self._closed:
+            return
+        self._closed = True
+        self._poison(D.HANDLE_CLOSED)
+
+    def __enter__(self) -> PreparedLaunch[P]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        sh = self._shared
+        slots = ", ".join(f"{n}: {s.describe()}" for n, s in zip(sh.names, sh.slots))
+        state = " closed" if self._closed else (" checked" if self._checked else "")
+        return f"<PreparedLaunch {sh.kernel}({slots}){state}>"
+
+
+class _Defaulted:
+    __slots__ = ()
+
+
+_DEFAULTED = _Defaulted()
+
+
+def _on_module_unload(shared_ref: weakref.ref[_Shared]) -> Callable[[], None]:
+    def notify() -> None:
+        sh = shared_ref()
+        if sh is not None:
+            for handle in list(sh.handles):
+                handle._poison(D.MODULE_UNLOADED)
+
+    return notify
+
+
+def build(
+    *,
+    kernel: str,
+    compiled: Any,
+    names: Sequence[str],
+    bounds: Sequence[Bound],
+    defaults: dict[str, Any],
+    constexpr_names: Sequence[str] = (),
+    checked: bool | None = None,
+) -> PreparedLaunch[Any]:
+    """Run the DSL's marshalling once and build a handle from its bytes."""
+    if _dsl.workspace_argument_count(compiled):
+        raise D.error(D.WORKSPACE_ARGUMENTS, kernel=kernel, expected="0", got=str(_dsl.workspace_argument_count(compiled)))
+    slots = tuple(b.slot for b in bounds)
+    layout = _Layout(slots)
+    # The DSL's own marshalling, once, with the DSL objects for these values.
+    addresses, keepalive = _dsl.marshal(compiled, tuple(b.dsl_value for b in bounds), {})
+    if len(addresses) != len(slots):
+        raise D.error(
+            D.UNSUPPORTED_MARSHALLING,
+            kernel=kernel,
+            parameter=", ".join(names),
+            expected=f"one C pointer per runtime parameter ({len(slots)})",
+            got=f"{len(addresses)} C pointers in all",
+        )
+    snapshot = bytearray(layout.size)
+    for off, size, addr in zip(layout.offsets, layout.sizes, addresses):
+        snapshot[off : off + size] = ctypes.string_at(addr, size)
+    del keepalive
+    ours = layout.struct.pack(*(b.packed for b in bounds))
+    for name, off, size in zip(names, layout.offsets, layout.sizes):
+        if ours[off : off + size] != bytes(snapshot[off : off + size]):
+            raise D.error(
+                D.SNAPSHOT_MISMATCH,
+                kernel=kernel,
+                parameter=name,
+                expected=repr(bytes(snapshot[off : off + size])),
+                got=repr(ours[off : off + size]),
+            )
+    entry = _dsl.entry_point(compiled)
+    # Defaults are pre-coerced so a call relying on them stays on the fast path.
+    packed_defaults = {}
+    for name, slot, where in zip(names, slots, (Where(kernel, n) for n in names)):
+        if name in defaults:
+            packed_defaults[name] = slot.coerce(defaults[name], where)
+    returns = 0 if entry.result_ctype is not None else None
+    shared = _Shared(kernel, compiled, entry, tuple(names), slots, packed_defaults, frozenset(constexpr_names), layout, returns)
+    _dsl.add_unload_listener(entry.module, _on_module_unload(weakref.ref(shared)))
+    return PreparedLaunch(shared, bytes(snapshot), _checked_default() if checked is None else checked)
+

@@ -1,0 +1,102 @@
+"""``cute_bind.Pointer[dtype, align, space]``: a pointer annotation that carries its type.
+
+``cute.Pointer`` says nothing about the element type, so a kernel annotated
+with it can only be compiled from a value that does (a ``make_ptr`` pointer or
+a tensor). ``cute_bind.Pointer[cutlass.Float32, 16, cute.AddressSpace.gmem]``
+records dtype, assumed alignment (bytes) and address space in the annotation,
+so ``bind()`` can compile from raw integer addresses alone.
+
+At run time the subscription evaluates to
+``typing.Annotated[cute.Pointer, PointerSpec(...)]``: the DSL sees an
+ordinary ``cute.Pointer`` parameter and cute_bind reads the spec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import _diagnostics as D
+
+__all__ = ["Pointer", "PointerSpec"]
+
+
+@dataclass(frozen=True)
+class PointerSpec:
+    """What a pointer annotation says about its slot; ``None`` means "from the value"."""
+
+    dtype: Any = None
+    align: int | None = None
+    space: Any = None
+
+    def describe(self) -> str:
+        parts = [getattr(self.dtype, "__name__", "?") if self.dtype is not None else "any dtype"]
+        if self.align is not None:
+            parts.append(f"align={self.align}")
+        if self.space is not None:
+            parts.append(f"space={getattr(self.space, 'name', self.space)}")
+        return "Pointer[" + ", ".join(parts) + "]"
+
+
+def _bad(detail: str, expected: str, got: Any) -> Exception:
+    return D.error(D.INVALID_POINTER_ANNOTATION, detail=detail, expected=expected, got=repr(got))
+
+
+def make_spec(params: Any) -> PointerSpec:
+    from . import _dsl
+
+    items = params if isinstance(params, tuple) else (params,)
+    if not 1 <= len(items) <= 3:
+        raise _bad("takes dtype[, align[, space]]", "1 to 3 parameters", items)
+    dtype = items[0]
+    align = items[1] if len(items) > 1 else None
+    space = items[2] if len(items) > 2 else None
+    if not _dsl.is_numeric_type(dtype):
+        raise _bad("the dtype must be a CuTe numeric type", "a type such as cutlass.Float32", dtype)
+    if align is not None:
+        if isinstance(align, bool) or not isinstance(align, int) or align <= 0 or align & (align - 1):
+            raise _bad("the alignment must be a positive power of two (bytes)", "1, 2, 4, 8, 16, ...", align)
+        natural = max(1, int(getattr(dtype, "width", 8)) // 8)
+        if align < natural:
+            raise _bad(
+                f"the alignment must be at least the element size ({natural} bytes)",
+                f"an alignment >= {natural}",
+                align,
+            )
+    if space is not None and not isinstance(space, _dsl.dsl().cute.AddressSpace):
+        raise _bad("the address space must be a cute.AddressSpace member", "e.g. cute.AddressSpace.gmem", space)
+    return PointerSpec(dtype=dtype, align=align, space=space)
+
+
+class Pointer:
+    """Pointer annotation carrying dtype, alignment and address space.
+
+    Use ``cute_bind.Pointer[dtype]``, ``cute_bind.Pointer[dtype, align]`` or
+    ``cute_bind.Pointer[dtype, align, space]`` as a parameter annotation::
+
+        @cute_bind.kernel
+        def scale(out: cute_bind.Pointer[cutlass.Float32, 16, cute.AddressSpace.gmem], ...):
+            ...
+
+    Unspecified alignment defaults to the value's (or the element size);
+    unspecified address space to the value's (or ``generic``).
+    """
+
+    def __init__(self) -> None:
+        raise TypeError("cute_bind.Pointer is an annotation: write cute_bind.Pointer[dtype, ...]")
+
+    def __class_getitem__(cls, params: Any) -> Any:
+        from typing import Annotated
+
+        from . import _dsl
+
+        spec = make_spec(params)
+        return Annotated[_dsl.cute_pointer_class(), spec]  # type: ignore[valid-type]
+
+
+def pointer_spec_of(annotation: Any) -> PointerSpec | None:
+    """The :class:`PointerSpec` inside an ``Annotated`` annotation, if any."""
+    for meta in getattr(annotation, "__metadata__", ()):
+        if isinstance(meta, PointerSpec):
+            return meta
+    return None
