@@ -603,16 +603,10 @@ UNSUPPORTED_MARSHALLING = _entry(
     """,
     example=_PRELUDE
     + """
-@cute.jit
-def fill(out: cute.Pointer, n: cutlass.Int32):
-    pass
-
-import ctypes
-from cutlass.cute.runtime import make_ptr
-buf = (ctypes.c_int32 * 1)()
-p = make_ptr(cutlass.Int32, ctypes.addressof(buf))
-compiled = cute.compile(fill, p, 1)
-cute_bind.prepare(compiled, p, (1, 2))   # a tuple where one Int32 was compiled -> CB302
+# Only a DSL release that marshals an eligible kind differently produces this;
+# prepare() then refuses the handle. Shown here as the error it raises:
+raise cute_bind.error(cute_bind.CATALOG["CB302"], kernel="scale", parameter="n",
+                      expected="one C pointer per runtime parameter (2)", got="3 C pointers in all")
 """,
     fix="Pass values of the kinds the function was compiled with.",
 )
@@ -646,12 +640,27 @@ NO_ENGINE = _entry(
     explanation="""
     Functions compiled for export (or loaded without an engine) cannot be
     called in this process, so they cannot be prepared either. Device kernels
-    compiled on a machine without a GPU (with `CUTE_DSL_ARCH` set) also cannot
-    launch there; `kernel.compile(...)` still compiles them.
+    compiled on a machine without a GPU (with `CUTE_DSL_ARCH` set) cannot be
+    loaded there either; `kernel.compile(...)` still compiles them.
     """,
     example=_PRELUDE
     + """
-raise cute_bind.error(cute_bind.CATALOG["CB304"], kernel="k", expected="an engine", got="None")
+import os
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")   # compile for a GPU, even on a CPU-only machine
+
+@cute.kernel
+def scale_kernel(out: cute.Pointer, n: cutlass.Int32):
+    t = cute.make_tensor(out, cute.make_layout(128))
+    i = cute.arch.thread_idx()[0]
+    if i < n:
+        t[i] = cutlass.Float32(0.0)
+
+@cute_bind.kernel
+def scale(out: cute_bind.Pointer[cutlass.Float32, 16, cute.AddressSpace.gmem], n: cutlass.Int32):
+    scale_kernel(out, n).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+scale.compile(1 << 20, 128)   # compiling works anywhere
+scale.bind(1 << 20, 128)      # on a machine without a GPU: the module cannot load -> CB304
 """,
     fix="Compile with `cute.compile(...)` in this process, on a machine that can run the function.",
 )

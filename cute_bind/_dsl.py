@@ -243,7 +243,12 @@ def entry_point(obj: Any) -> EntryPoint:
     """Resolve (and load, if needed) the entry point of a compiled function."""
     if getattr(obj, "engine", True) is None:
         raise D.error(D.NO_ENGINE, kernel=function_name(obj), expected="a compiled function with an engine", got="engine=None")
-    executor = obj if is_executor(obj) else _default_executor(obj)
+    try:
+        executor = obj if is_executor(obj) else _default_executor(obj)
+    except Exception as exc:  # e.g. no CUDA driver to load the device module on this machine
+        raise D.error(
+            D.NO_ENGINE, kernel=function_name(obj), expected="a module that loads on this machine", got=f"{type(exc).__name__}: {exc}"
+        ) from exc
     capi = executor.jit_module.capi_func
     if capi is None:
         raise D.error(D.NO_ENGINE, kernel=function_name(obj), expected="an entry point", got="capi_func=None")
