@@ -401,3 +401,32 @@ def require_contract() -> None:
     problems = check_contract()
     if problems:
         raise D.error(D.DSL_INCOMPATIBLE, expected=SUPPORTED_VERSIONS, got=dsl_version(), detail="; ".join(problems))
+
+
+# ------------------------------------------------------------------ benchmark support
+def bare_call(compiled: Any, args: tuple[Any, ...]) -> tuple[Any, Any, int, Any, Any]:
+    """The floor a launch through the DSL's engine can reach, for the benchmark.
+
+    Returns ``(entry, packed, address, raw_entry, raw_arg)``: the DSL's own
+    ctypes entry point and a packed ``void**`` array populated once by the
+    DSL's own marshalling for ``args`` (plus the address of that array);
+    ``entry(packed)`` is the call exactly as the DSL makes it and
+    ``entry(address)`` the same with the address precomputed. ``raw_entry(raw_arg)``
+    is the same C function through the cheapest ctypes form (no argtypes,
+    a prebuilt ``c_void_p``), the form ``PreparedLaunch.launch`` uses.
+    The returned objects keep the marshalled storage alive.
+    """
+    executor = _default_executor(compiled)
+    exe_args, adapted = execution_args_of(compiled).generate_execution_args(args, {})
+    packed = executor._get_invoke_packed_args(exe_args)
+    # a private copy, so later direct calls (which reuse the executor's
+    # thread-local array) cannot change what the bare call passes
+    own = (ctypes.c_void_p * len(packed))(*packed)
+    own._cute_bind_keepalive = (exe_args, adapted, executor)  # type: ignore[attr-defined]
+    raw = ctypes.CFUNCTYPE(None)(ctypes.cast(executor.capi_func, ctypes.c_void_p).value)
+    raw.argtypes = None
+    return executor.capi_func, own, ctypes.addressof(own), raw, ctypes.c_void_p(ctypes.addressof(own))
+
+
+def is_tvm_ffi_compiled(obj: Any) -> bool:
+    return "tvm_ffi" in type(obj).__module__

@@ -229,6 +229,13 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
     """
     if not _dsl.is_compiled(compiled):
         raise D.error(D.NOT_COMPILED, expected="the result of cute.compile(...) or compiled.to(device)", got=describe_value(compiled))
+    if _dsl.is_tvm_ffi_compiled(compiled):
+        # TVM-FFI entry points take TVM-FFI packed arguments, not the DSL's void** array.
+        raise D.error(
+            D.NOT_COMPILED,
+            expected="a function compiled without --enable-tvm-ffi",
+            got=f"{type(compiled).__name__} (a TVM-FFI compiled function)",
+        )
     rsig = _dsl.runtime_signature(compiled)
     name = _dsl.function_name(compiled)
     values = _rectify(name, rsig.names, frozenset(rsig.kwonly), rsig.defaults, args, kwargs, {})

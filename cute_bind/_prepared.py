@@ -31,7 +31,19 @@ __all__ = ["PreparedLaunch", "build"]
 
 P = ParamSpec("P")
 
-_ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+def _entry_function(address: int) -> Any:
+    """A ctypes function for the packed entry point ``void entry(void **args)``.
+
+    No ``argtypes``: the caller passes a prebuilt ``c_void_p``, which ctypes
+    hands over as is instead of converting an int through ``from_param`` on
+    every call. ``restype`` None: the C function returns nothing (its i32
+    result is written to the result slot, the last packed argument).
+    """
+    fn = ctypes.CFUNCTYPE(None)(address)
+    fn.argtypes = None
+    return fn
 
 
 class _Missing:
@@ -176,8 +188,8 @@ class PreparedLaunch(Generic[P]):
             pointers.append(ctypes.addressof(self._cresult))
         pointers.extend(entry.extra_pointers)
         self._argv = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
-        self._argv_address = ctypes.addressof(self._argv)
-        self._call = _ENTRY_TYPE(entry.address)
+        self._argv_address = ctypes.c_void_p(ctypes.addressof(self._argv))
+        self._call = _entry_function(entry.address)
         self._lock = threading.Lock()
         self._owner: str | None = None
         self.launch = self._make_launch()

@@ -135,30 +135,34 @@ class ScalarKind(SlotKind):
 
     kind = "scalar"
 
-    def __init__(self, dtype_name: str) -> None:
+    def __init__(self, dtype_name: str, python_type: type | None = None) -> None:
         self.dtype_name = dtype_name
+        # bool/int/float annotations: the DSL wants the Python value at compile time
+        self.python_type = python_type
         self.fmt = W.SCALAR_FORMATS[dtype_name]
         self.is_bool = self.fmt == "?"
         self.is_float = self.fmt in "fd"
         self.range = _INT_RANGES.get(self.fmt)
 
     def __repr__(self) -> str:
-        return f"ScalarKind({self.dtype_name})"
+        return f"ScalarKind({self.describe()})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ScalarKind) and other.dtype_name == self.dtype_name
+        return isinstance(other, ScalarKind) and (other.dtype_name, other.python_type) == (self.dtype_name, self.python_type)
 
     def __hash__(self) -> int:
-        return hash(("scalar", self.dtype_name))
+        return hash(("scalar", self.dtype_name, self.python_type))
 
     def describe(self) -> str:
+        if self.python_type is not None:
+            return f"{self.python_type.__name__} (as cutlass.{self.dtype_name})"
         return f"cutlass.{self.dtype_name}"
 
     @classmethod
     def recognize(cls, annotation: Any) -> ScalarKind | None:
         if isinstance(annotation, type) and annotation.__module__ == "builtins":
             mapped = W.PYTHON_SCALARS.get(annotation.__name__)
-            return cls(mapped) if mapped else None
+            return cls(mapped, annotation) if mapped else None
         if _dsl.is_numeric_type(annotation) and getattr(annotation, "__name__", "") in W.SCALAR_FORMATS:
             return cls(annotation.__name__)
         return None
@@ -190,7 +194,7 @@ class ScalarKind(SlotKind):
     def _coerce_bool(self, value: Any, where: Where) -> bool:
         if isinstance(value, bool):
             return value
-        if type(value).__name__ == "bool_":  # numpy.bool_
+        if type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool"):
             return bool(value)
         if isinstance(value, float):
             raise _wrong_kind(where, self.expected(), value)
@@ -237,7 +241,8 @@ class ScalarKind(SlotKind):
 
     def bind(self, value: Any, where: Where) -> Bound:
         packed = self.coerce(value, where)
-        return Bound(packed=packed, dsl_value=self.dsl_type()(packed), key=None, slot=self)
+        dsl_value = packed if self.python_type is not None else self.dsl_type()(packed)
+        return Bound(packed=packed, dsl_value=dsl_value, key=None, slot=self)
 
 
 # --------------------------------------------------------------------------- pointers
@@ -320,6 +325,11 @@ class PointerKind(SlotKind):
         if _dsl.is_runtime_pointer(value):
             address, dtype, space, align = _dsl.runtime_pointer_fields(value)
             return _PointerValue(self._check_range(address, where), _dtype_name(dtype), space, align)
+        if type(value).__module__ == "numpy" and type(value).__name__ != "ndarray":
+            # a NumPy scalar is a number, not an array to take the address of
+            if isinstance(value, (float, complex)) or not hasattr(value, "__index__") or type(value).__name__ in ("bool_", "bool"):
+                raise _wrong_kind(where, self.expected(), value)
+            return _PointerValue(self._check_range(operator.index(value), where), None, None, None)
         data_ptr = getattr(value, "data_ptr", None)
         if data_ptr is not None and callable(data_ptr):
             address = data_ptr()

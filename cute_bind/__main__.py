@@ -1,0 +1,76 @@
+"""Command line: ``python -m cute_bind {explain,bench,check,contract}`` (also ``cute-bind``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["main"]
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from ._diagnostics import CATALOG, lookup, render_entry
+
+    if args.list or not args.code:
+        for d in CATALOG.values():
+            flag = " (retired)" if d.retired else ""
+            print(f"{d.code}  {d.slug:28s} {d.summary}{flag}")
+        return 0
+    try:
+        entry = lookup(args.code)
+    except KeyError as exc:
+        print(exc.args[0], file=sys.stderr)
+        return 2
+    sys.stdout.write(render_entry(entry))
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from ._bench import main as bench_main
+
+    return bench_main(args)
+
+
+def _check(argv: list[str]) -> int:
+    from ._static import main as check_main
+
+    return check_main(argv)
+
+
+def _contract(args: argparse.Namespace) -> int:
+    from . import _dsl
+
+    problems = _dsl.check_contract()
+    print(f"nvidia-cutlass-dsl {_dsl.dsl_version()} (supported: {_dsl.SUPPORTED_VERSIONS})")
+    for p in problems:
+        print("  missing:", p)
+    print("contract: ok" if not problems else "contract: BROKEN")
+    return 1 if problems else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``cute-bind`` and ``python -m cute_bind``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["check"]:
+        return _check(argv[1:])
+    parser = argparse.ArgumentParser(prog="cute-bind", description="cute_bind tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("explain", help="print a diagnostic's catalog entry (or list all)")
+    p.add_argument("code", nargs="?", help="e.g. CB204")
+    p.add_argument("--list", action="store_true", help="list every code")
+    p.set_defaults(func=_explain)
+    p = sub.add_parser("bench", help="launch-overhead benchmark (GPU kernel if a GPU is present, else host-only)")
+    p.add_argument("--repeats", type=int, default=21, help="timed repeats per path (median reported)")
+    p.add_argument("--iters", type=int, default=20000, help="launches per repeat")
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    p.add_argument("--host-only", action="store_true", help="use the host-only function even when a GPU is present")
+    p.set_defaults(func=_bench)
+    sub.add_parser("check", help="static eligibility check of source files (see cute-bind check --help)")
+    p = sub.add_parser("contract", help="check the installed nvidia-cutlass-dsl provides what cute_bind needs")
+    p.set_defaults(func=_contract)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Host-only CuTe DSL functions used by the tests (they compile and run on the CPU).
+
+The DSL compiles from source files, so test kernels live in this module.
+"""
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+
+import cute_bind
+
+F32 = cute_bind.Pointer[cutlass.Float32]
+
+
+@cute.jit
+def scale(out: F32, inp: F32, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream):
+    """out[k] = inp[k] * alpha for k < n (n <= 64)."""
+    o = cute.make_tensor(out, cute.make_layout(64))
+    i = cute.make_tensor(inp, cute.make_layout(64))
+    for k in range(n):
+        o[k] = i[k] * alpha
+
+
+def scale_plain(out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream):
+    """The same body without @cute.jit and with plain cute.Pointer annotations."""
+    o = cute.make_tensor(out, cute.make_layout(64))
+    i = cute.make_tensor(inp, cute.make_layout(64))
+    for k in range(n):
+        o[k] = i[k] * alpha
+
+
+@cute.jit
+def all_scalars(
+    out: cute_bind.Pointer[cutlass.Float64],
+    b: cutlass.Boolean,
+    i8: cutlass.Int8,
+    i16: cutlass.Int16,
+    i32: cutlass.Int32,
+    i64: cutlass.Int64,
+    u8: cutlass.Uint8,
+    u16: cutlass.Uint16,
+    u32: cutlass.Uint32,
+    u64: cutlass.Uint64,
+    f32: cutlass.Float32,
+    f64: cutlass.Float64,
+    tf32: cutlass.TFloat32,
+    pb: bool,
+    pi: int,
+    pf: float,
+):
+    """Writes every scalar, converted to Float64, to out[0..15]."""
+    o = cute.make_tensor(out, cute.make_layout(16))
+    o[0] = cutlass.Float64(1.0) if b else cutlass.Float64(0.0)
+    o[1] = cutlass.Float64(i8)
+    o[2] = cutlass.Float64(i16)
+    o[3] = cutlass.Float64(i32)
+    o[4] = cutlass.Float64(i64)
+    o[5] = cutlass.Float64(u8)
+    o[6] = cutlass.Float64(u16)
+    o[7] = cutlass.Float64(u32)
+    o[8] = cutlass.Float64(u64)
+    o[9] = cutlass.Float64(f32)
+    o[10] = f64
+    o[11] = cutlass.Float64(tf32)
+    o[12] = cutlass.Float64(1.0) if pb else cutlass.Float64(0.0)
+    o[13] = cutlass.Float64(pi)
+    o[14] = cutlass.Float64(pf)
+    o[15] = cutlass.Float64(2.0)
+
+
+@cute.jit
+def with_constexpr(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32, offset: cutlass.Constexpr[int]):
+    """out[0] = value + offset (offset is compile-time)."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    o[0] = value + offset
+
+
+@cute.jit
+def with_default(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32, extra: cutlass.Int32 = 5):
+    """out[0] = value + extra (extra has a default)."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    o[0] = value + extra
+
+
+@cute.jit
+def spin(out: cute_bind.Pointer[cutlass.Int64], n: cutlass.Int64):
+    """A slow host function: counts to n into out[0] (for concurrency tests)."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    acc = cutlass.Int64(0)
+    for k in range(n):
+        acc = acc + 1
+    o[0] = acc
+
+
+@cute.jit
+def fill_i32(out: cute_bind.Pointer[cutlass.Int32, 16], value: cutlass.Int32):
+    """out[0] = value; the pointer is declared 16-byte aligned."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    o[0] = value
