@@ -117,7 +117,7 @@ def _fast_factory(slots: Sequence[SlotKind], has_defaults: Sequence[bool], has_r
     x = "_cb_"
     params = ", ".join(f"{a}={x}D{i}" if d else f"{a}={x}M" for i, (a, d) in enumerate(zip(args, has_defaults)))
     guards = [g for s, a in zip(slots, args) if (g := s.guard(a)) is not None]
-    bad = " or ".join([f"{x}x", f"{x}k"] + [f"not ({g})" for g in guards])
+    bad = " or ".join(f"not ({g})" for g in guards)
     defaults = "".join(
         f"        if {a} is {x}D{i}:\n            {a} = {x}V{i}\n" for i, (a, d) in enumerate(zip(args, has_defaults)) if d
     )
@@ -126,16 +126,20 @@ def _fast_factory(slots: Sequence[SlotKind], has_defaults: Sequence[bool], has_r
     free += [f"{x}D{i}" for i, d in enumerate(has_defaults) if d] + [f"{x}V{i}" for i, d in enumerate(has_defaults) if d]
     sep = "/, " if args else ""
     check = f"        if {x}res[0]:\n            {x}fail()\n" if has_result else ""
+    # Keywords and extra positionals go to the slow path before defaults are
+    # substituted, so it can still tell a defaulted parameter from a given one.
+    guard_check = f"        if {bad}:\n            return {x}slow({tup}, (), {{}})\n" if bad else ""
     src = (
         f"def factory({', '.join(free)}):\n"
         f"    def launch({params}{', ' if args else ''}{sep}*{x}x, **{x}k):\n"
-        f"{defaults}"
-        f"        if {bad}:\n"
+        f"        if {x}x or {x}k:\n"
         f"            return {x}slow({tup}, {x}x, {x}k)\n"
+        f"{defaults}"
+        f"{guard_check}"
         f"        try:\n"
         f"            {x}pack({x}buf, 0, {', '.join(args)})\n"
         f"        except Exception:\n"
-        f"            return {x}slow({tup}, {x}x, {x}k)\n"
+        f"            return {x}slow({tup}, (), {{}})\n"
         f"        {x}call({x}argv)\n"
         f"{check}"
         f"        return {x}ret\n"
