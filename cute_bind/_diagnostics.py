@@ -344,6 +344,38 @@ def scale(out: cute.Pointer):
     """,
 )
 
+NOT_PREPROCESSED = _entry(
+    "CB111",
+    "not-preprocessed",
+    E.KernelDefinitionError,
+    summary="Compiling failed for a function the DSL did not preprocess (no @cute.jit in its source).",
+    message="kernel '{kernel}': compiling failed ({got}); the DSL rewrites Python control flow only for "
+    "functions whose innermost decorator in the source is spelled `@<module>.jit` or `@<module>.kernel` "
+    "without options, and this one's is {detail}",
+    explanation="""
+    The DSL turns `for`/`if` over runtime values into staged code by
+    rewriting the function's source, and it only does so when the source's
+    innermost decorator looks like `@cute.jit` (any `@<name>.jit` or
+    `@<name>.kernel`, without unknown options). A plain function decorated
+    as `@cute_bind.kernel` qualifies; `@cute_bind.kernel(checked=True)`,
+    `@kernel` (imported name) or no decorator in the source do not, and
+    compiling such a function fails on its first dynamic loop or branch.
+    This entry is raised from the DSL's compile error, which is chained.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel(checked=True)          # options hide the function from the DSL's rewriter
+def fill(out: cute_bind.Pointer[cutlass.Int32], n: cutlass.Int32):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    for k in range(n):                   # a loop over a runtime value
+        t[0] = k
+
+buf = (ctypes.c_int32 * 1)()
+fill.bind(ctypes.addressof(buf), 3)      # -> CB111
+""",
+    fix="Put `@cute.jit` directly above the function, under `@cute_bind.kernel(...)`.",
+)
+
 # ---------------------------------------------------------------- CB2xx: arguments
 MISSING_ARGUMENT = _entry(
     "CB201",

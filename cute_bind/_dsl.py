@@ -140,6 +140,37 @@ def is_numeric_type(annotation: Any) -> bool:
     return isinstance(annotation, dsl().numeric_meta)
 
 
+def preprocessing_decorator(fn: Any) -> tuple[bool, str]:
+    """Whether the DSL will rewrite ``fn``'s control flow, and the decorator it sees.
+
+    The DSL's AST preprocessor only transforms a function whose innermost
+    source decorator is an attribute named ``jit``/``kernel`` (optionally
+    called with its own known options); this mirrors that rule.
+    """
+    import ast
+    import inspect
+    import textwrap
+
+    if getattr(fn, "_decorator_kind", None) is not None:
+        return True, "@cute.jit"
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False, "no source"
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.decorator_list:
+        return False, "no decorator"
+    last = node.decorator_list[-1]
+    spelled = "@" + ast.unparse(last)
+    call = last if isinstance(last, ast.Call) else None
+    target = call.func if call is not None else last
+    if not isinstance(target, ast.Attribute) or target.attr not in ("jit", "kernel"):
+        return False, spelled
+    if call is not None and any(k.arg not in ("preprocess", "attributes") for k in call.keywords):
+        return False, spelled
+    return True, spelled
+
+
 # ------------------------------------------------------------------ runtime values
 def is_runtime_pointer(value: Any) -> bool:
     """A pointer object made by ``cute.runtime.make_ptr``."""

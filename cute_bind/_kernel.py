@@ -66,6 +66,7 @@ class Kernel(Generic[P]):
         self.checked = checked
         self.signature: KernelSignature = read_signature(fn, self.name)
         self._jit: Any = None
+        self._preprocessing: tuple[bool, str] = (True, "")
         self._cache: dict[Any, Any] = {}
         self._lock = threading.Lock()
         functools.update_wrapper(self, unwrap(fn))
@@ -83,6 +84,8 @@ class Kernel(Generic[P]):
     def _jit_function(self) -> Any:
         if self._jit is None:
             fn = self.fn
+            # read before wrapping: cute.jit marks the function object itself
+            self._preprocessing = _dsl.preprocessing_decorator(fn)
             if getattr(fn, "_decorator_kind", None) is None:
                 fn = _dsl.dsl().cute.jit(fn)
             self._jit = fn
@@ -123,7 +126,15 @@ class Kernel(Generic[P]):
                 kw = {p.name: dsl_values[p.name] for p in self.signature.params if p.keyword_only}
                 if self.compile_options:
                     kw["options"] = self.compile_options
-                compiled = _dsl.dsl().cute.compile(self._jit_function(), *pos, **kw)
+                jit_fn = self._jit_function()
+                try:
+                    compiled = _dsl.dsl().cute.compile(jit_fn, *pos, **kw)
+                except Exception as exc:
+                    ok, spelled = self._preprocessing
+                    if ok:
+                        raise
+                    summary = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    raise D.error(D.NOT_PREPROCESSED, kernel=self.name, got=f"{type(exc).__name__}: {summary[:120]}", detail=spelled) from exc
                 self._cache[compile_key] = compiled
         return compiled
 

@@ -21,8 +21,18 @@ def scale(out: F32, inp: F32, alpha: cutlass.Float32, n: cutlass.Int32, stream: 
         o[k] = i[k] * alpha
 
 
+@cute.jit
+def scale_ptr(out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream):
+    """The same body with plain cute.Pointer annotations (dtype comes from the values)."""
+    o = cute.make_tensor(out, cute.make_layout(64))
+    i = cute.make_tensor(inp, cute.make_layout(64))
+    for k in range(n):
+        o[k] = i[k] * alpha
+
+
+@cute_bind.kernel
 def scale_plain(out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream):
-    """The same body without @cute.jit and with plain cute.Pointer annotations."""
+    """A plain function (no @cute.jit) decorated with bare @cute_bind.kernel."""
     o = cute.make_tensor(out, cute.make_layout(64))
     i = cute.make_tensor(inp, cute.make_layout(64))
     for k in range(n):
@@ -97,3 +107,10 @@ def fill_i32(out: cute_bind.Pointer[cutlass.Int32, 16], value: cutlass.Int32):
     """out[0] = value; the pointer is declared 16-byte aligned."""
     o = cute.make_tensor(out, cute.make_layout(1))
     o[0] = value
+
+
+def looping_undecorated(out: cute_bind.Pointer[cutlass.Int32], n: cutlass.Int32):
+    """Dynamic control flow in a function the DSL will not preprocess (no @cute.jit in its source)."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    for k in range(n):
+        o[0] = k

@@ -1,0 +1,74 @@
+"""cute_bind.prepare on functions compiled with cute.compile."""
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import numpy as np
+import pytest
+from cutlass.cute.runtime import make_ptr
+
+import cute_bind
+from tests.kernels.host import scale_ptr
+
+
+def compiled_scale(y, x):
+    args = (make_ptr(cutlass.Float32, y.ctypes.data), make_ptr(cutlass.Float32, x.ctypes.data), cutlass.Float32(1.0), cutlass.Int32(64), cuda.CUstream(0))
+    return cute.compile(scale_ptr, *args), args
+
+
+def test_prepare_matches_direct_call():
+    x = np.random.default_rng(0).standard_normal(64).astype(np.float32)
+    y = np.zeros(64, np.float32)
+    compiled, args = compiled_scale(y, x)
+    h = cute_bind.prepare(compiled, *args)
+    for alpha in (0.5, -3.0):
+        expected = np.full(64, np.nan, np.float32)
+        compiled(make_ptr(cutlass.Float32, expected.ctypes.data), args[1], cutlass.Float32(alpha), cutlass.Int32(64), cuda.CUstream(0))
+        y.fill(np.nan)
+        h.launch(y.ctypes.data, x.ctypes.data, alpha, 64, 0)
+        assert y.tobytes() == expected.tobytes()
+    assert h.launch(y, x, alpha=1.0, n=64, stream=cuda.CUstream(0)) == 0
+
+
+def test_prepare_executor_from_to():
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    compiled, args = compiled_scale(y, x)
+    executor = compiled.to(None)  # host-only: no device needed
+    h = cute_bind.prepare(executor, *args)
+    h.launch(y.ctypes.data, x.ctypes.data, 4.0, 64, 0)
+    assert np.array_equal(y, x * 4)
+
+
+def test_prepare_pointer_slot_learns_dtype_from_value():
+    x = np.zeros(64, np.float32)
+    compiled, args = compiled_scale(x, x)
+    h = cute_bind.prepare(compiled, *args)
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        h.launch(np.zeros(64, np.int64), x, 1.0, 4, 0)
+    assert info.value.code == "CB210"
+
+
+@pytest.mark.parametrize("obj", [scale_ptr, 42, None])
+def test_prepare_rejects_uncompiled(obj):
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        cute_bind.prepare(obj, 1)
+    assert info.value.code == "CB301"
+
+
+def test_prepare_rejects_tvm_ffi_compiled():
+    pytest.importorskip("tvm_ffi")
+    x = np.zeros(64, np.float32)
+    _, args = compiled_scale(x, x)
+    tvm = cute.compile(scale_ptr, *args, options="--enable-tvm-ffi")
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        cute_bind.prepare(tvm, *args)
+    assert info.value.code == "CB301" and "TVM-FFI" in str(info.value)
+
+
+def test_prepare_argument_errors():
+    x = np.zeros(64, np.float32)
+    compiled, args = compiled_scale(x, x)
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        cute_bind.prepare(compiled, *args[:4])
+    assert (info.value.code, info.value.parameter) == ("CB201", "stream")
