@@ -193,12 +193,21 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
         ("bare engine call, int address", entry, (packed_address,), "same, array address precomputed"),
         ("bare entry call, cheapest ctypes form", raw_entry, (raw_arg,), "no argtypes, prebuilt c_void_p: the form launch uses"),
     ]
-    extra = _extra_paths(gpu, fn, direct_args, out_addr, in_addr, alpha, n, stream_handle, reset, result, ref, same, checks)
-    rows_spec += extra
+    rows_spec += _extra_paths(gpu, fn, direct_args, out_addr, in_addr, alpha, n, stream_handle, reset, result, ref, same, checks)
+    if gpu:
+        rows_spec += _gpu_extra_paths(compiled, out_addr, in_addr, alpha, n, stream_handle, reset, result, ref, same, checks)
 
+    import contextlib
+
+    stream_ctx: Any = contextlib.nullcontext()
+    if gpu:
+        import torch
+
+        stream_ctx = torch.cuda.stream(torch_stream)
     gc.collect()
     gc_was = gc.isenabled()
     gc.disable()
+    stream_ctx.__enter__()
     samples: dict[str, list[float]] = {r[0]: [] for r in rows_spec}
     events: dict[str, list[float]] = {r[0]: [] for r in rows_spec}
     try:
@@ -224,6 +233,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
                 else:
                     samples[path].append(_loop(f, a, iters))
     finally:
+        stream_ctx.__exit__(None, None, None)
         if gc_was:
             gc.enable()
     rows = [
@@ -273,14 +283,11 @@ def _extra_paths(
         checks["tvm-ffi"] = "apache-tvm-ffi not importable: path skipped"
     except Exception as exc:  # report, don't hide: the row is missing for this reason
         checks["tvm-ffi"] = f"failed: {type(exc).__name__}: {exc}"
-    if gpu:
-        rows += _gpu_extra_paths(fn, direct_args, out_addr, in_addr, alpha, n, stream, reset, result, ref, same, checks)
     return rows
 
 
 def _gpu_extra_paths(
-    fn: Any,
-    direct_args: tuple[Any, ...],
+    compiled: Any,
     out_addr: int,
     in_addr: int,
     alpha: float,
@@ -294,62 +301,40 @@ def _gpu_extra_paths(
 ) -> list[tuple[str, Callable[..., Any], tuple[Any, ...], str]]:
     import ctypes
 
+    import cuda.bindings.driver as drv
     import torch
 
+    from . import _dsl
+
     rows: list[tuple[str, Callable[..., Any], tuple[Any, ...], str]] = []
-    # torch eager: the same arithmetic through torch's own launch path
-    x = torch.empty(0)
+    # torch eager: the same arithmetic through torch's own launch path (timed on the same stream)
+    x = torch.randn(n, device="cuda")
+    o = torch.empty_like(x)
+    torch.mul(x, alpha, out=o)
+    rows.append(("torch eager torch.mul(x, a, out=o)", lambda x, a, o=o: torch.mul(x, a, out=o), (x, alpha), "current stream = the bench stream"))
+    # cuda-bindings cuLaunchKernel of the very kernel the DSL compiled
     try:
-        import cuda.bindings.driver as drv
-
-        x = torch.frombuffer(bytearray(0), dtype=torch.float32)  # placeholder, replaced below
-        numel = n
-        x = torch.empty(numel, device="cuda")
-        o = torch.empty_like(x)
-        ts = torch.cuda.ExternalStream(stream)
-
-        def eager(o: Any, x: Any, a: float) -> None:
-            with torch.cuda.stream(ts):
-                torch.mul(x, a, out=o)
-
-        def eager_current(o: Any, x: Any, a: float) -> None:
-            torch.mul(x, a, out=o)
-
-        rows.append(("torch eager torch.mul(x, a, out=o)", eager_current, (o, x, alpha), "current stream"))
-        del drv
-    except Exception as exc:
-        checks["torch eager"] = f"failed: {type(exc).__name__}: {exc}"
-    # cuda-bindings cuLaunchKernel of the same compiled device kernel
-    try:
-        from . import _dsl
-
-        launch_raw = _dsl.raw_kernel_launcher(fn, direct_args)
-        if launch_raw is None:
-            checks["cuLaunchKernel"] = "kernel function not found in the compiled library: path skipped"
+        found = _dsl.raw_kernel_function(compiled)
+        if found is None:
+            checks["cuLaunchKernel"] = "no single kernel in the compiled library: path skipped"
+        elif found[1] != [8, 8, 4, 4]:
+            checks["cuLaunchKernel"] = f"kernel parameter sizes {found[1]} are not (ptr, ptr, f32, i32): path skipped"
         else:
-            func, grid, block = launch_raw
-            import cuda.bindings.driver as drv
-
-            c_out = ctypes.c_void_p(out_addr)
-            c_in = ctypes.c_void_p(in_addr)
-            c_alpha = ctypes.c_float(alpha)
-            c_n = ctypes.c_int32(n)
-            params = (ctypes.c_void_p * 4)(
-                ctypes.addressof(c_out), ctypes.addressof(c_in), ctypes.addressof(c_alpha), ctypes.addressof(c_n)
-            )
-            keep = (c_out, c_in, c_alpha, c_n, params)
+            function = found[0]
+            storage = (ctypes.c_void_p(out_addr), ctypes.c_void_p(in_addr), ctypes.c_float(alpha), ctypes.c_int32(n))
+            params = (ctypes.c_void_p * 4)(*(ctypes.addressof(v) for v in storage))
+            grid, block = (n + 255) // 256, 256
             s = drv.CUstream(stream)
-            pp = ctypes.addressof(params)
+            params_address = ctypes.addressof(params)
 
-            def culaunch(f: Any, s: Any, pp: int) -> Any:
+            def culaunch(f: Any, s: Any, pp: int, _keep: Any = (storage, params)) -> Any:
                 return drv.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, pp, 0)
 
             reset()
-            (err,) = culaunch(func, s, pp)
+            (err,) = culaunch(function, s, params_address)
             checks["cuLaunchKernel == direct (bitwise)"] = bool(int(err) == 0 and same(result(), ref))
-            rows.append(("cuda-bindings cuLaunchKernel", culaunch, (func, s, pp), "same cubin kernel, args pre-built"))
-            checks["_keep"] = str(len(keep))
-    except Exception as exc:
+            rows.append(("cuda-bindings cuLaunchKernel", culaunch, (function, s, params_address), "same cubin kernel, params pre-built"))
+    except Exception as exc:  # report, don't hide
         checks["cuLaunchKernel"] = f"failed: {type(exc).__name__}: {exc}"
     return rows
 

@@ -461,3 +461,35 @@ def bare_call(compiled: Any, args: tuple[Any, ...]) -> tuple[Any, Any, int, Any,
 
 def is_tvm_ffi_compiled(obj: Any) -> bool:
     return "tvm_ffi" in type(obj).__module__
+
+
+def raw_kernel_function(compiled: Any) -> tuple[Any, list[int]] | None:
+    """The CUfunction of the single device kernel in a compiled function's CUDA library, for the benchmark.
+
+    Returns ``(function, param_sizes)`` so a ``cuLaunchKernel`` of the very
+    same kernel can be timed beside the DSL's paths, or ``None`` when the
+    library does not hold exactly one kernel.
+    """
+    import cuda.bindings.driver as drv
+
+    executor = _default_executor(compiled)
+    libraries = list(getattr(executor.jit_module, "cuda_library", []) or [])
+    if len(libraries) != 1:
+        return None
+    library = drv.CUlibrary(int(libraries[0]))
+    err, count = drv.cuLibraryGetKernelCount(library)
+    if int(err) != 0 or count != 1:
+        return None
+    err, kernels = drv.cuLibraryEnumerateKernels(count, library)
+    if int(err) != 0:
+        return None
+    err, function = drv.cuKernelGetFunction(kernels[0])
+    if int(err) != 0:
+        return None
+    sizes = []
+    for i in range(64):
+        err, _offset, size = drv.cuFuncGetParamInfo(function, i)
+        if int(err) != 0:
+            break
+        sizes.append(int(size))
+    return function, sizes

@@ -1,0 +1,75 @@
+"""Device kernels for the GPU suite (compile anywhere with CUTE_DSL_ARCH=sm_90a; run on a GPU)."""
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+
+import cute_bind
+
+T = 128
+G = cute.AddressSpace.gmem
+
+
+@cute.kernel
+def _ints_kernel(out: cute.Pointer, inp: cute.Pointer, n: cutlass.Int32, b: cutlass.Boolean, i8: cutlass.Int8, i16: cutlass.Int16,
+                 i32: cutlass.Int32, i64: cutlass.Int64, u8: cutlass.Uint8, u16: cutlass.Uint16, u32: cutlass.Uint32, u64: cutlass.Uint64):  # fmt: skip
+    o = cute.make_tensor(out, cute.make_layout(n))
+    x = cute.make_tensor(inp, cute.make_layout(n))
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    k = bidx * T + tidx
+    if k < n:
+        acc = x[k] + cutlass.Int64(i8) * 3 + cutlass.Int64(i16) * 5 + cutlass.Int64(i32) * 7 + i64
+        acc = acc + cutlass.Int64(u8) * 11 + cutlass.Int64(u16) * 13 + cutlass.Int64(u32) * 17 + cutlass.Int64(u64)
+        if b:
+            acc = -acc
+        o[k] = acc
+
+
+@cute.jit
+def ints(out: cute_bind.Pointer[cutlass.Int64, 16, G], inp: cute_bind.Pointer[cutlass.Int64, 16, G], n: cutlass.Int32,
+         b: cutlass.Boolean, i8: cutlass.Int8, i16: cutlass.Int16, i32: cutlass.Int32, i64: cutlass.Int64,
+         u8: cutlass.Uint8, u16: cutlass.Uint16, u32: cutlass.Uint32, u64: cutlass.Uint64, stream: cuda.CUstream):  # fmt: skip
+    """Every integer scalar kind (and Boolean) mixed into an Int64 output."""
+    _ints_kernel(out, inp, n, b, i8, i16, i32, i64, u8, u16, u32, u64).launch(grid=((n + T - 1) // T, 1, 1), block=(T, 1, 1), stream=stream)
+
+
+@cute.kernel
+def _floats_kernel(out: cute.Pointer, inp: cute.Pointer, n: cutlass.Int32, f32: cutlass.Float32, f64: cutlass.Float64,
+                   tf32: cutlass.TFloat32, flag: cutlass.Boolean, pf: cutlass.Float32, pi: cutlass.Int32):  # fmt: skip
+    o = cute.make_tensor(out, cute.make_layout(n))
+    x = cute.make_tensor(inp, cute.make_layout(n))
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    k = bidx * T + tidx
+    if k < n:
+        v = x[k] * f64 + cutlass.Float64(f32) + cutlass.Float64(tf32) * 0.5 + cutlass.Float64(pf) * 0.25 + cutlass.Float64(pi)
+        if flag:
+            v = v * 2.0
+        o[k] = v
+
+
+@cute.jit
+def floats(out: cute_bind.Pointer[cutlass.Float64, 16, G], inp: cute_bind.Pointer[cutlass.Float64, 16, G], n: cutlass.Int32,
+           f32: cutlass.Float32, f64: cutlass.Float64, tf32: cutlass.TFloat32, flag: bool, pf: float, pi: int, stream: cuda.CUstream):  # fmt: skip
+    """Every float scalar kind and the plain Python bool/int/float annotations."""
+    _floats_kernel(out, inp, n, f32, f64, tf32, flag, pf, pi).launch(grid=((n + T - 1) // T, 1, 1), block=(T, 1, 1), stream=stream)
+
+
+@cute.kernel
+def _scale_kernel(out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32):
+    o = cute.make_tensor(out, cute.make_layout(n))
+    x = cute.make_tensor(inp, cute.make_layout(n))
+    tidx, _, _ = cute.arch.thread_idx()
+    bdim, _, _ = cute.arch.block_dim()
+    bidx, _, _ = cute.arch.block_idx()
+    k = bidx * bdim + tidx
+    if k < n:
+        o[k] = x[k] * alpha
+
+
+@cute.jit
+def scale_threads(out: cute_bind.Pointer[cutlass.Float32, 16, G], inp: cute_bind.Pointer[cutlass.Float32, 16, G], alpha: cutlass.Float32,
+                  n: cutlass.Int32, stream: cuda.CUstream, threads: cutlass.Constexpr[int]):  # fmt: skip
+    """The scale kernel with a compile-time block size (2048 makes the launch itself fail)."""
+    _scale_kernel(out, inp, alpha, n).launch(grid=((n + threads - 1) // threads, 1, 1), block=(threads, 1, 1), stream=stream)
