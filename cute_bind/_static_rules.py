@@ -33,7 +33,7 @@ import builtins
 import hashlib
 import os
 from dataclasses import dataclass, field
-from typing import Iterator, Literal
+from typing import Iterator, Literal, cast
 
 from . import _whitelist as W
 from ._diagnostics import CATALOG, format_message
@@ -259,16 +259,17 @@ def _collect(stmts: list[ast.stmt], scope: _Scope, typing_only: bool = False, fa
                     for name in _target_names(item.optional_vars):
                         bind(name.id, line, "local")
             _collect(st.body, scope, typing_only, fallback)
-        elif isinstance(st, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        elif isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
+            t = cast(ast.Try, st)  # ``try``/``except*`` (3.11+, ast.TryStar) have the same fields
             # ``try: import x`` / ``except ImportError: x = None``: the import is what
             # annotations are written against, so handler bindings only fill gaps.
-            _collect(st.body, scope, typing_only, fallback)
-            _collect(st.orelse, scope, typing_only, fallback)
-            for handler in st.handlers:
+            _collect(t.body, scope, typing_only, fallback)
+            _collect(t.orelse, scope, typing_only, fallback)
+            for handler in t.handlers:
                 if handler.name:
                     bind(handler.name, handler.lineno, "local")
                 _collect(handler.body, scope, typing_only, True)
-            _collect(st.finalbody, scope, typing_only, fallback)
+            _collect(t.finalbody, scope, typing_only, fallback)
         elif isinstance(st, ast.Match):
             for case in st.cases:
                 _collect(case.body, scope, typing_only, fallback)

@@ -1,0 +1,168 @@
+"""mypy plugin: cute_bind's eligibility errors (CB101-CB107) in editors and CI.
+
+Enable it in the mypy configuration::
+
+    [mypy]
+    plugins = cute_bind.mypy
+
+    # or, in pyproject.toml
+    [tool.mypy]
+    plugins = ["cute_bind.mypy"]
+
+Every parameter of a function decorated with ``@cute_bind.kernel`` that the
+decorator would reject at import time is reported where it is declared, with
+the catalog code and the runtime's message, under the error code
+``cute-bind``::
+
+    kernels.py:12:5: error: [CB103] kernel 'scale', parameter 'out': annotation ...  [cute-bind]
+
+Silence one with ``# type: ignore[cute-bind]``, or all with
+``disable_error_code = cute-bind``. The plugin also makes
+``cute_bind.Pointer[dtype, align, space]`` a valid annotation (typed ``Any``).
+
+How it works. mypy has no hook for function decorators, so the plugin uses
+the function hook of ``cute_bind.kernel`` itself: mypy type-checks the
+decorator's application to the function, with the decorated function as
+context, so the decorator is found through mypy's own name resolution (any
+import spelling or alias). ``@cute_bind.kernel(...)`` returns a callable that
+the plugin names after the decorator, so its application to the function
+comes back to the same hook. The function's parameters are then checked by
+:mod:`cute_bind._static_rules` on the file's source text, the rules
+``cute-bind check`` uses, so the two tools always agree.
+
+Limitations: functions inside an unannotated function are only checked with
+``check_untyped_defs``, as mypy skips their bodies otherwise; code mypy reads
+from a string (``mypy -c``) has no file to read and is not checked.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from mypy.errorcodes import ErrorCode
+from mypy.nodes import CallExpr, Context, Decorator, RefExpr, StrExpr
+from mypy.options import Options
+from mypy.plugin import AnalyzeTypeContext, CheckerPluginInterface, FunctionContext, Plugin, ReportConfigContext
+from mypy.types import AnyType, CallableType, Type, TypeOfAny, get_proper_type
+
+from ._static_rules import (
+    KERNEL_DECORATORS,
+    SUBSCRIPTED_POINTERS,
+    ModuleAnalysis,
+    analyze_source,
+    module_name_for_path,
+    rules_fingerprint,
+)
+
+__all__ = ["CUTE_BIND", "CuteBindPlugin", "plugin"]
+
+#: The mypy error code of every eligibility error (``# type: ignore[cute-bind]``).
+CUTE_BIND = ErrorCode("cute-bind", "cute_bind kernel eligibility (catalog codes CB101-CB107)", "cute_bind")
+
+# The name given to the callable ``@cute_bind.kernel(...)`` returns: mypy calls a
+# callable's function hook by its name, so applying it comes back to this plugin.
+_DECORATOR_NAME = "cute_bind._kernel.kernel"
+assert _DECORATOR_NAME in KERNEL_DECORATORS
+
+
+class CuteBindPlugin(Plugin):
+    """Reports eligibility errors of ``@cute_bind.kernel`` functions; types ``cute_bind.Pointer[...]``."""
+
+    def __init__(self, options: Options) -> None:
+        super().__init__(options)
+        # path -> (file signature, analysis): each file is parsed once per run
+        # (and once per change under dmypy), however many kernels it has.
+        self._analyses: dict[str, tuple[tuple[int, int], ModuleAnalysis | None]] = {}
+
+    # ------------------------------------------------------------------ hooks
+    def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        """The decorator's own hook: called for ``kernel(fn)``, ``kernel(...)`` and the latter's result."""
+        return self._kernel_hook if fullname in KERNEL_DECORATORS else None
+
+    def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
+        """``cute_bind.Pointer[...]`` annotations."""
+        if fullname not in SUBSCRIPTED_POINTERS:
+            return None
+        return lambda ctx: _pointer_annotation(ctx, fullname)
+
+    def report_config_data(self, ctx: ReportConfigContext) -> str:
+        """Refresh mypy's cache when the rules change (a cute_bind upgrade)."""
+        return rules_fingerprint()
+
+    # ------------------------------------------------------------------ kernels
+    def _kernel_hook(self, ctx: FunctionContext) -> Type:
+        if isinstance(ctx.context, Decorator):
+            self._check_kernel(ctx.context, ctx.api)
+            return ctx.default_return_type
+        returned = get_proper_type(ctx.default_return_type)
+        if isinstance(returned, CallableType):
+            # ``kernel(name=...)``: the decorator proper is what this returns.
+            return returned.copy_modified(name=_DECORATOR_NAME)
+        return ctx.default_return_type  # ``kernel(fn)`` called directly: not a definition
+
+    def _check_kernel(self, dec: Decorator, api: CheckerPluginInterface) -> None:
+        # The bare form is an overloaded call: mypy first tries it with errors
+        # filtered (an error there only rejects the overload item) and then
+        # checks it again for real, so errors are reported on every call here
+        # and mypy keeps the one set that is not filtered.
+        analysis = self._analysis(api.path, api.options)
+        if analysis is None:
+            return
+        func = dec.func
+        found = analysis.check_def(func.line, func.name, _kernel_name(dec))
+        for d in found or ():
+            where = Context(line=d.line, column=d.column)
+            where.end_line, where.end_column = d.end_line, d.end_column
+            api.fail(d.message, where, code=CUTE_BIND)
+
+    def _analysis(self, path: str, options: Options) -> ModuleAnalysis | None:
+        """The analysis of the file mypy is checking, read from disk (or its ``--shadow-file``)."""
+        source_path = path
+        for original, shadow in options.shadow_file or ():
+            if os.path.abspath(original) == os.path.abspath(path):
+                source_path = shadow
+        try:
+            st = os.stat(source_path)
+        except OSError:
+            return None  # ``mypy -c`` or a vanished file: nothing to read
+        signature = (st.st_mtime_ns, st.st_size)
+        cached = self._analyses.get(source_path)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        try:
+            with open(source_path, "rb") as f:
+                analysis: ModuleAnalysis | None = analyze_source(f.read(), path, module_name_for_path(path))
+        except (OSError, SyntaxError, ValueError):
+            analysis = None  # mypy reports the syntax error itself
+        self._analyses[source_path] = (signature, analysis)
+        return analysis
+
+
+def _kernel_name(dec: Decorator) -> str | None:
+    """The literal ``name=`` given to ``@cute_bind.kernel(...)``, as the runtime uses it in messages."""
+    for expr in dec.decorators:
+        if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in KERNEL_DECORATORS:
+            for name, arg in zip(expr.arg_names, expr.args):
+                if name == "name" and isinstance(arg, StrExpr):
+                    return arg.value or None
+    return None
+
+
+def _pointer_annotation(ctx: AnalyzeTypeContext, fullname: str) -> Type:
+    """``cute_bind.Pointer[dtype, align, space]`` is a ``cute.Pointer`` slot described in the annotation.
+
+    It is typed ``Any``: ``Kernel.bind`` takes the function's parameters
+    (``ParamSpec``) and a pointer slot accepts addresses (``int``), pointers
+    and tensors, which no single type describes. Its arguments (a dtype, an
+    integer, an address space) are not types, so they are not analysed.
+    Unsubscripted, it is the helper class (which the decorator rejects: CB102).
+    """
+    if not ctx.type.args:
+        return ctx.api.named_type(fullname, [])
+    return AnyType(TypeOfAny.special_form)
+
+
+def plugin(version: str) -> type[Plugin]:
+    """mypy's entry point (``plugins = cute_bind.mypy``)."""
+    return CuteBindPlugin
