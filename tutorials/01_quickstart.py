@@ -54,7 +54,9 @@ F32Ptr = cute_bind.Pointer[cutlass.Float32, 16, cute.AddressSpace.gmem]
 
 
 @cute.kernel
-def scale_kernel(out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32):
+def scale_kernel(
+    out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32
+):
     """Device code: out[i] = alpha * inp[i], one element per thread."""
     o = cute.make_tensor(out, cute.make_layout(n))
     x = cute.make_tensor(inp, cute.make_layout(n))
@@ -67,9 +69,19 @@ def scale_kernel(out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n
 
 
 @cute_bind.kernel
-def scale(out: F32Ptr, inp: F32Ptr, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream):
+def scale(
+    out: F32Ptr,
+    inp: F32Ptr,
+    alpha: cutlass.Float32,
+    n: cutlass.Int32,
+    stream: cuda.CUstream,
+):
     """Host function: launch scale_kernel on `stream` with 128 threads per block."""
-    scale_kernel(out, inp, alpha, n).launch(grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream)
+    scale_kernel(out, inp, alpha, n).launch(
+        grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream
+    )
+
+
 # --8<-- [end:define]
 
 
@@ -87,6 +99,8 @@ def scale_host(
     x = cute.make_tensor(inp, cute.make_layout(n))
     for i in range(n):
         o[i] = x[i] * alpha
+
+
 # --8<-- [end:host]
 
 
@@ -152,12 +166,16 @@ def main() -> None:
         try:
             import torch  # noqa: F401
         except ImportError:
-            print("note: a GPU is present but torch is not installed; running the host-only variant")
+            print(
+                "note: a GPU is present but torch is not installed; running the host-only variant"
+            )
             run_on_cpu()
             return
         run_on_gpu()
     else:
-        print("note: no CUDA device; compiling the device kernel only and running the host-only variant")
+        print(
+            "note: no CUDA device; compiling the device kernel only and running the host-only variant"
+        )
         run_on_cpu()
     print("ok")
 

@@ -45,6 +45,7 @@ import numpy as np
 
 import cute_bind
 
+
 # --8<-- [start:ineligible]
 # A function written for the plain DSL call path: it takes a cute.Tensor.
 def scale_tensor(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
@@ -111,12 +112,16 @@ def scale_host(
     x = cute.make_tensor(inp, cute.make_layout(n))
     for i in range(n):
         o[i] = x[i] * alpha
+
+
 # --8<-- [end:fixed]
 
 
 # --8<-- [start:device]
 @cute.kernel
-def scale_kernel(out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32):
+def scale_kernel(
+    out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32
+):
     o = cute.make_tensor(out, cute.make_layout(n))
     x = cute.make_tensor(inp, cute.make_layout(n))
     bidx, _, _ = cute.arch.block_idx()
@@ -135,7 +140,11 @@ def scale(
     n: cutlass.Int32,
     stream: cuda.CUstream,
 ):
-    scale_kernel(out, inp, alpha, n).launch(grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream)
+    scale_kernel(out, inp, alpha, n).launch(
+        grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream
+    )
+
+
 # --8<-- [end:device]
 
 
@@ -166,7 +175,9 @@ def run_on_cpu() -> None:
     assert isinstance(err, TypeError) and err.parameter == "n"
     err = expect("CB205", handle.launch, y, x, 2.0, 2**40)  # does not fit Int32
     assert isinstance(err, ValueError)
-    expect("CB210", handle.launch, y, x.astype(np.float64), 2.0, N)  # float64 data, Float32 slot
+    expect(
+        "CB210", handle.launch, y, x.astype(np.float64), 2.0, N
+    )  # float64 data, Float32 slot
     expect("CB201", handle.launch, y, x, 2.0)  # 'n' missing
     expect("CB202", handle.launch, y, x, 2.0, N, 7)  # one too many
     expect("CB203", handle.launch, y, x, 2.0, N, n=N)  # 'n' twice
@@ -180,7 +191,10 @@ def run_on_cpu() -> None:
 
     # The device version compiles here too (nothing is launched without a GPU).
     scale.compile(1 << 20, 1 << 20, 2.0, N, 0)
-    print("CPU: host-only scale_host ran; device scale compiled for", os.environ["CUTE_DSL_ARCH"])
+    print(
+        "CPU: host-only scale_host ran; device scale compiled for",
+        os.environ["CUTE_DSL_ARCH"],
+    )
 
 
 def run_on_gpu() -> None:
@@ -197,7 +211,9 @@ def run_on_gpu() -> None:
 
     expect("CB204", handle.launch, y, x, 2.0, 12.5, stream)
     expect("CB210", handle.launch, y, x.double(), 2.0, N, stream)  # float64 tensor
-    expect("CB207", handle.launch, y, x[1:], 2.0, N - 1, stream)  # 4 bytes off a 16-byte slot
+    expect(
+        "CB207", handle.launch, y, x[1:], 2.0, N - 1, stream
+    )  # 4 bytes off a 16-byte slot
     # --8<-- [end:gpu]
     print("GPU: scale ran on", torch.cuda.get_device_name())
 
@@ -207,7 +223,9 @@ def main() -> None:
         try:
             import torch  # noqa: F401
         except ImportError:
-            print("note: a GPU is present but torch is not installed; running the host-only variant")
+            print(
+                "note: a GPU is present but torch is not installed; running the host-only variant"
+            )
             run_on_cpu()
             return
         run_on_gpu()

@@ -51,7 +51,14 @@ F32Ptr = cute_bind.Pointer[cutlass.Float32, 16, cute.AddressSpace.gmem]
 
 
 @cute.kernel
-def axpby_kernel(out: cute.Pointer, x: cute.Pointer, y: cute.Pointer, a: cutlass.Float32, b: cutlass.Float32, n: cutlass.Int32):
+def axpby_kernel(
+    out: cute.Pointer,
+    x: cute.Pointer,
+    y: cute.Pointer,
+    a: cutlass.Float32,
+    b: cutlass.Float32,
+    n: cutlass.Int32,
+):
     o = cute.make_tensor(out, cute.make_layout(n))
     xt = cute.make_tensor(x, cute.make_layout(n))
     yt = cute.make_tensor(y, cute.make_layout(n))
@@ -65,9 +72,21 @@ def axpby_kernel(out: cute.Pointer, x: cute.Pointer, y: cute.Pointer, a: cutlass
 
 # --8<-- [start:define]
 @cute_bind.kernel
-def axpby(out: F32Ptr, x: F32Ptr, y: F32Ptr, a: cutlass.Float32, b: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream):
+def axpby(
+    out: F32Ptr,
+    x: F32Ptr,
+    y: F32Ptr,
+    a: cutlass.Float32,
+    b: cutlass.Float32,
+    n: cutlass.Int32,
+    stream: cuda.CUstream,
+):
     """out = a*x + b*y on `stream`."""
-    axpby_kernel(out, x, y, a, b, n).launch(grid=((n + 255) // 256, 1, 1), block=(256, 1, 1), stream=stream)
+    axpby_kernel(out, x, y, a, b, n).launch(
+        grid=((n + 255) // 256, 1, 1), block=(256, 1, 1), stream=stream
+    )
+
+
 # --8<-- [end:define]
 
 
@@ -112,7 +131,9 @@ def run_on_gpu() -> None:
     with torch.cuda.graph(graph):
         s = torch.cuda.current_stream().cuda_stream  # the capture stream
         first.launch(t.data_ptr(), x.data_ptr(), y.data_ptr(), 2.0, 1.0, N, s)  # t = 2x + y
-        second.launch(out.data_ptr(), t.data_ptr(), x.data_ptr(), 0.5, -1.0, N, s)  # out = t/2 - x
+        second.launch(
+            out.data_ptr(), t.data_ptr(), x.data_ptr(), 0.5, -1.0, N, s
+        )  # out = t/2 - x
 
     for _ in range(3):
         x.copy_(torch.rand(N, device="cuda"))  # new data, same buffer
@@ -131,9 +152,13 @@ def run_on_gpu() -> None:
     # The same with the driver's stream-capture API (no torch graph machinery).
     err, stream = cuda.cuStreamCreate(0)
     assert err == cuda.CUresult.CUDA_SUCCESS
-    (err,) = cuda.cuStreamBeginCapture(stream, cuda.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+    (err,) = cuda.cuStreamBeginCapture(
+        stream, cuda.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+    )
     assert err == cuda.CUresult.CUDA_SUCCESS
-    first.launch(out.data_ptr(), x.data_ptr(), y.data_ptr(), 1.0, 1.0, N, stream)  # out = x + y
+    first.launch(
+        out.data_ptr(), x.data_ptr(), y.data_ptr(), 1.0, 1.0, N, stream
+    )  # out = x + y
     err, g = cuda.cuStreamEndCapture(stream)
     assert err == cuda.CUresult.CUDA_SUCCESS
     err, exe = cuda.cuGraphInstantiate(g, 0)
@@ -180,7 +205,11 @@ def run_on_cpu() -> None:
         replay()
         np.testing.assert_allclose(out, 0.5 * y, rtol=1e-6, atol=1e-6)
     # --8<-- [end:cpu]
-    print("CPU: device kernel compiled for", os.environ["CUTE_DSL_ARCH"], "; static-buffer replay checked")
+    print(
+        "CPU: device kernel compiled for",
+        os.environ["CUTE_DSL_ARCH"],
+        "; static-buffer replay checked",
+    )
 
 
 def main() -> None:
@@ -188,12 +217,16 @@ def main() -> None:
         try:
             import torch  # noqa: F401
         except ImportError:
-            print("note: a GPU is present but torch is not installed; running the host-only variant")
+            print(
+                "note: a GPU is present but torch is not installed; running the host-only variant"
+            )
             run_on_cpu()
             return
         run_on_gpu()
     else:
-        print("note: no CUDA device; CUDA graphs need one -- running the compile-only and host-only parts")
+        print(
+            "note: no CUDA device; CUDA graphs need one -- running the compile-only and host-only parts"
+        )
         run_on_cpu()
     print("ok")
 

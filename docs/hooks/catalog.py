@@ -24,9 +24,12 @@ from typing import Any
 
 from mkdocs.structure.files import File, Files
 
+# MkDocs restores sys.path after loading a hook, so import the package now
+# (from this checkout); it stays in sys.modules. It does not import the DSL.
 _ROOT = Path(__file__).resolve().parents[2]
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
+import cute_bind  # noqa: E402
 
 #: Directory of the generated pages, relative to docs/.
 SECTION = "diagnostics"
@@ -50,9 +53,7 @@ _BUILTINS = (TypeError, ValueError, RuntimeError)
 
 def catalog() -> dict[str, Any]:
     """``cute_bind.CATALOG`` (imported from this checkout)."""
-    from cute_bind import CATALOG
-
-    return dict(CATALOG)
+    return dict(cute_bind.CATALOG)
 
 
 def is_illustration(diagnostic: Any) -> bool:
@@ -98,21 +99,18 @@ def render_page(diagnostic: Any) -> str:
     if d.retired:
         lines += ['!!! warning "Retired"', "    cute_bind no longer raises this diagnostic; the code stays reserved.", ""]
     lines += [
-        f"**{d.summary}**",
-        "",
-        "| | |",
-        "| --- | --- |",
-        f"| Code | `{d.code}` ({group}: {when}) |",
-        f"| Raised as | {_raised_as(d)}, a [`CuteBindError`][cute_bind.CuteBindError] with `.code == \"{d.code}\"` |",
-        f"| Message | {_cell(_code_span('[' + d.code + '] ' + d.message))} |",
-        f"| From the shell | `python -m cute_bind explain {d.code}` |",
+        f"- **Range:** CB{d.code[2:3]}xx {group}, {when}",
+        f"- **Raised as:** {_raised_as(d)}, a [`CuteBindError`][cute_bind.CuteBindError]"
+        f" with `.code == \"{d.code}\"`",
+        f"- **Message:** {_code_span('[' + d.code + '] ' + d.message)}",
+        f"- **In a terminal:** `python -m cute_bind explain {d.code}`",
         "",
         "## What",
         "",
         d.summary,
         "",
-        "The message names the kernel and parameter concerned; words in braces in the",
-        "template above are filled in from the actual call.",
+        "The message names the kernel and the parameter concerned; the words in braces",
+        "in the template above are filled in from the actual call.",
         "",
         "## Why",
         "",
@@ -146,11 +144,9 @@ def render_page(diagnostic: Any) -> str:
 
 def _sample_message(entries: dict[str, Any]) -> str:
     """A real rendered message (built by cute_bind.error from the catalog template)."""
-    from cute_bind import error
-
     d = entries.get("CB204") or next(iter(entries.values()))
     expected = "an int in [-2147483648, 2147483647] for a Int32 slot"
-    return str(error(d, kernel="fill", parameter="value", expected=expected, got="float 2.5"))
+    return str(cute_bind.error(d, kernel="fill", parameter="value", expected=expected, got="float 2.5"))
 
 
 def render_index(entries: dict[str, Any]) -> str:
