@@ -6,6 +6,7 @@ Usage::
     python scripts/docs_screenshot.py                  # build, screenshot, check; prints the output folder
     python scripts/docs_screenshot.py --out /tmp/shots # choose the output folder (never inside the repo)
     python scripts/docs_screenshot.py --site SITE_DIR  # skip the build, use an already built site
+    python scripts/docs_screenshot.py --config FILE    # build another mkdocs config
     python scripts/docs_screenshot.py --no-screenshots # DOM checks only (what the test runs)
 
 What it does:
@@ -41,7 +42,6 @@ import sys
 import tempfile
 import threading
 import urllib.parse
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -85,11 +85,12 @@ def find_chromium() -> str | None:
     return None
 
 
-def build_site(dest: Path) -> Path:
-    """``mkdocs build --strict`` of this repository into ``dest``; returns ``dest``."""
+def build_site(dest: Path, config: Path | None = None) -> Path:
+    """``mkdocs build --strict`` of this repository (or ``config``) into ``dest``; returns ``dest``."""
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    config = config or ROOT / "mkdocs.yml"
     proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(dest)],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(dest)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -141,18 +142,16 @@ def screenshot(chromium: str, profile: Path, url: str, path: Path, size: str = "
     return path
 
 
-@dataclass
 class _DomFacts(html.parser.HTMLParser):
     """What the checks need from a DOM: nav links, highlighted code tokens, text."""
 
-    nav_links: list[str] = field(default_factory=list)
-    token_spans: int = 0
-    highlight_blocks: int = 0
-    text: list[str] = field(default_factory=list)
-    _stack: list[tuple[str, frozenset[str]]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        html.parser.HTMLParser.__init__(self, convert_charrefs=True)
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.nav_links: list[str] = []
+        self.token_spans = 0
+        self.highlight_blocks = 0
+        self.text: list[str] = []
+        self._stack: list[tuple[str, frozenset[str]]] = []
 
     _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"})
 
@@ -197,7 +196,7 @@ def check_dom(dom: str, marker: str, url: str = "http://127.0.0.1/") -> dict[str
     }
 
 
-def run(out: Path, site: Path | None = None, screenshots: bool = True) -> dict[str, object]:
+def run(out: Path, site: Path | None = None, screenshots: bool = True, config: Path | None = None) -> dict[str, object]:
     """Build (unless ``site``), serve, screenshot and check; returns the report."""
     chromium = find_chromium()
     if chromium is None:
@@ -207,7 +206,7 @@ def run(out: Path, site: Path | None = None, screenshots: bool = True) -> dict[s
     with tempfile.TemporaryDirectory(prefix="cute-bind-docs-") as tmp:
         tmp_path = Path(tmp)
         if site is None:
-            site = build_site(tmp_path / "site")
+            site = build_site(tmp_path / "site", config)
         report["site"] = str(site)
         with serve(site) as base:
             for name, path, marker in PAGES:
@@ -228,13 +227,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, help="folder for screenshots and DOM dumps (default: a new temp folder)")
     parser.add_argument("--site", type=Path, help="an already built site to serve (skips the build)")
+    parser.add_argument("--config", type=Path, help="mkdocs config to build (default: the repository's mkdocs.yml)")
     parser.add_argument("--no-screenshots", action="store_true", help="DOM checks only")
     args = parser.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="cute-bind-shots-"))
     out = out.resolve()
     if out == ROOT or ROOT in out.parents:
         parser.error(f"--out must be outside the repository ({ROOT})")
-    report = run(out, site=args.site, screenshots=not args.no_screenshots)
+    report = run(out, site=args.site, screenshots=not args.no_screenshots, config=args.config)
     print(json.dumps(report, indent=2))
     return 0 if report["ok"] else 1
 
