@@ -1,0 +1,211 @@
+"""The mypy plugin (``plugins = cute_bind.mypy``) on the static corpus.
+
+mypy runs once over the whole corpus (plus a few extra files written here);
+the tests read that one report. A second, plugin-less run shows what the
+plugin changes for ``cute_bind.Pointer[...]`` annotations.
+"""
+
+from __future__ import annotations
+
+import re
+import tokenize
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+mypy_api = pytest.importorskip("mypy.api")
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = Path(__file__).resolve().parent / "static_corpus"
+FILES = sorted(CORPUS.glob("corpus_*.py"))
+
+_REPORT = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<severity>error|note): (?P<message>.*?)(?:  \[(?P<code>[a-z-]+)\])?$")
+_OURS = re.compile(r"^\[(?P<cb>CB\d{3})\] kernel '(?P<kernel>[^']*)', parameter '(?P<parameter>[^']*)': .+\.$")
+_EXPECT = re.compile(r"#\s*expect:\s*(.+)$")
+
+# The DSL ships type information (py.typed), but analysing it costs ~45 s
+# without a cache and the plugin does not need it: the tests skip it (its
+# names are Any), as a project may do too.
+CONFIG = """\
+[mypy]
+plugins = cute_bind.mypy
+mypy_path = {root}
+show_column_numbers = True
+hide_error_context = True
+error_summary = False
+pretty = False
+color_output = False
+
+[mypy-cutlass.*]
+follow_imports = skip
+ignore_missing_imports = True
+
+[mypy-cuda.*]
+follow_imports = skip
+ignore_missing_imports = True
+"""
+
+# Written next to the corpus run: what an editor user relies on besides the codes.
+EXTRA = """\
+import cutlass.cute as cute
+
+import cute_bind
+
+
+@cute_bind.kernel
+def silenced(n):  # type: ignore[cute-bind]
+    pass
+
+
+@cute_bind.kernel
+def still_typed(out: cute.Pointer, n) -> None:
+    pass
+
+
+reveal_type(still_typed)
+"""
+
+# On disk: an eligible kernel. The editor's unsaved buffer (``--shadow-file``): not.
+SHADOWED_ON_DISK = """\
+import cute_bind
+
+
+@cute_bind.kernel
+def edited(n: int) -> None:
+    pass
+"""
+SHADOW_BUFFER = """\
+import cute_bind
+
+
+# a line added in the editor
+@cute_bind.kernel
+def edited(n) -> None:
+    pass
+"""
+
+
+@dataclass(frozen=True)
+class Report:
+    path: str
+    line: int
+    col: int
+    severity: str
+    message: str
+    code: str | None
+
+
+def expected(path: Path) -> Counter[tuple[str, int]]:
+    """``(code, line)`` for every ``# expect: CBxxx[, CByyy]`` comment of a corpus file."""
+    found: Counter[tuple[str, int]] = Counter()
+    with path.open("rb") as f:
+        for tok in tokenize.tokenize(f.readline):
+            m = _EXPECT.search(tok.string) if tok.type == tokenize.COMMENT else None
+            if m:
+                found.update((code, tok.start[0]) for code in re.findall(r"CB\d{3}", m.group(1)))
+    return found
+
+
+def run_mypy(config: Path, *args: str) -> list[Report]:
+    stdout, stderr, status = mypy_api.run(["--config-file", str(config), "--cache-dir", str(config.parent / "cache"), *args])
+    assert status in (0, 1), f"mypy crashed (status {status}):\n{stdout}\n{stderr}"
+    reports = []
+    for line in stdout.splitlines():
+        m = _REPORT.match(line)
+        assert m, f"unexpected mypy output line: {line!r}"
+        reports.append(Report(str(Path(m["path"]).resolve()), int(m["line"]), int(m["col"]), m["severity"], m["message"], m["code"]))
+    return reports
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("mypy")
+    (d / "extra").mkdir()
+    (d / "extra" / "plugin_extras.py").write_text(EXTRA)
+    (d / "extra" / "shadowed.py").write_text(SHADOWED_ON_DISK)
+    (d / "shadow_buffer.py").write_text(SHADOW_BUFFER)
+    return d
+
+
+@pytest.fixture(scope="module")
+def reports(workdir: Path) -> list[Report]:
+    """One mypy run, with the plugin, over the corpus and the extra files."""
+    config = workdir / "with_plugin" / "mypy.ini"
+    config.parent.mkdir()
+    config.write_text(CONFIG.format(root=ROOT))
+    shadowed = workdir / "extra" / "shadowed.py"
+    return run_mypy(
+        config, "--shadow-file", str(shadowed), str(workdir / "shadow_buffer.py"), str(CORPUS), str(workdir / "extra")
+    )
+
+
+def ours(reports: list[Report], path: Path) -> list[Report]:
+    return [r for r in reports if r.path == str(path.resolve()) and r.code == "cute-bind"]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_codes_at_parameter_lines(reports: list[Report], path: Path) -> None:
+    found = [(_OURS.match(r.message), r) for r in ours(reports, path)]
+    assert all(m for m, _ in found), [r.message for m, r in found if not m]  # '[CBxxx] kernel ..., parameter ...: ...'
+    assert Counter((m["cb"], r.line) for m, r in found if m) == expected(path)
+    assert all(r.severity == "error" for _, r in found)
+
+
+def test_columns_point_at_the_parameter(reports: list[Report]) -> None:
+    path = CORPUS / "corpus_rejected.py"
+    lines = path.read_text().splitlines()
+    for r in ours(reports, path):
+        parameter = _OURS.match(r.message)["parameter"]  # type: ignore[index]
+        assert lines[r.line - 1][r.col - 1 :].lstrip("*").startswith(parameter), r
+
+
+def test_eligible_file_type_checks_cleanly(reports: list[Report]) -> None:
+    """No false positives, and cute_bind.Pointer[dtype, align, space] is a valid annotation."""
+    assert [r for r in reports if r.path == str((CORPUS / "corpus_eligible.py").resolve())] == []
+
+
+def test_without_the_plugin_pointer_annotations_are_errors(workdir: Path) -> None:
+    """The control for the test above: mypy alone rejects ``cute_bind.Pointer[...]``."""
+    config = workdir / "without_plugin" / "mypy.ini"
+    config.parent.mkdir()
+    config.write_text(CONFIG.format(root=ROOT).replace("plugins = cute_bind.mypy\n", ""))
+    found = run_mypy(config, str(CORPUS / "corpus_eligible.py"))
+    lines = (CORPUS / "corpus_eligible.py").read_text().splitlines()
+    flagged = {r.line for r in found if r.severity == "error"}
+    assert flagged and all("cute_bind.Pointer[" in lines[n - 1] for n in flagged)
+
+
+def test_type_ignore_and_decorated_type(reports: list[Report], workdir: Path) -> None:
+    """``# type: ignore[cute-bind]`` silences one error; errors do not break the decorator's typing."""
+    path = workdir / "extra" / "plugin_extras.py"
+    mine = [r for r in reports if r.path == str(path.resolve())]
+    errors = [(r.line, r.code) for r in mine if r.severity == "error"]
+    assert errors == [(12, "cute-bind")]  # ``still_typed``'s ``n``; not ``silenced``, no overload error
+    notes = [r.message for r in mine if r.severity == "note"]
+    assert notes == ['Revealed type is "cute_bind._kernel.Kernel[[out: Any, n: Any]]"']
+
+
+def test_shadow_file_is_what_gets_checked(reports: list[Report], workdir: Path) -> None:
+    """Editors pass unsaved buffers with ``--shadow-file``: positions come from the buffer."""
+    found = ours(reports, workdir / "extra" / "shadowed.py")
+    assert [(r.line, _OURS.match(r.message)["cb"]) for r in found] == [(6, "CB101")]  # type: ignore[index]
+
+
+def test_messages_equal_the_cli_output(reports: list[Report]) -> None:
+    """The plugin and ``cute-bind check`` print the same text for the same parameter."""
+    from cute_bind._static import check_file
+
+    for path in FILES:
+        cli = [(d.line, d.column + 1, d.message) for d in check_file(str(path))]
+        plugin = [(r.line, r.col, r.message) for r in ours(reports, path)]
+        assert sorted(plugin) == sorted(cli)
+
+
+def test_entry_point_and_error_code() -> None:
+    """``plugins = cute_bind.mypy`` finds ``plugin()``; ``cute-bind`` is the code users silence."""
+    from cute_bind.mypy import CUTE_BIND, CuteBindPlugin, plugin
+
+    assert plugin("2.4.1") is CuteBindPlugin
+    assert CUTE_BIND.code == "cute-bind"

@@ -1,0 +1,202 @@
+"""Runtime, ``cute-bind check`` and the mypy plugin report the same problems on the corpus.
+
+For every corpus file:
+
+- runtime: the file is imported with ``cute_bind.kernel`` replaced by a
+  recorder that calls the real decorator and keeps every error of each
+  function (``KernelDefinitionError.details["all"]``) instead of raising at
+  the first; each error's parameter is located in the source with :mod:`ast`;
+- ``cute-bind check``: :func:`cute_bind._static.check_file`;
+- mypy with the plugin: one run over the whole corpus.
+
+All three must give the same ``(code, kernel, parameter, line)`` multiset,
+equal to the file's ``# expect:`` comments, and the static message must be
+the runtime's first line except for the spelling of the annotation (``got``:
+the runtime names the defining module, ``cutlass.cute.typing.Tensor``; the
+static tools the public path the file imports, ``cutlass.cute.Tensor``).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import inspect
+import re
+import sys
+import textwrap
+import tokenize
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+pytest.importorskip("cutlass")  # the runtime side decorates the corpus for real
+mypy_api = pytest.importorskip("mypy.api")
+
+import cute_bind  # noqa: E402
+from cute_bind import CATALOG, CuteBindError, KernelDefinitionError  # noqa: E402
+from cute_bind._diagnostics import format_message  # noqa: E402
+from cute_bind._static import check_file  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = Path(__file__).resolve().parent / "static_corpus"
+FILES = sorted(CORPUS.glob("corpus_*.py"))
+
+Finding = tuple[str, str, str, int]  # (code, kernel, parameter, line)
+
+_EXPECT = re.compile(r"#\s*expect:\s*(.+)$")
+_MYPY = re.compile(r"^(?P<path>.+?):(?P<line>\d+):\d+: error: (?P<message>\[(?P<code>CB\d{3})\] kernel '(?P<kernel>[^']*)', parameter '(?P<parameter>[^']*)': .*?)  \[cute-bind\]$")
+
+CONFIG = """\
+[mypy]
+plugins = cute_bind.mypy
+mypy_path = {root}
+show_column_numbers = True
+hide_error_context = True
+error_summary = False
+
+# The DSL's own types are not needed (and cost ~45 s to analyse uncached).
+[mypy-cutlass.*]
+follow_imports = skip
+ignore_missing_imports = True
+
+[mypy-cuda.*]
+follow_imports = skip
+ignore_missing_imports = True
+"""
+
+
+def expected(path: Path) -> Counter[tuple[str, int]]:
+    """``(code, line)`` for every ``# expect: CBxxx[, CByyy]`` comment of a corpus file."""
+    found: Counter[tuple[str, int]] = Counter()
+    with path.open("rb") as f:
+        for tok in tokenize.tokenize(f.readline):
+            m = _EXPECT.search(tok.string) if tok.type == tokenize.COMMENT else None
+            if m:
+                found.update((code, tok.start[0]) for code in re.findall(r"CB\d{3}", m.group(1)))
+    return found
+
+
+# --------------------------------------------------------------------------- runtime side
+def _parameter_lines(path: Path, fn: Callable[..., Any]) -> dict[str, int]:
+    """Line of each parameter of ``fn``'s ``def`` in ``path`` (found by name and first line)."""
+    base = inspect.unwrap(fn)
+    first = base.__code__.co_firstlineno  # the first decorator's line
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == base.__name__:
+            if min([node.lineno] + [d.lineno for d in node.decorator_list]) == first:
+                a = node.args
+                args = a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x is not None]
+                return {arg.arg: arg.lineno for arg in args}
+    raise AssertionError(f"no def of {base.__name__} at line {first} in {path}")
+
+
+def runtime_errors(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[Finding, CuteBindError]]:
+    """Import ``path`` with a recording ``cute_bind.kernel``; every error of every decorated function."""
+    real = cute_bind.kernel
+    recorded: list[tuple[Callable[..., Any], list[CuteBindError]]] = []
+
+    def recorder(fn: Any = None, /, **options: Any) -> Any:
+        if fn is None:  # @cute_bind.kernel(...): options first, as the real decorator
+            return lambda f: recorder(f, **options)
+        try:
+            real(fn, **options)
+        except KernelDefinitionError as exc:
+            recorded.append((fn, list(exc.details.get("all", [exc]))))
+        else:
+            recorded.append((fn, []))
+        return fn  # keep importing: the next kernels are checked too
+
+    monkeypatch.setattr(cute_bind, "kernel", recorder)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, path.stem, module)  # the module name the static tools assume
+    spec.loader.exec_module(module)
+    assert recorded, f"{path.name}: no kernel was decorated"
+    out = []
+    for fn, errors in recorded:
+        lines = _parameter_lines(path, fn)
+        for err in errors:
+            assert err.kernel is not None and err.parameter is not None
+            out.append(((err.code, err.kernel, err.parameter, lines[err.parameter]), err))
+    return out
+
+
+# --------------------------------------------------------------------------- static sides
+@pytest.fixture(scope="module")
+def mypy_findings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[Finding, str]]]:
+    """One mypy run over the corpus: findings and messages, by resolved file path."""
+    d = tmp_path_factory.mktemp("mypy_agreement")
+    (d / "mypy.ini").write_text(CONFIG.format(root=ROOT))
+    stdout, stderr, status = mypy_api.run(["--config-file", str(d / "mypy.ini"), "--cache-dir", str(d / "cache"), str(CORPUS)])
+    assert status in (0, 1), f"mypy crashed (status {status}):\n{stdout}\n{stderr}"
+    found: dict[str, list[tuple[Finding, str]]] = {}
+    for line in stdout.splitlines():
+        m = _MYPY.match(line)
+        if m:
+            key = str(Path(m["path"]).resolve())
+            found.setdefault(key, []).append(((m["code"], m["kernel"], m["parameter"], int(m["line"])), m["message"]))
+    return found
+
+
+def _first_line(err: CuteBindError) -> str:
+    return str(err).splitlines()[0]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_runtime_cli_and_mypy_agree(
+    path: Path, monkeypatch: pytest.MonkeyPatch, mypy_findings: dict[str, list[tuple[Finding, str]]]
+) -> None:
+    runtime = runtime_errors(path, monkeypatch)
+    cli = check_file(str(path))
+    plugin = mypy_findings.get(str(path.resolve()), [])
+
+    runtime_set = Counter(f for f, _ in runtime)
+    assert Counter((d.code, d.kernel, d.parameter, d.line) for d in cli) == runtime_set, "cute-bind check vs runtime"
+    assert Counter(f for f, _ in plugin) == runtime_set, "mypy plugin vs runtime"
+    assert Counter((code, line) for code, _, _, line in runtime_set.elements()) == expected(path), "runtime vs # expect:"
+
+    # Same message, but for how the annotation is spelled (see the module docstring).
+    static_by_key = {(d.code, d.kernel, d.parameter, d.line): d for d in cli}
+    for key, err in runtime:
+        d = static_by_key[key]
+        assert (d.expected, d.kernel, d.parameter) == (err.expected, err.kernel, err.parameter)
+        with_runtime_got = format_message(
+            CATALOG[d.code], kernel=d.kernel, parameter=d.parameter, expected=d.expected, got=err.got, detail=d.detail
+        )[0]
+        assert with_runtime_got.splitlines()[0] == _first_line(err)
+    assert sorted(message for _, message in plugin) == sorted(d.message for d in cli)
+
+
+# --------------------------------------------------------------------------- known gaps
+# Annotations where the name-based reading cannot match the runtime with the
+# current whitelist. Strict xfail: fixing the whitelist makes these pass and
+# the marker must then go.
+KNOWN_GAPS = [
+    pytest.param(
+        "x: cutlass.Numeric",
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="cutlass.Numeric/Integer/Float are DSL numeric types absent from _whitelist "
+            "(runtime: CB104; static: CB102)",
+        ),
+        id="abstract-numeric",
+    ),
+]
+
+
+@pytest.mark.parametrize("params", KNOWN_GAPS)
+def test_known_gaps(params: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "corpus_gap.py"
+    path.write_text(textwrap.dedent(f"""\
+        import cutlass
+        import cute_bind
+
+        @cute_bind.kernel
+        def gap({params}):
+            pass
+        """))
+    runtime = Counter(f for f, _ in runtime_errors(path, monkeypatch))
+    assert Counter((d.code, d.kernel, d.parameter, d.line) for d in check_file(str(path))) == runtime
