@@ -248,7 +248,10 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
         for path, _, _, note in rows_spec
     ]
     handle.close()
+    from ._prepared import fast_path
+
     mode = "GPU: seed scale kernel, 4096 f32, non-default stream" if gpu else "CPU: host-only function, same 5-argument shape"
+    mode += f"; launch fast path: {fast_path()}"
     return Report(machine=_machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
 
 

@@ -60,6 +60,22 @@ def _checked_default() -> bool:
     return os.environ.get("CUTE_BIND_CHECKED", "") not in ("", "0")
 
 
+def _c_launcher_class() -> Any:
+    """The optional C fast path, unless absent or disabled with CUTE_BIND_PURE_PYTHON=1."""
+    if os.environ.get("CUTE_BIND_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from ._claunch import Launcher
+    except ImportError:
+        return None
+    return Launcher
+
+
+def fast_path() -> str:
+    """Which launch fast path new handles use: "c" or "python"."""
+    return "c" if _c_launcher_class() is not None else "python"
+
+
 class _Layout:
     """The storage layout of a slot list: one native struct, slots in order."""
 
@@ -204,6 +220,27 @@ class PreparedLaunch(Generic[P]):
     # ------------------------------------------------------------------ launch paths
     def _make_launch(self) -> Callable[..., int | None]:
         sh = self._shared
+        self._launcher: Any = None
+        launcher_class = None if self._checked else _c_launcher_class()
+        if launcher_class is not None:
+            lay = sh.layout
+            required = _Missing()
+            self._launcher = launcher_class(
+                sh.entry.address,
+                ctypes.addressof(self._argv),
+                ctypes.addressof(self._cstorage),
+                ctypes.addressof(self._cresult) if sh.entry.result_ctype is not None else 0,
+                "".join(s.fmt for s in sh.slots).encode(),
+                "".join(s.fast for s in sh.slots).encode(),
+                tuple(lay.offsets),
+                tuple(sh.defaults.get(n, required) for n in sh.names),
+                required,
+                self._slow,
+                self._fail,
+                sh.returns,
+                (self._storage, self._cstorage, self._argv, self._result, self._cresult, sh.entry.keepalive),
+            )
+            return self._launcher.launch  # type: ignore[no-any-return]
         if self._checked:
             slow = self._slow
 
@@ -236,13 +273,13 @@ class PreparedLaunch(Generic[P]):
         n = len(sh.names)
         if positional_raw:  # checked mode: plain *args
             extra = given[n:]
-            given = given[:n] + (_MISSING,) * max(0, n - len(given))
-        values = list(given)
-        sentinels = dict(zip((nm for nm in sh.names if nm in sh.defaults), self._default_sentinels_or_empty()))
-        for i, name in enumerate(sh.names):
-            s = sentinels.get(name)
-            if s is not None and values[i] is s:
-                values[i] = _DEFAULTED
+            given = given[:n]
+        values = list(given) + [_MISSING] * (n - len(given))
+        # the Python fast path passes a per-parameter sentinel for a defaulted parameter not given
+        for s_ in self._default_sentinels_or_empty():
+            for i, v in enumerate(values):
+                if v is s_:
+                    values[i] = _MISSING
         if extra:
             raise D.error(
                 D.UNEXPECTED_ARGUMENT,
@@ -254,7 +291,7 @@ class PreparedLaunch(Generic[P]):
         for key, value in kwargs.items():
             if key in sh.names:
                 i = sh.names.index(key)
-                if values[i] is not _MISSING and values[i] is not _DEFAULTED:
+                if values[i] is not _MISSING:
                     raise D.error(D.DUPLICATE_ARGUMENT, kernel=sh.kernel, parameter=key)
                 values[i] = value
             elif key in sh.constexpr_names:
@@ -272,10 +309,10 @@ class PreparedLaunch(Generic[P]):
         packed = []
         for i, (slot, where) in enumerate(zip(sh.slots, sh.wheres)):
             v = values[i]
-            if v is _DEFAULTED:
+            if v is _MISSING:
+                if sh.names[i] not in sh.defaults:
+                    raise D.error(D.MISSING_ARGUMENT, kernel=sh.kernel, parameter=sh.names[i], expected=slot.expected())
                 v = sh.defaults[sh.names[i]]
-            elif v is _MISSING:
-                raise D.error(D.MISSING_ARGUMENT, kernel=sh.kernel, parameter=sh.names[i], expected=slot.expected())
             packed.append(slot.coerce(v, where, self._checked))
         if self._checked:
             return self._checked_call(packed)
@@ -328,6 +365,9 @@ class PreparedLaunch(Generic[P]):
             raise D.error(diagnostic, kernel=kernel, expected="a loaded module and an open handle")
 
         self._call = refuse  # type: ignore[assignment]
+        if self._launcher is not None:
+            self._launcher.poison(refuse)
+            return
         fn = self.launch
         closure = getattr(fn, "__closure__", None) or ()
         for name, cell in zip(fn.__code__.co_freevars, closure):
@@ -401,13 +441,6 @@ class PreparedLaunch(Generic[P]):
         slots = ", ".join(f"{n}: {s.describe()}" for n, s in zip(sh.names, sh.slots))
         state = " closed" if self._closed else (" checked" if self._checked else "")
         return f"<PreparedLaunch {sh.kernel}({slots}){state}>"
-
-
-class _Defaulted:
-    __slots__ = ()
-
-
-_DEFAULTED = _Defaulted()
 
 
 def _on_module_unload(shared_ref: weakref.ref[_Shared]) -> Callable[[], None]:

@@ -95,6 +95,9 @@ class SlotKind(ABC):
     kind: ClassVar[str]
     #: native ``struct`` format character of the slot's storage
     fmt: str
+    #: which values the C fast path packs as they are: "P" exact int (64-bit),
+    #: "B" exact bool, "I" int (range-checked for ``fmt``), "R" real (float or int)
+    fast: str
 
     @classmethod
     @abstractmethod
@@ -142,6 +145,7 @@ class ScalarKind(SlotKind):
         self.fmt = W.SCALAR_FORMATS[dtype_name]
         self.is_bool = self.fmt == "?"
         self.is_float = self.fmt in "fd"
+        self.fast = "B" if self.is_bool else ("R" if self.is_float else "I")
         self.range = _INT_RANGES.get(self.fmt)
 
     def __repr__(self) -> str:
@@ -282,6 +286,7 @@ class PointerKind(SlotKind):
 
     kind = "pointer"
     fmt = "Q"
+    fast = "P"
 
     def __init__(self, spec: PointerSpec | None = None, dtype: Any = None, space: Any = None, align: int | None = None) -> None:
         self.spec = spec or PointerSpec()
@@ -455,6 +460,7 @@ class StreamKind(SlotKind):
 
     kind = "stream"
     fmt = "Q"
+    fast = "P"
 
     def __repr__(self) -> str:
         return "StreamKind()"

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -625,6 +626,7 @@ def module_name_for_path(path: str) -> str:
     return ".".join(parts)
 
 
+@functools.lru_cache(maxsize=None)
 def rules_fingerprint() -> str:
     """Digest of everything the static verdicts depend on (whitelist, catalog texts, this module).
 

@@ -1,0 +1,38 @@
+"""Build the optional C fast path (cute_bind._claunch); everything else is in pyproject.toml.
+
+The extension uses the stable ABI (abi3, Python >= 3.10). It is optional: when
+no C compiler is available the install still succeeds and PreparedLaunch uses
+its pure-Python fast path.
+"""
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class OptionalBuildExt(build_ext):
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # no compiler: fall back to the pure-Python launcher
+            print(f"cute_bind: C fast path not built ({exc}); using the pure-Python launcher")
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:
+            print(f"cute_bind: C fast path not built ({exc}); using the pure-Python launcher")
+
+
+setup(
+    ext_modules=[
+        Extension(
+            "cute_bind._claunch",
+            ["cute_bind/_claunch.c"],
+            py_limited_api=True,  # the source defines Py_LIMITED_API 0x030A0000
+            extra_compile_args=["-O2"],
+            optional=True,
+        )
+    ],
+    cmdclass={"build_ext": OptionalBuildExt},
+    options={"bdist_wheel": {"py_limited_api": "cp310"}},
+)
