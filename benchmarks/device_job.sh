@@ -4,8 +4,9 @@
 #   ../shared/device/stage.sh            # once, on the development machine
 #   device run (carry .device):  bash benchmarks/device_job.sh
 #
-# Writes env.txt, contract.txt, pytest.txt, tutorials.txt, bench.txt, bench.json
-# under $OUT (or ./device-out) and prints a short summary last.
+# Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path) and
+# bench_pure.txt/json (pure-Python fast path) under $OUT (or ./device-out),
+# and prints a short summary last.
 set -u
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
@@ -13,13 +14,18 @@ source .device/bootstrap.sh || exit 1
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-  python3 -c "import sys, torch, cutlass, platform; print(sys.version); print('torch', torch.__version__, torch.cuda.get_device_name(), torch.cuda.device_count(), 'GPU(s)'); print(platform.processor(), __import__('os').cpu_count(), 'cores')"
+  python3 -c "import sys, torch, platform, os; print(sys.version); print('torch', torch.__version__, torch.cuda.get_device_name(), torch.cuda.device_count(), 'GPU(s)'); print(os.cpu_count(), 'cores')"
   grep -m1 'model name' /proc/cpuinfo
+  if [ ! -e cute_bind/_claunch.abi3.so ]; then python3 setup.py -q build_ext --inplace 2>&1 | tail -n 3; fi
+  python3 -c "import cute_bind._prepared as p; print('launch fast path:', p.fast_path())"
+  python3 -m cute_bind contract
 } > "$OUT/env.txt" 2>&1
-python3 -m cute_bind contract > "$OUT/contract.txt" 2>&1
 python3 -m pytest -q -p no:cacheprovider -rs tests/gpu tests/test_prepared.py tests/test_slots.py tests/test_kernel.py \
   tests/test_prepare.py tests/test_dsl_contract.py tests/test_signature.py > "$OUT/pytest.txt" 2>&1
 pytest_rc=$?
+echo "==== pure-Python fast path: tests/gpu" >> "$OUT/pytest.txt"
+CUTE_BIND_PURE_PYTHON=1 python3 -m pytest -q -p no:cacheprovider tests/gpu >> "$OUT/pytest.txt" 2>&1
+pure_rc=$?
 : > "$OUT/tutorials.txt"
 tut_fail=0
 for t in tutorials/[0-9]*.py; do
@@ -27,10 +33,12 @@ for t in tutorials/[0-9]*.py; do
   echo "=== $t" >> "$OUT/tutorials.txt"
   if python3 "$t" >> "$OUT/tutorials.txt" 2>&1; then echo "=== $t: ok" >> "$OUT/tutorials.txt"; else echo "=== $t: FAILED" >> "$OUT/tutorials.txt"; tut_fail=$((tut_fail+1)); fi
 done
-python3 -m cute_bind bench --repeats "${BENCH_REPEATS:-21}" --iters "${BENCH_ITERS:-2000}" --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
+R=${BENCH_REPEATS:-21} I=${BENCH_ITERS:-2000}
+python3 -m cute_bind bench --repeats "$R" --iters "$I" --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
 bench_rc=$?
+CUTE_BIND_PURE_PYTHON=1 python3 -m cute_bind bench --repeats "$R" --iters "$I" --json "$OUT/bench_pure.json" > "$OUT/bench_pure.txt" 2>&1
 echo "---- env";       cat "$OUT/env.txt"
-echo "---- contract";  tail -n 2 "$OUT/contract.txt"
-echo "---- pytest rc=$pytest_rc"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 3
+echo "---- pytest rc=$pytest_rc (pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 4
 echo "---- tutorials failed=$tut_fail"; grep -E "^=== .*: (ok|FAILED)" "$OUT/tutorials.txt"
 echo "---- bench rc=$bench_rc"; cat "$OUT/bench.txt"
+echo "---- bench, pure-Python fast path"; grep -E "PreparedLaunch|bare engine call \||TVM|^launch" "$OUT/bench_pure.txt"
