@@ -33,7 +33,6 @@ CONFIG = """\
 plugins = cute_bind.mypy
 mypy_path = {root}
 show_column_numbers = True
-hide_error_context = True
 error_summary = False
 pretty = False
 color_output = False

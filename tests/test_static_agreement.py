@@ -53,7 +53,6 @@ CONFIG = """\
 plugins = cute_bind.mypy
 mypy_path = {root}
 show_column_numbers = True
-hide_error_context = True
 error_summary = False
 
 # The DSL's own types are not needed (and cost ~45 s to analyse uncached).

@@ -72,7 +72,7 @@ def compile_time(
     tile: cutlass.Constexpr[int] = 128,
     *,
     sizes: Constexpr[tuple[int, int]] = (1, 2),
-    n: cutlass.Int32 = 0,
+    n: int = 0,
 ) -> None:
     pass
 
