@@ -50,6 +50,7 @@ def dsl_scalars(
     m: cutlass.TFloat32,
     n: Int32,
     o: Float32,
+    p: cute.Int32,
 ) -> None:
     pass
 

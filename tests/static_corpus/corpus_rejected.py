@@ -51,6 +51,7 @@ def bitcast_scalars(
     d: cutlass.Int4,  # expect: CB104
     e: cutlass.Int128,  # expect: CB104
     f: typing.Annotated[cutlass.Float16, "tag"],  # expect: CB104
+    g: cute.BFloat16,  # expect: CB104
 ) -> None:
     pass
 
