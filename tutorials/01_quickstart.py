@@ -136,7 +136,12 @@ def run_on_cpu() -> None:
     # Compile the device kernel without launching it. With raw addresses the
     # annotation supplies dtype, alignment and address space.
     compiled = scale.compile(1 << 20, 1 << 20, 2.0, N, 0)
-    print("compiled for", os.environ["CUTE_DSL_ARCH"], "->", type(compiled).__name__)
+    print(
+        "compiled for",
+        os.environ.get("CUTE_DSL_ARCH", "this GPU"),
+        "->",
+        type(compiled).__name__,
+    )
     # --8<-- [end:compile-only]
 
     # --8<-- [start:cpu]

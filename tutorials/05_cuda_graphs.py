@@ -207,7 +207,7 @@ def run_on_cpu() -> None:
     # --8<-- [end:cpu]
     print(
         "CPU: device kernel compiled for",
-        os.environ["CUTE_DSL_ARCH"],
+        os.environ.get("CUTE_DSL_ARCH", "this GPU"),
         "; static-buffer replay checked",
     )
 

@@ -2,10 +2,10 @@
 
 Run it:  python tutorials/07_launch_overhead.py
 
-Host-side cost of one launch, measured four ways on the same compiled
+Host-side cost of one launch, measured five ways on the same compiled
 function: the DSL's compiled call, cute_bind's normal call, and a prepared
-launch with objects (slow path: checks dtype and alignment) and with plain
-ints (fast path). On a GPU the function launches a real (tiny) device kernel,
+launch with objects (slow path: checks dtype and alignment), in checked mode,
+and with plain ints (fast path). On a GPU the function launches a real (tiny) device kernel,
 so the numbers include the driver's launch call; on a CPU machine it is a
 host-only function with no work, so they are pure argument overhead. The
 benchmark report (docs/benchmarks.md) has the full measurements.
