@@ -102,10 +102,12 @@ class CuteBindPlugin(Plugin):
         return ctx.default_return_type  # ``kernel(fn)`` called directly: not a definition
 
     def _check_kernel(self, dec: Decorator, api: CheckerPluginInterface) -> None:
-        # The bare form is an overloaded call: mypy first tries it with errors
-        # filtered (an error there only rejects the overload item) and then
-        # checks it again for real, so errors are reported on every call here
-        # and mypy keeps the one set that is not filtered.
+        # The bare form is an overloaded call: mypy first tries the overload item
+        # with errors filtered (an error there only rejects the item), then, as no
+        # item matched, checks the call again for real. So errors are reported on
+        # every call here and the unfiltered set is the one mypy prints, with no
+        # "no overload variant" error of its own (tests/test_mypy_plugin.py checks
+        # this for the pinned mypy).
         analysis = self._analysis(api.path, api.options)
         if analysis is None:
             return
