@@ -184,7 +184,7 @@ def render_index(entries: dict[str, Any]) -> str:
         for d in group_entries:
             kind = "illustration" if is_illustration(d) else "runnable"
             name = f"`{d.slug}`" + (" (retired)" if d.retired else "")
-            lines.append(f"| [{d.code}]({d.code}.md) | {name} | {_cell(d.summary)} | `{d.error_class.__name__}` | {kind} |")
+            lines.append(f"| [{d.code}]({d.code}.md) | {name} | {_cell(d.summary)} | {d.error_class.__name__} | {kind} |")
         lines.append("")
     return "\n".join(lines)
 
