@@ -172,15 +172,16 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
         import torch
 
         checks["direct == torch reference"] = bool(torch.equal(ref, expected()))
-        same = torch.equal
+        same: Callable[[Any, Any], bool] = torch.equal
     else:
         checks["direct == numpy reference"] = bool(np.array_equal(ref, expected()))
-        same = np.array_equal  # type: ignore[assignment]
-    for name, call in [
+        same = np.array_equal
+    agreement: list[tuple[str, Callable[[], Any]]] = [
         ("launch", lambda: launch(out_addr, in_addr, alpha, n, stream_handle)),
         ("rebuilt", lambda: rebuilt(out_addr, in_addr, alpha, n, stream_handle)),
         ("bare", lambda: entry(packed)),
-    ]:
+    ]
+    for name, call in agreement:
         reset()
         call()
         checks[f"{name} == direct (bitwise)"] = bool(same(result(), ref))

@@ -286,7 +286,7 @@ def entry_point(obj: Any) -> EntryPoint:
     address = ctypes.cast(capi, ctypes.c_void_p).value
     result = executor.cuda_result
     kernel_ptrs = executor._kernel_ptrs or ()
-    extra = tuple(int(p.value if isinstance(p, ctypes.c_void_p) else p) for p in kernel_ptrs)
+    extra = tuple(int((p.value or 0) if isinstance(p, ctypes.c_void_p) else p) for p in kernel_ptrs)
     return EntryPoint(
         address=int(address or 0),
         result_ctype=type(result) if result is not None else None,
@@ -454,8 +454,8 @@ def bare_call(compiled: Any, args: tuple[Any, ...]) -> tuple[Any, Any, int, Any,
     # thread-local array) cannot change what the bare call passes
     own = (ctypes.c_void_p * len(packed))(*packed)
     own._cute_bind_keepalive = (exe_args, adapted, executor)  # type: ignore[attr-defined]
-    raw = ctypes.CFUNCTYPE(None)(ctypes.cast(executor.capi_func, ctypes.c_void_p).value)
-    raw.argtypes = None
+    raw = ctypes.CFUNCTYPE(None)(ctypes.cast(executor.capi_func, ctypes.c_void_p).value or 0)
+    raw.argtypes = None  # type: ignore[assignment]  # the stubs omit None, which ctypes documents
     return executor.capi_func, own, ctypes.addressof(own), raw, ctypes.c_void_p(ctypes.addressof(own))
 
 

@@ -61,7 +61,7 @@ class Kernel(Generic[P]):
 
     def __init__(self, fn: Callable[P, Any], *, name: str | None = None, compile_options: str | None = None, checked: bool = False) -> None:
         self.fn = fn
-        self.name = name or getattr(unwrap(fn), "__name__", "kernel")
+        self.name: str = str(name or getattr(unwrap(fn), "__name__", "kernel"))
         self.compile_options = compile_options
         self.checked = checked
         self.signature: KernelSignature = read_signature(fn, self.name)

@@ -20,7 +20,7 @@ import os
 import struct
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, Sequence
+from typing import Any, Callable, Generic, ParamSpec, Sequence
 
 
 from . import _diagnostics as D
@@ -42,7 +42,7 @@ def _entry_function(address: int) -> Any:
     result is written to the result slot, the last packed argument).
     """
     fn = ctypes.CFUNCTYPE(None)(address)
-    fn.argtypes = None
+    fn.argtypes = None  # type: ignore[assignment]  # the stubs omit None, which ctypes documents
     return fn
 
 
@@ -185,10 +185,14 @@ class PreparedLaunch(Generic[P]):
     the module is unloaded anyway, ``launch`` raises CB402.
     """
 
-    if TYPE_CHECKING:
+    launch: Callable[P, int | None]
+    """Launch with new argument values: same arguments and return value as the compiled call.
 
-        def launch(self, *args: P.args, **kwargs: P.kwargs) -> int | None:
-            """Launch with new argument values (see the class docstring)."""
+    An instance attribute (the C fast path's bound method, or a generated
+    function), so looking it up costs no bound-method creation; keeping a
+    reference (``launch = handle.launch``) is fine and stays valid across
+    unload and close, which then raise CB402/CB404.
+    """
 
     def __init__(self, shared: _Shared, initial: bytes, checked: bool) -> None:
         self._shared = shared
@@ -209,7 +213,7 @@ class PreparedLaunch(Generic[P]):
         pointers.extend(entry.extra_pointers)
         self._argv = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         self._argv_address = ctypes.c_void_p(ctypes.addressof(self._argv))
-        self._call = _entry_function(entry.address)
+        self._call: Any = _entry_function(entry.address)
         self._lock = threading.Lock()
         self._owner: str | None = None
         self.launch = self._make_launch()
@@ -364,7 +368,7 @@ class PreparedLaunch(Generic[P]):
         def refuse(_argv: Any = None) -> None:
             raise D.error(diagnostic, kernel=kernel, expected="a loaded module and an open handle")
 
-        self._call = refuse  # type: ignore[assignment]
+        self._call = refuse
         if self._launcher is not None:
             self._launcher.poison(refuse)
             return

@@ -350,7 +350,7 @@ class PointerKind(SlotKind):
                 typestr = str(iface.get("typestr", ""))[1:]
                 space = _dsl.dsl().cute.AddressSpace.gmem if on_device else None
                 return _PointerValue(self._check_range(address, where), _NUMPY_TYPESTR.get(typestr), space, None)
-        if isinstance(value, (ctypes.c_void_p, ctypes._Pointer)):  # type: ignore[attr-defined]
+        if isinstance(value, (ctypes.c_void_p, ctypes._Pointer)):
             return _PointerValue(self._check_range(ctypes.cast(value, ctypes.c_void_p).value or 0, where), None, None, None)
         try:
             address = operator.index(value)  # numpy integer scalars and the like

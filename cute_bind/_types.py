@@ -91,7 +91,7 @@ class Pointer:
         from . import _dsl
 
         spec = make_spec(params)
-        return Annotated[_dsl.cute_pointer_class(), spec]  # type: ignore[valid-type]
+        return Annotated[_dsl.cute_pointer_class(), spec]
 
 
 def pointer_spec_of(annotation: Any) -> PointerSpec | None:

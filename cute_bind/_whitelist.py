@@ -49,9 +49,13 @@ PYTHON_SCALARS: Final[dict[str, str]] = {
     "float": "Float32",
 }
 
-#: Numeric types the DSL stores through a bit-cast or no plain ctypes type (CB104).
+#: Numeric types the DSL stores through a bit-cast or no plain ctypes type (CB104),
+#: and the abstract numeric bases, which have no storage of their own.
 BITCAST_SCALARS: Final[frozenset[str]] = frozenset(
     {
+        "Numeric",
+        "Integer",
+        "Float",
         "Float16",
         "BFloat16",
         "Float8E4M3",
@@ -72,7 +76,8 @@ BITCAST_SCALARS: Final[frozenset[str]] = frozenset(
     }
 )
 
-#: Qualified names of pointer annotations (``cute.Pointer`` and ``cute_bind.Pointer[...]``).
+#: Qualified names of pointer annotations (``cute.Pointer`` and subscripted
+#: ``cute_bind.Pointer[...]``; a bare ``cute_bind.Pointer`` is not an annotation, CB102).
 POINTER_NAMES: Final[frozenset[str]] = frozenset(
     {"cutlass.cute.Pointer", "cutlass.cute.typing.Pointer", "cute_bind.Pointer", "cute_bind._types.Pointer"}
 )

@@ -1,0 +1,173 @@
+"""Turn ``python -m cute_bind bench --json`` results into docs/benchmarks.md and docs/img/bench.png.
+
+Usage: python benchmarks/report.py GPU_C.json GPU_PURE.json CPU_C.json CPU_PURE.json
+
+Each JSON file is one benchmark run (one process, interleaved rounds). The
+page quotes every run's table as measured, with its machine and command; the
+chart shows the GPU run with the C fast path. Needs matplotlib.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def table(run: dict) -> str:
+    rows = run["rows"]
+    bare = next(r["median_us"] for r in rows if r["path"] == "bare engine call")
+    direct = next(r["median_us"] for r in rows if r["path"] == "direct call, args reused")
+    events = any(r.get("event_us") is not None for r in rows)
+    out = ["| path | host us/launch, median | min | vs bare engine call | direct reused / path |" + (" CUDA-event us/launch |" if events else "")]
+    out.append("|---|---:|---:|---:|---:|" + ("---:|" if events else ""))
+    for r in rows:
+        ev = f" {r['event_us']:.2f} |" if events and r.get("event_us") is not None else (" - |" if events else "")
+        out.append(f"| {r['path']} | {r['median_us']:.2f} | {r['min_us']:.2f} | {r['median_us'] - bare:+.2f} | {direct / r['median_us']:.1f}x |{ev}")
+    return "\n".join(out)
+
+
+def summary(run: dict) -> dict[str, float]:
+    rows = {r["path"]: r["median_us"] for r in run["rows"]}
+    s = {
+        "launch": rows["PreparedLaunch.launch"],
+        "bare": rows["bare engine call"],
+        "direct": rows["direct call, args reused"],
+    }
+    if "DSL TVM-FFI path" in rows:
+        s["tvm"] = rows["DSL TVM-FFI path"]
+    return s
+
+
+def chart(run: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = sorted(run["rows"], key=lambda r: r["median_us"])
+    names = [r["path"] for r in rows]
+    values = [r["median_us"] for r in rows]
+    colors = ["#2e7d32" if n == "PreparedLaunch.launch" else ("#9e9e9e" if n.startswith("bare") else "#5c6bc0") for n in names]
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.2))
+    ax.barh(names, values, color=colors)
+    for y, v in enumerate(values):
+        ax.text(v, y, f" {v:.2f}", va="center", fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlabel("host microseconds per launch (median of interleaved rounds; lower is better)")
+    ax.set_title(f"Launch overhead, {run['mode'].split(';')[0]}\n{run['machine']}", fontsize=10)
+    ax.set_xlim(0, max(values) * 1.15)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str]) -> int:
+    gpu_c, gpu_py, cpu_c, cpu_py = (json.loads(Path(p).read_text()) for p in argv[1:5])
+    chart(gpu_c, ROOT / "docs" / "img" / "bench.png")
+    g, gp, c, cp = summary(gpu_c), summary(gpu_py), summary(cpu_c), summary(cpu_py)
+    text = f"""# Benchmarks
+
+Host time per launch of one compiled CuTe DSL function, every path side by side in one process
+(`python -m cute_bind bench`). The paths run interleaved: {gpu_c['repeats']} rounds of
+{gpu_c['iters']} launches on the GPU ({cpu_c['repeats']} x {cpu_c['iters']} on the CPU machine);
+each figure is the median over rounds (the minimum beside it). On the GPU each round is also timed
+with CUDA events on the launch stream, and the stream is synchronised between rounds so the launch
+queue never fills. Every path is first checked to write bitwise the same output as the direct call.
+
+![Launch overhead on the H200 machine](img/bench.png)
+
+## Summary
+
+| machine | launch fast path | `launch` us | bare engine call us | launch - bare | direct reused / launch | TVM-FFI us |
+|---|---|---:|---:|---:|---:|---:|
+| H200 machine | C | {g['launch']:.2f} | {g['bare']:.2f} | {g['launch'] - g['bare']:+.2f} | {g['direct'] / g['launch']:.1f}x | {g.get('tvm', float('nan')):.2f} |
+| H200 machine | pure Python | {gp['launch']:.2f} | {gp['bare']:.2f} | {gp['launch'] - gp['bare']:+.2f} | {gp['direct'] / gp['launch']:.1f}x | {gp.get('tvm', float('nan')):.2f} |
+| 2-core CPU machine | C | {c['launch']:.2f} | {c['bare']:.2f} | {c['launch'] - c['bare']:+.2f} | {c['direct'] / c['launch']:.1f}x | {c.get('tvm', float('nan')):.2f} |
+| 2-core CPU machine | pure Python | {cp['launch']:.2f} | {cp['bare']:.2f} | {cp['launch'] - cp['bare']:+.2f} | {cp['direct'] / cp['launch']:.1f}x | {cp.get('tvm', float('nan')):.2f} |
+
+The *bare engine call* is the DSL's own ctypes entry point called on a packed argument array the
+DSL populated once, nothing rewritten: the call exactly as the DSL makes it at the end of a direct
+call. With the C fast path (the default when the package is installed with a C compiler),
+`launch` calls the same entry point from C without going through ctypes, so it can come in *below*
+that bare call; the pure-Python fast path (`CUTE_BIND_PURE_PYTHON=1`, or no compiler at install)
+pays one `struct.pack_into`, the ctypes call and a few checks above it.
+
+Compare figures only within one run: the machines differ, and lent machines differ from one lease
+to the next.
+
+## H200 machine, C fast path
+
+{gpu_c['machine']}; {gpu_c['mode']}; nvidia-cutlass-dsl {gpu_c['dsl_version']}.
+
+{table(gpu_c)}
+
+Checks: {", ".join(f"{k}: {v}" for k, v in gpu_c['checks'].items() if not k.startswith('_'))}
+
+## H200 machine, pure-Python fast path
+
+{gpu_py['machine']}; {gpu_py['mode']}.
+
+{table(gpu_py)}
+
+## 2-core CPU machine (host-only function of the same 5-argument shape), C fast path
+
+{cpu_c['machine']}; {cpu_c['mode']}.
+
+{table(cpu_c)}
+
+## 2-core CPU machine, pure-Python fast path
+
+{cpu_py['machine']}; {cpu_py['mode']}.
+
+{table(cpu_py)}
+
+## How these were produced
+
+On the H200 machine (the device job; the two GPU tables are its `bench.json` and `bench_pure.json`):
+
+```bash
+bash benchmarks/device_job.sh      # runs, among the tests and tutorials:
+python3 -m cute_bind bench --repeats 21 --iters 2000 --json $OUT/bench.json
+CUTE_BIND_PURE_PYTHON=1 python3 -m cute_bind bench --repeats 21 --iters 2000 --json $OUT/bench_pure.json
+```
+
+On the 2-core CPU machine:
+
+```bash
+python -m cute_bind bench --repeats 21 --iters 20000 --json cpu.json
+CUTE_BIND_PURE_PYTHON=1 python -m cute_bind bench --repeats 21 --iters 20000 --json cpu_pure.json
+```
+
+Then `python benchmarks/report.py bench.json bench_pure.json cpu.json cpu_pure.json` wrote this page
+and the chart.
+
+## Paths
+
+- **direct call, args reused**: `compiled(p_out, p_in, Float32(a), Int32(n), CUstream(s))` with the
+  argument objects built once.
+- **direct call, args rebuilt**: the same with `make_ptr`, `Float32`, `Int32`, `CUstream` built on
+  every call, as a wrapper handed fresh tensors does.
+- **PreparedLaunch.launch**: `handle.launch(out_addr, in_addr, a, n, s)` with integer addresses and
+  stream handle.
+- **bare engine call** (three forms): the DSL's ctypes entry point on the DSL-packed array; the same
+  with the array address precomputed; the same C function through ctypes with no `argtypes` and a
+  prebuilt `c_void_p` (the form the pure-Python fast path uses).
+- **DSL TVM-FFI path**: `cute.compile(..., options="--enable-tvm-ffi")`, called with integer
+  addresses (apache-tvm-ffi installed).
+- **cuda-bindings cuLaunchKernel**: the very kernel the DSL compiled, looked up in its CUDA library,
+  launched with pre-built parameters.
+- **torch eager**: `torch.mul(x, a, out=o)` on the same stream.
+
+Not measured here: the TVM-FFI path with torch tensors and the environment stream (it needs a
+`cute.Tensor` version of the kernel), Triton, and a C++ `cudaLaunchKernel` loop.
+"""
+    (ROOT / "docs" / "benchmarks.md").write_text(text)
+    print("wrote docs/benchmarks.md and docs/img/bench.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
