@@ -141,8 +141,14 @@ python -m cute_bind bench --repeats 21 --iters 20000 --json cpu.json
 CUTE_BIND_PURE_PYTHON=1 python -m cute_bind bench --repeats 21 --iters 20000 --json cpu_pure.json
 ```
 
-Then `python benchmarks/report.py bench.json bench_pure.json cpu.json cpu_pure.json` wrote this page
-and the chart.
+The raw results are committed as `benchmarks/results/h200_c.json`, `h200_pure.json`, `cpu_c.json`
+and `cpu_pure.json` (the GPU machine's description in `h200_env.txt`: one NVIDIA H200, driver
+580.159.04, Python 3.12, torch 2.11); this page and the chart were written from them by
+
+```bash
+python benchmarks/report.py benchmarks/results/h200_c.json benchmarks/results/h200_pure.json \
+    benchmarks/results/cpu_c.json benchmarks/results/cpu_pure.json
+```
 
 ## Paths
 

@@ -333,14 +333,14 @@ INVALID_OPTION = _entry(
     """,
     example=_PRELUDE
     + """
-@cute_bind.kernel(arch=90)   # arch must be a string such as "sm_90a" -> CB110
+@cute_bind.kernel(checked="yes")   # checked must be a bool -> CB110
 def scale(out: cute.Pointer):
     pass
 """,
     fix="""
-    See `help(cute_bind.kernel)` for the options: `name` (str), `arch`
-    (str such as "sm_90a" or None), `compile_options` (str or None) and
-    `checked` (bool).
+    See `help(cute_bind.kernel)` for the options: `name` (str or None),
+    `compile_options` (str or None, passed to `cute.compile(..., options=...)`)
+    and `checked` (bool).
     """,
 )
 
@@ -778,8 +778,23 @@ CONCURRENT_USE = _entry(
     """,
     example=_PRELUDE
     + """
-raise cute_bind.error(cute_bind.CATALOG["CB403"], kernel="k", expected="one thread at a time",
-                      got="Thread-2")
+import threading
+
+@cute_bind.kernel
+def spin(out: cute_bind.Pointer[cutlass.Float32], n: cutlass.Int32):
+    o = cute.make_tensor(out, cute.make_layout(1))
+    for _ in range(n):                       # a host launch that takes a while
+        o[0] = o[0] + cutlass.Float32(1.0)
+
+acc = (ctypes.c_float * 1)()
+handle = spin.bind(ctypes.addressof(acc), 0).with_checks()
+worker = threading.Thread(target=handle.launch, args=(ctypes.addressof(acc), 300_000_000))
+worker.start()
+try:
+    while worker.is_alive():
+        handle.launch(ctypes.addressof(acc), 0)   # same handle, another thread, same time -> CB403
+finally:
+    worker.join()
 """,
     fix="Give each thread its own handle: `handle.clone()` is cheap and shares the compiled function.",
 )
@@ -806,17 +821,29 @@ DSL_INCOMPATIBLE = _entry(
     "dsl-incompatible",
     E.DSLCompatibilityError,
     summary="The installed nvidia-cutlass-dsl lacks an internal cute_bind needs.",
-    message="nvidia-cutlass-dsl {got} does not provide {detail}; cute_bind supports {expected}",
+    message="nvidia-cutlass-dsl {got} cannot be used: {detail}; cute_bind supports {expected}",
     explanation="""
     cute_bind reaches into a few non-public parts of the DSL (the execution
     argument marshaller, the executor's entry point and result slot). They
-    all live in one module, `cute_bind._dsl`, which checks them and raises
-    this error when an installed version lacks one.
+    all live in one module, `cute_bind._dsl`, which checks them, and the
+    installed version against the tested range, once, at the first `bind()`
+    or `prepare()`, and raises this error when something is off. To try an
+    untested version anyway, set `CUTE_BIND_SKIP_DSL_CHECK=1` (the byte
+    snapshot check at `bind()` still guards every slot).
     """,
     example=_PRELUDE
     + """
-raise cute_bind.error(cute_bind.CATALOG["CB501"], expected=">=4.8,<4.9", got="4.9.0",
-                      detail="JitExecutor.cuda_result")
+import importlib.metadata
+real_version = importlib.metadata.version
+importlib.metadata.version = lambda name: "4.9.0" if name == "nvidia-cutlass-dsl" else real_version(name)
+
+@cute_bind.kernel
+def fill(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = value
+
+buf = (ctypes.c_int32 * 1)()
+fill.bind(ctypes.addressof(buf), 1)   # an untested DSL version -> CB501
 """,
     fix="Install a supported version: `pip install 'nvidia-cutlass-dsl{expected}'`.",
 )
@@ -831,10 +858,14 @@ DSL_MISSING = _entry(
     cute_bind imports without the DSL (so tools such as `cute-bind check`
     work anywhere), but decorating, binding and launching need it.
     """,
-    example=_PRELUDE
-    + """
-raise cute_bind.error(cute_bind.CATALOG["CB502"], expected="nvidia-cutlass-dsl",
-                      detail="No module named 'cutlass'")
+    example="""\
+import sys
+sys.modules["cutlass"] = None   # as on a machine without nvidia-cutlass-dsl
+import cute_bind
+
+@cute_bind.kernel
+def scale(n: int):               # decorating needs the DSL -> CB502
+    pass
 """,
     fix="`pip install nvidia-cutlass-dsl` (see pyproject.toml for the supported range).",
 )
@@ -857,7 +888,8 @@ def format_message(diagnostic: Diagnostic, **fields: Any) -> tuple[str, str]:
     """Render ``(message, fix)`` for one occurrence of ``diagnostic``."""
     values = _Fields({k: v for k, v in fields.items() if v is not None})
     body = diagnostic.message.format_map(values)
-    fix = diagnostic.fix.format_map(values)
+    # the catalog's fix text is wrapped for the docs; a message keeps it on one line
+    fix = " ".join(diagnostic.fix.format_map(values).split())
     text = f"[{diagnostic.code}] {body}.\n  fix: {fix}\n  (python -m cute_bind explain {diagnostic.code})"
     return text, fix
 

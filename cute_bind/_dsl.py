@@ -17,6 +17,7 @@ import ctypes
 import functools
 import importlib.metadata
 import os
+import re
 import typing
 import weakref
 from dataclasses import dataclass
@@ -233,10 +234,22 @@ def runtime_signature(obj: Any) -> RuntimeSignature:
     )
 
 
+_MANGLED_SUFFIX = re.compile(r"_(?=Ptr|T?Float\d|BFloat|U?[Ii]nt\d|Boolean|_?CUstream|Tensor|Layout|$)")
+
+
 def function_name(obj: Any) -> str:
+    """The Python name of a compiled function, recovered from the DSL's mangled symbol.
+
+    The DSL names the entry ``cutlass_<function>_<argument types...>``; the
+    argument-type suffix is cut at its first type token.
+    """
     if is_executor(obj):
-        return str(getattr(obj.jit_module.execution_args, "function_name", "compiled"))
-    return str(getattr(obj, "function_name", "compiled"))
+        mangled = str(getattr(obj.jit_module.execution_args, "function_name", "compiled"))
+    else:
+        mangled = str(getattr(obj, "function_name", "compiled"))
+    name = mangled[len("cutlass_") :] if mangled.startswith("cutlass_") else mangled
+    m = _MANGLED_SUFFIX.search(name)
+    return name[: m.start()] if m and m.start() > 0 else name
 
 
 def workspace_argument_count(obj: Any) -> int:
@@ -270,19 +283,19 @@ class EntryPoint:
     keepalive: tuple[Any, ...]
 
 
-def entry_point(obj: Any) -> EntryPoint:
+def entry_point(obj: Any, kernel: str | None = None) -> EntryPoint:
     """Resolve (and load, if needed) the entry point of a compiled function."""
+    kernel = kernel or function_name(obj)
     if getattr(obj, "engine", True) is None:
-        raise D.error(D.NO_ENGINE, kernel=function_name(obj), expected="a compiled function with an engine", got="engine=None")
+        raise D.error(D.NO_ENGINE, kernel=kernel, expected="a compiled function with an engine", got="engine=None")
     try:
         executor = obj if is_executor(obj) else _default_executor(obj)
     except Exception as exc:  # e.g. no CUDA driver to load the device module on this machine
-        raise D.error(
-            D.NO_ENGINE, kernel=function_name(obj), expected="a module that loads on this machine", got=f"{type(exc).__name__}: {exc}"
-        ) from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise D.error(D.NO_ENGINE, kernel=kernel, expected="a module that loads on this machine", got=f"{type(exc).__name__}: {first[:160]}") from exc
     capi = executor.jit_module.capi_func
     if capi is None:
-        raise D.error(D.NO_ENGINE, kernel=function_name(obj), expected="an entry point", got="capi_func=None")
+        raise D.error(D.NO_ENGINE, kernel=kernel, expected="an entry point", got="capi_func=None")
     address = ctypes.cast(capi, ctypes.c_void_p).value
     result = executor.cuda_result
     kernel_ptrs = executor._kernel_ptrs or ()
@@ -411,7 +424,7 @@ def check_contract() -> list[str]:
 
     problems = []
     if not version_supported():
-        problems.append(f"nvidia-cutlass-dsl {dsl_version()} is outside the supported range {SUPPORTED_VERSIONS}")
+        problems.append(f"version {dsl_version()} is outside the tested range")
     for owner, attr in _REQUIRED:
         module_name, _, rest = owner.partition(".base_dsl.jit_executor.")
         try:
@@ -428,10 +441,22 @@ def check_contract() -> list[str]:
 
 
 def require_contract() -> None:
-    """Raise CB501 naming the first missing internal."""
+    """Raise CB501 naming what the installed DSL lacks."""
     problems = check_contract()
     if problems:
         raise D.error(D.DSL_INCOMPATIBLE, expected=SUPPORTED_VERSIONS, got=dsl_version(), detail="; ".join(problems))
+
+
+_CONTRACT_OK = False
+
+
+def require_contract_once() -> None:
+    """``require_contract()`` on the first prepared launch of the process (skip: CUTE_BIND_SKIP_DSL_CHECK=1)."""
+    global _CONTRACT_OK
+    if _CONTRACT_OK or os.environ.get("CUTE_BIND_SKIP_DSL_CHECK", "") not in ("", "0"):
+        return
+    require_contract()
+    _CONTRACT_OK = True
 
 
 # ------------------------------------------------------------------ benchmark support

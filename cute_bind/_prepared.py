@@ -468,6 +468,7 @@ def build(
     checked: bool | None = None,
 ) -> PreparedLaunch[Any]:
     """Run the DSL's marshalling once and build a handle from its bytes."""
+    _dsl.require_contract_once()
     if _dsl.workspace_argument_count(compiled):
         raise D.error(D.WORKSPACE_ARGUMENTS, kernel=kernel, expected="0", got=str(_dsl.workspace_argument_count(compiled)))
     slots = tuple(b.slot for b in bounds)
@@ -496,7 +497,7 @@ def build(
                 expected=repr(bytes(snapshot[off : off + size])),
                 got=repr(ours[off : off + size]),
             )
-    entry = _dsl.entry_point(compiled)
+    entry = _dsl.entry_point(compiled, kernel)
     # Defaults are pre-coerced so a call relying on them stays on the fast path.
     packed_defaults = {}
     for name, slot, where in zip(names, slots, (Where(kernel, n) for n in names)):

@@ -270,6 +270,7 @@ class _PointerValue:
     dtype_name: str | None  # None: the value does not say
     space: Any  # cute.AddressSpace or None
     align: int | None
+    host: bool = False  # pageable host memory: never valid for a gmem slot
 
 
 def _dtype_name(dtype: Any) -> str | None:
@@ -342,14 +343,16 @@ class PointerKind(SlotKind):
                 raise _wrong_kind(where, self.expected(), value)
             is_cuda = bool(getattr(value, "is_cuda", False))
             space = _dsl.dsl().cute.AddressSpace.gmem if is_cuda else None
-            return _PointerValue(self._check_range(address, where), self._torch_dtype(value), space, None)
+            pinned = getattr(value, "is_pinned", None)
+            host = not is_cuda and not (callable(pinned) and bool(pinned()))
+            return _PointerValue(self._check_range(address, where), self._torch_dtype(value), space, None, host)
         for attr, on_device in (("__cuda_array_interface__", True), ("__array_interface__", False)):
             iface = getattr(value, attr, None)
             if isinstance(iface, dict) and "data" in iface:
                 address = int(iface["data"][0] or 0)
                 typestr = str(iface.get("typestr", ""))[1:]
                 space = _dsl.dsl().cute.AddressSpace.gmem if on_device else None
-                return _PointerValue(self._check_range(address, where), _NUMPY_TYPESTR.get(typestr), space, None)
+                return _PointerValue(self._check_range(address, where), _NUMPY_TYPESTR.get(typestr), space, None, not on_device)
         if isinstance(value, (ctypes.c_void_p, ctypes._Pointer)):
             return _PointerValue(self._check_range(ctypes.cast(value, ctypes.c_void_p).value or 0, where), None, None, None)
         try:
@@ -378,7 +381,19 @@ class PointerKind(SlotKind):
                 got=hex(address),
             )
 
+    @staticmethod
+    def _check_not_host(pv: _PointerValue, space: Any, expected: str, where: Where) -> None:
+        if pv.host and space is not None and space == _dsl.dsl().cute.AddressSpace.gmem:
+            raise D.error(
+                D.POINTER_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=expected,
+                got="pageable host memory (a CPU tensor or array), which a kernel cannot read through a gmem pointer",
+            )
+
     def _check_matches(self, pv: _PointerValue, where: Where) -> None:
+        self._check_not_host(pv, self.space, self.describe(), where)
         if pv.dtype_name is not None and self._dtype_name is not None and pv.dtype_name != self._dtype_name:
             raise D.error(
                 D.POINTER_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=self.describe(), got=f"a {pv.dtype_name} pointer"
@@ -425,6 +440,7 @@ class PointerKind(SlotKind):
                 got=f"a pointer in address space {getattr(pv.space, 'name', pv.space)}",
             )
         align = spec.align or pv.align or max(1, int(getattr(dtype, "width", 8)) // 8)
+        self._check_not_host(pv, space, spec.describe(), where)
         bound = PointerKind(spec, dtype=dtype, space=space, align=align)
         bound._check_alignment(pv.address, where)
         dsl_value = _dsl.make_pointer(dtype, pv.address, space, align)

@@ -249,8 +249,8 @@ def _patch_entry(monkeypatch, body):
     fake = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(body)
     real = _dsl.entry_point
 
-    def patched(compiled):
-        e = real(compiled)
+    def patched(compiled, kernel=None):
+        e = real(compiled, kernel)
         return _dsl.EntryPoint(ctypes.cast(fake, ctypes.c_void_p).value, e.result_ctype, e.extra_pointers, e.module, (e.keepalive, fake))
 
     monkeypatch.setattr(_dsl, "entry_point", patched)

@@ -145,6 +145,19 @@ def test_pointer_alignment_checked_for_objects_and_in_checked_mode():
             slot.coerce(make_ptr(cutlass.Float32, base + 4, assumed_align=4), W)
 
 
+def test_host_memory_refused_for_gmem_slots():
+    gmem = PointerKind(dtype=cutlass.Float32, space=cute.AddressSpace.gmem, align=4)
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        gmem.coerce(np.zeros(4, np.float32), W)
+    assert info.value.code == "CB210" and "host memory" in str(info.value)
+    generic = PointerKind(dtype=cutlass.Float32, space=cute.AddressSpace.generic, align=4)
+    assert generic.coerce(np.zeros(4, np.float32), W) > 0
+    spec_gmem = classify(cute_bind.Pointer[cutlass.Float32, 4, cute.AddressSpace.gmem])
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        spec_gmem.bind(np.zeros(4, np.float32), W)
+    assert info.value.code == "CB210"
+
+
 def test_pointer_dtype_mismatch_for_typed_values():
     slot = PointerKind(dtype=cutlass.Int32, space=cute.AddressSpace.generic, align=4)
     with pytest.raises(cute_bind.LaunchArgumentError) as info:
