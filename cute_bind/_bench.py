@@ -197,6 +197,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     rows_spec += _extra_paths(gpu, fn, direct_args, out_addr, in_addr, alpha, n, stream_handle, reset, result, ref, same, checks)
     if gpu:
         rows_spec += _gpu_extra_paths(compiled, out_addr, in_addr, alpha, n, stream_handle, reset, result, ref, same, checks)
+        rows_spec += _tvm_tensor_path(out, x, alpha, torch_stream, reset, result, ref, same, checks)
 
     import contextlib
 
@@ -341,6 +342,42 @@ def _gpu_extra_paths(
     except Exception as exc:  # report, don't hide
         checks["cuLaunchKernel"] = f"failed: {type(exc).__name__}: {exc}"
     return rows
+
+
+def _tvm_tensor_path(
+    out: Any,
+    x: Any,
+    alpha: float,
+    stream: Any,
+    reset: Callable[[], None],
+    result: Callable[[], Any],
+    ref: Any,
+    same: Callable[[Any, Any], bool],
+    checks: dict[str, Any],
+) -> list[tuple[str, Callable[..., Any], tuple[Any, ...], str]]:
+    """The DSL's TVM-FFI path the way it is meant for torch: tensors in, stream from the caller's context."""
+    try:
+        import tvm_ffi  # noqa: F401
+
+        import cutlass
+        import cutlass.cute as cute
+        import torch
+        from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+
+        from ._bench_kernels import scale_tensors
+
+        fake = make_fake_compact_tensor(cutlass.Float32, (cute.sym_int(),), assumed_align=16)
+        fn = cute.compile(scale_tensors, fake, fake, cutlass.Float32(alpha), make_fake_stream(use_tvm_ffi_env_stream=True), options="--enable-tvm-ffi")
+        reset()
+        with torch.cuda.stream(stream):
+            fn(out, x, alpha)
+        checks["tvm-ffi tensors == direct (bitwise)"] = bool(same(result(), ref))
+        return [("DSL TVM-FFI path, torch tensors + env stream", fn, (out, x, alpha), "cute.Tensor kernel, stream from torch's current stream")]
+    except ImportError:
+        return []
+    except Exception as exc:  # report, don't hide
+        checks["tvm-ffi tensors"] = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+        return []
 
 
 def format_table(report: Report) -> str:

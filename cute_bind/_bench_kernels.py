@@ -54,3 +54,19 @@ def scale_host(
     i = cute.make_tensor(inp, cute.make_layout(64))
     for k in range(n):
         o[k] = i[k] * alpha
+
+
+@cute.kernel
+def _scale_tensor_kernel(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32) -> None:
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    k = bidx * THREADS + tidx
+    if k < cute.size(out):
+        out[k] = inp[k] * alpha
+
+
+@cute.jit
+def scale_tensors(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream) -> None:
+    """The scale kernel on ``cute.Tensor`` arguments: for the TVM-FFI path with torch tensors (not a cute_bind kernel)."""
+    n = cute.size(out)
+    _scale_tensor_kernel(out, inp, alpha).launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1), stream=stream)
