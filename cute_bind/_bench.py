@@ -57,18 +57,6 @@ class Report:
     checks: dict[str, Any]
 
 
-def _gpu_present() -> bool:
-    try:
-        import cuda.bindings.driver as drv
-
-        (err,) = drv.cuInit(0)
-        if int(err) != 0:
-            return False
-        err, count = drv.cuDeviceGetCount()
-        return int(err) == 0 and count > 0
-    except Exception:
-        return False
-
 
 def _loop(fn: Callable[..., Any], args: tuple[Any, ...], iters: int) -> float:
     # the loop body is the same shape for every path: one call with its arguments
@@ -104,7 +92,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     from ._bench_kernels import scale, scale_host
     from ._kernel import kernel
 
-    gpu = _gpu_present() if host_only is None else not host_only
+    gpu = _dsl.cuda_device_count() > 0 if host_only is None else not host_only
     checks: dict[str, Any] = {}
     extra: list[tuple[str, Callable[..., Any], tuple[Any, ...], str]] = []
     alpha, stream_handle = 2.0, 0
@@ -176,17 +164,12 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     else:
         checks["direct == numpy reference"] = bool(np.array_equal(ref, expected()))
         same = np.array_equal
-    agreement: list[tuple[str, Callable[[], Any]]] = [
-        ("launch", lambda: launch(out_addr, in_addr, alpha, n, stream_handle)),
-        ("rebuilt", lambda: rebuilt(out_addr, in_addr, alpha, n, stream_handle)),
-        ("bare", lambda: entry(packed)),
-    ]
-    for name, call in agreement:
-        reset()
-        call()
-        checks[f"{name} == direct (bitwise)"] = bool(same(result(), ref))
+    agree = _Agreement(reset, result, ref, same, checks)
+    agree.check("launch", lambda: launch(out_addr, in_addr, alpha, n, stream_handle))
+    agree.check("rebuilt", lambda: rebuilt(out_addr, in_addr, alpha, n, stream_handle))
+    agree.check("bare", lambda: entry(packed))
 
-    rows_spec: list[tuple[str, Callable[..., Any], tuple[Any, ...], str]] = [
+    rows_spec: list[_Path] = [
         ("direct call, args reused", compiled, direct_args, ""),
         ("direct call, args rebuilt", rebuilt, (out_addr, in_addr, alpha, n, stream_handle), ""),
         ("PreparedLaunch.launch", launch, (out_addr, in_addr, alpha, n, stream_handle), "int addresses, float, int, int stream"),
@@ -194,10 +177,10 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
         ("bare engine call, int address", entry, (packed_address,), "same, array address precomputed"),
         ("bare entry call, cheapest ctypes form", raw_entry, (raw_arg,), "no argtypes, prebuilt c_void_p: the form launch uses"),
     ]
-    rows_spec += _extra_paths(gpu, fn, direct_args, out_addr, in_addr, alpha, n, stream_handle, reset, result, ref, same, checks)
+    rows_spec += _extra_paths(fn, direct_args, out_addr, in_addr, alpha, n, stream_handle, agree)
     if gpu:
-        rows_spec += _gpu_extra_paths(compiled, out_addr, in_addr, alpha, n, stream_handle, reset, result, ref, same, checks)
-        rows_spec += _tvm_tensor_path(out, x, alpha, torch_stream, reset, result, ref, same, checks)
+        rows_spec += _gpu_extra_paths(compiled, out_addr, in_addr, alpha, n, stream_handle, agree)
+        rows_spec += _tvm_tensor_path(out, x, alpha, torch_stream, agree)
 
     import contextlib
 
@@ -257,53 +240,46 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     return Report(machine=_machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
 
 
-def _extra_paths(
-    gpu: bool,
-    fn: Any,
-    direct_args: tuple[Any, ...],
-    out_addr: int,
-    in_addr: int,
-    alpha: float,
-    n: int,
-    stream: int,
-    reset: Callable[[], None],
-    result: Callable[[], Any],
-    ref: Any,
-    same: Callable[[Any, Any], bool],
-    checks: dict[str, Any],
-) -> list[tuple[str, Callable[..., Any], tuple[Any, ...], str]]:
+@dataclass
+class _Agreement:
+    """How a comparison path is checked against the direct call before it is timed."""
+
+    reset: Callable[[], None]  # poison the output
+    result: Callable[[], Any]  # the output, after synchronising
+    ref: Any  # the direct call's output
+    same: Callable[[Any, Any], bool]  # bitwise equality
+    checks: dict[str, Any]  # name -> True/False, or why a path was skipped
+
+    def check(self, name: str, call: Callable[[], Any]) -> bool:
+        self.reset()
+        call()
+        ok = bool(self.same(self.result(), self.ref))
+        self.checks[f"{name} == direct (bitwise)"] = ok
+        return ok
+
+
+_Path = tuple[str, Callable[..., Any], tuple[Any, ...], str]
+
+
+def _extra_paths(fn: Any, direct_args: tuple[Any, ...], out_addr: int, in_addr: int, alpha: float, n: int, stream: int, agree: _Agreement) -> list[_Path]:
     """Comparison paths that need optional packages; each is checked against the direct call."""
-    rows: list[tuple[str, Callable[..., Any], tuple[Any, ...], str]] = []
+    rows: list[_Path] = []
     try:
         import tvm_ffi  # noqa: F401
 
         import cutlass.cute as cute
 
         tvm = cute.compile(fn, *direct_args, options="--enable-tvm-ffi")
-        reset()
-        tvm(out_addr, in_addr, alpha, n, stream)
-        checks["tvm-ffi == direct (bitwise)"] = bool(same(result(), ref))
+        agree.check("tvm-ffi", lambda: tvm(out_addr, in_addr, alpha, n, stream))
         rows.append(("DSL TVM-FFI path", tvm, (out_addr, in_addr, alpha, n, stream), "--enable-tvm-ffi, int addresses"))
     except ImportError:
-        checks["tvm-ffi"] = "apache-tvm-ffi not importable: path skipped"
+        agree.checks["tvm-ffi"] = "apache-tvm-ffi not importable: path skipped"
     except Exception as exc:  # report, don't hide: the row is missing for this reason
-        checks["tvm-ffi"] = f"failed: {type(exc).__name__}: {exc}"
+        agree.checks["tvm-ffi"] = f"failed: {type(exc).__name__}: {exc}"
     return rows
 
 
-def _gpu_extra_paths(
-    compiled: Any,
-    out_addr: int,
-    in_addr: int,
-    alpha: float,
-    n: int,
-    stream: int,
-    reset: Callable[[], None],
-    result: Callable[[], Any],
-    ref: Any,
-    same: Callable[[Any, Any], bool],
-    checks: dict[str, Any],
-) -> list[tuple[str, Callable[..., Any], tuple[Any, ...], str]]:
+def _gpu_extra_paths(compiled: Any, out_addr: int, in_addr: int, alpha: float, n: int, stream: int, agree: _Agreement) -> list[_Path]:
     import ctypes
 
     import cuda.bindings.driver as drv
@@ -311,7 +287,8 @@ def _gpu_extra_paths(
 
     from . import _dsl
 
-    rows: list[tuple[str, Callable[..., Any], tuple[Any, ...], str]] = []
+    checks = agree.checks
+    rows: list[_Path] = []
     # torch eager: the same arithmetic through torch's own launch path (timed on the same stream)
     x = torch.randn(n, device="cuda")
     o = torch.empty_like(x)
@@ -335,26 +312,14 @@ def _gpu_extra_paths(
             def culaunch(f: Any, s: Any, pp: int, _keep: Any = (storage, params)) -> Any:
                 return drv.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, pp, 0)
 
-            reset()
-            (err,) = culaunch(function, s, params_address)
-            checks["cuLaunchKernel == direct (bitwise)"] = bool(int(err) == 0 and same(result(), ref))
-            rows.append(("cuda-bindings cuLaunchKernel", culaunch, (function, s, params_address), "same cubin kernel, params pre-built"))
+            if agree.check("cuLaunchKernel", lambda: culaunch(function, s, params_address)):
+                rows.append(("cuda-bindings cuLaunchKernel", culaunch, (function, s, params_address), "same cubin kernel, params pre-built"))
     except Exception as exc:  # report, don't hide
         checks["cuLaunchKernel"] = f"failed: {type(exc).__name__}: {exc}"
     return rows
 
 
-def _tvm_tensor_path(
-    out: Any,
-    x: Any,
-    alpha: float,
-    stream: Any,
-    reset: Callable[[], None],
-    result: Callable[[], Any],
-    ref: Any,
-    same: Callable[[Any, Any], bool],
-    checks: dict[str, Any],
-) -> list[tuple[str, Callable[..., Any], tuple[Any, ...], str]]:
+def _tvm_tensor_path(out: Any, x: Any, alpha: float, stream: Any, agree: _Agreement) -> list[_Path]:
     """The DSL's TVM-FFI path the way it is meant for torch: tensors in, stream from the caller's context."""
     try:
         import tvm_ffi  # noqa: F401
@@ -368,15 +333,16 @@ def _tvm_tensor_path(
 
         fake = make_fake_compact_tensor(cutlass.Float32, (cute.sym_int(),), assumed_align=16)
         fn = cute.compile(scale_tensors, fake, fake, cutlass.Float32(alpha), make_fake_stream(use_tvm_ffi_env_stream=True), options="--enable-tvm-ffi")
-        reset()
-        with torch.cuda.stream(stream):
-            fn(out, x, alpha)
-        checks["tvm-ffi tensors == direct (bitwise)"] = bool(same(result(), ref))
+        def call() -> None:
+            with torch.cuda.stream(stream):
+                fn(out, x, alpha)
+
+        agree.check("tvm-ffi tensors", call)
         return [("DSL TVM-FFI path, torch tensors + env stream", fn, (out, x, alpha), "cute.Tensor kernel, stream from torch's current stream")]
     except ImportError:
         return []
     except Exception as exc:  # report, don't hide
-        checks["tvm-ffi tensors"] = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+        agree.checks["tvm-ffi tensors"] = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
         return []
 
 

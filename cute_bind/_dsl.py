@@ -369,6 +369,20 @@ def cuda_error_name(code: int) -> str:
         return "unknown"
 
 
+def cuda_device_count() -> int:
+    """Number of CUDA devices the driver sees (0 without a driver)."""
+    try:
+        import cuda.bindings.driver as drv
+
+        (err,) = drv.cuInit(0)
+        if int(err) != 0:
+            return 0
+        err, count = drv.cuDeviceGetCount()
+        return int(count) if int(err) == 0 else 0
+    except Exception:
+        return 0
+
+
 def target_arch() -> str | None:
     """The architecture a compile targets now (hardware is consulted here, not at decoration)."""
     arch = os.environ.get("CUTE_DSL_ARCH")

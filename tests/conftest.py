@@ -8,20 +8,9 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 
-def _cuda_device_present() -> bool:
-    try:
-        import cuda.bindings.driver as drv
+from cute_bind._dsl import cuda_device_count  # noqa: E402
 
-        (err,) = drv.cuInit(0)
-        if int(err) != 0:
-            return False
-        err, count = drv.cuDeviceGetCount()
-        return int(err) == 0 and count > 0
-    except Exception:
-        return False
-
-
-HAS_GPU = _cuda_device_present()
+HAS_GPU = cuda_device_count() > 0
 
 
 def pytest_collection_modifyitems(config, items):

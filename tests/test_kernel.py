@@ -96,7 +96,7 @@ import os, sys
 os.environ["CUTE_DSL_ARCH"] = "sm_90a"
 sys.path.insert(0, {root!r})
 import cute_bind
-from tests.kernels.device import scale
+from cute_bind._bench_kernels import scale
 k = cute_bind.kernel(scale)
 c = k.compile(1 << 20, 1 << 20, 2.0, 4096, 0)
 assert c is k.compile(2 << 20, 2 << 20, 3.0, 16, 0)
