@@ -216,6 +216,8 @@ class PreparedLaunch(Generic[P]):
         self._call: Any = _entry_function(entry.address)
         self._lock = threading.Lock()
         self._owner: str | None = None
+        self._launcher: Any = None  # the C fast path's object, when it is used
+        self._default_sentinels: tuple[Any, ...] = ()
         self.launch = self._make_launch()
         shared.handles.add(self)
         if _dsl.is_unloaded(entry.module):
@@ -224,7 +226,6 @@ class PreparedLaunch(Generic[P]):
     # ------------------------------------------------------------------ launch paths
     def _make_launch(self) -> Callable[..., int | None]:
         sh = self._shared
-        self._launcher: Any = None
         launcher_class = None if self._checked else _c_launcher_class()
         if launcher_class is not None:
             lay = sh.layout
@@ -278,12 +279,10 @@ class PreparedLaunch(Generic[P]):
         if positional_raw:  # checked mode: plain *args
             extra = given[n:]
             given = given[:n]
-        values = list(given) + [_MISSING] * (n - len(given))
-        # the Python fast path passes a per-parameter sentinel for a defaulted parameter not given
-        for s_ in self._default_sentinels_or_empty():
-            for i, v in enumerate(values):
-                if v is s_:
-                    values[i] = _MISSING
+        # the generated Python fast path passes a per-parameter sentinel for a
+        # defaulted parameter not given (compared by identity: values may be arrays)
+        not_given = {id(s) for s in self._default_sentinels}
+        values = [_MISSING if id(v) in not_given else v for v in given] + [_MISSING] * (n - len(given))
         if extra:
             raise D.error(
                 D.UNEXPECTED_ARGUMENT,
@@ -325,9 +324,6 @@ class PreparedLaunch(Generic[P]):
         if sh.entry.result_ctype is not None and self._result_view[0]:
             self._fail()
         return sh.returns
-
-    def _default_sentinels_or_empty(self) -> tuple[Any, ...]:
-        return getattr(self, "_default_sentinels", ())
 
     def _checked_call(self, packed: list[Any]) -> int | None:
         sh = self._shared
