@@ -170,6 +170,46 @@ python benchmarks/report.py benchmarks/results/h200_c.json benchmarks/results/h2
 Not measured here: the TVM-FFI path with torch tensors and the environment stream (it needs a
 `cute.Tensor` version of the kernel), Triton, and a C++ `cudaLaunchKernel` loop.
 """
+    pieces_gpu = (ROOT / "benchmarks" / "results" / "pieces_h200.txt").read_text().rstrip()
+    pieces_cpu = (ROOT / "benchmarks" / "results" / "pieces_cpu.txt").read_text().rstrip()
+
+    def split(text: str) -> tuple[float, float]:
+        rows = {line[:58].strip(): float(line.split()[-1]) for line in text.splitlines()[1:]}
+        python_pieces = sum(v for k, v in rows.items() if not k.startswith(("empty", "entry", "whole")))
+        call = rows["entry call alone (ctypes, prebuilt c_void_p)"]
+        whole = rows["whole launch, pure-Python fast path"]
+        return python_pieces, whole - call
+
+    g_sum, g_over = split(pieces_gpu)
+    c_sum, c_over = split(pieces_cpu)
+    text += f"""
+## Where the pure-Python fast path's time goes
+
+`benchmarks/pieces.py` times each piece of the pure-Python `launch` on its own, interleaved (medians,
+nanoseconds per call; the second column subtracts an empty 5-argument call). Run with
+`python3 benchmarks/pieces.py --repeats 21 --iters 2000` on the H200 machine (a later lease than
+the tables above) and `python benchmarks/pieces.py --repeats 21 --iters 20000` on the CPU machine.
+
+H200 machine:
+
+```
+{pieces_gpu}
+```
+
+2-core CPU machine:
+
+```
+{pieces_cpu}
+```
+
+The Python-level pieces (signature with keyword support, the extra-argument test, the three type
+guards, `struct.pack_into`, the result read) add up to {g_sum:.0f} ns on the H200 host and
+{c_sum:.0f} ns on the CPU machine, but the whole pure-Python launch costs {g_over:.0f} ns /
+{c_over:.0f} ns more than the ctypes call alone: the rest is the Python frame around the ctypes
+call (argument conversion, GIL release and re-acquisition), which the pieces timed alone do not
+show. The C fast path removes both the Python frame and the ctypes call, which is why it lands
+below the DSL's own (ctypes) bare engine call.
+"""
     (ROOT / "docs" / "benchmarks.md").write_text(text)
     print("wrote docs/benchmarks.md and docs/img/bench.png")
     return 0
