@@ -9,46 +9,12 @@ from typing import Any, Callable, Generic, ParamSpec, overload
 from . import _diagnostics as D
 from . import _dsl
 from ._prepared import PreparedLaunch, build
-from ._signature import KernelSignature, read_signature, unwrap
+from ._signature import KernelSignature, bind_arguments, read_signature, unwrap
 from ._slots import Bound, PointerKind, Rejected, ScalarKind, SlotKind, StreamKind, Where, classify, describe_value
 
 __all__ = ["Kernel", "kernel", "prepare"]
 
 P = ParamSpec("P")
-
-def _rectify(
-    kernel: str,
-    names: tuple[str, ...],
-    kwonly: frozenset[str],
-    defaults: dict[str, Any],
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    hints: dict[str, str],
-) -> dict[str, Any]:
-    """Bind ``args``/``kwargs`` to parameter names, raising CB201/CB202/CB203."""
-    positional = [n for n in names if n not in kwonly]
-    if len(args) > len(positional):
-        raise D.error(
-            D.UNEXPECTED_ARGUMENT,
-            kernel=kernel,
-            parameter=f"#{len(positional) + 1}",
-            expected=f"at most {len(positional)} positional argument(s) ({', '.join(positional)})",
-            got=f"{len(args)} positional arguments",
-        )
-    values = dict(zip(positional, args))
-    for key, value in kwargs.items():
-        if key not in names:
-            raise D.error(D.UNEXPECTED_ARGUMENT, kernel=kernel, parameter=key, expected=f"one of ({', '.join(names)})", got=f"{key}=...")
-        if key in values:
-            raise D.error(D.DUPLICATE_ARGUMENT, kernel=kernel, parameter=key)
-        values[key] = value
-    for name in names:
-        if name not in values:
-            if name in defaults:
-                values[name] = defaults[name]
-            else:
-                raise D.error(D.MISSING_ARGUMENT, kernel=kernel, parameter=name, expected=hints.get(name, "a value"))
-    return values
 
 
 class Kernel(Generic[P]):
@@ -92,7 +58,7 @@ class Kernel(Generic[P]):
         return self._jit
 
     def _bind_values(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[Bound], dict[str, Any]]:
-        values = _rectify(self.name, self._names, self._kwonly, self._defaults, args, kwargs, self._hints)
+        values = bind_arguments(self.name, self._names, self._kwonly, self._defaults, args, kwargs, self._hints)
         bounds: list[Bound] = []
         dsl_values: dict[str, Any] = {}
         key: list[Any] = []
@@ -249,7 +215,7 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
         )
     rsig = _dsl.runtime_signature(compiled)
     name = _dsl.function_name(compiled)
-    values = _rectify(name, rsig.names, frozenset(rsig.kwonly), rsig.defaults, args, kwargs, {})
+    values = bind_arguments(name, rsig.names, frozenset(rsig.kwonly), rsig.defaults, args, kwargs, {})
     bounds: list[Bound] = []
     for pname, annotation in zip(rsig.names, rsig.annotations):
         value = values[pname]

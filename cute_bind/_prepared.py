@@ -6,11 +6,13 @@ handle, check those bytes against cute_bind's own packing, build the handle's
 packed ``void**`` array (slot addresses, its own CUDA-result slot, the
 executor's extra pointers) and generate the launch function.
 
-``launch()`` then does the minimum: one ``struct.pack_into`` over the storage
-block, one call of the entry point with the precomputed array address, one
-read of the result slot. Values the fast path cannot pack as they are (tensors,
-stream objects, keywords, a wrong kind) fall to the slow path, which runs each
-slot's ``coerce`` and raises catalog errors.
+``launch()`` then does the minimum: write each value into its slot of the
+storage block, call the entry point with the precomputed array, read the result
+slot. It is the C extension's ``Launcher.launch`` (``_claunch.c``) when built,
+else a Python function generated per slot layout (one ``struct.pack_into`` and
+a ctypes call). Values a fast path cannot write as they are (tensors, stream
+objects, keywords, a wrong kind) go to the shared slow path, which binds the
+arguments, runs each slot's ``coerce`` and raises catalog errors.
 """
 
 from __future__ import annotations
@@ -22,15 +24,14 @@ import threading
 import weakref
 from typing import Any, Callable, Generic, ParamSpec, Sequence
 
-
 from . import _diagnostics as D
 from . import _dsl
+from ._signature import bind_arguments
 from ._slots import Bound, SlotKind, Where
 
 __all__ = ["PreparedLaunch", "build"]
 
 P = ParamSpec("P")
-
 
 
 def _entry_function(address: int) -> Any:
@@ -117,6 +118,7 @@ class _Shared:
         self.layout = layout
         self.returns = returns
         self.wheres = tuple(Where(kernel, n) for n in names)
+        self.hints = {n: s.expected() for n, s in zip(names, slots)}
         self.handles: weakref.WeakSet[PreparedLaunch[Any]] = weakref.WeakSet()
 
 
@@ -275,50 +277,24 @@ class PreparedLaunch(Generic[P]):
 
     def _slow(self, given: tuple[Any, ...], extra: tuple[Any, ...], kwargs: dict[str, Any], positional_raw: bool = False) -> int | None:
         sh = self._shared
-        n = len(sh.names)
         if positional_raw:  # checked mode: plain *args
-            extra = given[n:]
-            given = given[:n]
-        # the generated Python fast path passes a per-parameter sentinel for a
-        # defaulted parameter not given (compared by identity: values may be arrays)
-        not_given = {id(s) for s in self._default_sentinels}
-        values = [_MISSING if id(v) in not_given else v for v in given] + [_MISSING] * (n - len(given))
-        if extra:
-            raise D.error(
-                D.UNEXPECTED_ARGUMENT,
-                kernel=sh.kernel,
-                parameter=f"#{n + 1}",
-                expected=f"at most {n} positional argument(s) ({', '.join(sh.names)})",
-                got=f"{n + len(extra)} positional arguments",
-            )
-        for key, value in kwargs.items():
-            if key in sh.names:
-                i = sh.names.index(key)
-                if values[i] is not _MISSING:
-                    raise D.error(D.DUPLICATE_ARGUMENT, kernel=sh.kernel, parameter=key)
-                values[i] = value
-            elif key in sh.constexpr_names:
-                raise D.error(
-                    D.UNEXPECTED_ARGUMENT,
-                    kernel=sh.kernel,
-                    parameter=key,
-                    expected="runtime parameters only (Constexpr values are fixed at bind)",
-                    got=f"{key}=...",
-                )
-            else:
-                raise D.error(
-                    D.UNEXPECTED_ARGUMENT, kernel=sh.kernel, parameter=key, expected=f"one of ({', '.join(sh.names)})", got=f"{key}=..."
-                )
-        packed = []
-        for i, (slot, where) in enumerate(zip(sh.slots, sh.wheres)):
-            v = values[i]
-            if v is _MISSING:
-                if sh.names[i] not in sh.defaults:
-                    raise D.error(D.MISSING_ARGUMENT, kernel=sh.kernel, parameter=sh.names[i], expected=slot.expected())
-                v = sh.defaults[sh.names[i]]
-            packed.append(slot.coerce(v, where, self._checked))
+            given, extra = given[: len(sh.names)], given[len(sh.names) :]
+        # The fast paths pass the positionals they got, padded with markers for
+        # parameters not given (compared by identity: values may be arrays).
+        not_given = {id(_MISSING), *(id(s) for s in self._default_sentinels)}
+        args = []
+        for v in given:
+            if id(v) in not_given:
+                break
+            args.append(v)
+        values = bind_arguments(sh.kernel, sh.names, frozenset(), sh.defaults, (*args, *extra), kwargs, sh.hints, sh.constexpr_names)
+        packed = [slot.coerce(values[w.parameter], w, self._checked) for slot, w in zip(sh.slots, sh.wheres)]
         if self._checked:
             return self._checked_call(packed)
+        return self._write_and_call(packed)
+
+    def _write_and_call(self, packed: list[Any]) -> int | None:
+        sh = self._shared
         sh.layout.struct.pack_into(self._storage, 0, *packed)
         self._call(self._argv_address)
         if sh.entry.result_ctype is not None and self._result_view[0]:
@@ -336,11 +312,7 @@ class PreparedLaunch(Generic[P]):
                 raise D.error(D.HANDLE_CLOSED, kernel=sh.kernel, expected="an open handle")
             if _dsl.is_unloaded(sh.entry.module):
                 raise D.error(D.MODULE_UNLOADED, kernel=sh.kernel, expected="a loaded module")
-            sh.layout.struct.pack_into(self._storage, 0, *packed)
-            self._call(self._argv_address)
-            if sh.entry.result_ctype is not None and self._result_view[0]:
-                self._fail()
-            return sh.returns
+            return self._write_and_call(packed)
         finally:
             self._owner = None
             self._lock.release()

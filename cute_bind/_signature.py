@@ -5,14 +5,14 @@ from __future__ import annotations
 import inspect
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from . import _diagnostics as D
 from . import _whitelist as W
 from ._errors import CuteBindError
 from ._slots import Constexpr, Rejected, SlotKind, classify
 
-__all__ = ["Param", "KernelSignature", "read_signature", "check_function", "unwrap"]
+__all__ = ["Param", "KernelSignature", "read_signature", "check_function", "unwrap", "bind_arguments"]
 
 _EMPTY = inspect.Parameter.empty
 
@@ -142,3 +142,52 @@ def read_signature(fn: Any, kernel: str | None = None) -> KernelSignature:
     assert sig is not None  # internal invariant: no problems means a signature
     return sig
 
+
+
+def bind_arguments(
+    kernel: str,
+    names: Sequence[str],
+    kwonly: frozenset[str],
+    defaults: Mapping[str, Any],
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    hints: Mapping[str, str],
+    constexpr_names: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """Bind ``args``/``kwargs`` to parameter names the way a call does, raising CB201/CB202/CB203.
+
+    One rule set for ``bind()``, ``prepare()`` and the launch slow path.
+    ``hints`` says what each parameter expects (for CB201); ``constexpr_names``
+    are compile-time parameters a prepared launch no longer takes (CB202).
+    """
+    positional = [n for n in names if n not in kwonly]
+    if len(args) > len(positional):
+        raise D.error(
+            D.UNEXPECTED_ARGUMENT,
+            kernel=kernel,
+            parameter=f"#{len(positional) + 1}",
+            expected=f"at most {len(positional)} positional argument(s) ({', '.join(positional)})",
+            got=f"{len(args)} positional arguments",
+        )
+    values = dict(zip(positional, args))
+    for key, value in kwargs.items():
+        if key in constexpr_names:
+            raise D.error(
+                D.UNEXPECTED_ARGUMENT,
+                kernel=kernel,
+                parameter=key,
+                expected="runtime parameters only (Constexpr values are fixed at bind)",
+                got=f"{key}=...",
+            )
+        if key not in names:
+            raise D.error(D.UNEXPECTED_ARGUMENT, kernel=kernel, parameter=key, expected=f"one of ({', '.join(names)})", got=f"{key}=...")
+        if key in values:
+            raise D.error(D.DUPLICATE_ARGUMENT, kernel=kernel, parameter=key)
+        values[key] = value
+    for name in names:
+        if name not in values:
+            if name in defaults:
+                values[name] = defaults[name]
+            else:
+                raise D.error(D.MISSING_ARGUMENT, kernel=kernel, parameter=name, expected=hints.get(name, "a value"))
+    return values
