@@ -10,7 +10,7 @@ from . import _diagnostics as D
 from . import _dsl
 from ._prepared import PreparedLaunch, build
 from ._signature import KernelSignature, bind_arguments, read_signature, unwrap
-from ._slots import Bound, PointerKind, Rejected, ScalarKind, SlotKind, StreamKind, Where, classify, describe_value
+from ._slots import KINDS, Bound, PointerKind, Rejected, SlotKind, Where, classify, describe_value
 
 __all__ = ["Kernel", "kernel", "prepare"]
 
@@ -182,16 +182,13 @@ def kernel(fn: Any = None, /, **options: Any) -> Any:
 
 # ---------------------------------------------------------------------- prepare
 def _infer_slot(value: Any) -> SlotKind | None:
-    """Slot kind for a parameter the compiled function declares without annotation."""
-    if isinstance(value, bool):
-        return ScalarKind("Boolean")
-    if isinstance(value, int):
-        return ScalarKind("Int32")
-    if isinstance(value, float):
-        return ScalarKind("Float32")
-    for kind in (PointerKind, StreamKind, ScalarKind):
-        if _dsl.is_runtime_pointer(value):
-            return PointerKind()
+    """Slot kind for a parameter the compiled function declares without annotation.
+
+    The value's type is read as if it were the annotation, as the DSL does:
+    ``bool``/``int``/``float`` map to Boolean/Int32/Float32, a ``make_ptr``
+    pointer is a pointer, a ``cuda.CUstream`` a stream.
+    """
+    for kind in KINDS:
         found = kind.recognize(type(value))
         if found is not None:
             return found

@@ -72,3 +72,18 @@ def test_prepare_argument_errors():
     with pytest.raises(cute_bind.LaunchArgumentError) as info:
         cute_bind.prepare(compiled, *args[:4])
     assert (info.value.code, info.value.parameter) == ("CB201", "stream")
+
+
+def test_prepare_unannotated_parameter_takes_its_kind_from_the_value():
+    from tests.kernels.host import fill_unannotated
+
+    out = np.zeros(1, np.int32)
+    p = make_ptr(cutlass.Int32, out.ctypes.data)
+    compiled = cute.compile(fill_unannotated, p, 1)
+    h = cute_bind.prepare(compiled, p, 1)
+    assert h.slots["value"].dtype_name == "Int32"
+    h.launch(out, 42)
+    assert out[0] == 42
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        h.launch(out, 2**31)
+    assert info.value.code == "CB205"

@@ -114,3 +114,10 @@ def looping_undecorated(out: cute_bind.Pointer[cutlass.Int32], n: cutlass.Int32)
     o = cute.make_tensor(out, cute.make_layout(1))
     for k in range(n):
         o[0] = k
+
+
+@cute.jit
+def fill_unannotated(out: cute.Pointer, value):  # noqa: ANN001 - left unannotated on purpose
+    """out[0] = value, with `value` unannotated (its kind comes from the value at prepare)."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    o[0] = value
