@@ -309,6 +309,19 @@ def entry_point(obj: Any, kernel: str | None = None) -> EntryPoint:
     )
 
 
+def entry_function(address: int) -> Any:
+    """A ctypes function for the packed entry point ``void entry(void **args)`` at ``address``.
+
+    No ``argtypes``: the caller passes a prebuilt ``c_void_p``, which ctypes
+    hands over as is instead of converting an int through ``from_param`` on
+    every call. ``restype`` None: the C function returns nothing (its i32
+    result is written to the result slot, the last packed argument).
+    """
+    fn = ctypes.CFUNCTYPE(None)(address)
+    fn.argtypes = None  # type: ignore[assignment]  # the stubs omit None, which ctypes documents
+    return fn
+
+
 def _default_executor(compiled: Any) -> Any:
     # The compiled function's own default executor shares its thread-local
     # packed array with direct calls; a prepared launch builds its own array,
@@ -493,8 +506,7 @@ def bare_call(compiled: Any, args: tuple[Any, ...]) -> tuple[Any, Any, int, Any,
     # thread-local array) cannot change what the bare call passes
     own = (ctypes.c_void_p * len(packed))(*packed)
     own._cute_bind_keepalive = (exe_args, adapted, executor)  # type: ignore[attr-defined]
-    raw = ctypes.CFUNCTYPE(None)(ctypes.cast(executor.capi_func, ctypes.c_void_p).value or 0)
-    raw.argtypes = None  # type: ignore[assignment]  # the stubs omit None, which ctypes documents
+    raw = entry_function(ctypes.cast(executor.capi_func, ctypes.c_void_p).value or 0)
     return executor.capi_func, own, ctypes.addressof(own), raw, ctypes.c_void_p(ctypes.addressof(own))
 
 

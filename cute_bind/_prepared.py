@@ -34,19 +34,6 @@ __all__ = ["PreparedLaunch", "build"]
 P = ParamSpec("P")
 
 
-def _entry_function(address: int) -> Any:
-    """A ctypes function for the packed entry point ``void entry(void **args)``.
-
-    No ``argtypes``: the caller passes a prebuilt ``c_void_p``, which ctypes
-    hands over as is instead of converting an int through ``from_param`` on
-    every call. ``restype`` None: the C function returns nothing (its i32
-    result is written to the result slot, the last packed argument).
-    """
-    fn = ctypes.CFUNCTYPE(None)(address)
-    fn.argtypes = None  # type: ignore[assignment]  # the stubs omit None, which ctypes documents
-    return fn
-
-
 class _Missing:
     __slots__ = ()
 
@@ -215,7 +202,7 @@ class PreparedLaunch(Generic[P]):
         pointers.extend(entry.extra_pointers)
         self._argv = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         self._argv_address = ctypes.c_void_p(ctypes.addressof(self._argv))
-        self._call: Any = _entry_function(entry.address)
+        self._call: Any = _dsl.entry_function(entry.address)
         self._lock = threading.Lock()
         self._owner: str | None = None
         self._launcher: Any = None  # the C fast path's object, when it is used
