@@ -22,9 +22,9 @@ from ._errors import (
 from ._kernel import Kernel, kernel, prepare
 from ._prepared import PreparedLaunch
 from ._signature import check_function
-from ._types import Pointer, PointerSpec
+from ._types import Pointer, PointerSpec, Tensor, TensorSpec
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "CATALOG",
@@ -41,6 +41,8 @@ __all__ = [
     "PointerSpec",
     "PreparedLaunch",
     "PreparedLaunchError",
+    "Tensor",
+    "TensorSpec",
     "__version__",
     "check_function",
     "error",

@@ -161,51 +161,50 @@ TENSOR_PARAMETER = _entry(
     "CB103",
     "tensor-parameter",
     E.KernelDefinitionError,
-    summary="A parameter is a cute.Tensor (DLPack tensor), which has no fixed-size slot.",
-    message="kernel '{kernel}', parameter '{parameter}': annotation {got} is a tensor; "
-    "tensors carry shapes and strides the DSL marshals per call, expected {expected}",
+    summary="(retired in 0.2.0: tensors are eligible) A parameter was a cute.Tensor.",
+    message="kernel '{kernel}', parameter '{parameter}': annotation {got} is a tensor; expected {expected}",
     explanation="""
-    A `cute.Tensor` argument is converted from DLPack on every call and its
-    memref descriptor (pointer, shape, strides) is marshalled by the DSL. That
-    is exactly the per-call work cute_bind removes, and its layout is not a
-    plain slot. Pass the data pointer instead and build the tensor inside the
-    function with `cute.make_tensor(ptr, layout)`.
+    Retired: since cute_bind 0.2.0 a `cute.Tensor` (or `cute_bind.Tensor[...]`)
+    parameter is an eligible tensor slot, so this code is no longer raised.
+    It stays in the catalog so that the code is never reused. Invalid
+    `cute_bind.Tensor[...]` annotations are CB112; tensors that do not match
+    their slot at launch are CB211-CB214.
     """,
     example=_PRELUDE
     + """
 @cute_bind.kernel
-def scale(out: cute.Tensor, alpha: cutlass.Float32):   # tensor -> CB103
+def scale(out: cute.Tensor, alpha: cutlass.Float32):   # eligible since 0.2.0 (was CB103)
     pass
 """,
-    fix="""
-    Replace the tensor parameter with a pointer (`cute_bind.Pointer[dtype]`)
-    plus scalar parameters for the sizes you need, and build the tensor in the
-    function body with `cute.make_tensor(ptr, cute.make_layout(n))`.
-    """,
+    fix="Nothing to fix: tensor parameters are eligible.",
+    retired=True,
 )
 
 NON_CTYPES_SCALAR = _entry(
     "CB104",
     "non-ctypes-scalar",
     E.KernelDefinitionError,
-    summary="A scalar type has no plain ctypes storage (bit-cast or wide types).",
-    message="kernel '{kernel}', parameter '{parameter}': scalar type {got} is stored through a "
-    "bit-cast or has no plain ctypes type; expected one of {expected}",
+    summary="A scalar type has no storage the DSL can pass at run time (Float8/6/4, Int4, 128-bit, abstract types).",
+    message="kernel '{kernel}', parameter '{parameter}': scalar type {got} cannot be passed as a runtime "
+    "scalar; expected one of {expected}",
     explanation="""
-    Float16, BFloat16, the Float8/Float6/Float4 families, Int4 and the 128-bit
-    integers are marshalled by the DSL through bit manipulation (or not at
-    all), not through a plain ctypes value. cute_bind only rewrites scalars
-    whose bytes it can reproduce exactly with a native C type.
+    The DSL passes a runtime scalar through one plain C value: `c_bool`,
+    `c_intN`, `c_uintN`, `c_float`, `c_double`, or a 16-bit pattern for
+    `Float16` and `BFloat16`. The Float8, Float6 and Float4 families, `Int4`,
+    the 128-bit integers and the abstract bases (`Numeric`, `Integer`,
+    `Float`) have no such storage: the DSL itself refuses them as runtime
+    arguments, so there are no bytes for cute_bind to reproduce.
     """,
     example=_PRELUDE
     + """
 @cute_bind.kernel
-def scale(out: cute.Pointer, alpha: cutlass.Float16):   # bit-cast scalar -> CB104
+def scale(out: cute.Pointer, alpha: cutlass.Float8E4M3FN):   # no runtime storage -> CB104
     pass
 """,
     fix="""
-    Pass the scalar as `cutlass.Float32` (or a wider integer) and convert it
-    inside the function, e.g. `alpha.to(cutlass.Float16)`.
+    Pass the scalar as `cutlass.Float32`, `cutlass.Float16` or
+    `cutlass.BFloat16` (or a wider integer) and convert it inside the
+    function, e.g. `alpha.to(cutlass.Float8E4M3FN)`.
     """,
 )
 
@@ -213,24 +212,23 @@ SEQUENCE_PARAMETER = _entry(
     "CB105",
     "sequence-parameter",
     E.KernelDefinitionError,
-    summary="A parameter is a list, tuple or other sequence.",
-    message="kernel '{kernel}', parameter '{parameter}': annotation {got} is a sequence; "
-    "its length and element kinds are decided per call, expected {expected}",
+    summary="(retired in 0.2.0: sequences of eligible kinds are eligible) A parameter was a sequence.",
+    message="kernel '{kernel}', parameter '{parameter}': annotation {got} is a sequence; expected {expected}",
     explanation="""
-    Sequence arguments are flattened by the DSL into a variable number of
-    slots whose count depends on the value. A prepared launch has a fixed
-    slot layout decided once, so sequences are not eligible.
+    Retired: since cute_bind 0.2.0 a tuple or list parameter whose elements
+    are eligible kinds is a sequence slot with its length fixed at `bind()`,
+    so this code is no longer raised. It stays in the catalog so that the code
+    is never reused. A sequence whose elements are not eligible is CB113; a
+    sequence of the wrong length at launch is CB215.
     """,
     example=_PRELUDE
     + """
 @cute_bind.kernel
-def scale(out: cute.Pointer, sizes: tuple[int, int]):   # sequence -> CB105
+def scale(out: cute.Pointer, sizes: tuple[int, int]):   # eligible since 0.2.0 (was CB105)
     pass
 """,
-    fix="""
-    Spell the elements out as separate parameters, or mark the sequence
-    `cutlass.Constexpr[...]` if its values are fixed at compile time.
-    """,
+    fix="Nothing to fix: sequences of eligible kinds are eligible.",
+    retired=True,
 )
 
 VARIADIC_PARAMETER = _entry(
@@ -374,6 +372,61 @@ buf = (ctypes.c_int32 * 1)()
 fill.bind(ctypes.addressof(buf), 3)      # -> CB111
 """,
     fix="Put `@cute.jit` directly above the function, under `@cute_bind.kernel(...)`.",
+)
+
+INVALID_TENSOR_ANNOTATION = _entry(
+    "CB112",
+    "invalid-tensor-annotation",
+    E.KernelDefinitionError,
+    summary="cute_bind.Tensor[...] was given an invalid dtype, rank, alignment or layout.",
+    message="cute_bind.Tensor[...]: {detail}; expected {expected}, got {got}",
+    explanation="""
+    `cute_bind.Tensor[dtype, rank, align, layout]` describes a tensor slot:
+    the element dtype (a CuTe numeric type), the rank (an int >= 0), the
+    assumed alignment of the data pointer in bytes (a power of two, at least
+    the element size; `None` for the element size) and which layout facts
+    are compiled in: `"dynamic"` (every extent and every stride except the
+    unit stride of the leading dimension are runtime values, as
+    `mark_layout_dynamic()`), `"static"` (every extent and stride is compiled
+    in) or an int, the leading dimension (`mark_layout_dynamic(leading_dim=k)`).
+    """,
+    example=_PRELUDE
+    + """
+T = cute_bind.Tensor[cutlass.Float32, -1]   # a negative rank -> CB112
+""",
+    fix="""
+    Use a CuTe numeric dtype, a rank >= 0, a power-of-two alignment no smaller
+    than the element size and a layout of "dynamic", "static" or a leading
+    dimension below the rank, e.g. `cute_bind.Tensor[cutlass.Float32, 2, 16]`.
+    """,
+)
+
+INELIGIBLE_SEQUENCE_ELEMENT = _entry(
+    "CB113",
+    "ineligible-sequence-element",
+    E.KernelDefinitionError,
+    summary="A tuple/list parameter has an element that is not an eligible kind.",
+    message="kernel '{kernel}', parameter '{parameter}': sequence annotation {got} has an element that is "
+    "not a pointer, scalar, stream or tensor ({detail}); expected {expected}",
+    explanation="""
+    A tuple or list parameter is a sequence slot when every element is a
+    kind cute_bind can rewrite in place: a pointer, a numeric scalar, a
+    stream or a tensor. The DSL flattens the elements into consecutive C
+    arguments, so the slot's layout is fixed once the length is known at
+    `bind()`. Nested sequences and elements of other types (layouts,
+    arbitrary objects, Constexpr markers) have no such fixed storage.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def scale(out: cute.Pointer, sizes: tuple[int, tuple[int, int]]):   # nested sequence -> CB113
+    pass
+""",
+    fix="""
+    Flatten the sequence (`tuple[int, int, int]`), pass the odd element as a
+    separate parameter, or mark the whole sequence `cutlass.Constexpr[...]`
+    if its values are fixed at compile time.
+    """,
 )
 
 # ---------------------------------------------------------------- CB2xx: arguments
@@ -595,6 +648,136 @@ handle = fill.bind(addr, 1)
 handle.launch(make_ptr(cutlass.Float32, addr), 2)   # Float32 pointer for an Int32 slot -> CB210
 """,
     fix="Pass a pointer of the compiled type, or `bind()` again with the new type (a new handle).",
+)
+
+_TENSOR = (
+    _PRELUDE
+    + """
+import numpy as np
+
+@cute_bind.kernel
+def double(out: cute.Tensor, inp: cute.Tensor):
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * 2
+
+x = np.arange(8, dtype=np.float32)
+y = np.zeros(8, dtype=np.float32)
+handle = double.bind(y, x)             # compiled for 1-D Float32 tensors, extent dynamic
+"""
+)
+
+TENSOR_DTYPE_MISMATCH = _entry(
+    "CB211",
+    "tensor-dtype-mismatch",
+    E.LaunchArgumentError,
+    summary="A tensor's element type differs from the one the handle was compiled for.",
+    message="kernel '{kernel}', parameter '{parameter}': the handle was compiled for {expected}, got {got}",
+    explanation="""
+    The element type of a tensor slot is compiled in: loads, stores and
+    address arithmetic depend on it. A tensor of another dtype would be read
+    as the compiled type, bit for bit, which is a silent wrong result; the
+    plain DSL call does not check this either.
+    """,
+    example=_TENSOR
+    + """
+handle.launch(y, x.astype(np.float64))   # Float64 tensor for a Float32 slot -> CB211
+""",
+    fix="Pass a tensor of the compiled dtype (convert it first), or `bind()` again with the new dtype (a new handle).",
+)
+
+TENSOR_RANK_MISMATCH = _entry(
+    "CB212",
+    "tensor-rank-mismatch",
+    E.LaunchArgumentError,
+    summary="A tensor's rank differs from the one the handle was compiled for.",
+    message="kernel '{kernel}', parameter '{parameter}': the handle was compiled for {expected}, got {got}",
+    explanation="""
+    The number of modes of a tensor slot is part of its compiled layout: the
+    function indexes exactly that many extents and strides. A tensor of
+    another rank cannot be described by the compiled layout.
+    """,
+    example=_TENSOR
+    + """
+handle.launch(y.reshape(2, 4), x.reshape(2, 4))   # rank 2 for a rank-1 slot -> CB212
+""",
+    fix="Reshape the tensor to the compiled rank, or `bind()` again with a tensor of the new rank (a new handle).",
+)
+
+TENSOR_LAYOUT_MISMATCH = _entry(
+    "CB213",
+    "tensor-layout-mismatch",
+    E.LaunchValueError,
+    summary="A tensor's extent or stride differs from a static value, or breaks a divisibility, compiled into the handle.",
+    message="kernel '{kernel}', parameter '{parameter}': {detail}: the handle was compiled for {expected}, got {got}",
+    explanation="""
+    Only the dynamic modes of a tensor slot (`?` in its layout) are rewritten
+    at launch; every static extent and stride is a constant of the compiled
+    code, and a dynamic mode marked divisible (`?{div=16}`) is assumed
+    divisible. A tensor whose layout differs in a static value (for example
+    a transposed tensor, whose leading dimension has moved, or a different
+    extent for a `"static"` slot) would be indexed with the compiled
+    constants: a silent wrong result.
+    """,
+    example=_TENSOR
+    + """
+h = double.bind(y[::2].copy(), x[::2].copy())   # compiled with unit stride (the leading dim)
+h.launch(y[::2], x[::2])                         # a stride of 2 elements -> CB213
+""",
+    fix="""
+    Pass a tensor with the compiled static extents and strides (make it
+    contiguous with `.contiguous()` / `np.ascontiguousarray`), or mark the
+    mode dynamic: `cute_bind.Tensor[dtype, rank]` (layout "dynamic") or
+    `from_dlpack(t).mark_layout_dynamic()` when binding.
+    """,
+)
+
+TENSOR_DEVICE_MISMATCH = _entry(
+    "CB214",
+    "tensor-device-mismatch",
+    E.LaunchValueError,
+    summary="A tensor lives on another device (or in host memory) than the one the handle was bound with.",
+    message="kernel '{kernel}', parameter '{parameter}': the handle was bound with a tensor on {expected}, got {got}",
+    explanation="""
+    A compiled function launches on the device it was loaded on and
+    dereferences tensor data pointers there. A tensor on another GPU, or a
+    CPU tensor for a GPU slot, would hand the kernel an address it cannot
+    use: an illegal-address fault, or worse, another allocation's memory.
+    """,
+    example=_TENSOR
+    + """
+class OnGPU:                            # any DLPack exporter that reports a CUDA device
+    def __init__(self, a): self.a = a
+    def __dlpack__(self, stream=None): return self.a.__dlpack__()
+    def __dlpack_device__(self): return (2, 0)    # kDLCUDA, device 0
+
+handle.launch(y, OnGPU(x))   # bound with host tensors, got a CUDA one -> CB214
+""",
+    fix="Move the tensor to the bound device first (`t.to(device)`), or bind a handle per device.",
+)
+
+SEQUENCE_LENGTH_MISMATCH = _entry(
+    "CB215",
+    "sequence-length-mismatch",
+    E.LaunchValueError,
+    summary="A tuple/list argument's length differs from the length fixed at bind().",
+    message="kernel '{kernel}', parameter '{parameter}': the handle was bound with {expected}, got {got}",
+    explanation="""
+    The DSL flattens a sequence argument into one C argument per element, so
+    the compiled function (and the handle's storage) takes exactly the
+    number of elements seen at `bind()`.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def first(out: cute_bind.Pointer[cutlass.Int32], sizes: tuple[cutlass.Int32, cutlass.Int32]):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = sizes[0] + sizes[1]
+
+buf = (ctypes.c_int32 * 1)()
+handle = first.bind(ctypes.addressof(buf), (1, 2))
+handle.launch(ctypes.addressof(buf), (1, 2, 3))   # 3 elements for a 2-element slot -> CB215
+""",
+    fix="Pass a sequence of the bound length, or `bind()` again with the new length (a new handle).",
 )
 
 # ---------------------------------------------------------------- CB3xx: preparing

@@ -1,4 +1,4 @@
-"""``cute_bind.Pointer[dtype, align, space]``: a pointer annotation that carries its type.
+"""``cute_bind.Pointer[...]`` and ``cute_bind.Tensor[...]``: annotations that carry their type.
 
 ``cute.Pointer`` says nothing about the element type, so a kernel annotated
 with it can only be compiled from a value that does (a ``make_ptr`` pointer or
@@ -9,6 +9,11 @@ so ``bind()`` can compile from raw integer addresses alone.
 At run time the subscription evaluates to
 ``typing.Annotated[cute.Pointer, PointerSpec(...)]``: the DSL sees an
 ordinary ``cute.Pointer`` parameter and cute_bind reads the spec.
+
+``cute_bind.Tensor[dtype, rank, align, layout]`` does the same for tensors: it
+evaluates to ``typing.Annotated[cute.Tensor, TensorSpec(...)]``, and ``bind()``
+turns the tensor it is given into the DSL tensor the spec describes (element
+type, rank, assumed alignment, which extents and strides are dynamic).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 
 from . import _diagnostics as D
 
-__all__ = ["Pointer", "PointerSpec"]
+__all__ = ["Pointer", "PointerSpec", "Tensor", "TensorSpec"]
 
 
 @dataclass(frozen=True)
@@ -98,5 +103,109 @@ def pointer_spec_of(annotation: Any) -> PointerSpec | None:
     """The :class:`PointerSpec` inside an ``Annotated`` annotation, if any."""
     for meta in getattr(annotation, "__metadata__", ()):
         if isinstance(meta, PointerSpec):
+            return meta
+    return None
+
+
+# --------------------------------------------------------------------------- tensors
+#: Layout choices of a tensor annotation (besides an int leading dimension).
+TENSOR_LAYOUTS = ("dynamic", "static")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """What a tensor annotation says about its slot; ``None`` means "from the value".
+
+    ``layout`` is ``"dynamic"`` (``mark_layout_dynamic()``: every extent, and
+    every stride but the leading dimension's unit stride, is a runtime value),
+    ``"static"`` (extents and strides compiled in) or an int leading dimension
+    (``mark_layout_dynamic(leading_dim=k)``).
+    """
+
+    dtype: Any = None
+    rank: int | None = None
+    align: int | None = None
+    layout: str | int = "dynamic"
+
+    def describe(self) -> str:
+        parts = [getattr(self.dtype, "__name__", "?") if self.dtype is not None else "any dtype"]
+        if self.rank is not None:
+            parts.append(f"rank={self.rank}")
+        if self.align is not None:
+            parts.append(f"align={self.align}")
+        if self.layout != "dynamic":
+            parts.append(f"layout={self.layout!r}")
+        return "Tensor[" + ", ".join(parts) + "]"
+
+
+def _bad_tensor(detail: str, expected: str, got: Any) -> Exception:
+    return D.error(D.INVALID_TENSOR_ANNOTATION, detail=detail, expected=expected, got=repr(got))
+
+
+def make_tensor_spec(params: Any) -> TensorSpec:
+    from . import _dsl
+
+    items = params if isinstance(params, tuple) else (params,)
+    if not 2 <= len(items) <= 4:
+        raise _bad_tensor("takes dtype, rank[, align[, layout]]", "2 to 4 parameters", items)
+    dtype, rank = items[0], items[1]
+    align = items[2] if len(items) > 2 else None
+    layout = items[3] if len(items) > 3 else "dynamic"
+    if not _dsl.is_numeric_type(dtype):
+        raise _bad_tensor("the dtype must be a CuTe numeric type", "a type such as cutlass.Float32", dtype)
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise _bad_tensor("the rank must be an int >= 0", "0, 1, 2, ...", rank)
+    if align is not None:
+        if isinstance(align, bool) or not isinstance(align, int) or align <= 0 or align & (align - 1):
+            raise _bad_tensor("the alignment must be a positive power of two (bytes)", "1, 2, 4, 8, 16, ...", align)
+        natural = max(1, int(getattr(dtype, "width", 8)) // 8)
+        if align < natural:
+            raise _bad_tensor(f"the alignment must be at least the element size ({natural} bytes)", f"an alignment >= {natural}", align)
+    if isinstance(layout, bool) or not (layout in TENSOR_LAYOUTS or (isinstance(layout, int) and 0 <= layout < max(rank, 1))):
+        raise _bad_tensor(
+            "the layout must be \"dynamic\", \"static\" or a leading dimension below the rank",
+            f'"dynamic", "static" or an int in [0, {max(rank - 1, 0)}]',
+            layout,
+        )
+    return TensorSpec(dtype=dtype, rank=rank, align=align, layout=layout)
+
+
+class Tensor:
+    """Tensor annotation carrying dtype, rank, alignment and which layout facts are dynamic.
+
+    Use ``cute_bind.Tensor[dtype, rank]``, ``cute_bind.Tensor[dtype, rank, align]``
+    or ``cute_bind.Tensor[dtype, rank, align, layout]`` as a parameter annotation::
+
+        @cute_bind.kernel
+        def scale(out: cute_bind.Tensor[cutlass.Float32, 2, 16], ...):
+            ...
+
+    ``bind()`` then accepts any DLPack tensor (a torch tensor, a NumPy array...)
+    of that dtype and rank and compiles for the layout the annotation says:
+    ``"dynamic"`` (the default: extents and the non-unit strides are runtime
+    values, one compile serves every shape), ``"static"`` (one compile per
+    shape) or an int leading dimension. ``align=None`` assumes the element size.
+    A plain ``cute.Tensor`` annotation takes dtype, rank and alignment from the
+    value given to ``bind()`` and compiles its layout dynamic, as the DSL does
+    for a torch tensor; a ``from_dlpack(...)`` tensor given to ``bind()`` keeps
+    exactly the marking it carries.
+    """
+
+    def __init__(self) -> None:
+        raise TypeError("cute_bind.Tensor is an annotation: write cute_bind.Tensor[dtype, rank, ...]")
+
+    def __class_getitem__(cls, params: Any) -> Any:
+        from typing import Annotated
+
+        from . import _dsl
+
+        spec = make_tensor_spec(params)
+        return Annotated[_dsl.cute_tensor_class(), spec]
+
+
+def tensor_spec_of(annotation: Any) -> TensorSpec | None:
+    """The :class:`TensorSpec` inside an ``Annotated`` annotation, if any."""
+    for meta in getattr(annotation, "__metadata__", ()):
+        if isinstance(meta, TensorSpec):
             return meta
     return None

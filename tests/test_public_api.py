@@ -19,6 +19,8 @@ EXPECTED = {
     "PointerSpec",
     "PreparedLaunch",
     "PreparedLaunchError",
+    "Tensor",
+    "TensorSpec",
     "__version__",
     "check_function",
     "error",
