@@ -4,7 +4,7 @@ Reads source files with :mod:`ast` (nothing is imported or executed, no GPU
 and no DSL needed), finds functions decorated with ``@cute_bind.kernel`` in any
 spelling the file's imports allow, and prints one line per problem::
 
-    path/to/file.py:12:5: CB103 kernel 'scale', parameter 'out': annotation ...
+    path/to/file.py:12:5: CB113 kernel 'scale', parameter 'sizes': sequence annotation ...
 
 The rules, tables and messages are those of the runtime check
 (:mod:`cute_bind._static_rules` reads :mod:`cute_bind._whitelist` and the
@@ -20,7 +20,7 @@ import os
 import sys
 from typing import Iterator, Sequence, TextIO
 
-from ._static_rules import StaticDiagnostic, analyze_source, module_name_for_path
+from ._static_rules import REPORTED_CODES, StaticDiagnostic, analyze_source, module_name_for_path
 
 __all__ = ["main", "check_file", "iter_python_files"]
 
@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cute-bind check",
         description="Report @cute_bind.kernel parameters that are not eligible runtime slots "
-        "(CB101-CB107), without importing the code.",
+        f"({', '.join(sorted(REPORTED_CODES))}), without importing the code.",
         epilog="Exit status: 0 nothing found, 1 problems found, 2 usage error or unreadable file. "
         "'python -m cute_bind explain CODE' explains a code.",
     )

@@ -23,7 +23,11 @@ What a name-based reading cannot know, and how it is handled:
   unknown and classified as unsupported (CB102), as the runtime would do for
   anything that is not a whitelisted type;
 - whether an attribute exists is not checked (``cutlass.Int3`` is CB102
-  statically, CB107 at run time under postponed annotations).
+  statically, CB107 at run time under postponed annotations);
+- the parameters of ``cute_bind.Pointer[...]`` and ``cute_bind.Tensor[...]``
+  are not checked: an invalid one raises CB109/CB112 when the annotation is
+  evaluated, which fails the module's import before the decorator runs (or,
+  in a string annotation, makes it unresolvable: CB107 at run time).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ from ._diagnostics import CATALOG, format_message
 __all__ = [
     "KERNEL_DECORATORS",
     "SUBSCRIPTED_POINTERS",
+    "SUBSCRIPTED_TENSORS",
+    "REPORTED_CODES",
     "StaticDiagnostic",
     "ModuleAnalysis",
     "analyze_source",
@@ -57,7 +63,24 @@ KERNEL_DECORATORS: frozenset[str] = frozenset({"cute_bind.kernel", "cute_bind._k
 #: the whitelist so a renamed helper needs no change here.
 SUBSCRIPTED_POINTERS: frozenset[str] = frozenset(n for n in W.POINTER_NAMES if n.partition(".")[0] == "cute_bind")
 
+#: The same for tensors: ``cute_bind.Tensor[dtype, rank]`` is a tensor, bare ``cute_bind.Tensor`` is CB102.
+SUBSCRIPTED_TENSORS: frozenset[str] = frozenset(n for n in W.TENSOR_NAMES if n.partition(".")[0] == "cute_bind")
+
+#: Catalog codes the static tools report. The other definition-time codes are
+#: not about one parameter's annotation (CB108 not a function, CB110 options,
+#: CB111 compiling) or need the annotation's values, which only evaluating it
+#: gives (CB109/CB112: the parameters of ``cute_bind.Pointer[...]``/``Tensor[...]``,
+#: raised at run time where the annotation is evaluated, before the decorator runs).
+REPORTED_CODES: frozenset[str] = frozenset({"CB101", "CB102", "CB104", "CB106", "CB107", "CB113"})
+
 _ANNOTATED = frozenset({"typing.Annotated", "typing_extensions.Annotated"})
+# Kinds ``classify`` accepts, and those it accepts as a sequence's elements.
+_ELEMENT_KINDS = frozenset({"pointer", "scalar", "stream", "tensor"})
+_ELIGIBLE = _ELEMENT_KINDS | {"constexpr", "sequence"}
+# Sequence origins whose parameters are one annotation per element (``tuple[X, Y]``,
+# ``tuple[X, ...]``); every other sequence origin takes its first parameter as the
+# annotation of all elements (``list[X]``, ``Sequence[X]``).
+_TUPLES = frozenset({"builtins.tuple", "typing.Tuple"})
 _PY_SCALARS = frozenset(f"builtins.{n}" for n in W.PYTHON_SCALARS)
 _BUILTINS = frozenset(dir(builtins))
 
@@ -318,6 +341,15 @@ class _Verdict:
     detail: str | None = None
 
 
+@dataclass(frozen=True)
+class _Kind:
+    """What the runtime's ``classify`` makes of one annotation: an eligible kind
+    (one of ``_ELIGIBLE``) or the catalog code that rejects it, with CB113's detail."""
+
+    kind: str
+    detail: str | None = None
+
+
 class ModuleAnalysis:
     """One source file: its scopes, its ``def`` statements and their eligibility.
 
@@ -397,7 +429,10 @@ class ModuleAnalysis:
         Imported names become their qualified public names (``cutlass.cute.Tensor``;
         the runtime prints the defining module, ``cutlass.cute.typing.Tensor``),
         builtins lose ``builtins.`` and module-level classes get the module name.
+        Aliases are spelled as what they stand for, at any depth (``list[Pair]`` is
+        ``list[tuple[int, int]]``), as the runtime sees only the evaluated value.
         """
+        node, scope, before = self._expand(node, scope, before)
         if isinstance(node, (ast.Name, ast.Attribute)):
             q = self._qualname(node, scope, before)
             if q is not None:
@@ -436,56 +471,91 @@ class ModuleAnalysis:
     def _classify(self, node: ast.expr, scope: _Scope, before: int | None) -> _Verdict | None:
         """Mirror of :func:`cute_bind._slots.classify` on an (evaluable) annotation expression."""
         node, scope, before = self._expand(node, scope, before)
-        got = self._render(node, scope, before)
+        found = self._kind(node, scope, before)
+        if found.kind in _ELIGIBLE:
+            return None
+        return _Verdict(found.kind, self._render(node, scope, before), found.detail)
+
+    def _kind(self, node: ast.expr, scope: _Scope, before: int | None) -> _Kind:
+        """What ``classify`` makes of ``node``: its rules in their order (Constexpr, pointer,
+        scalar, stream, tensor, sequence, then CB104/CB102)."""
+        node, scope, before = self._expand(node, scope, before)
         if isinstance(node, ast.Subscript):
             head = self._qualname(node.value, scope, before)
-            if head in W.CONSTEXPR_NAMES or head in SUBSCRIPTED_POINTERS:
-                return None
+            if head in W.CONSTEXPR_NAMES:
+                return _Kind("constexpr")
+            if head in SUBSCRIPTED_POINTERS:
+                return _Kind("pointer")
+            if head in SUBSCRIPTED_TENSORS:
+                return _Kind("tensor")
             if head in _ANNOTATED:
-                first = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
-                return self._classify_annotated(first, scope, before, got)
+                return self._annotated_kind(_first_item(node.slice), scope, before)
             if head is not None and head in W.SEQUENCE_NAMES:
-                return _Verdict("CB105", got)
-            return _Verdict("CB102", got)
+                return self._sequence_kind(head, node.slice, scope, before)
+            return _Kind("CB102")
         q = self._qualname(node, scope, before) if isinstance(node, (ast.Name, ast.Attribute)) else None
         if q is None:
-            return _Verdict("CB102", got)
-        if q in W.CONSTEXPR_NAMES or (q in W.POINTER_NAMES and q not in SUBSCRIPTED_POINTERS):
-            return None
-        if q in _PY_SCALARS or (_in_cutlass(q) and _last(q) in W.SCALAR_FORMATS) or q in W.STREAM_NAMES:
-            return None
-        return self._rejected(q, got)
+            return _Kind("CB102")
+        if q in W.CONSTEXPR_NAMES:
+            return _Kind("constexpr")
+        if q in W.POINTER_NAMES and q not in SUBSCRIPTED_POINTERS:
+            return _Kind("pointer")
+        if q in _PY_SCALARS or (_in_cutlass(q) and _last(q) in W.SCALAR_FORMATS):
+            return _Kind("scalar")
+        if q in W.STREAM_NAMES:
+            return _Kind("stream")
+        if q in W.TENSOR_NAMES and q not in SUBSCRIPTED_TENSORS:
+            return _Kind("tensor")
+        if q in W.SEQUENCE_NAMES:
+            return _Kind("sequence")  # unparameterized: the element kinds come from the values at bind
+        return _Kind(_rejection(q))
 
-    def _classify_annotated(self, base: ast.expr, scope: _Scope, before: int | None, got: str) -> _Verdict | None:
-        """``Annotated[base, ...]``: the runtime only looks through it for pointers, tensors,
-        bit-cast scalars and sequences, so ``Annotated[cutlass.Int32, ...]`` is CB102."""
+    def _annotated_kind(self, base: ast.expr, scope: _Scope, before: int | None) -> _Kind:
+        """``Annotated[base, ...]``: the runtime looks through it for pointers and tensors (the
+        form ``cute_bind.Pointer[...]``/``Tensor[...]`` evaluate to), sequences and CB104, not
+        for scalars, streams or Constexpr, so ``Annotated[cutlass.Int32, ...]`` is CB102."""
         base, scope, before = self._expand(base, scope, before)
         if isinstance(base, ast.Subscript):
             head = self._qualname(base.value, scope, before)
             if head in SUBSCRIPTED_POINTERS:
-                return None
+                return _Kind("pointer")
+            if head in SUBSCRIPTED_TENSORS:
+                return _Kind("tensor")
             if head in _ANNOTATED:  # Annotated[Annotated[x, a], b] is Annotated[x, a, b]
-                inner = base.slice.elts[0] if isinstance(base.slice, ast.Tuple) and base.slice.elts else base.slice
-                return self._classify_annotated(inner, scope, before, got)
+                return self._annotated_kind(_first_item(base.slice), scope, before)
             if head is not None and head in W.SEQUENCE_NAMES:
-                return _Verdict("CB105", got)
-            return _Verdict("CB102", got)
+                return self._sequence_kind(head, base.slice, scope, before)
+            return _Kind("CB102")
         q = self._qualname(base, scope, before) if isinstance(base, (ast.Name, ast.Attribute)) else None
         if q is None:
-            return _Verdict("CB102", got)
+            return _Kind("CB102")
         if q in W.POINTER_NAMES and q not in SUBSCRIPTED_POINTERS:
-            return None
-        return self._rejected(q, got)
-
-    @staticmethod
-    def _rejected(q: str, got: str) -> _Verdict:
-        if q in W.TENSOR_NAMES:
-            return _Verdict("CB103", got)
-        if _in_cutlass(q) and _last(q) in W.BITCAST_SCALARS:
-            return _Verdict("CB104", got)
+            return _Kind("pointer")
+        if q in W.TENSOR_NAMES and q not in SUBSCRIPTED_TENSORS:
+            return _Kind("tensor")
         if q in W.SEQUENCE_NAMES:
-            return _Verdict("CB105", got)
-        return _Verdict("CB102", got)
+            return _Kind("sequence")
+        return _Kind(_rejection(q))
+
+    def _sequence_kind(self, head: str, params: ast.expr, scope: _Scope, before: int | None) -> _Kind:
+        """``tuple[X, Y]``, ``tuple[X, ...]``, ``list[X]``, ``Sequence[X]``, ``tuple[()]``:
+        eligible when every element is a pointer, scalar, stream or tensor, else CB113
+        naming the first element that is not (``_sequence_slot.element_problem``)."""
+        items = params.elts if isinstance(params, ast.Tuple) else [params]  # ``tuple[()]``: no items
+        if head not in _TUPLES:
+            items = items[:1]  # ``list[X]``: X is every element's annotation
+        elif len(items) == 2 and _is_ellipsis(items[1]):
+            items = items[:1]  # ``tuple[X, ...]``: X repeated
+        for index, item in enumerate(items):
+            found = self._kind(item, scope, before)
+            if found.kind in _ELEMENT_KINDS:
+                continue
+            expanded, item_scope, item_before = self._expand(item, scope, before)
+            spelled = self._render(expanded, item_scope, item_before)
+            # A sequence element is "a sequence" whether or not its own elements are eligible.
+            what = "is a sequence" if found.kind in ("sequence", "CB113") else "is not a pointer, scalar, stream or tensor"
+            return _Kind("CB113", f"element {index}: {spelled} {what}")
+        return _Kind("sequence")
 
     def _annotation(self, ann: ast.expr, site: _Site) -> _Verdict | None:
         """Mirror of ``_signature._resolve`` + ``classify`` for one annotation."""
@@ -604,6 +674,20 @@ def _in_cutlass(qualname: str) -> bool:
 
 def _last(qualname: str) -> str:
     return qualname.rpartition(".")[2]
+
+
+def _rejection(qualname: str) -> str:
+    """The code for a name no slot kind recognises: CB104 for a DSL numeric type without runtime storage."""
+    return "CB104" if _in_cutlass(qualname) and _last(qualname) in W.BITCAST_SCALARS else "CB102"
+
+
+def _first_item(params: ast.expr) -> ast.expr:
+    """``X`` of ``Annotated[X, ...]``."""
+    return params.elts[0] if isinstance(params, ast.Tuple) and params.elts else params
+
+
+def _is_ellipsis(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is Ellipsis
 
 
 def analyze_source(source: str | bytes, filename: str = "<unknown>", module: str | None = None) -> ModuleAnalysis:

@@ -1,4 +1,4 @@
-"""mypy plugin: cute_bind's eligibility errors (CB101-CB107) in editors and CI.
+"""mypy plugin: cute_bind's eligibility errors (CB101, CB102, CB104, CB106, CB107, CB113) in editors and CI.
 
 Enable it in the mypy configuration::
 
@@ -14,11 +14,12 @@ decorator would reject at import time is reported where it is declared, with
 the catalog code and the runtime's message, under the error code
 ``cute-bind``::
 
-    kernels.py:12:5: error: [CB103] kernel 'scale', parameter 'out': annotation ...  [cute-bind]
+    kernels.py:12:5: error: [CB113] kernel 'scale', parameter 'sizes': sequence annotation ...  [cute-bind]
 
 Silence one with ``# type: ignore[cute-bind]``, or all with
 ``disable_error_code = cute-bind``. The plugin also makes
-``cute_bind.Pointer[dtype, align, space]`` a valid annotation (typed ``Any``).
+``cute_bind.Pointer[dtype, align, space]`` and ``cute_bind.Tensor[dtype, rank,
+align, layout]`` valid annotations (typed ``Any``).
 
 How it works. mypy has no hook for function decorators, so the plugin uses
 the function hook of ``cute_bind.kernel`` itself: mypy type-checks the
@@ -32,7 +33,13 @@ comes back to the same hook. The function's parameters are then checked by
 
 Limitations: functions inside an unannotated function are only checked with
 ``check_untyped_defs``, as mypy skips their bodies otherwise; code mypy reads
-from a string (``mypy -c``) has no file to read and is not checked.
+from a string (``mypy -c``) has no file to read and is not checked. A string
+argument of ``cute_bind.Tensor[...]`` (the layout ``"dynamic"`` or ``"static"``)
+is read by mypy as a forward reference and looked up as a name before any
+plugin hook runs, so mypy reports ``Name "static" is not defined
+[name-defined]`` there; name the layout with a module-level constant
+(``STATIC = "static"``, then ``cute_bind.Tensor[cutlass.Float32, 2, 16, STATIC]``)
+or silence that line with ``# type: ignore[name-defined]``.
 """
 
 from __future__ import annotations
@@ -48,7 +55,9 @@ from mypy.types import AnyType, CallableType, Type, TypeOfAny, get_proper_type
 
 from ._static_rules import (
     KERNEL_DECORATORS,
+    REPORTED_CODES,
     SUBSCRIPTED_POINTERS,
+    SUBSCRIPTED_TENSORS,
     ModuleAnalysis,
     analyze_source,
     module_name_for_path,
@@ -58,16 +67,20 @@ from ._static_rules import (
 __all__ = ["CUTE_BIND", "CuteBindPlugin", "plugin"]
 
 #: The mypy error code of every eligibility error (``# type: ignore[cute-bind]``).
-CUTE_BIND = ErrorCode("cute-bind", "cute_bind kernel eligibility (catalog codes CB101-CB107)", "cute_bind")
+CUTE_BIND = ErrorCode("cute-bind", f"cute_bind kernel eligibility (catalog codes {', '.join(sorted(REPORTED_CODES))})", "cute_bind")
 
 # The name given to the callable ``@cute_bind.kernel(...)`` returns: mypy calls a
 # callable's function hook by its name, so applying it comes back to this plugin.
 _DECORATOR_NAME = "cute_bind._kernel.kernel"
 assert _DECORATOR_NAME in KERNEL_DECORATORS
 
+# Annotation helpers that are only an annotation when subscripted, typed Any then.
+_SUBSCRIPTED_HELPERS = SUBSCRIPTED_POINTERS | SUBSCRIPTED_TENSORS
+
 
 class CuteBindPlugin(Plugin):
-    """Reports eligibility errors of ``@cute_bind.kernel`` functions; types ``cute_bind.Pointer[...]``."""
+    """Reports eligibility errors of ``@cute_bind.kernel`` functions; types ``cute_bind.Pointer[...]``
+    and ``cute_bind.Tensor[...]``."""
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
@@ -81,10 +94,10 @@ class CuteBindPlugin(Plugin):
         return self._kernel_hook if fullname in KERNEL_DECORATORS else None
 
     def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
-        """``cute_bind.Pointer[...]`` annotations."""
-        if fullname not in SUBSCRIPTED_POINTERS:
+        """``cute_bind.Pointer[...]`` and ``cute_bind.Tensor[...]`` annotations."""
+        if fullname not in _SUBSCRIPTED_HELPERS:
             return None
-        return lambda ctx: _pointer_annotation(ctx, fullname)
+        return lambda ctx: _helper_annotation(ctx, fullname)
 
     def report_config_data(self, ctx: ReportConfigContext) -> str:
         """Refresh mypy's cache when the rules change (a cute_bind upgrade)."""
@@ -151,14 +164,17 @@ def _kernel_name(dec: Decorator) -> str | None:
     return None
 
 
-def _pointer_annotation(ctx: AnalyzeTypeContext, fullname: str) -> Type:
-    """``cute_bind.Pointer[dtype, align, space]`` is a ``cute.Pointer`` slot described in the annotation.
+def _helper_annotation(ctx: AnalyzeTypeContext, fullname: str) -> Type:
+    """``cute_bind.Pointer[dtype, align, space]`` / ``cute_bind.Tensor[dtype, rank, align, layout]``:
+    a ``cute.Pointer`` / ``cute.Tensor`` slot described in the annotation.
 
-    It is typed ``Any``: ``Kernel.bind`` takes the function's parameters
-    (``ParamSpec``) and a pointer slot accepts addresses (``int``), pointers
-    and tensors, which no single type describes. Its arguments (a dtype, an
-    integer, an address space) are not types, so they are not analysed.
-    Unsubscripted, it is the helper class (which the decorator rejects: CB102).
+    Both are typed ``Any``: ``Kernel.bind`` takes the function's parameters
+    (``ParamSpec``), a pointer slot accepts addresses (``int``), pointers and
+    tensors, and a tensor slot any DLPack tensor (torch, NumPy, CuPy...) or a
+    DSL tensor, which no single type describes. Their arguments (a dtype,
+    integers, an address space, a layout string) are not types, so they are
+    not analysed. Unsubscripted, each is the helper class (which the decorator
+    rejects: CB102).
     """
     if not ctx.type.args:
         return ctx.api.named_type(fullname, [])

@@ -18,7 +18,7 @@ import pytest
 
 from cute_bind import CATALOG
 from cute_bind._static import main
-from cute_bind._static_rules import analyze_source
+from cute_bind._static_rules import REPORTED_CODES, analyze_source
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "static_corpus"
@@ -51,10 +51,19 @@ def parsed(lines: list[str]) -> list[re.Match[str]]:
     return [m for m in matches if m is not None]
 
 
-def test_corpus_has_every_definition_time_code() -> None:
-    """The corpus exercises CB101..CB107, so the per-file tests below cover each."""
+def test_corpus_has_every_reported_code() -> None:
+    """The corpus exercises every code the static tools report, so the per-file tests below cover each."""
     codes = {code for path in FILES for code, _ in expected(path)}
-    assert codes == {f"CB10{i}" for i in range(1, 8)}
+    assert codes == REPORTED_CODES
+
+
+def test_reported_codes_are_live_parameter_diagnostics() -> None:
+    """What the static tools report is a current (not retired) definition-time entry whose
+    message names the parameter (CB103/CB105 are retired: tensors and sequences are eligible)."""
+    for code in REPORTED_CODES:
+        entry = CATALOG[code]
+        assert code.startswith("CB1") and not entry.retired, code
+        assert "parameter '{parameter}'" in entry.message, code
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
@@ -175,9 +184,9 @@ def test_clean_file_and_file_without_cute_bind_exit_0(tmp_path: Path, capsys: py
 # against the runtime. Each case: a module body, then the expected codes of
 # kernel ``k``'s parameters in order (None: eligible).
 RESOLUTION_CASES = [
-    ("import cutlass.cute\n", "x: cutlass.cute.Tensor", ["CB103"]),
-    ("from cutlass import *\n", "x: Float16, y: Int32", ["CB104", None]),
-    ("import cutlass as c2\nfrom cutlass import cute as cu\n", "x: c2.Int8, y: cu.Pointer, z: cu.Tensor", [None, None, "CB103"]),
+    ("import cutlass.cute\n", "x: cutlass.cute.Tensor", [None]),
+    ("from cutlass import *\n", "x: Float8E5M2, y: Int32, z: Float16", ["CB104", None, None]),
+    ("import cutlass as c2\nfrom cutlass import cute as cu\n", "x: c2.Int8, y: cu.Pointer, z: cu.Tensor, w: cu.Layout", [None, None, None, "CB102"]),
     ("import cuda.bindings.driver as drv\n", "s: drv.CUstream", [None]),
     ("from cuda.bindings.driver import CUstream\n", "s: CUstream", [None]),
     ("from cuda import cuda\n", "s: cuda.CUstream", [None]),
@@ -185,15 +194,27 @@ RESOLUTION_CASES = [
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    pass\nelse:\n    from cutlass import Int32\n", "x: 'Int32'", [None]),
     ("import typing\nif typing.TYPE_CHECKING:\n    from cutlass import Int32\n", "x: 'Int32'", ["CB107"]),
     ("from . import helpers\n", "x: helpers.Int32", ["CB102"]),
-    ("import cutlass\nint = cutlass.Float16\n", "x: int", ["CB104"]),
+    ("import cutlass\nint = cutlass.Float8E4M3FN\n", "x: int", ["CB104"]),
     ("import cutlass\nA = B = cutlass.Int16\n", "x: A, y: B", [None, None]),
-    ("import cutlass\nX = 1\nX = cutlass.Float16\n", "x: X", ["CB104"]),
+    ("import cutlass\nX = 1\nX = cutlass.Float8E4M3FN\n", "x: X", ["CB104"]),
     ("import cutlass\nA = B\nB = A\n", "x: A", ["CB102"]),
-    ("import typing\nimport cutlass\n", "x: typing.Annotated[typing.Annotated[cutlass.Float16, 1], 2]", ["CB104"]),
+    ("import typing\nimport cutlass\n", "x: typing.Annotated[typing.Annotated[cutlass.Int4, 1], 2]", ["CB104"]),
     ("import typing\nimport cute_bind\nimport cutlass\n", "x: typing.Annotated[cute_bind.Pointer[cutlass.Int8], 1]", [None]),
     ("import typing_extensions\nimport cutlass.cute as cute\n", "x: typing_extensions.Annotated[cute.Pointer, 1]", [None]),
     ("", "x: None, y: 'None'", ["CB102", "CB102"]),
     ("", "x: dict[str, int], y: 'lambda: 1'", ["CB102", "CB102"]),
+    # Tensors: the helper only counts subscripted, in any spelling the imports allow.
+    ("from cute_bind import Tensor as T\nimport cutlass\n", "x: T[cutlass.Float32, 2], y: T", [None, "CB102"]),
+    ("import typing\nimport cute_bind as cb\nimport cutlass\n", "x: typing.Annotated[cb.Tensor[cutlass.Int8, 1], 1], y: typing.Annotated[cb.Tensor, 1]", [None, "CB102"]),
+    ("from cutlass.cute.typing import Tensor\n", "x: Tensor", [None]),
+    # Sequences: the origin by qualified name, the elements through the same resolution.
+    ("from typing import Tuple, List\nfrom collections.abc import Sequence as Seq\n", "x: Tuple[int, ...], y: List[float], z: Seq", [None, None, None]),
+    ("import cutlass\nimport cute_bind\nP = cute_bind.Pointer[cutlass.Int8]\nPair = tuple[int, int]\n", "x: tuple[P, int], y: tuple[Pair, int], z: list[Pair]", [None, "CB113", "CB113"]),
+    ("import cutlass\nN = cutlass.Float8E5M2\nH = cutlass.BFloat16\n", "x: tuple[H, H], y: tuple[H, N], z: N", [None, "CB113", "CB104"]),
+    ("import cutlass\nfrom cutlass import Constexpr as C\n", "x: tuple[C[int], int], y: C[tuple[int, tuple[int]]]", ["CB113", None]),
+    ("import typing\nimport cutlass\n", "x: typing.Tuple[()], y: tuple[()], z: tuple[int, ...]", [None, None, None]),
+    ("from typing import List as list\n", "x: list[list[int]]", ["CB113"]),
+    ("class tuple:\n    pass\n", "x: tuple, y: 'tuple'", ["CB102", "CB102"]),
 ]
 
 
@@ -203,6 +224,31 @@ def test_name_resolution(prelude: str, params: str, codes: list[str | None]) -> 
     found = {d.parameter: d.code for d in analyze_source(source).diagnostics()}
     names = [a.arg for a in ast.parse(f"def k({params}): pass").body[0].args.args]  # type: ignore[attr-defined]
     assert [found.get(n) for n in names] == codes
+
+
+# CB113 names the first offending element by its index and spells it as the
+# runtime sees it (aliases expanded). The agreement test compares these texts
+# with the runtime's on the corpus; these pin the rule where the DSL is absent.
+DETAIL_CASES = [
+    ("x: tuple[int, tuple[int, int]]", "element 1: tuple[int, int] is a sequence"),
+    ("x: list[Pair]", "element 0: tuple[int, int] is a sequence"),
+    ("x: tuple[int, list[Params]]", "element 1: list[m.Params] is a sequence"),
+    ("x: tuple[int, cutlass.Constexpr[int]]", "element 1: cutlass.Constexpr[int] is not a pointer, scalar, stream or tensor"),
+    ("x: tuple[Narrow, ...]", "element 0: cutlass.Float8E4M3FN is not a pointer, scalar, stream or tensor"),
+    ("x: tuple[int, cute.Pointer, Params]", "element 2: m.Params is not a pointer, scalar, stream or tensor"),
+]
+
+
+@pytest.mark.parametrize("params, detail", DETAIL_CASES, ids=[c[0] for c in DETAIL_CASES])
+def test_sequence_element_detail(params: str, detail: str) -> None:
+    source = (
+        "import cute_bind\nimport cutlass\nimport cutlass.cute as cute\n"
+        "Pair = tuple[int, int]\nNarrow = cutlass.Float8E4M3FN\nclass Params:\n    pass\n"
+        f"@cute_bind.kernel\ndef k({params}):\n    pass\n"
+    )
+    (found,) = analyze_source(source, module="m").diagnostics()
+    assert (found.code, found.detail) == ("CB113", detail)
+    assert f"({detail})" in found.message
 
 
 def test_class_bodies_are_not_visible_from_nested_functions() -> None:

@@ -9,8 +9,11 @@ mypy_api = pytest.importorskip("mypy.api")
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Lines are found by their trailing ``# tag`` comment, so the source can grow.
 SOURCE = textwrap.dedent(
     """\
+    import cutlass
+    import cutlass.cute as cute
     import cute_bind
 
     @cute_bind.kernel
@@ -21,17 +24,35 @@ SOURCE = textwrap.dedent(
     def g(n: int) -> None:
         pass
 
+    @cute_bind.kernel
+    def t(
+        out: cute_bind.Tensor[cutlass.Float32, 2, 16],
+        ptr: cute_bind.Pointer[cutlass.Float32, 16],
+        sizes: tuple[int, ...],
+        pair: tuple[cute_bind.Tensor[cutlass.Float16, 1], float],
+    ) -> None:
+        pass
+
     h = f.bind(1, 2.0, True)
-    reveal_type(h)
-    reveal_type(h.launch)
-    reveal_type(g)
+    reveal_type(h)  # reveal-h
+    reveal_type(h.launch)  # reveal-launch
+    reveal_type(g)  # reveal-g
+    reveal_type(t.bind)  # reveal-t
     f.bind(1)                      # E1: missing arguments
     f.bind(1, 2.0, True, 4)        # E2: too many arguments
     h.launch(1, "a", True)         # E3: wrong type for x
     h.launch(1, 2.0, True, n=3)    # E4: n given twice
-    ok: int | None = h.launch(1, 2.0, flag=False)
+    t.bind(object(), 0, (1, 2), (object(), "b"))  # E5: a tensor slot is Any, the tuple's float is not
+    ok: int | None = h.launch(1, 2.0, flag=False)  # ok-launch
+    th = t.bind(object(), 0, (1, 2, 3), (object(), 1.0))  # ok-tensor
     """
 )
+
+
+def _line(tag):
+    """1-based line of ``SOURCE`` whose comment starts with ``tag``."""
+    (found,) = [i for i, text in enumerate(SOURCE.splitlines(), 1) if f"# {tag}" in text]
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -47,20 +68,44 @@ def report(tmp_path_factory):
     return out.splitlines()
 
 
-def _at(report, line):
-    return [r for r in report if f"user.py:{line}:" in r]
+def _at(report, tag):
+    return [r for r in report if f"user.py:{_line(tag)}:" in r]
 
 
-def test_parameters_visible_in_bind_and_launch(report):
-    assert any("PreparedLaunch[[n: int, x: float, flag: bool]]" in r for r in _at(report, 12)), report
-    assert any("def (n: int, x: float, flag: bool) -> int | None" in r for r in _at(report, 13)), report
-    assert any("Kernel[[n: int]]" in r for r in _at(report, 14)), report
+@pytest.mark.parametrize(
+    "tag, fragment",
+    [
+        ("reveal-h", "PreparedLaunch[[n: int, x: float, flag: bool]]"),
+        ("reveal-launch", "def (n: int, x: float, flag: bool) -> int | None"),
+        ("reveal-g", "Kernel[[n: int]]"),
+        # cute_bind.Tensor[...] and cute_bind.Pointer[...] are Any, also inside a sequence
+        ("reveal-t", "def (out: Any, ptr: Any, sizes: tuple[int, ...], pair: tuple[Any, float])"),
+    ],
+)
+def test_parameters_visible_in_bind_and_launch(report, tag, fragment):
+    assert any(fragment in r for r in _at(report, tag)), report
 
 
-@pytest.mark.parametrize("line, fragment", [(15, "Missing positional arguments"), (16, "Too many arguments"), (17, 'incompatible type "str"'), (18, 'multiple values for keyword argument "n"')])
-def test_misuse_is_an_error(report, line, fragment):
-    assert any(fragment in r and "error" in r for r in _at(report, line)), (line, report)
+@pytest.mark.parametrize(
+    "tag, fragment",
+    [
+        ("E1", "Missing positional arguments"),
+        ("E2", "Too many arguments"),
+        ("E3", 'incompatible type "str"'),
+        ("E4", 'multiple values for keyword argument "n"'),
+        ("E5", '"tuple[object, str]"; expected "tuple[Any, float]"'),
+    ],
+)
+def test_misuse_is_an_error(report, tag, fragment):
+    assert any(fragment in r and "error" in r for r in _at(report, tag)), (tag, report)
 
 
-def test_correct_use_is_clean(report):
-    assert not [r for r in _at(report, 19) if "error" in r], report
+@pytest.mark.parametrize("tag", ["ok-launch", "ok-tensor"])
+def test_correct_use_is_clean(report, tag):
+    assert not [r for r in _at(report, tag) if "error" in r], report
+
+
+def test_only_the_intended_errors(report):
+    """Everything mypy --strict reports is one of the E-tagged misuses (no error from the annotations)."""
+    error_lines = {int(r.split(":")[1]) for r in report if ": error:" in r}
+    assert error_lines == {_line(f"E{i}") for i in range(1, 6)}, report

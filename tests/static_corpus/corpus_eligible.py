@@ -1,15 +1,19 @@
 """Eligible kernels only: the runtime, cute-bind check and the mypy plugin report nothing.
 
 Covers every eligible slot kind and the spellings that reach it. mypy must not
-report anything at all for this file (cute_bind.Pointer[...] included).
+report anything at all for this file (cute_bind.Pointer[...] and
+cute_bind.Tensor[...] included). A string layout (cute_bind.Tensor[..., "static"])
+is in corpus_aliases.py: mypy reads it as an undefined name (see cute_bind.mypy).
 """
 
+import collections.abc
+import typing
 from typing import Callable, TypeVar
 
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
-from cutlass import Constexpr, Float32, Int32
+from cutlass import BFloat16, Constexpr, Float16, Float32, Int32
 from cutlass.cute import Pointer
 
 import cute_bind
@@ -51,6 +55,62 @@ def dsl_scalars(
     n: Int32,
     o: Float32,
     p: cute.Int32,
+) -> None:
+    pass
+
+
+@cute_bind.kernel
+def half_scalars(
+    a: cutlass.Float16,
+    b: cutlass.BFloat16,
+    c: Float16,
+    d: BFloat16,
+    e: cute.Float16,
+    f: cute.BFloat16,
+) -> None:
+    pass
+
+
+@cute_bind.kernel
+def tensors(
+    a: cute.Tensor,
+    b: cutlass.cute.Tensor,
+    c: cutlass.cute.typing.Tensor,
+    d: cute_bind.Tensor[cutlass.Float32, 2],
+    e: cute_bind.Tensor[cutlass.Float16, 1, 16],
+    f: cute_bind.Tensor[cutlass.Int8, 3, None, 0],
+    g: cute_bind.Tensor[cutlass.Float32, 2, 16, 1],
+    h: cute_bind.Tensor[cutlass.BFloat16, 0],
+    i: typing.Annotated[cute.Tensor, "tag"],
+    j: typing.Annotated[cute_bind.Tensor[cutlass.Float32, 1], "tag"],
+) -> None:
+    pass
+
+
+@cute_bind.kernel
+def sequences(
+    a: tuple,
+    b: list,
+    c: typing.Sequence,
+    d: collections.abc.Sequence,
+    e: typing.Tuple,
+    f: typing.List,
+    g: tuple[int, int],
+    h: tuple[int, ...],
+    i: list[cute.Pointer],
+    j: typing.Tuple[cutlass.Float16, cutlass.Int32],
+    k: typing.List[cute_bind.Pointer[cutlass.Float32, 16]],
+    m: typing.Sequence[cute.Tensor],
+    n: collections.abc.Sequence[cute_bind.Tensor[cutlass.Float32, 2]],
+    o: tuple[()],
+    p: tuple[cuda.CUstream, cute_bind.Tensor[cutlass.Float32, 2], float, bool],
+    q: typing.MutableSequence[float],
+    r: tuple[typing.Annotated[cute.Tensor, "tag"], typing.Annotated[cute.Pointer, "p"]],
+    s: tuple[cutlass.BFloat16, ...],
+    t: list[Int32],
+    u: typing.Annotated[list[int], "tag"],
+    v: typing.Annotated[tuple, "tag"],
+    w: tuple[typing.Annotated[cute_bind.Pointer[cutlass.Int8], "p"], cute_bind.Tensor[cutlass.Int8, 1]],
 ) -> None:
     pass
 

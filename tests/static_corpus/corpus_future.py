@@ -18,11 +18,17 @@ def postponed(
     a: cutlass.Int32,
     b: cute_bind.Pointer[cutlass.Float32, 16],
     c: cutlass.Constexpr[int],
-    d: cute.Tensor,  # expect: CB103
-    e: cutlass.Float16,  # expect: CB104
+    d: cute.Tensor,
+    e: cutlass.Float16,
     f: Int64,  # expect: CB107
     g: Later,  # expect: CB107
     h: "cutlass.Int32",  # expect: CB102
+    i: tuple[cutlass.Int32, cute_bind.Tensor[cutlass.Float32, 2]],
+    j: cutlass.Float8E5M2,  # expect: CB104
+    k: tuple[int, tuple[int]],  # expect: CB113
+    m: list[Later],  # expect: CB107
+    n: tuple[int, "cutlass.Int32"],  # expect: CB113
+    o: cute_bind.Tensor,  # expect: CB102
 ) -> None:
     pass
 

@@ -1,4 +1,6 @@
-"""One kernel per definition-time diagnostic CB101-CB106, then one with several at once."""
+"""Kernels with the definition-time diagnostics the static tools report (CB101, CB102,
+CB104, CB106, CB113; CB107 is in corpus_strings.py and corpus_future.py), then one
+with several at once."""
 
 import typing
 from collections.abc import Sequence
@@ -30,43 +32,49 @@ def unsupported(
     layout: cute.Layout,  # expect: CB102
     helper: cute_bind.Pointer,  # expect: CB102
     tagged: typing.Annotated[cutlass.Int32, "tag"],  # expect: CB102
+    tensor_helper: cute_bind.Tensor,  # expect: CB102
+    tagged_helper: typing.Annotated[cute_bind.Tensor, "tag"],  # expect: CB102
+    tagged_half: typing.Annotated[cutlass.Float16, "tag"],  # expect: CB102
 ) -> None:
     pass
 
 
 @cute_bind.kernel
-def tensors(
-    t: cute.Tensor,  # expect: CB103
-    alpha: cutlass.Float32,
-    tagged: typing.Annotated[cute.Tensor, "tag"],  # expect: CB103
+def no_runtime_storage(
+    a: cutlass.Float8E4M3FN,  # expect: CB104
+    b: cutlass.Float8E5M2,  # expect: CB104
+    c: cutlass.Float6E2M3FN,  # expect: CB104
+    d: cutlass.Float4E2M1FN,  # expect: CB104
+    e: cutlass.Int4,  # expect: CB104
+    f: cutlass.Int128,  # expect: CB104
+    g: cutlass.Uint128,  # expect: CB104
+    h: typing.Annotated[cutlass.Float8E4M3FN, "tag"],  # expect: CB104
+    i: cute.Float8E5M2,  # expect: CB104
+    j: cutlass.Numeric,  # expect: CB104
 ) -> None:
     pass
 
 
 @cute_bind.kernel
-def bitcast_scalars(
-    a: cutlass.Float16,  # expect: CB104
-    b: cutlass.BFloat16,  # expect: CB104
-    c: cutlass.Float8E4M3FN,  # expect: CB104
-    d: cutlass.Int4,  # expect: CB104
-    e: cutlass.Int128,  # expect: CB104
-    f: typing.Annotated[cutlass.Float16, "tag"],  # expect: CB104
-    g: cute.BFloat16,  # expect: CB104
-) -> None:
-    pass
-
-
-@cute_bind.kernel
-def sequences(
-    a: list[int],  # expect: CB105
-    b: tuple[int, int],  # expect: CB105
-    c: typing.List[int],  # expect: CB105
-    d: typing.Tuple[int, ...],  # expect: CB105
-    e: typing.Sequence[cutlass.Int32],  # expect: CB105
-    f: Sequence,  # expect: CB105
-    g: tuple,  # expect: CB105
-    h: typing.MutableSequence[int],  # expect: CB105
-    i: typing.Annotated[list[int], "tag"],  # expect: CB105
+def ineligible_sequences(
+    nested: tuple[int, tuple[int, int]],  # expect: CB113
+    nested_list: list[list[int]],  # expect: CB113
+    bare_nested: typing.Sequence[tuple],  # expect: CB113
+    constexpr: tuple[cutlass.Constexpr[int], int],  # expect: CB113
+    bare_constexpr: tuple[int, cutlass.Constexpr],  # expect: CB113
+    narrow: tuple[cutlass.Float8E4M3FN, int],  # expect: CB113
+    narrow_repeated: tuple[cutlass.Int4, ...],  # expect: CB113
+    unknown: list[Params],  # expect: CB113
+    layouts: tuple[cute.Layout, ...],  # expect: CB113
+    helper: typing.List[cute_bind.Pointer],  # expect: CB113
+    tensor_helper: tuple[cute_bind.Tensor],  # expect: CB113
+    optional: list[typing.Optional[int]],  # expect: CB113
+    text: tuple[int, str],  # expect: CB113
+    tagged_scalar: tuple[typing.Annotated[cutlass.Int32, "tag"], int],  # expect: CB113
+    abstract: Sequence[cutlass.Integer],  # expect: CB113
+    second_bad: tuple[int, cute.Pointer, Params, tuple[int]],  # expect: CB113
+    tagged: typing.Annotated[tuple[int, tuple[int]], "tag"],  # expect: CB113
+    tagged_element: tuple[typing.Annotated[list[int], "tag"]],  # expect: CB113
 ) -> None:
     pass
 
@@ -88,11 +96,12 @@ def annotated_variadic(*sizes: cutlass.Int32) -> None:  # expect: CB106
 @cute_bind.kernel
 def several(
     a,  # expect: CB101
-    b: cute.Tensor,  # expect: CB103
+    b: cute.Tensor,
     c: cute.Pointer,
     *d: int,  # expect: CB106
-    e: list[int],  # expect: CB105
-    f: cutlass.Float16,  # expect: CB104
+    e: list[list[int]],  # expect: CB113
+    f: cutlass.Float8E5M2,  # expect: CB104
+    g: Params,  # expect: CB102
 ) -> None:
     pass
 
