@@ -6,9 +6,14 @@
  * slot's fast class, write it into the handle's storage block, call the
  * packed entry point `void entry(void **argv)` (releasing the GIL, as the
  * DSL's own ctypes call does), then read the handle's CUDA-result slot.
+ * Tensors of a type offering the DLPack exchange API (torch tensors) are read
+ * with one C call of that API and checked against the facts fixed at bind
+ * (dtype, device, rank, static extents and strides, divisibility, alignment)
+ * before the descriptor's data address and dynamic values are written.
+ * Kinds without a class here ("X") call their Python writer.
  * Anything it does not accept as is (keywords, missing or extra arguments,
- * tensors, stream objects, out-of-range values...) goes to the Python slow
- * path, which owns every check and every error message.
+ * stream objects, out-of-range values, a tensor that fails a check...) goes
+ * to the Python slow path, which owns every check and every error message.
  *
  * The storage, packed array and result slot are Python-owned buffers kept
  * alive through `keep`.
@@ -18,11 +23,47 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
 
 typedef void (*entry_fn)(void **);
 
 /* Fast classes: which values a slot takes as they are (see SlotKind.fast). */
-enum { C_EXACT_INT = 'P', C_EXACT_BOOL = 'B', C_INT = 'I', C_REAL = 'R' };
+enum { C_EXACT_INT = 'P', C_EXACT_BOOL = 'B', C_INT = 'I', C_REAL = 'R', C_F16 = 'h', C_BF16 = 'g', C_TENSOR = 'T', C_WRITER = 'X' };
+
+/* dlpack.h's DLTensor (ABI-stable since DLPack 0.x). */
+typedef struct {
+    void *data;
+    int32_t device_type;
+    int32_t device_id;
+    int32_t ndim;
+    uint8_t code;
+    uint8_t bits;
+    uint16_t lanes;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} DLTensorC;
+
+typedef int (*dltensor_from_pyobject)(void *py_object, DLTensorC *out);
+
+typedef struct {
+    int64_t stat;       /* compiled-in value (static modes) */
+    int64_t div;        /* divisibility (dynamic modes) */
+    Py_ssize_t off;     /* offset of the dynamic value in the descriptor */
+    int dyn;
+    int width;          /* 32 or 64 */
+} ModeSpec;
+
+typedef struct {
+    dltensor_from_pyobject fn;
+    PyObject *type;     /* the exact type the function was found on (borrowed; kept in `specs`) */
+    uint8_t code, bits;
+    uint16_t lanes;
+    int32_t device_type, device_id;
+    uint64_t align;
+    int ndim;
+    ModeSpec *modes;    /* extents then strides: 2 * ndim */
+} TensorSpec;
 
 typedef struct {
     PyObject_HEAD
@@ -34,6 +75,8 @@ typedef struct {
     char *fmt;      /* struct format char per slot */
     char *cls;      /* fast class per slot */
     Py_ssize_t *off;
+    TensorSpec **tensors; /* per slot: the tensor spec of class "T", else NULL */
+    PyObject *extras;     /* tuple: per slot, the C spec data or the writer of class "X" */
     PyObject *defaults; /* tuple: pre-coerced default per slot, or `required` */
     PyObject *required;
     PyObject *slow;   /* slow(values_tuple, extra_tuple, kwargs_dict) */
@@ -67,6 +110,97 @@ pack_int(char *dst, char fmt, PyObject *v)
     }
 }
 
+/* IEEE binary16 bits of d, as the DSL's direct call computes them (struct's
+ * round-to-nearest-even packing; overflow to an infinity; NaN keeps its sign
+ * and the high payload bits, never decaying to an infinity). */
+static uint16_t
+f16_bits(double d)
+{
+    uint64_t b;
+    memcpy(&b, &d, 8);
+    uint16_t sign = (uint16_t)((b >> 48) & 0x8000);
+    if (d != d) {
+        uint16_t payload = (uint16_t)((b & ((1ULL << 52) - 1)) >> 42);
+        return sign | 0x7C00 | (payload ? payload : 1);
+    }
+    double x = d < 0 ? -d : d;
+    if (x == 0.0) return sign;
+    if (x > 1.7976931348623157e308) return sign | 0x7C00; /* infinity */
+    int e;
+    double f = frexp(x, &e) * 2.0; /* [1, 2) */
+    e--;
+    if (e >= 16) return sign | 0x7C00;
+    if (e < -25) { f = 0.0; e = 0; }
+    else if (e < -14) { f = ldexp(f, 14 + e); e = 0; }
+    else { e += 15; f -= 1.0; }
+    f *= 1024.0;
+    unsigned bits = (unsigned)f;
+    if ((f - bits > 0.5) || ((f - bits == 0.5) && (bits % 2 == 1))) {
+        if (++bits == 1024) {
+            bits = 0;
+            if (++e == 31) return sign | 0x7C00;
+        }
+    }
+    return (uint16_t)(sign | (e << 10) | bits);
+}
+
+/* BFloat16 bits of d, as the DSL's direct call computes them: round to float32
+ * (an infinity beyond its range), keep the high half. */
+static uint16_t
+bf16_bits(double d)
+{
+    float f = (float)d;
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return (uint16_t)(b >> 16);
+}
+
+static int
+get_real(PyObject *v, double *d)
+{
+    if (Py_TYPE(v) == &PyFloat_Type) { *d = PyFloat_AsDouble(v); return 1; }
+    if (PyLong_Check(v)) {
+        *d = PyLong_AsDouble(v);
+        if (*d == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        return 1;
+    }
+    return 0;
+}
+
+static int
+pack_tensor(const TensorSpec *ts, char *dst, PyObject *v)
+{
+    if ((PyObject *)Py_TYPE(v) != ts->type) return 0;
+    DLTensorC dl;
+    if (ts->fn((void *)v, &dl) != 0) { PyErr_Clear(); return 0; }
+    if (dl.code != ts->code || dl.bits != ts->bits || dl.lanes != ts->lanes) return 0;
+    if (dl.device_type != ts->device_type || dl.device_id != ts->device_id || dl.ndim != ts->ndim) return 0;
+    uint64_t addr = (uint64_t)(uintptr_t)dl.data + dl.byte_offset;
+    if (ts->align > 1 && addr % ts->align) return 0;
+    int64_t compact = 1;
+    for (int k = 2 * ts->ndim - 1; k >= 0; k--) { /* strides first (compact ones need the extents after them) */
+        int mode = k % ts->ndim;
+        int64_t value;
+        if (k >= ts->ndim) {
+            if (dl.strides) value = dl.strides[mode];
+            else { value = compact; compact *= dl.shape[mode]; }
+        } else value = dl.shape[mode];
+        const ModeSpec *m = &ts->modes[k];
+        if (!m->dyn) {
+            if (value != m->stat) return 0;
+            continue;
+        }
+        if (m->div > 1 && value % m->div) return 0;
+        if (m->width == 32) {
+            if (value < INT32_MIN || value > INT32_MAX) return 0;
+            int32_t t = (int32_t)value;
+            memcpy(dst + m->off, &t, 4);
+        } else memcpy(dst + m->off, &value, 8);
+    }
+    memcpy(dst, &addr, 8);
+    return 1;
+}
+
 /* 1: written; 0: not taken as is (the slow path decides). Never leaves an exception set. */
 static int
 pack_one(Launcher *self, Py_ssize_t i, PyObject *v)
@@ -94,14 +228,27 @@ pack_one(Launcher *self, Py_ssize_t i, PyObject *v)
         return pack_int(dst, fmt, v);
     case C_REAL: {
         double d;
-        if (Py_TYPE(v) == &PyFloat_Type) d = PyFloat_AsDouble(v);
-        else if (PyLong_Check(v)) {
-            d = PyLong_AsDouble(v);
-            if (d == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
-        }
-        else return 0;
+        if (!get_real(v, &d)) return 0;
         if (fmt == 'f') { float f = (float)d; memcpy(dst, &f, 4); }
         else memcpy(dst, &d, 8);
+        return 1;
+    }
+    case C_F16:
+    case C_BF16: {
+        double d;
+        if (!get_real(v, &d)) return 0;
+        uint16_t h = self->cls[i] == C_F16 ? f16_bits(d) : bf16_bits(d);
+        memcpy(dst, &h, 2);
+        return 1;
+    }
+    case C_TENSOR:
+        return self->tensors[i] ? pack_tensor(self->tensors[i], dst, v) : 0;
+    case C_WRITER: {
+        PyObject *w = PyTuple_GetItem(self->extras, i);
+        if (!w || w == Py_None) { PyErr_Clear(); return 0; }
+        PyObject *r = PyObject_CallFunctionObjArgs(w, v, NULL);
+        if (!r) { PyErr_Clear(); return 0; }
+        Py_DECREF(r);
         return 1;
     }
     default:
@@ -169,28 +316,94 @@ Launcher_poison(Launcher *self, PyObject *refuse)
     Py_RETURN_NONE;
 }
 
+static long long
+item_ll(PyObject *tuple, Py_ssize_t i)
+{
+    PyObject *o = PyTuple_GetItem(tuple, i);
+    return o ? PyLong_AsLongLong(o) : -1;
+}
+
+/* spec: (function, type, (code, bits, lanes), (device_type, device_id), align, ndim,
+ *        ((static, dynamic, width, divisibility, offset), ...), keepalive); None: no C class. */
+static int
+parse_tensor_spec(PyObject *spec, TensorSpec **out)
+{
+    *out = NULL;
+    if (spec == Py_None) return 0;
+    if (!PyTuple_Check(spec) || PyTuple_Size(spec) < 7) {
+        PyErr_SetString(PyExc_TypeError, "tensor spec must be a 7+-tuple");
+        return -1;
+    }
+    PyObject *dtype = PyTuple_GetItem(spec, 2), *device = PyTuple_GetItem(spec, 3), *modes = PyTuple_GetItem(spec, 6);
+    if (!PyTuple_Check(dtype) || !PyTuple_Check(device) || !PyTuple_Check(modes)) {
+        PyErr_SetString(PyExc_TypeError, "tensor spec: dtype, device and modes must be tuples");
+        return -1;
+    }
+    TensorSpec *ts = PyMem_Calloc(1, sizeof(TensorSpec));
+    if (!ts) { PyErr_NoMemory(); return -1; }
+    *out = ts;
+    ts->fn = (dltensor_from_pyobject)(uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GetItem(spec, 0));
+    ts->type = PyTuple_GetItem(spec, 1);
+    ts->code = (uint8_t)item_ll(dtype, 0);
+    ts->bits = (uint8_t)item_ll(dtype, 1);
+    ts->lanes = (uint16_t)item_ll(dtype, 2);
+    ts->device_type = (int32_t)item_ll(device, 0);
+    ts->device_id = (int32_t)item_ll(device, 1);
+    ts->align = (uint64_t)item_ll(spec, 4);
+    ts->ndim = (int)item_ll(spec, 5);
+    if (PyErr_Occurred()) return -1;
+    if (ts->ndim < 0 || PyTuple_Size(modes) != 2 * (Py_ssize_t)ts->ndim) {
+        PyErr_SetString(PyExc_ValueError, "tensor spec: modes must list 2 * ndim entries");
+        return -1;
+    }
+    ts->modes = PyMem_Calloc(2 * ts->ndim + 1, sizeof(ModeSpec));
+    if (!ts->modes) { PyErr_NoMemory(); return -1; }
+    for (int k = 0; k < 2 * ts->ndim; k++) {
+        PyObject *m = PyTuple_GetItem(modes, k);
+        if (!PyTuple_Check(m) || PyTuple_Size(m) != 5) {
+            PyErr_SetString(PyExc_TypeError, "tensor spec: a mode is (static, dynamic, width, divisibility, offset)");
+            return -1;
+        }
+        ts->modes[k].stat = item_ll(m, 0);
+        ts->modes[k].dyn = (int)item_ll(m, 1);
+        ts->modes[k].width = (int)item_ll(m, 2);
+        ts->modes[k].div = item_ll(m, 3);
+        ts->modes[k].off = (Py_ssize_t)item_ll(m, 4);
+    }
+    return PyErr_Occurred() ? -1 : 0;
+}
+
 static int
 Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
 {
     unsigned long long entry, argv, storage, result;
     const char *fmt, *cls;
     Py_ssize_t nfmt, ncls;
-    PyObject *offsets, *defaults, *required, *slow, *fail, *ret, *keep;
+    PyObject *offsets, *extras, *defaults, *required, *slow, *fail, *ret, *keep;
     int release_gil = 1;
-    if (!PyArg_ParseTuple(args, "KKKKs#s#OOOOOOO|p", &entry, &argv, &storage, &result, &fmt, &nfmt, &cls, &ncls,
-                          &offsets, &defaults, &required, &slow, &fail, &ret, &keep, &release_gil))
+    if (!PyArg_ParseTuple(args, "KKKKs#s#OOOOOOOO|p", &entry, &argv, &storage, &result, &fmt, &nfmt, &cls, &ncls,
+                          &offsets, &extras, &defaults, &required, &slow, &fail, &ret, &keep, &release_gil))
         return -1;
-    if (nfmt != ncls || PyTuple_Size(offsets) != nfmt || PyTuple_Size(defaults) != nfmt) {
-        PyErr_SetString(PyExc_ValueError, "slot formats, classes and offsets differ in length");
+    if (!PyTuple_Check(offsets) || !PyTuple_Check(extras) || !PyTuple_Check(defaults)) {
+        PyErr_SetString(PyExc_TypeError, "offsets, extras and defaults must be tuples");
+        return -1;
+    }
+    if (nfmt != ncls || PyTuple_Size(offsets) != nfmt || PyTuple_Size(defaults) != nfmt || PyTuple_Size(extras) != nfmt) {
+        PyErr_SetString(PyExc_ValueError, "slot formats, classes, offsets and extras differ in length");
         return -1;
     }
     self->n = nfmt;
     self->fmt = PyMem_Malloc(nfmt + 1);
     self->cls = PyMem_Malloc(nfmt + 1);
     self->off = PyMem_Malloc(sizeof(Py_ssize_t) * (nfmt + 1));
-    if (!self->fmt || !self->cls || !self->off) { PyErr_NoMemory(); return -1; }
+    self->tensors = PyMem_Calloc(nfmt + 1, sizeof(TensorSpec *));
+    if (!self->fmt || !self->cls || !self->off || !self->tensors) { PyErr_NoMemory(); return -1; }
     memcpy(self->fmt, fmt, nfmt);
     memcpy(self->cls, cls, nfmt);
+    for (Py_ssize_t i = 0; i < nfmt; i++) {
+        if (cls[i] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(extras, i), &self->tensors[i]) < 0) return -1;
+    }
+    Py_INCREF(extras); self->extras = extras;
     for (Py_ssize_t i = 0; i < nfmt; i++) {
         self->off[i] = PyLong_AsSsize_t(PyTuple_GetItem(offsets, i));
         if (self->off[i] == -1 && PyErr_Occurred()) return -1;
@@ -213,6 +426,7 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
 static int
 Launcher_traverse(Launcher *self, visitproc visit, void *arg)
 {
+    Py_VISIT(self->extras);
     Py_VISIT(self->defaults);
     Py_VISIT(self->required);
     Py_VISIT(self->slow);
@@ -226,6 +440,7 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
 static int
 Launcher_clear(Launcher *self)
 {
+    Py_CLEAR(self->extras);
     Py_CLEAR(self->defaults);
     Py_CLEAR(self->required);
     Py_CLEAR(self->slow);
@@ -245,6 +460,12 @@ Launcher_dealloc(Launcher *self)
     PyMem_Free(self->fmt);
     PyMem_Free(self->cls);
     PyMem_Free(self->off);
+    if (self->tensors) {
+        for (Py_ssize_t i = 0; i < self->n; i++) {
+            if (self->tensors[i]) { PyMem_Free(self->tensors[i]->modes); PyMem_Free(self->tensors[i]); }
+        }
+        PyMem_Free(self->tensors);
+    }
     freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     tp_free(self);
     Py_DECREF(tp);
@@ -264,7 +485,7 @@ static PyType_Slot Launcher_slots[] = {
     {Py_tp_clear, Launcher_clear},
     {Py_tp_methods, Launcher_methods},
     {Py_tp_new, PyType_GenericNew},
-    {Py_tp_doc, "Launcher(entry, argv, storage, result, fmts, classes, offsets, defaults, required, slow, fail, ret, keep[, release_gil])"},
+    {Py_tp_doc, "Launcher(entry, argv, storage, result, fmts, classes, offsets, extras, defaults, required, slow, fail, ret, keep[, release_gil])"},
     {0, NULL},
 };
 

@@ -12,6 +12,7 @@ class Launcher:
         fmts: bytes,
         classes: bytes,
         offsets: tuple[int, ...],
+        extras: tuple[Any, ...],
         defaults: tuple[Any, ...],
         required: object,
         slow: Callable[[tuple[Any, ...], tuple[Any, ...], dict[str, Any]], int | None],

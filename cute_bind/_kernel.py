@@ -10,6 +10,7 @@ from . import _diagnostics as D
 from . import _dsl
 from ._prepared import PreparedLaunch, build
 from ._signature import KernelSignature, bind_arguments, read_signature, unwrap
+from ._sequence_slot import infer_kind
 from ._slots import KINDS, Bound, PointerKind, Rejected, SlotKind, Where, classify, describe_value
 
 __all__ = ["Kernel", "kernel", "prepare"]
@@ -186,13 +187,14 @@ def _infer_slot(value: Any) -> SlotKind | None:
 
     The value's type is read as if it were the annotation, as the DSL does:
     ``bool``/``int``/``float`` map to Boolean/Int32/Float32, a ``make_ptr``
-    pointer is a pointer, a ``cuda.CUstream`` a stream.
+    pointer is a pointer, a ``cuda.CUstream`` a stream, a tuple or list a
+    sequence, a DLPack tensor a tensor.
     """
     for kind in KINDS:
         found = kind.recognize(type(value))
         if found is not None:
             return found
-    return None
+    return infer_kind(value)
 
 
 def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
@@ -229,7 +231,7 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
             if isinstance(found, Rejected):
                 from . import _whitelist as W
 
-                raise D.error(found.diagnostic, kernel=name, parameter=pname, expected=W.ELIGIBLE_SUMMARY, got=found.got)
+                raise D.error(found.diagnostic, kernel=name, parameter=pname, expected=W.ELIGIBLE_SUMMARY, got=found.got, detail=found.detail)
             if not isinstance(found, SlotKind):  # pragma: no cover - constexprs are not runtime parameters
                 continue
             slot = found

@@ -18,6 +18,7 @@ arguments, runs each slot's ``coerce`` and raises catalog errors.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import struct
 import threading
@@ -64,20 +65,52 @@ def fast_path() -> str:
     return "c" if _c_launcher_class() is not None else "python"
 
 
+def _first_code(fmt: str) -> str:
+    return fmt.lstrip("0123456789")[:1] or "x"
+
+
 class _Layout:
-    """The storage layout of a slot list: one native struct, slots in order."""
+    """The storage layout of a slot list: one native struct, slots (and their parts) in order.
+
+    Each part (one C argument the DSL marshals) starts at the offset native
+    alignment gives it, exactly as if the whole list were one C struct.
+    """
 
     def __init__(self, slots: Sequence[SlotKind]) -> None:
         fmt = "@" + "".join(s.fmt for s in slots)
         self.struct = struct.Struct(fmt)
-        self.offsets = []
+        self.offsets: list[int] = []  # per slot: its first byte
+        self.sizes: list[int] = []
+        self.part_offsets: list[int] = []  # per part, all slots in order
+        self.part_sizes: list[int] = []
+        self.slot_parts: list[list[tuple[str, int]]] = []  # per slot: (part fmt, offset)
         prefix = "@"
         for s in slots:
-            prefix += s.fmt
-            self.offsets.append(struct.calcsize(prefix) - struct.calcsize("@" + s.fmt))
-        self.sizes = [s.size for s in slots]
+            start = struct.calcsize(prefix)
+            parts = []
+            for part in s.parts:
+                off = struct.calcsize(prefix + "0" + _first_code(part))
+                prefix += part
+                parts.append((part, off))
+                self.part_offsets.append(off)
+                self.part_sizes.append(struct.calcsize("@" + part))
+            self.slot_parts.append(parts)
+            first = parts[0][1] if parts else start
+            self.offsets.append(first)
+            self.sizes.append(struct.calcsize(prefix) - first)
         # round up so the block can be reused verbatim by clones
         self.size = max(8, (self.struct.size + 7) // 8 * 8)
+
+
+def _flatten(slots: Sequence[SlotKind], packed: Sequence[Any]) -> list[Any]:
+    """The struct items of per-slot packed values (multi-item slots pack tuples)."""
+    out: list[Any] = []
+    for slot, value in zip(slots, packed):
+        if not slot.packs_tuple:
+            out.append(value)
+        else:
+            out.extend(value)
+    return out
 
 
 class _Shared:
@@ -112,16 +145,18 @@ class _Shared:
 _CODE_CACHE: dict[tuple[Any, ...], Any] = {}
 
 
-def _fast_factory(slots: Sequence[SlotKind], has_defaults: Sequence[bool], has_result: bool) -> Any:
+def _fast_factory(slots: Sequence[SlotKind], converted: Sequence[bool], has_defaults: Sequence[bool], has_result: bool) -> Any:
     """Compile (once per slot shape) the factory of the launch fast path."""
-    key = (tuple((s.fmt, s.guard("v")) for s in slots), tuple(has_defaults), has_result)
+    key = (tuple((s.fmt, s.guard("v"), s.packs_tuple, c) for s, c in zip(slots, converted)), tuple(has_defaults), has_result)
     factory = _CODE_CACHE.get(key)
     if factory is not None:
         return factory
     args = [f"a{i}" for i in range(len(slots))]
     x = "_cb_"
     params = ", ".join(f"{a}={x}D{i}" if d else f"{a}={x}M" for i, (a, d) in enumerate(zip(args, has_defaults)))
-    guards = [g for s, a in zip(slots, args) if (g := s.guard(a)) is not None]
+    guards = [g for s, a, c in zip(slots, args, converted) if not c and (g := s.guard(a)) is not None]
+    # a converted slot packs what its converter returns (a tuple for multi-item slots)
+    items = [(f"*{x}c{i}({a})" if s.packs_tuple else f"{x}c{i}({a})") if c else a for i, (s, a, c) in enumerate(zip(slots, args, converted))]
     bad = " or ".join(f"not ({g})" for g in guards)
     defaults = "".join(
         f"        if {a} is {x}D{i}:\n            {a} = {x}V{i}\n" for i, (a, d) in enumerate(zip(args, has_defaults)) if d
@@ -129,6 +164,7 @@ def _fast_factory(slots: Sequence[SlotKind], has_defaults: Sequence[bool], has_r
     tup = "(" + "".join(f"{a}, " for a in args) + ")"
     free = [f"{x}M", f"{x}pack", f"{x}buf", f"{x}call", f"{x}argv", f"{x}res", f"{x}slow", f"{x}fail", f"{x}ret"]
     free += [f"{x}D{i}" for i, d in enumerate(has_defaults) if d] + [f"{x}V{i}" for i, d in enumerate(has_defaults) if d]
+    free += [f"{x}c{i}" for i, c in enumerate(converted) if c]
     sep = "/, " if args else ""
     check = f"        if {x}res[0]:\n            {x}fail()\n" if has_result else ""
     # Keywords and extra positionals go to the slow path before defaults are
@@ -142,7 +178,7 @@ def _fast_factory(slots: Sequence[SlotKind], has_defaults: Sequence[bool], has_r
         f"{defaults}"
         f"{guard_check}"
         f"        try:\n"
-        f"            {x}pack({x}buf, 0, {', '.join(args)})\n"
+        f"            {x}pack({x}buf, 0, {', '.join(items)})\n"
         f"        except Exception:\n"
         f"            return {x}slow({tup}, (), {{}})\n"
         f"        {x}call({x}argv)\n"
@@ -196,7 +232,7 @@ class PreparedLaunch(Generic[P]):
         self._cresult = (ctypes.c_char * 8).from_buffer(self._result)
         self._result_view = memoryview(self._result).cast("i")
         entry = shared.entry
-        pointers = [base + off for off in layout.offsets]
+        pointers = [base + off for off in layout.part_offsets]
         if entry.result_ctype is not None:
             pointers.append(ctypes.addressof(self._cresult))
         pointers.extend(entry.extra_pointers)
@@ -224,9 +260,10 @@ class PreparedLaunch(Generic[P]):
                 ctypes.addressof(self._argv),
                 ctypes.addressof(self._cstorage),
                 ctypes.addressof(self._cresult) if sh.entry.result_ctype is not None else 0,
-                "".join(s.fmt for s in sh.slots).encode(),
+                "".join(s.fmt[:1] or "x" for s in sh.slots).encode(),
                 "".join(s.fast for s in sh.slots).encode(),
                 tuple(lay.offsets),
+                tuple(self._c_extra(i, s) for i, s in enumerate(sh.slots)),
                 tuple(sh.defaults.get(n, required) for n in sh.names),
                 required,
                 self._slow,
@@ -243,7 +280,8 @@ class PreparedLaunch(Generic[P]):
 
             return launch
         has_defaults = [n in sh.defaults for n in sh.names]
-        factory = _fast_factory(sh.slots, has_defaults, sh.entry.result_ctype is not None)
+        converters = [s.converter(w) for s, w in zip(sh.slots, sh.wheres)]
+        factory = _fast_factory(sh.slots, [c is not None for c in converters], has_defaults, sh.entry.result_ctype is not None)
         default_sentinels = [_Missing() for n in sh.names if n in sh.defaults]
         default_values = [sh.defaults[n] for n in sh.names if n in sh.defaults]
         self._default_sentinels = tuple(default_sentinels)
@@ -259,8 +297,36 @@ class PreparedLaunch(Generic[P]):
             sh.returns,
             *default_sentinels,
             *default_values,
+            *(c for c in converters if c is not None),
         )
         return fn  # type: ignore[no-any-return]
+
+    def _c_extra(self, i: int, slot: SlotKind) -> Any:
+        """What the C fast path's class for slot ``i`` needs: a tensor spec, or for the
+        generic class "X" a writer that converts a value and packs each part in place."""
+        if slot.fast == "T":
+            return slot.c_spec()
+        if slot.fast != "X":
+            return None
+        convert = slot.converter(self._shared.wheres[i])
+        if convert is None:
+            convert = functools.partial(slot.coerce, where=self._shared.wheres[i])
+        parts = []
+        for fmt, off in self._shared.layout.slot_parts[i]:
+            st = struct.Struct("@" + fmt)
+            parts.append((st, off, len(st.unpack(bytes(st.size)))))
+        storage, packs_tuple = self._storage, slot.packs_tuple
+
+        def write(value: Any) -> None:
+            items = convert(value)
+            if not packs_tuple:
+                items = (items,)
+            k = 0
+            for st, off, n in parts:
+                st.pack_into(storage, off, *items[k : k + n])
+                k += n
+
+        return write
 
     def _slow(self, given: tuple[Any, ...], extra: tuple[Any, ...], kwargs: dict[str, Any], positional_raw: bool = False) -> int | None:
         sh = self._shared
@@ -275,7 +341,7 @@ class PreparedLaunch(Generic[P]):
                 break
             args.append(v)
         values = bind_arguments(sh.kernel, sh.names, frozenset(), sh.defaults, (*args, *extra), kwargs, sh.hints, sh.constexpr_names)
-        packed = [slot.coerce(values[w.parameter], w, self._checked) for slot, w in zip(sh.slots, sh.wheres)]
+        packed = _flatten(sh.slots, [slot.coerce(values[w.parameter], w, self._checked) for slot, w in zip(sh.slots, sh.wheres)])
         if self._checked:
             return self._checked_call(packed)
         return self._write_and_call(packed)
@@ -430,34 +496,40 @@ def build(
     layout = _Layout(slots)
     # The DSL's own marshalling, once, with the DSL objects for these values.
     addresses, keepalive = _dsl.marshal(compiled, tuple(b.dsl_value for b in bounds), {})
-    if len(addresses) != len(slots):
+    if len(addresses) != len(layout.part_offsets):
         raise D.error(
             D.UNSUPPORTED_MARSHALLING,
             kernel=kernel,
             parameter=", ".join(names),
-            expected=f"one C pointer per runtime parameter ({len(slots)})",
+            expected=f"one C pointer per scalar, pointer, stream, tensor or sequence element ({len(layout.part_offsets)})",
             got=f"{len(addresses)} C pointers in all",
         )
     snapshot = bytearray(layout.size)
-    for off, size, addr in zip(layout.offsets, layout.sizes, addresses):
+    for off, size, addr in zip(layout.part_offsets, layout.part_sizes, addresses):
         snapshot[off : off + size] = ctypes.string_at(addr, size)
     del keepalive
-    ours = layout.struct.pack(*(b.packed for b in bounds))
-    for name, off, size in zip(names, layout.offsets, layout.sizes):
-        if ours[off : off + size] != bytes(snapshot[off : off + size]):
-            raise D.error(
-                D.SNAPSHOT_MISMATCH,
-                kernel=kernel,
-                parameter=name,
-                expected=repr(bytes(snapshot[off : off + size])),
-                got=repr(ours[off : off + size]),
-            )
+    ours = layout.struct.pack(*_flatten(slots, [b.packed for b in bounds]))
+    for name, parts in zip(names, layout.slot_parts):
+        for fmt, off in parts:
+            # padding bytes are never read by the function: compare the items only
+            size = struct.calcsize("@" + (fmt[:-2] if fmt.endswith("0Q") else fmt))
+            if ours[off : off + size] != bytes(snapshot[off : off + size]):
+                raise D.error(
+                    D.SNAPSHOT_MISMATCH,
+                    kernel=kernel,
+                    parameter=name,
+                    expected=repr(bytes(snapshot[off : off + size])),
+                    got=repr(ours[off : off + size]),
+                )
     entry = _dsl.entry_point(compiled, kernel)
     # Defaults are pre-coerced so a call relying on them stays on the fast path.
+    # Kinds with a converter keep the raw default (their fast paths convert it)
+    # after checking it once here.
     packed_defaults = {}
     for name, slot, where in zip(names, slots, (Where(kernel, n) for n in names)):
         if name in defaults:
-            packed_defaults[name] = slot.coerce(defaults[name], where)
+            coerced = slot.coerce(defaults[name], where)
+            packed_defaults[name] = coerced if slot.converter(where) is None else defaults[name]
     returns = 0 if entry.result_ctype is not None else None
     shared = _Shared(kernel, compiled, entry, tuple(names), slots, packed_defaults, frozenset(constexpr_names), layout, returns)
     _dsl.add_unload_listener(entry.module, _on_module_unload(weakref.ref(shared)))

@@ -5,13 +5,17 @@ A slot kind is one object that knows three things:
 - how it is recognised from an annotation (``recognize``),
 - how a value is checked and turned into what its storage holds (``coerce``,
   plus ``bind`` for the compile-time view of the value),
-- how it is written: a native ``struct`` format character (``fmt``) and an
-  optional fast-path guard expression (``guard``) that is true when a value
-  can be packed as it is.
+- how it is written: the native ``struct`` format of each C argument the DSL
+  marshals it into (``parts``; a scalar or pointer is one part of one item, a
+  tensor one part holding its memref descriptor, a sequence one part per
+  element), plus what the fast paths need: an optional guard expression
+  (``guard``) true when a value can be packed as it is, or a converter
+  (``converter``) that turns a value into the items to pack, and the C fast
+  path's class (``fast``) with its data (``c_spec``).
 
-The launch loop (:mod:`cute_bind._prepared`) only ever uses ``fmt``,
-``guard`` and ``coerce``; adding a kind means adding a class here and listing
-it in ``KINDS``.
+The launch loop (:mod:`cute_bind._prepared`) only ever uses those; adding a
+kind means adding a class and listing it in ``KINDS``. A kind the C fast path
+has no class for uses its generic class ``"X"`` (it calls the converter).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ __all__ = [
     "ScalarKind",
     "PointerKind",
     "StreamKind",
+    "TensorKind",
+    "SequenceKind",
     "Bound",
     "KINDS",
     "Constexpr",
@@ -93,11 +99,35 @@ class SlotKind(ABC):
 
     #: short name of the kind, e.g. "pointer"
     kind: ClassVar[str]
-    #: native ``struct`` format character of the slot's storage
+    #: native ``struct`` format of the slot's storage (all parts, in order)
     fmt: str
-    #: which values the C fast path packs as they are: "P" exact int (64-bit),
-    #: "B" exact bool, "I" int (range-checked for ``fmt``), "R" real (float or int)
+    #: how the C fast path writes the slot: "P" exact int (64-bit), "B" exact
+    #: bool, "I" int (range-checked for ``fmt``), "R" real (float or int),
+    #: "h"/"g" real as a Float16/BFloat16 bit pattern, "T" tensor (``c_spec``),
+    #: "X" generic (calls the packed converter)
     fast: str
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """``struct`` format of each C argument the slot marshals into (one C pointer each)."""
+        return (self.fmt,)
+
+    @property
+    def width(self) -> int:
+        """Number of ``struct`` items the slot packs."""
+        return 1
+
+    #: whether ``coerce`` returns a tuple of items (composite kinds) rather than one item
+    packs_tuple: ClassVar[bool] = False
+
+    def converter(self, where: Where) -> Any:
+        """For the Python fast path: a function turning a value into what ``coerce`` returns
+        (raising on anything it does not take as is), or ``None`` to pack values as they are."""
+        return None
+
+    def c_spec(self) -> Any:
+        """Data the C fast path's class needs (``None`` for the plain classes)."""
+        return None
 
     @classmethod
     @abstractmethod
@@ -143,10 +173,15 @@ class ScalarKind(SlotKind):
         # bool/int/float annotations: the DSL wants the Python value at compile time
         self.python_type = python_type
         self.fmt = W.SCALAR_FORMATS[dtype_name]
+        self.is_half = dtype_name in W.HALF_SCALARS
         self.is_bool = self.fmt == "?"
-        self.is_float = self.fmt in "fd"
-        self.fast = "B" if self.is_bool else ("R" if self.is_float else "I")
-        self.range = _INT_RANGES.get(self.fmt)
+        self.is_float = self.fmt in "fd" or self.is_half
+        if self.is_half:
+            self.fast = "h" if dtype_name == "Float16" else "g"
+            self._bits = float16_bits if dtype_name == "Float16" else bfloat16_bits
+        else:
+            self.fast = "B" if self.is_bool else ("R" if self.is_float else "I")
+        self.range = None if self.is_half else _INT_RANGES.get(self.fmt)
 
     def __repr__(self) -> str:
         return f"ScalarKind({self.describe()})"
@@ -191,9 +226,21 @@ class ScalarKind(SlotKind):
             value = value.value
         if self.is_bool:
             return self._coerce_bool(value, where)
+        if self.is_half:
+            return self._bits(self._coerce_float(value, where))
         if self.is_float:
             return self._coerce_float(value, where)
         return self._coerce_int(value, where)
+
+    def converter(self, where: Where) -> Any:
+        if not self.is_half:
+            return None
+        bits, coerce = self._bits, self.coerce
+
+        def convert(value: Any) -> int:
+            return bits(value) if value.__class__ is float else coerce(value, where)  # type: ignore[no-any-return]
+
+        return convert
 
     def _coerce_bool(self, value: Any, where: Where) -> bool:
         if isinstance(value, bool):
@@ -244,9 +291,44 @@ class ScalarKind(SlotKind):
             raise _wrong_kind(where, self.expected(), value) from None
 
     def bind(self, value: Any, where: Where) -> Bound:
+        if self.is_half:
+            number = self._coerce_float(value.value if _dsl.is_numeric_type(type(value)) else value, where)
+            return Bound(packed=self._bits(number), dsl_value=self.dsl_type()(number), key=None, slot=self)
         packed = self.coerce(value, where)
         dsl_value = packed if self.python_type is not None else self.dsl_type()(packed)
         return Bound(packed=packed, dsl_value=dsl_value, key=None, slot=self)
+
+
+def float16_bits(value: float) -> int:
+    """The IEEE binary16 pattern of ``value`` exactly as the DSL's direct call computes it.
+
+    Round to nearest even; a finite value beyond the range becomes an infinity;
+    a NaN keeps its sign and the high bits of its payload (never decaying to inf).
+    """
+    if value != value:
+        bits64 = struct.unpack("<Q", struct.pack("<d", value))[0]
+        payload = (bits64 & ((1 << 52) - 1)) >> 42
+        return ((bits64 >> 48) & 0x8000) | 0x7C00 | (payload or 1)
+    try:
+        return int(struct.unpack("<H", struct.pack("<e", value))[0])
+    except OverflowError:
+        return 0xFC00 if value < 0 else 0x7C00
+
+
+def bfloat16_bits(value: float) -> int:
+    """The BFloat16 pattern of ``value`` exactly as the DSL's direct call computes it.
+
+    The value is rounded to float32 (nearest even; beyond the range: an
+    infinity) and the high 16 bits of that float32 are kept. That second step
+    truncates rather than rounds, so e.g. 1.00390625 + 2**-20 gives 0x3F80
+    where a rounding conversion would give 0x3F81; cute_bind matches the
+    direct call bit for bit.
+    """
+    try:
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    except OverflowError:
+        bits = 0xFF800000 if value < 0 else 0x7F800000
+    return int(bits) >> 16
 
 
 # --------------------------------------------------------------------------- pointers
@@ -532,14 +614,14 @@ class StreamKind(SlotKind):
         return Bound(packed=handle, dsl_value=_dsl.cuda_stream_class()(handle), key=None, slot=self)
 
 
-#: Every runtime slot kind, tried in order.
-KINDS: tuple[type[SlotKind], ...] = (PointerKind, ScalarKind, StreamKind)
-
-
 # --------------------------------------------------------------------------- classification
 @dataclass(frozen=True)
 class Constexpr:
     """A compile-time parameter: part of the compile key, not a runtime slot."""
+
+
+def _qualname(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', getattr(obj, '__name__', ''))}"
 
 
 @dataclass(frozen=True)
@@ -548,10 +630,7 @@ class Rejected:
 
     diagnostic: D.Diagnostic
     got: str
-
-
-def _qualname(obj: Any) -> str:
-    return f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', getattr(obj, '__name__', ''))}"
+    detail: str | None = None
 
 
 def classify(annotation: Any) -> SlotKind | Constexpr | Rejected:
@@ -565,12 +644,19 @@ def classify(annotation: Any) -> SlotKind | Constexpr | Rejected:
     got = describe_annotation(annotation)
     origin = typing.get_origin(annotation)
     base = typing.get_args(annotation)[0] if origin is typing.Annotated else annotation
-    tensor_cls = _dsl.cute_tensor_class()
-    if base is tensor_cls or (isinstance(base, type) and issubclass(base, tensor_cls)):
-        return Rejected(D.TENSOR_PARAMETER, got)
     if _dsl.is_numeric_type(base) and getattr(base, "__name__", "") not in W.SCALAR_FORMATS:
         return Rejected(D.NON_CTYPES_SCALAR, got)
-    seq_origin = typing.get_origin(base) or base
-    if seq_origin in (list, tuple) or _qualname(seq_origin) in W.SEQUENCE_NAMES:
-        return Rejected(D.SEQUENCE_PARAMETER, got)
+    problem = element_problem(annotation) if is_sequence_annotation(annotation) else None
+    if problem is not None:
+        return Rejected(D.INELIGIBLE_SEQUENCE_ELEMENT, got, problem)
     return Rejected(D.UNSUPPORTED_ANNOTATION, got)
+
+
+# The composite kinds are built from the ones above (imported last: they subclass SlotKind).
+from ._sequence_slot import SequenceKind, element_problem, is_sequence_annotation  # noqa: E402
+from ._tensor_slot import TensorKind  # noqa: E402
+
+#: Kinds a sequence element may have.
+ELEMENT_KINDS: tuple[type[SlotKind], ...] = (PointerKind, ScalarKind, StreamKind, TensorKind)
+#: Every runtime slot kind, tried in order.
+KINDS: tuple[type[SlotKind], ...] = (*ELEMENT_KINDS, SequenceKind)

@@ -15,6 +15,7 @@ from typing import Final
 __all__ = [
     "SCALAR_FORMATS",
     "PYTHON_SCALARS",
+    "HALF_SCALARS",
     "BITCAST_SCALARS",
     "POINTER_NAMES",
     "STREAM_NAMES",
@@ -25,8 +26,9 @@ __all__ = [
 ]
 
 #: Eligible numeric scalar types -> native ``struct`` format of their storage.
-#: These are exactly the DSL numeric types marshalled through one plain ctypes
-#: value (``c_bool``, ``c_intN``, ``c_uintN``, ``c_float``, ``c_double``).
+#: These are exactly the DSL numeric types the DSL marshals through one plain C
+#: value: ``c_bool``, ``c_intN``, ``c_uintN``, ``c_float``, ``c_double``, and
+#: the 16-bit patterns of Float16 and BFloat16 (``HALF_SCALARS``).
 SCALAR_FORMATS: Final[dict[str, str]] = {
     "Boolean": "?",
     "Int8": "b",
@@ -40,7 +42,14 @@ SCALAR_FORMATS: Final[dict[str, str]] = {
     "Float32": "f",
     "Float64": "d",
     "TFloat32": "f",
+    "Float16": "H",
+    "BFloat16": "H",
 }
+
+#: Scalars stored as a 16-bit pattern computed from a Python float, exactly as
+#: the DSL's direct call computes it (Float16: IEEE binary16, round to nearest
+#: even; BFloat16: the high half of the float32 value).
+HALF_SCALARS: Final[frozenset[str]] = frozenset({"Float16", "BFloat16"})
 
 #: Plain Python annotations and the DSL type the DSL maps their values to.
 PYTHON_SCALARS: Final[dict[str, str]] = {
@@ -49,15 +58,13 @@ PYTHON_SCALARS: Final[dict[str, str]] = {
     "float": "Float32",
 }
 
-#: Numeric types the DSL stores through a bit-cast or no plain ctypes type (CB104),
-#: and the abstract numeric bases, which have no storage of their own.
+#: Numeric types the DSL cannot pass as runtime scalars at all (CB104): the
+#: narrow floats, Int4, the 128-bit integers and the abstract numeric bases.
 BITCAST_SCALARS: Final[frozenset[str]] = frozenset(
     {
         "Numeric",
         "Integer",
         "Float",
-        "Float16",
-        "BFloat16",
         "Float8E4M3",
         "Float8E4M3FN",
         "Float8E4M3B11FNUZ",
@@ -85,13 +92,17 @@ POINTER_NAMES: Final[frozenset[str]] = frozenset(
 #: Qualified names of stream annotations.
 STREAM_NAMES: Final[frozenset[str]] = frozenset({"cuda.bindings.driver.CUstream", "cuda.cuda.CUstream"})
 
-#: Qualified names of tensor annotations (CB103).
-TENSOR_NAMES: Final[frozenset[str]] = frozenset({"cutlass.cute.Tensor", "cutlass.cute.typing.Tensor"})
+#: Qualified names of tensor annotations (``cute.Tensor`` and subscripted
+#: ``cute_bind.Tensor[...]``; a bare ``cute_bind.Tensor`` is not an annotation, CB102).
+TENSOR_NAMES: Final[frozenset[str]] = frozenset(
+    {"cutlass.cute.Tensor", "cutlass.cute.typing.Tensor", "cute_bind.Tensor", "cute_bind._types.Tensor"}
+)
 
 #: Qualified names of compile-time parameter markers (not runtime slots).
 CONSTEXPR_NAMES: Final[frozenset[str]] = frozenset({"cutlass.Constexpr", "cutlass.base_dsl.typing.Constexpr"})
 
-#: Sequence annotations (CB105), by the origin's qualified name.
+#: Sequence annotations, by the origin's qualified name: eligible when every
+#: element annotation is a pointer, scalar, stream or tensor (else CB113).
 SEQUENCE_NAMES: Final[frozenset[str]] = frozenset(
     {
         "builtins.list",
@@ -109,5 +120,6 @@ SEQUENCE_NAMES: Final[frozenset[str]] = frozenset(
 ELIGIBLE_SUMMARY: Final[str] = (
     "a pointer (cute.Pointer, cute_bind.Pointer[dtype]), a numeric scalar ("
     + ", ".join(f"cutlass.{n}" for n in SCALAR_FORMATS)
-    + ", bool, int, float), a stream (cuda.CUstream) or cutlass.Constexpr[...]"
+    + ", bool, int, float), a stream (cuda.CUstream), a tensor (cute.Tensor, cute_bind.Tensor[dtype, rank]),"
+    " a tuple/list of those, or cutlass.Constexpr[...]"
 )

@@ -3,18 +3,18 @@
 import pytest
 
 import cute_bind
-from cute_bind._slots import PointerKind, ScalarKind, StreamKind
+from cute_bind._slots import PointerKind, ScalarKind, SequenceKind, StreamKind, TensorKind
 from tests.kernels import ineligible as K
 
 CASES = [
     (K.no_annotation, "CB101", "n"),
     (K.custom_type, "CB102", "p"),
-    (K.tensor, "CB103", "a"),
     (K.half, "CB104", "a"),
     (K.wide, "CB104", "a"),
-    (K.sequence, "CB105", "a"),
-    (K.sequence_typing, "CB105", "a"),
-    (K.list_param, "CB105", "a"),
+    (K.bare_tensor_helper, "CB102", "a"),
+    (K.nested_sequence, "CB113", "a"),
+    (K.constexpr_element, "CB113", "a"),
+    (K.narrow_float_element, "CB113", "a"),
     (K.varargs, "CB106", "rest"),
     (K.varkw, "CB106", "kw"),
     (K.unresolved, "CB107", "a"),
@@ -34,11 +34,43 @@ def test_ineligible_raises_at_decoration(fn, code, param):
 
 def test_all_problems_reported_in_order():
     errors = cute_bind.check_function(K.several)
-    assert [(e.code, e.parameter) for e in errors] == [("CB101", "a"), ("CB103", "b")]
+    assert [(e.code, e.parameter) for e in errors] == [("CB101", "a"), ("CB113", "b")]
     with pytest.raises(cute_bind.KernelDefinitionError) as info:
         cute_bind.kernel(K.several)
-    assert info.value.code == "CB101" and "also: CB103 at 'b'" in str(info.value)
-    assert [e.code for e in info.value.details["all"]] == ["CB101", "CB103"]
+    assert info.value.code == "CB101" and "also: CB113 at 'b'" in str(info.value)
+    assert [e.code for e in info.value.details["all"]] == ["CB101", "CB113"]
+
+
+def test_sequence_element_problem_is_named():
+    err = cute_bind.check_function(K.nested_sequence)[0]
+    assert "element 1: tuple[int, int] is a sequence" in str(err)
+
+
+ELIGIBLE_NEW = [
+    (K.tensor, {"a": TensorKind}),
+    (K.tensor_ok, {"a": TensorKind, "b": TensorKind, "c": ScalarKind, "d": ScalarKind}),
+    (K.sequence, {"a": SequenceKind}),
+    (K.sequence_typing, {"a": SequenceKind}),
+    (K.list_param, {"a": SequenceKind}),
+    (K.sequences_ok, dict.fromkeys("abcde", SequenceKind)),
+]
+
+
+@pytest.mark.parametrize("fn, kinds", ELIGIBLE_NEW, ids=[c[0].__name__ for c in ELIGIBLE_NEW])
+def test_widened_kinds_eligible(fn, kinds):
+    k = cute_bind.kernel(fn)
+    assert {p.name: type(p.slot) for p in k.signature.params} == kinds
+
+
+def test_sequence_annotations_fix_element_kinds():
+    slots = {p.name: p.slot for p in cute_bind.kernel(K.sequences_ok).signature.params}
+    assert [type(e) for e in slots["a"].elements] == [ScalarKind, ScalarKind]
+    assert slots["b"].homogeneous.dtype_name == "Int32" and slots["b"].elements is None
+    assert slots["c"].elements is None and slots["c"].homogeneous is None  # bare: kinds from the values
+    assert isinstance(slots["d"].homogeneous, PointerKind)
+    assert [type(e) for e in slots["e"].elements] == [TensorKind, ScalarKind]
+    tensor_b = cute_bind.kernel(K.tensor_ok).signature.params[1].slot
+    assert (tensor_b.spec.dtype.__name__, tensor_b.spec.rank, tensor_b.spec.align, tensor_b.spec.layout) == ("Float16", 2, 16, "dynamic")
 
 
 def test_eligible_kinds_read_from_annotations():

@@ -17,7 +17,7 @@ from cutlass.cute.runtime import make_ptr
 
 import cute_bind
 from cute_bind import _dsl
-from cute_bind._slots import KINDS, PointerKind, ScalarKind, StreamKind, Where, classify
+from cute_bind._slots import KINDS, PointerKind, ScalarKind, SequenceKind, StreamKind, TensorKind, Where, classify
 from tests.kernels.host import all_scalars, scale
 
 W = Where("k", "p")
@@ -31,7 +31,18 @@ RECOGNIZE = [
     (bool, ScalarKind),
     (int, ScalarKind),
     (float, ScalarKind),
-] + [(getattr(cutlass, name), ScalarKind) for name in ("Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64", "Float32", "Float64", "TFloat32")]
+    (cute.Tensor, TensorKind),
+    (cute_bind.Tensor[cutlass.Float32, 2], TensorKind),
+    (cute_bind.Tensor[cutlass.Float16, 1, 16, "static"], TensorKind),
+    (tuple, SequenceKind),
+    (list, SequenceKind),
+    (tuple[cute.Pointer, cute.Pointer], SequenceKind),
+    (tuple[cutlass.Int32, ...], SequenceKind),
+    (list[cute.Tensor], SequenceKind),
+] + [
+    (getattr(cutlass, name), ScalarKind)
+    for name in ("Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64", "Float32", "Float64", "TFloat32", "Float16", "BFloat16")
+]
 
 
 @pytest.mark.parametrize("annotation, kind", RECOGNIZE, ids=lambda x: getattr(x, "__name__", str(x)))
@@ -40,7 +51,7 @@ def test_recognized(annotation, kind):
 
 
 def test_kinds_registry_lists_every_kind():
-    assert set(KINDS) == {PointerKind, ScalarKind, StreamKind}
+    assert set(KINDS) == {PointerKind, ScalarKind, StreamKind, TensorKind, SequenceKind}
 
 
 def test_python_annotations_map_like_the_dsl():

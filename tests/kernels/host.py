@@ -121,3 +121,62 @@ def fill_unannotated(out: cute.Pointer, value):  # noqa: ANN001 - left unannotat
     """out[0] = value, with `value` unannotated (its kind comes from the value at prepare)."""
     o = cute.make_tensor(out, cute.make_layout(1))
     o[0] = value
+
+
+# ------------------------------------------------------------------ tensors, half scalars, sequences
+@cute.jit
+def tscale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
+    """out[i] = inp[i] * alpha over a rank-1 tensor of any extent."""
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * alpha
+
+
+@cute.jit
+def tadd2d(out: cute_bind.Tensor[cutlass.Float32, 2], inp: cute_bind.Tensor[cutlass.Float32, 2], beta: cutlass.Float32):
+    """out[i, j] = inp[i, j] + beta over a rank-2 tensor (annotated: dynamic layout)."""
+    for i in range(cute.size(out, mode=[0])):
+        for j in range(cute.size(out, mode=[1])):
+            out[i, j] = inp[i, j] + beta
+
+
+@cute.jit
+def tstatic(out: cute_bind.Tensor[cutlass.Float32, 1, None, "static"], inp: cute_bind.Tensor[cutlass.Float32, 1, None, "static"]):
+    """out = inp * 3 with every extent compiled in."""
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * cutlass.Float32(3.0)
+
+
+@cute.jit
+def halves(out: F32, a: cutlass.Float16, b: cutlass.BFloat16, c: cutlass.Float32):
+    """out[0] = a, out[1] = b, out[2] = c (Float32)."""
+    o = cute.make_tensor(out, cute.make_layout(3))
+    o[0] = cutlass.Float32(a)
+    o[1] = cutlass.Float32(b)
+    o[2] = c
+
+
+@cute.jit
+def seq_sum(out: F32, ins: tuple[F32, F32], scales: tuple[cutlass.Float32, cutlass.Float16], n: cutlass.Int32):
+    """out[k] = ins[0][k] * scales[0] + ins[1][k] * scales[1] for k < n (n <= 64)."""
+    o = cute.make_tensor(out, cute.make_layout(64))
+    a = cute.make_tensor(ins[0], cute.make_layout(64))
+    b = cute.make_tensor(ins[1], cute.make_layout(64))
+    for k in range(n):
+        o[k] = a[k] * scales[0] + b[k] * cutlass.Float32(scales[1])
+
+
+@cute.jit
+def seq_tensors(outs: tuple, alpha: cutlass.Float32):
+    """Each tensor of the bare tuple `outs` (rank 1) is multiplied by alpha in place."""
+    for t in cutlass.range_constexpr(len(outs)):
+        for i in range(cute.size(outs[t])):
+            outs[t][i] = outs[t][i] * alpha
+
+
+@cute.jit
+def tptr_equiv(out: F32, inp: F32, alpha: cutlass.Float32, n: cutlass.Int32):
+    """The pointer-only equivalent of tscale (for the benchmark)."""
+    o = cute.make_tensor(out, cute.make_layout(n))
+    i = cute.make_tensor(inp, cute.make_layout(n))
+    for k in range(n):
+        o[k] = i[k] * alpha

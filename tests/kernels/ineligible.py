@@ -27,11 +27,35 @@ def custom_type(a: cute.Pointer, p: Params):
     pass
 
 
+def tensor_ok(a: cute.Tensor, b: cute_bind.Tensor[cutlass.Float16, 2, 16], c: cutlass.Float16, d: cutlass.BFloat16):
+    pass
+
+
+def sequences_ok(a: tuple[int, int], b: Sequence[cutlass.Int32], c: list, d: tuple[cute.Pointer, ...], e: tuple[cute.Tensor, cutlass.Float16]):
+    pass
+
+
+def nested_sequence(a: tuple[int, tuple[int, int]]):
+    pass
+
+
+def constexpr_element(a: tuple[cutlass.Constexpr[int], int]):
+    pass
+
+
+def narrow_float_element(a: list[cutlass.Float8E4M3FN]):
+    pass
+
+
+def bare_tensor_helper(a: cute_bind.Tensor):
+    pass
+
+
 def tensor(a: cute.Tensor):
     pass
 
 
-def half(a: cutlass.Float16):
+def half(a: cutlass.Float8E5M2):
     pass
 
 
@@ -63,5 +87,5 @@ def unresolved(a: Int32):  # noqa: F821 - the name is undefined on purpose
     pass
 
 
-def several(a, b: cute.Tensor, c: cutlass.Int32):
+def several(a, b: tuple[Params], c: cutlass.Int32):
     pass

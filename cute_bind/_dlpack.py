@@ -1,0 +1,165 @@
+"""Reading tensors through DLPack: data pointer, device, dtype, shape and strides.
+
+A tensor slot needs five facts of each tensor it is given. This module reads
+them without building a DSL tensor:
+
+- through the DLPack C exchange API when the value's type offers one
+  (``type(value).__dlpack_c_exchange_api__``, e.g. ``torch.Tensor``): one C call
+  fills a non-owning ``DLTensor`` view; the C fast path calls that function
+  itself, this module finds it (:func:`exchange_function`) and uses it through
+  ctypes on the Python paths;
+- else through ``value.__dlpack__()``: the capsule's ``DLTensor`` is read and
+  the capsule dropped (its destructor releases the producer's tensor).
+
+Nothing here touches the DSL.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, NamedTuple
+
+__all__ = ["DLView", "DLTensor", "exchange_function", "read", "describe_dtype", "DEVICE_NAMES"]
+
+#: DLPack device types, for messages.
+DEVICE_NAMES = {1: "cpu", 2: "cuda", 3: "cuda_host (pinned)", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm", 13: "cuda_managed"}
+
+# DLPack (code, bits) -> CuTe numeric type name, for messages and dtype checks.
+_DTYPE_NAMES = {
+    (0, 8): "Int8", (0, 16): "Int16", (0, 32): "Int32", (0, 64): "Int64",
+    (1, 8): "Uint8", (1, 16): "Uint16", (1, 32): "Uint32", (1, 64): "Uint64",
+    (2, 16): "Float16", (2, 32): "Float32", (2, 64): "Float64", (4, 16): "BFloat16",
+    (6, 8): "Boolean", (10, 8): "Float8E4M3FN", (12, 8): "Float8E5M2",
+}  # fmt: skip
+
+
+class DLTensor(ctypes.Structure):
+    """``DLTensor`` from dlpack.h (48 bytes)."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device_type", ctypes.c_int32),
+        ("device_id", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("code", ctypes.c_uint8),
+        ("bits", ctypes.c_uint8),
+        ("lanes", ctypes.c_uint16),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class DLView(NamedTuple):
+    """The facts of one tensor a tensor slot checks and writes (a tuple: cheap to build per launch)."""
+
+    address: int  # data + byte_offset
+    device: tuple[int, int]  # (DLPack device type, device id)
+    dtype: tuple[int, int, int]  # (code, bits, lanes)
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements; compact row-major when the producer gives none
+
+
+def describe_dtype(dtype: tuple[int, int, int]) -> str:
+    code, bits, lanes = dtype
+    name = _DTYPE_NAMES.get((code, bits))
+    if name is None or lanes != 1:
+        return f"DLPack dtype (code={code}, bits={bits}, lanes={lanes})"
+    return name
+
+
+def describe_device(device: tuple[int, int]) -> str:
+    return f"{DEVICE_NAMES.get(device[0], f'device type {device[0]}')}:{device[1]}"
+
+
+_api = ctypes.pythonapi
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_GetName.restype = ctypes.c_char_p
+_api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+_FROM_PYOBJECT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_void_p)
+# DLPackExchangeAPI: header {DLPackVersion version (2 x u32); prev_api*}, then the
+# function pointers managed_tensor_allocator, managed_tensor_from_py_object_no_sync,
+# managed_tensor_to_py_object_no_sync, dltensor_from_py_object_no_sync, ...
+_DLTENSOR_FROM_PYOBJECT_OFFSET = 16 + 3 * 8
+_EXCHANGE_CACHE: dict[type, tuple[int, Any, Any] | None] = {}
+_UNKNOWN: Any = object()
+
+
+def exchange_function(tp: type) -> tuple[int, Any, Any] | None:
+    """``(address, ctypes_function, capsule)`` of ``tp``'s ``dltensor_from_py_object_no_sync``, or None.
+
+    The capsule is returned so holders keep the producer's table alive.
+    """
+    if tp in _EXCHANGE_CACHE:
+        return _EXCHANGE_CACHE[tp]
+    found: tuple[int, Any, Any] | None = None
+    capsule = getattr(tp, "__dlpack_c_exchange_api__", None)
+    if capsule is not None and _api.PyCapsule_IsValid(capsule, b"dlpack_exchange_api"):
+        table = _api.PyCapsule_GetPointer(capsule, b"dlpack_exchange_api")
+        major = ctypes.c_uint32.from_address(table).value
+        address = ctypes.c_void_p.from_address(table + _DLTENSOR_FROM_PYOBJECT_OFFSET).value
+        if major >= 1 and address:
+            found = (int(address), _FROM_PYOBJECT(address), capsule)
+    _EXCHANGE_CACHE[tp] = found
+    return found
+
+
+def _view(dl: DLTensor) -> DLView:
+    ndim = dl.ndim
+    shape = tuple(dl.shape[:ndim]) if ndim else ()
+    if ndim and dl.strides:
+        strides = tuple(dl.strides[:ndim])
+    else:  # no strides: compact row-major
+        acc, out = 1, []
+        for extent in reversed(shape):
+            out.append(acc)
+            acc *= extent
+        strides = tuple(reversed(out))
+    return DLView((dl.data or 0) + dl.byte_offset, (dl.device_type, dl.device_id), (dl.code, dl.bits, dl.lanes), shape, strides)
+
+
+def read_capsule(capsule: Any) -> DLView:
+    """Read the ``DLTensor`` inside a DLPack capsule (versioned or not, used or not)."""
+    name = _api.PyCapsule_GetName(capsule)
+    pointer = _api.PyCapsule_GetPointer(capsule, name)
+    # DLManagedTensorVersioned: {DLPackVersion, manager_ctx, deleter, flags, DLTensor}
+    offset = 32 if name and b"versioned" in name else 0
+    return _view(DLTensor.from_address(pointer + offset))
+
+
+def has_exchange(value: Any) -> bool:
+    """Whether ``read(value)`` takes the exchange API's one-call route."""
+    found = _EXCHANGE_CACHE.get(type(value), _UNKNOWN)
+    return (exchange_function(type(value)) if found is _UNKNOWN else found) is not None
+
+
+def read(value: Any) -> DLView:
+    """Read a DLPack-capable value; raise TypeError when it is not one."""
+    found = _EXCHANGE_CACHE.get(type(value), _UNKNOWN)
+    if found is _UNKNOWN:
+        found = exchange_function(type(value))
+    if found is not None:
+        dl = DLTensor()
+        if found[1](value, ctypes.addressof(dl)) == 0:  # type: ignore[index]
+            return _view(dl)
+    exporter = getattr(value, "__dlpack__", None)
+    if exporter is None:
+        raise TypeError(f"{type(value).__name__} does not implement __dlpack__")
+    try:
+        capsule = exporter(stream=-1)  # no synchronisation, as the DSL asks for
+    except Exception:
+        capsule = exporter()
+    return read_capsule(capsule)
+
+
+def device_of(value: Any) -> tuple[int, int] | None:
+    """``value.__dlpack_device__()`` when the value offers it (cheap, no export)."""
+    get = getattr(value, "__dlpack_device__", None)
+    if get is None:
+        return None
+    device = get()
+    return (int(device[0]), int(device[1]))

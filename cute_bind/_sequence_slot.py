@@ -1,0 +1,190 @@
+"""The sequence slot kind: a tuple/list parameter of eligible elements.
+
+The DSL flattens a sequence argument into one C argument per element, in
+order, each marshalled as its own kind. A sequence slot is therefore the
+concatenation of its element slots, with the length fixed at ``bind()``:
+``tuple[X, Y]`` fixes the element kinds in the annotation; ``tuple[X, ...]``,
+``list[X]`` and ``Sequence[X]`` fix one kind for every element; a bare
+``tuple``/``list`` takes each element's kind from the value given to ``bind()``.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import typing
+from typing import Any
+
+from . import _diagnostics as D
+from . import _whitelist as W
+from ._slots import Bound, SlotKind, Where, _qualname, _wrong_kind
+
+__all__ = ["SequenceKind", "element_problem"]
+
+
+def _origin(annotation: Any) -> Any:
+    base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
+    return typing.get_origin(base) or base, base
+
+
+def is_sequence_annotation(annotation: Any) -> bool:
+    origin, _ = _origin(annotation)
+    return origin in (list, tuple) or _qualname(origin) in W.SEQUENCE_NAMES
+
+
+def _element_kinds(annotation: Any) -> tuple[tuple[Any, ...] | None, bool]:
+    """``(element annotations, homogeneous)``; ``(None, True)`` for a bare sequence."""
+    origin, base = _origin(annotation)
+    args = typing.get_args(base)
+    if not args:
+        return None, True
+    if origin is tuple or _qualname(origin) == "typing.Tuple":
+        if len(args) == 2 and args[1] is Ellipsis:
+            return (args[0],), True
+        if args == ((),):  # tuple[()]
+            return (), False
+        return tuple(args), False
+    return (args[0],), True
+
+
+def _element_kind(annotation: Any) -> SlotKind | str:
+    """The slot kind of one element annotation, or why it is not eligible."""
+    from ._slots import ELEMENT_KINDS, describe_annotation
+
+    if is_sequence_annotation(annotation):
+        return f"{describe_annotation(annotation)} is a sequence"
+    for kind in ELEMENT_KINDS:
+        found = kind.recognize(annotation)
+        if found is not None:
+            return found
+    return f"{describe_annotation(annotation)} is not a pointer, scalar, stream or tensor"
+
+
+def element_problem(annotation: Any) -> str | None:
+    """Why a sequence annotation is not eligible (the CB113 detail), or None."""
+    elements, _ = _element_kinds(annotation)
+    for i, element in enumerate(elements or ()):
+        found = _element_kind(element)
+        if isinstance(found, str):
+            return f"element {i}: {found}"
+    return None
+
+
+def infer_kind(value: Any) -> SlotKind | None:
+    """An element's kind from its value, as the DSL decides it for an unannotated element."""
+    from . import _dsl
+    from ._slots import ELEMENT_KINDS
+    from ._tensor_slot import TensorKind
+
+    for kind in ELEMENT_KINDS:
+        found = kind.recognize(type(value))
+        if found is not None:
+            return found
+    if _dsl.is_dsl_tensor(value) or (hasattr(value, "__dlpack__") and not isinstance(value, (int, float))):
+        return TensorKind()
+    return None
+
+
+class SequenceKind(SlotKind):
+    """A tuple/list of eligible elements: its element slots, one C argument each."""
+
+    kind = "sequence"
+    fast = "X"
+    packs_tuple = True
+
+    def __init__(self, elements: tuple[SlotKind, ...] | None = None, homogeneous: SlotKind | None = None, bound: bool = False) -> None:
+        # elements: one kind per position (tuple[X, Y] or a bound sequence);
+        # homogeneous: one kind for any length (tuple[X, ...], list[X]); neither: bare.
+        self.elements = elements
+        self.homogeneous = homogeneous
+        self.bound = bound
+        self.fmt = "".join(e.fmt for e in elements) if bound and elements is not None else ""
+
+    def __repr__(self) -> str:
+        return f"SequenceKind({self.describe()})"
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(p for e in self.elements or () for p in e.parts)
+
+    @property
+    def width(self) -> int:
+        return sum(e.width for e in self.elements or ())
+
+    def describe(self) -> str:
+        if self.elements is not None:
+            return "tuple[" + ", ".join(e.describe() for e in self.elements) + ("" if self.elements else "()") + "]"
+        if self.homogeneous is not None:
+            return f"tuple[{self.homogeneous.describe()}, ...]"
+        return "tuple"
+
+    @classmethod
+    def recognize(cls, annotation: Any) -> SequenceKind | None:
+        if not is_sequence_annotation(annotation) or element_problem(annotation) is not None:
+            return None
+        elements, homogeneous = _element_kinds(annotation)
+        if elements is None:
+            return cls()
+        kinds = tuple(typing.cast(SlotKind, _element_kind(e)) for e in elements)
+        return cls(homogeneous=kinds[0]) if homogeneous else cls(elements=kinds)
+
+    def expected(self) -> str:
+        if self.bound or self.elements is not None:
+            n = len(self.elements or ())
+            return f"a tuple or list of {n} element{'s' if n != 1 else ''} for a {self.describe()} slot"
+        return f"a tuple or list for a {self.describe()} slot"
+
+    def _items(self, value: Any, where: Where) -> list[Any]:
+        if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list, collections.abc.Sequence)):
+            raise _wrong_kind(where, self.expected(), value)
+        items = list(value)
+        if self.elements is not None and len(items) != len(self.elements):
+            raise D.error(
+                D.SEQUENCE_LENGTH_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=f"{len(self.elements)} elements ({self.describe()})",
+                got=f"{len(items)} elements",
+            )
+        return items
+
+    @staticmethod
+    def _where(where: Where, i: int) -> Where:
+        return Where(where.kernel, f"{where.parameter}[{i}]")
+
+    def bind(self, value: Any, where: Where) -> Bound:
+        items = self._items(value, where)
+        kinds: list[SlotKind] = []
+        for i, item in enumerate(items):
+            kind = self.elements[i] if self.elements is not None else self.homogeneous or infer_kind(item)
+            if kind is None:
+                raise _wrong_kind(self._where(where, i), "a pointer, scalar, stream or tensor element", item)
+            kinds.append(kind)
+        bounds = [k.bind(item, self._where(where, i)) for i, (k, item) in enumerate(zip(kinds, items))]
+        packed: list[Any] = []
+        for b in bounds:
+            if not b.slot.packs_tuple:
+                packed.append(b.packed)
+            else:
+                packed.extend(b.packed)
+        slot = SequenceKind(elements=tuple(b.slot for b in bounds), bound=True)
+        key = tuple((type(b.slot).__name__, b.slot.describe(), b.key) for b in bounds)
+        return Bound(packed=tuple(packed), dsl_value=tuple(b.dsl_value for b in bounds), key=key, slot=slot)
+
+    def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[Any, ...]:
+        items = self._items(value, where)
+        out: list[Any] = []
+        for i, (kind, item) in enumerate(zip(self.elements or (), items)):
+            v = kind.coerce(item, self._where(where, i), checked)
+            if not kind.packs_tuple:
+                out.append(v)
+            else:
+                out.extend(v)
+        return tuple(out)
+
+    def converter(self, where: Where) -> Any:
+        coerce = self.coerce
+
+        def convert(value: Any) -> tuple[Any, ...]:
+            return coerce(value, where)
+
+        return convert

@@ -1,0 +1,256 @@
+"""The tensor slot kind: a ``cute.Tensor`` parameter rewritten in place.
+
+The DSL passes a tensor as one C pointer to a memref descriptor: the data
+address, then each dynamic extent (``?`` in the layout) and each dynamic
+stride, as a naturally aligned C struct (``{void*; i32 extents...; i64 or i32
+strides...}``). Static extents and strides are constants of the compiled code.
+
+``bind()`` builds the DSL tensor the compile needs (``from_dlpack`` plus the
+annotation's layout marking, or the ``from_dlpack`` tensor it is given) and
+records what the compiled code assumes: element type, rank, device, assumed
+alignment, every static extent and stride, each dynamic mode's integer width
+and divisibility. A launch then reads the new tensor through DLPack (one C call
+for types offering the DLPack exchange API, such as torch tensors), checks it
+against those facts and writes only the descriptor: data address and dynamic
+values. Every check is always on: measured in the C fast path they cost a few
+nanoseconds next to the DLPack read itself (see the benchmarks page).
+"""
+
+from __future__ import annotations
+
+import struct
+import typing
+from typing import Any
+
+from . import _diagnostics as D
+from . import _dlpack
+from . import _dsl
+from ._slots import Bound, SlotKind, Where, _wrong_kind, describe_value
+from ._types import TensorSpec, tensor_spec_of
+
+__all__ = ["TensorKind"]
+
+_WIDTH_FMT = {32: "i", 64: "q"}
+_RANGE = {32: (-(1 << 31), (1 << 31) - 1), 64: (-(1 << 63), (1 << 63) - 1)}
+
+
+class TensorKind(SlotKind):
+    """A tensor: its memref descriptor (data address, dynamic extents and strides)."""
+
+    kind = "tensor"
+    fast = "T"
+    packs_tuple = True
+
+    def __init__(
+        self,
+        spec: TensorSpec | None = None,
+        layout: _dsl.TensorLayout | None = None,
+        dtype: tuple[int, int, int] | None = None,
+        device: tuple[int, int] | None = None,
+        align: int = 1,
+        value_type: type | None = None,
+    ) -> None:
+        self.spec = spec or TensorSpec()
+        # resolved at bind(): what the compiled function assumes (None before)
+        self.layout = layout
+        self.dtype = dtype
+        self.device = device
+        self.align = align
+        self.value_type = value_type
+        if layout is None:
+            self.fmt = "Q"
+            self._width = 1
+            self.fast = "X"
+            return
+        fmt = "Q"
+        for mode in (*layout.shape, *layout.stride):
+            if mode.static is None:
+                fmt += _WIDTH_FMT[mode.width]
+        # the descriptor is a C struct holding a pointer: its size is a multiple of 8
+        self.fmt = fmt + "0Q"
+        self._width = 1 + sum(m.static is None for m in (*layout.shape, *layout.stride))
+        self._exchange = _dlpack.exchange_function(value_type) if value_type is not None else None
+        self.fast = "T" if self._exchange is not None else "X"
+
+    def __repr__(self) -> str:
+        return f"TensorKind({self.describe()})"
+
+    @property
+    def width(self) -> int:
+        return self._width
+
+    def describe(self) -> str:
+        if self.layout is not None:
+            return f"Tensor[{getattr(self.layout.dtype, '__name__', '?')}, {self.layout.text}]"
+        if self.spec.dtype is None:
+            return "cute.Tensor"
+        return self.spec.describe()
+
+    @classmethod
+    def recognize(cls, annotation: Any) -> TensorKind | None:
+        tensor_cls = _dsl.cute_tensor_class()
+        base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
+        if base is tensor_cls or (isinstance(base, type) and issubclass(base, tensor_cls)):
+            return cls(tensor_spec_of(annotation))
+        return None
+
+    def expected(self) -> str:
+        return f"a DLPack tensor (torch tensor, NumPy array, ...) or a from_dlpack tensor for a {self.describe()} slot"
+
+    # ------------------------------------------------------------------ reading values
+    def _read(self, value: Any, where: Where) -> _dlpack.DLView:
+        if _dsl.is_dsl_tensor(value):
+            return _dlpack.read_capsule(_dsl.dsl_tensor_capsule(value))
+        if isinstance(value, (bool, int, float, str, bytes)) or value is None:
+            raise _wrong_kind(where, self.expected(), value)
+        if self.device is not None and not _dlpack.has_exchange(value):
+            # an export-free device check first, so a foreign device is
+            # reported as such and never exported
+            device = _dlpack.device_of(value)
+            if device is not None and device != self.device:
+                raise self._device_error(device, where)
+        try:
+            return _dlpack.read(value)
+        except (TypeError, BufferError, ValueError, RuntimeError) as exc:
+            raise D.error(
+                D.WRONG_KIND, kernel=where.kernel, parameter=where.parameter, expected=self.expected(), got=f"{describe_value(value)} ({exc})"
+            ) from None
+
+    def _device_error(self, device: tuple[int, int], where: Where) -> Exception:
+        return D.error(
+            D.TENSOR_DEVICE_MISMATCH,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            expected=_dlpack.describe_device(self.device or (0, 0)),
+            got=f"a tensor on {_dlpack.describe_device(device)}",
+        )
+
+    def _check_spec(self, dtype_name: str, rank: int, where: Where) -> None:
+        spec = self.spec
+        if spec.dtype is not None and dtype_name != spec.dtype.__name__:
+            raise D.error(
+                D.TENSOR_DTYPE_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=spec.describe(), got=f"a {dtype_name} tensor"
+            )
+        if spec.rank is not None and rank != spec.rank:
+            raise D.error(
+                D.TENSOR_RANK_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=spec.describe(), got=f"a rank-{rank} tensor"
+            )
+
+    # ------------------------------------------------------------------ slot protocol
+    def bind(self, value: Any, where: Where) -> Bound:
+        view = self._read(value, where)
+        if _dsl.is_dsl_tensor(value):
+            tensor = value  # the caller's from_dlpack tensor: its marking decides the layout
+            self._check_spec(value.element_type.__name__, len(view.shape), where)
+        else:
+            self._check_spec(_dlpack.describe_dtype(view.dtype), len(view.shape), where)
+            try:
+                tensor = _dsl.dsl_tensor(value, self.spec.align, self.spec.layout)
+            except Exception as exc:  # the DSL's own refusal (e.g. no unit stride for the leading dimension)
+                raise D.error(
+                    D.TENSOR_LAYOUT_MISMATCH,
+                    kernel=where.kernel,
+                    parameter=where.parameter,
+                    detail="the DSL cannot mark this tensor's layout",
+                    expected=self.spec.describe(),
+                    got=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ''}",
+                ) from None
+        try:
+            layout = _dsl.tensor_layout(tensor)
+        except ValueError as exc:
+            raise _wrong_kind(where, f"a tensor with a flat layout ({exc})", value) from None
+        align = layout.assumed_align or max(1, int(getattr(layout.dtype, "width", 8)) // 8)
+        bound = TensorKind(self.spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value))
+        packed = bound.pack_view(view, where)
+        return Bound(packed=packed, dsl_value=tensor, key=(layout.cache_key, view.device[0]), slot=bound)
+
+    def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[int, ...]:
+        return self.pack_view(self._read(value, where), where)
+
+    def converter(self, where: Where) -> Any:
+        coerce = self.coerce
+
+        def convert(value: Any) -> tuple[int, ...]:
+            return coerce(value, where)
+
+        return convert
+
+    def pack_view(self, view: _dlpack.DLView, where: Where) -> tuple[int, ...]:
+        """Check one tensor's facts against the compiled ones; the descriptor's items."""
+        layout = self.layout
+        if layout is None:  # pragma: no cover - only bound slots are packed
+            raise RuntimeError("an unbound tensor slot has no layout")
+        if view.dtype != self.dtype:
+            raise D.error(
+                D.TENSOR_DTYPE_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=f"{_dlpack.describe_dtype(self.dtype or (0, 0, 0))} tensors",
+                got=f"a {_dlpack.describe_dtype(view.dtype)} tensor",
+            )
+        if len(view.shape) != len(layout.shape):
+            raise D.error(
+                D.TENSOR_RANK_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=f"rank-{len(layout.shape)} tensors (layout {layout.text})",
+                got=f"a rank-{len(view.shape)} tensor of shape {view.shape}",
+            )
+        if view.device != self.device:
+            raise self._device_error(view.device, where)
+        if view.address % self.align:
+            raise D.error(D.MISALIGNED_POINTER, kernel=where.kernel, parameter=where.parameter, expected=f"{self.align} bytes", got=hex(view.address))
+        shapes, strides = [], []
+        for what, modes, values, out in (("extent", layout.shape, view.shape, shapes), ("stride", layout.stride, view.strides, strides)):
+            for i, (mode, v) in enumerate(zip(modes, values)):
+                if mode.static is not None:
+                    if v != mode.static:
+                        raise self._layout_error(f"{what} of mode {i}", f"{mode.static} (layout {layout.text})", view, where)
+                    continue
+                lo, hi = _RANGE[mode.width]
+                if not lo <= v <= hi:
+                    raise D.error(
+                        D.INTEGER_OUT_OF_RANGE,
+                        kernel=where.kernel,
+                        parameter=where.parameter,
+                        expected=f"the Int{mode.width} {what} of mode {i}",
+                        got=f"{v} (shape {view.shape}, strides {view.strides})",
+                    )
+                if v % mode.divisibility:
+                    raise self._layout_error(f"{what} of mode {i}", f"a multiple of {mode.divisibility} (layout {layout.text})", view, where)
+                out.append(v)
+        return (view.address, *shapes, *strides)
+
+    @staticmethod
+    def _layout_error(detail: str, expected: str, view: _dlpack.DLView, where: Where) -> Exception:
+        return D.error(
+            D.TENSOR_LAYOUT_MISMATCH,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            detail=detail,
+            expected=expected,
+            got=f"shape {view.shape}, strides {view.strides}",
+        )
+
+    def c_spec(self) -> Any:
+        """``(function, type, dtype, device, align, modes)`` for the C fast path's class "T".
+
+        ``modes`` lists extents then strides as ``(static, width, divisibility)``
+        with ``static`` -1 and a flag for dynamic ones; the C code writes the
+        dynamic values in that order right after the data address, at the
+        offsets ``struct`` gives.
+        """
+        layout = self.layout
+        if layout is None or self._exchange is None:
+            return None
+        modes = []
+        fmt = "@Q"
+        for mode in (*layout.shape, *layout.stride):
+            if mode.static is None:
+                code = _WIDTH_FMT[mode.width]
+                offset = struct.calcsize(fmt + "0" + code)
+                fmt += code
+                modes.append((0, 1, mode.width, mode.divisibility, offset))
+            else:
+                modes.append((mode.static, 0, 0, 1, -1))
+        return (self._exchange[0], self.value_type, self.dtype, self.device, self.align, len(layout.shape), tuple(modes), self._exchange[2])
