@@ -137,6 +137,14 @@ def has_exchange(value: Any) -> bool:
     return (exchange_function(type(value)) if found is _UNKNOWN else found) is not None
 
 
+def read_exchange(found: tuple[int, Any, Any], value: Any) -> DLView | None:
+    """Read ``value`` with an exchange function from :func:`exchange_function` (None if it refuses)."""
+    dl = DLTensor()
+    if found[1](value, ctypes.addressof(dl)) == 0:
+        return _view(dl)
+    return None
+
+
 def read(value: Any) -> DLView:
     """Read a DLPack-capable value; raise TypeError when it is not one."""
     found = _EXCHANGE_CACHE.get(type(value), _UNKNOWN)

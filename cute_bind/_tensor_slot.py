@@ -71,6 +71,10 @@ class TensorKind(SlotKind):
         self._width = 1 + sum(m.static is None for m in (*layout.shape, *layout.stride))
         self._exchange = _dlpack.exchange_function(value_type) if value_type is not None else None
         self.fast = "T" if self._exchange is not None else "X"
+        # (index into shape + strides, static value or None, lo, hi, divisibility), for pack_view
+        self._plan = tuple(
+            (k, m.static, *_RANGE[m.width], m.divisibility) for k, m in enumerate((*layout.shape, *layout.stride))
+        )
 
     def __repr__(self) -> str:
         return f"TensorKind({self.describe()})"
@@ -165,6 +169,10 @@ class TensorKind(SlotKind):
         return Bound(packed=packed, dsl_value=tensor, key=(layout.cache_key, view.device[0]), slot=bound)
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[int, ...]:
+        if value.__class__ is self.value_type and self._exchange is not None:
+            view = _dlpack.read_exchange(self._exchange, value)
+            if view is not None:
+                return self.pack_view(view, where)
         return self.pack_view(self._read(value, where), where)
 
     def converter(self, where: Where) -> Any:
@@ -177,6 +185,21 @@ class TensorKind(SlotKind):
 
     def pack_view(self, view: _dlpack.DLView, where: Where) -> tuple[int, ...]:
         """Check one tensor's facts against the compiled ones; the descriptor's items."""
+        if view.dtype == self.dtype and view.device == self.device and not view.address % self.align and len(view.shape) == len(self._plan) // 2:
+            values = view.shape + view.strides
+            out = [view.address]
+            for k, static, lo, hi, div in self._plan:
+                v = values[k]
+                if static is None and lo <= v <= hi and not v % div:
+                    out.append(v)
+                elif static is None or v != static:
+                    break
+            else:
+                return tuple(out)
+        return self._diagnose(view, where)
+
+    def _diagnose(self, view: _dlpack.DLView, where: Where) -> tuple[int, ...]:
+        """``pack_view`` step by step: raises the catalog error for the first fact that differs."""
         layout = self.layout
         if layout is None:  # pragma: no cover - only bound slots are packed
             raise RuntimeError("an unbound tensor slot has no layout")

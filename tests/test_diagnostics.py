@@ -13,8 +13,9 @@ from cute_bind import _errors as E
 # Every code ever published. Codes are never reused or deleted, only retired:
 # this list only grows.
 KNOWN_CODES = [
-    "CB101", "CB102", "CB103", "CB104", "CB105", "CB106", "CB107", "CB108", "CB109", "CB110", "CB111",
+    "CB101", "CB102", "CB103", "CB104", "CB105", "CB106", "CB107", "CB108", "CB109", "CB110", "CB111", "CB112", "CB113",
     "CB201", "CB202", "CB203", "CB204", "CB205", "CB206", "CB207", "CB208", "CB209", "CB210",
+    "CB211", "CB212", "CB213", "CB214", "CB215",
     "CB301", "CB302", "CB303", "CB304", "CB305",
     "CB401", "CB402", "CB403", "CB404",
     "CB501", "CB502",
@@ -99,3 +100,10 @@ def test_explain_cli_lists_and_rejects_unknown():
     assert all(code in out for code in KNOWN_CODES)
     bad = subprocess.run([sys.executable, "-m", "cute_bind", "explain", "CB000"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown diagnostic code" in bad.stderr
+
+
+def test_retired_codes_stay_and_say_so():
+    for code in ("CB103", "CB105"):
+        entry = D.CATALOG[code]
+        assert entry.retired and "retired" in entry.summary.lower()
+        assert "(retired)" in D.render_entry(entry)

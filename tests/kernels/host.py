@@ -180,3 +180,24 @@ def tptr_equiv(out: F32, inp: F32, alpha: cutlass.Float32, n: cutlass.Int32):
     i = cute.make_tensor(inp, cute.make_layout(n))
     for k in range(n):
         o[k] = i[k] * alpha
+
+
+@cute.jit
+def tcopy_any(out: cute.Tensor, inp: cute.Tensor, beta: cutlass.Float32):
+    """out[i] = inp[i] + beta for every linear coordinate i (any rank, any layout)."""
+    for i in range(cute.size(out)):
+        out[i] = inp[i] + beta
+
+
+@cute.jit
+def thalf_default(out: cute.Tensor, scale: cutlass.Float16 = 0.5):
+    """out[i] = out[i] * scale (Float16 scalar with a default)."""
+    for i in range(cute.size(out)):
+        out[i] = out[i] * cutlass.Float32(scale)
+
+
+@cute.jit
+def tlead0(out: cute_bind.Tensor[cutlass.Float32, 2, 16, 0], inp: cute_bind.Tensor[cutlass.Float32, 2, 16, 0], beta: cutlass.Float32):
+    """out = inp + beta for column-major rank-2 tensors (leading dimension 0, 16-byte aligned)."""
+    for i in range(cute.size(out)):
+        out[i] = inp[i] + beta
