@@ -64,6 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--iters", type=int, default=20000, help="launches per repeat")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     p.add_argument("--host-only", action="store_true", help="use the host-only function even when a GPU is present")
+    p.add_argument(
+        "--workload",
+        choices=("all", "pointers", "tensors"),
+        default="all",
+        help="pointers: the 5-argument pointer scale kernel; tensors: the 2-tensor dynamic-layout kernel with new tensors each step",
+    )
     p.set_defaults(func=_bench)
     sub.add_parser("check", help="static eligibility check of source files (see cute-bind check --help)")
     p = sub.add_parser("contract", help="check the installed nvidia-cutlass-dsl provides what cute_bind needs")

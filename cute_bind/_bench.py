@@ -182,8 +182,29 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
         rows_spec += _gpu_extra_paths(compiled, out_addr, in_addr, alpha, n, stream_handle, agree)
         rows_spec += _tvm_tensor_path(out, x, alpha, torch_stream, agree)
 
+    loops = [(path, _fixed_loop(f, a), note) for path, f, a, note in rows_spec]
+    rows = time_rows(loops, repeats, iters, torch_stream if gpu else None)
+    handle.close()
+    from ._prepared import fast_path
+
+    mode = "GPU: seed scale kernel, 4096 f32, non-default stream" if gpu else "CPU: host-only function, same 5-argument shape"
+    mode += f"; launch fast path: {fast_path()}"
+    return Report(machine=_machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
+
+
+#: A timed path: (name, loop(iters) -> host microseconds per launch, note).
+TimedPath = tuple[str, Callable[[int], float], str]
+
+
+def _fixed_loop(fn: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[int], float]:
+    return lambda iters: _loop(fn, args, iters)
+
+
+def time_rows(paths: list[TimedPath], repeats: int, iters: int, torch_stream: Any = None) -> list[Row]:
+    """Time every path interleaved: ``repeats`` rounds of ``iters`` launches each (CUDA events too on a stream)."""
     import contextlib
 
+    gpu = torch_stream is not None
     stream_ctx: Any = contextlib.nullcontext()
     if gpu:
         import torch
@@ -193,35 +214,30 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     gc_was = gc.isenabled()
     gc.disable()
     stream_ctx.__enter__()
-    samples: dict[str, list[float]] = {r[0]: [] for r in rows_spec}
-    events: dict[str, list[float]] = {r[0]: [] for r in rows_spec}
+    samples: dict[str, list[float]] = {r[0]: [] for r in paths}
+    events: dict[str, list[float]] = {r[0]: [] for r in paths}
     try:
-        for path, f, a, _ in rows_spec:  # warm-up
-            _loop(f, a, max(100, iters // 20))
+        for _, loop, _ in paths:  # warm-up
+            loop(max(100, iters // 20))
         if gpu:
-            import torch
-
             torch.cuda.synchronize()
         for _ in range(repeats):
-            for path, f, a, _ in rows_spec:
+            for path, loop, _ in paths:
                 if gpu:
-                    import torch
-
                     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    assert torch_stream is not None
                     start.record(torch_stream)
-                    samples[path].append(_loop(f, a, iters))
+                    samples[path].append(loop(iters))
                     end.record(torch_stream)
                     end.synchronize()
                     events[path].append(start.elapsed_time(end) * 1e3 / iters)
                     torch.cuda.synchronize()
                 else:
-                    samples[path].append(_loop(f, a, iters))
+                    samples[path].append(loop(iters))
     finally:
         stream_ctx.__exit__(None, None, None)
         if gc_was:
             gc.enable()
-    rows = [
+    return [
         Row(
             path=path,
             median_us=statistics.median(samples[path]),
@@ -230,14 +246,8 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
             note=note,
             samples=samples[path],
         )
-        for path, _, _, note in rows_spec
+        for path, _, note in paths
     ]
-    handle.close()
-    from ._prepared import fast_path
-
-    mode = "GPU: seed scale kernel, 4096 f32, non-default stream" if gpu else "CPU: host-only function, same 5-argument shape"
-    mode += f"; launch fast path: {fast_path()}"
-    return Report(machine=_machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
 
 
 @dataclass
@@ -375,11 +385,21 @@ def format_table(report: Report) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    report = run(host_only=True if args.host_only else None, repeats=args.repeats, iters=args.iters)
-    text = format_table(report)
-    print(text)
+    from ._bench_tensors import format_tensor_table, run_tensors
+
+    host_only = True if args.host_only else None
+    workload = getattr(args, "workload", "all")
+    reports: dict[str, Report] = {}
+    if workload in ("all", "pointers"):
+        reports["pointers"] = run(host_only=host_only, repeats=args.repeats, iters=args.iters)
+        print("## pointer workload (the seed's 5-argument scale kernel)\n")
+        print(format_table(reports["pointers"]))
+    if workload in ("all", "tensors"):
+        reports["tensors"] = run_tensors(host_only=host_only, repeats=args.repeats, iters=args.iters)
+        print("\n## tensor workload (2-tensor dynamic-layout scale kernel, new tensors each step)\n")
+        print(format_tensor_table(reports["tensors"]))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(asdict(report), f, indent=1)
-    failed = [k for k, v in report.checks.items() if v is False]
+            json.dump({name: asdict(r) for name, r in reports.items()}, f, indent=1)
+    failed = [k for r in reports.values() for k, v in r.checks.items() if v is False]
     return 1 if failed else 0

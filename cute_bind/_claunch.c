@@ -56,7 +56,8 @@ typedef struct {
 
 typedef struct {
     dltensor_from_pyobject fn;
-    PyObject *type;     /* the exact type the function was found on (borrowed; kept in `specs`) */
+    PyObject *type;     /* the exact type `fn` was found on (owned), or NULL */
+    PyObject *capsule;  /* that type's exchange-API capsule (owned), or NULL */
     uint8_t code, bits;
     uint16_t lanes;
     int32_t device_type, device_id;
@@ -167,10 +168,34 @@ get_real(PyObject *v, double *d)
     return 0;
 }
 
+/* Find the DLPack exchange API of `tp` (type(v).__dlpack_c_exchange_api__) and use it
+ * from now on: a handle bound with a from_dlpack tensor or a NumPy array learns
+ * the torch.Tensor type at its first torch launch. 1: learned; 0: `tp` has none. */
 static int
-pack_tensor(const TensorSpec *ts, char *dst, PyObject *v)
+learn_type(TensorSpec *ts, PyObject *tp)
 {
-    if ((PyObject *)Py_TYPE(v) != ts->type) return 0;
+    PyObject *cap = PyObject_GetAttrString(tp, "__dlpack_c_exchange_api__");
+    if (!cap) { PyErr_Clear(); return 0; }
+    char *table = PyCapsule_GetPointer(cap, "dlpack_exchange_api");
+    if (!table) { PyErr_Clear(); Py_DECREF(cap); return 0; }
+    uint32_t major;
+    void *fn;
+    memcpy(&major, table, 4);
+    memcpy(&fn, table + 16 + 3 * sizeof(void *), sizeof(void *)); /* dltensor_from_py_object_no_sync */
+    if (major < 1 || !fn) { Py_DECREF(cap); return 0; }
+    Py_INCREF(tp);
+    Py_XDECREF(ts->type);
+    Py_XDECREF(ts->capsule);
+    ts->type = tp;
+    ts->capsule = cap;
+    ts->fn = (dltensor_from_pyobject)fn;
+    return 1;
+}
+
+static int
+pack_tensor(TensorSpec *ts, char *dst, PyObject *v)
+{
+    if ((PyObject *)Py_TYPE(v) != ts->type && !learn_type(ts, (PyObject *)Py_TYPE(v))) return 0;
     DLTensorC dl;
     if (ts->fn((void *)v, &dl) != 0) { PyErr_Clear(); return 0; }
     if (dl.code != ts->code || dl.bits != ts->bits || dl.lanes != ts->lanes) return 0;
@@ -330,8 +355,8 @@ parse_tensor_spec(PyObject *spec, TensorSpec **out)
 {
     *out = NULL;
     if (spec == Py_None) return 0;
-    if (!PyTuple_Check(spec) || PyTuple_Size(spec) < 7) {
-        PyErr_SetString(PyExc_TypeError, "tensor spec must be a 7+-tuple");
+    if (!PyTuple_Check(spec) || PyTuple_Size(spec) != 8) {
+        PyErr_SetString(PyExc_TypeError, "tensor spec must be an 8-tuple");
         return -1;
     }
     PyObject *dtype = PyTuple_GetItem(spec, 2), *device = PyTuple_GetItem(spec, 3), *modes = PyTuple_GetItem(spec, 6);
@@ -344,6 +369,14 @@ parse_tensor_spec(PyObject *spec, TensorSpec **out)
     *out = ts;
     ts->fn = (dltensor_from_pyobject)(uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GetItem(spec, 0));
     ts->type = PyTuple_GetItem(spec, 1);
+    ts->capsule = PyTuple_GetItem(spec, 7);
+    if (!ts->fn || ts->type == Py_None || ts->capsule == Py_None) { /* learned at the first launch */
+        ts->fn = NULL;
+        ts->type = ts->capsule = NULL;
+    } else {
+        Py_INCREF(ts->type);
+        Py_INCREF(ts->capsule);
+    }
     ts->code = (uint8_t)item_ll(dtype, 0);
     ts->bits = (uint8_t)item_ll(dtype, 1);
     ts->lanes = (uint16_t)item_ll(dtype, 2);
@@ -462,7 +495,13 @@ Launcher_dealloc(Launcher *self)
     PyMem_Free(self->off);
     if (self->tensors) {
         for (Py_ssize_t i = 0; i < self->n; i++) {
-            if (self->tensors[i]) { PyMem_Free(self->tensors[i]->modes); PyMem_Free(self->tensors[i]); }
+            TensorSpec *ts = self->tensors[i];
+            if (ts) {
+                Py_XDECREF(ts->type);
+                Py_XDECREF(ts->capsule);
+                PyMem_Free(ts->modes);
+                PyMem_Free(ts);
+            }
         }
         PyMem_Free(self->tensors);
     }

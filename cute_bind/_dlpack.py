@@ -131,6 +131,12 @@ def read_capsule(capsule: Any) -> DLView:
     return _view(DLTensor.from_address(pointer + offset))
 
 
+def exchange_for(tp: type) -> tuple[int, Any, Any] | None:
+    """:func:`exchange_function`, through its cache first (the per-launch form)."""
+    found = _EXCHANGE_CACHE.get(tp, _UNKNOWN)
+    return exchange_function(tp) if found is _UNKNOWN else found
+
+
 def has_exchange(value: Any) -> bool:
     """Whether ``read(value)`` takes the exchange API's one-call route."""
     found = _EXCHANGE_CACHE.get(type(value), _UNKNOWN)
@@ -152,7 +158,7 @@ def read(value: Any) -> DLView:
         found = exchange_function(type(value))
     if found is not None:
         dl = DLTensor()
-        if found[1](value, ctypes.addressof(dl)) == 0:  # type: ignore[index]
+        if found[1](value, ctypes.addressof(dl)) == 0:
             return _view(dl)
     exporter = getattr(value, "__dlpack__", None)
     if exporter is None:

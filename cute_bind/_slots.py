@@ -238,7 +238,7 @@ class ScalarKind(SlotKind):
         bits, coerce = self._bits, self.coerce
 
         def convert(value: Any) -> int:
-            return bits(value) if value.__class__ is float else coerce(value, where)  # type: ignore[no-any-return]
+            return bits(value) if value.__class__ is float else coerce(value, where)
 
         return convert
 
@@ -308,7 +308,7 @@ def float16_bits(value: float) -> int:
     if value != value:
         bits64 = struct.unpack("<Q", struct.pack("<d", value))[0]
         payload = (bits64 & ((1 << 52) - 1)) >> 42
-        return ((bits64 >> 48) & 0x8000) | 0x7C00 | (payload or 1)
+        return int(((bits64 >> 48) & 0x8000) | 0x7C00 | (payload or 1))
     try:
         return int(struct.unpack("<H", struct.pack("<e", value))[0])
     except OverflowError:

@@ -69,8 +69,10 @@ class TensorKind(SlotKind):
         # the descriptor is a C struct holding a pointer: its size is a multiple of 8
         self.fmt = fmt + "0Q"
         self._width = 1 + sum(m.static is None for m in (*layout.shape, *layout.stride))
+        # the C fast path reads any type offering the DLPack exchange API (it learns
+        # a new one at its first launch); the bound value's type is its first guess
         self._exchange = _dlpack.exchange_function(value_type) if value_type is not None else None
-        self.fast = "T" if self._exchange is not None else "X"
+        self.fast = "T"
         # (index into shape + strides, static value or None, lo, hi, divisibility), for pack_view
         self._plan = tuple(
             (k, m.static, *_RANGE[m.width], m.divisibility) for k, m in enumerate((*layout.shape, *layout.stride))
@@ -169,8 +171,9 @@ class TensorKind(SlotKind):
         return Bound(packed=packed, dsl_value=tensor, key=(layout.cache_key, view.device[0]), slot=bound)
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[int, ...]:
-        if value.__class__ is self.value_type and self._exchange is not None:
-            view = _dlpack.read_exchange(self._exchange, value)
+        found = _dlpack.exchange_for(value.__class__)
+        if found is not None:
+            view = _dlpack.read_exchange(found, value)
             if view is not None:
                 return self.pack_view(view, where)
         return self.pack_view(self._read(value, where), where)
@@ -223,7 +226,8 @@ class TensorKind(SlotKind):
             raise self._device_error(view.device, where)
         if view.address % self.align:
             raise D.error(D.MISALIGNED_POINTER, kernel=where.kernel, parameter=where.parameter, expected=f"{self.align} bytes", got=hex(view.address))
-        shapes, strides = [], []
+        shapes: list[int] = []
+        strides: list[int] = []
         for what, modes, values, out in (("extent", layout.shape, view.shape, shapes), ("stride", layout.stride, view.strides, strides)):
             for i, (mode, v) in enumerate(zip(modes, values)):
                 if mode.static is not None:
@@ -264,7 +268,7 @@ class TensorKind(SlotKind):
         offsets ``struct`` gives.
         """
         layout = self.layout
-        if layout is None or self._exchange is None:
+        if layout is None:
             return None
         modes = []
         fmt = "@Q"
@@ -276,4 +280,5 @@ class TensorKind(SlotKind):
                 modes.append((0, 1, mode.width, mode.divisibility, offset))
             else:
                 modes.append((mode.static, 0, 0, 1, -1))
-        return (self._exchange[0], self.value_type, self.dtype, self.device, self.align, len(layout.shape), tuple(modes), self._exchange[2])
+        ex = self._exchange
+        return (ex[0] if ex else 0, self.value_type if ex else None, self.dtype, self.device, self.align, len(layout.shape), tuple(modes), ex[2] if ex else None)
