@@ -21,7 +21,8 @@ export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
   python3 -m cute_bind contract
 } > "$OUT/env.txt" 2>&1
 python3 -m pytest -q -p no:cacheprovider -rs tests/gpu tests/test_prepared.py tests/test_slots.py tests/test_kernel.py \
-  tests/test_prepare.py tests/test_dsl_contract.py tests/test_signature.py > "$OUT/pytest.txt" 2>&1
+  tests/test_prepare.py tests/test_dsl_contract.py tests/test_signature.py tests/test_tensor_slots.py \
+  tests/test_half_and_sequence_slots.py tests/test_dlpack.py > "$OUT/pytest.txt" 2>&1
 pytest_rc=$?
 echo "==== pure-Python fast path: tests/gpu" >> "$OUT/pytest.txt"
 CUTE_BIND_PURE_PYTHON=1 python3 -m pytest -q -p no:cacheprovider tests/gpu >> "$OUT/pytest.txt" 2>&1

@@ -7,7 +7,7 @@ import cutlass
 import cutlass.cute as cute
 import numpy as np
 import pytest
-from cutlass.cute.runtime import make_ptr
+from cutlass.cute.runtime import from_dlpack, make_ptr
 
 import cute_bind
 from cute_bind import _dsl
@@ -88,3 +88,41 @@ def test_dsl_missing_reports_cb502():
     code = "import sys; sys.modules['cutlass'] = None\nimport cute_bind\ndef f(x: int): pass\ntry:\n    cute_bind.kernel(f)\nexcept cute_bind.CuteBindError as e:\n    print(e.code)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert "CB502" in out
+
+
+# ------------------------------------------------------------------ tensors
+TENSOR_LAYOUTS = [
+    # (from_dlpack tensor, layout text cute_bind must read: "?" dynamic i32, "?{i64}" dynamic i64)
+    (lambda: from_dlpack(np.zeros((3, 4), np.float32)), "(3,4):(4,1)"),
+    (lambda: from_dlpack(np.zeros((3, 4), np.float32)).mark_layout_dynamic(), "(?,?):(?{i64},1)"),
+    (lambda: from_dlpack(np.zeros((3, 4), np.float32), use_32bit_stride=True).mark_layout_dynamic(), "(?,?):(?,1)"),
+    (lambda: from_dlpack(np.zeros((64, 32), np.float32)).mark_compact_shape_dynamic(mode=1, divisibility=16), "(64,?{div=16}):(?{i64 div=16},1)"),
+    (lambda: from_dlpack(np.zeros((3, 8), np.float32)[:, ::2]).mark_layout_dynamic(), "(?,?):(?{i64},?{i64})"),
+    (lambda: from_dlpack(np.zeros((), np.float32)), "():()"),
+]
+
+
+@pytest.mark.parametrize("make, text", TENSOR_LAYOUTS, ids=[t for _, t in TENSOR_LAYOUTS])
+def test_tensor_layout_readable_from_cache_key(make, text):
+    layout = _dsl.tensor_layout(make())
+    assert layout.text == text, "the DSL tensor's __cache_key__ layout spelling changed"
+    assert layout.dtype is cutlass.Float32
+
+
+def test_dsl_tensor_descriptor_is_the_c_struct_cute_bind_writes():
+    """The memref descriptor: {data address; i32 dynamic extents; i64 (or i32) dynamic strides}, naturally aligned."""
+    import struct
+
+    a = np.zeros((3, 8), np.float32)
+    t = from_dlpack(a).mark_layout_dynamic()
+    raw = ctypes.string_at(t.__c_pointers__()[0], struct.calcsize("@Qiiq"))
+    assert struct.unpack("@Qiiq", raw) == (a.ctypes.data, 3, 8, 8), "the DSL's memref descriptor layout changed"
+
+
+def test_dsl_tensor_class_and_capsule():
+    t = from_dlpack(np.zeros(4, np.float32))
+    assert _dsl.is_dsl_tensor(t) and not _dsl.is_dsl_tensor(np.zeros(4)), "cute.runtime._Tensor changed"
+    from cute_bind import _dlpack
+
+    view = _dlpack.read_capsule(_dsl.dsl_tensor_capsule(t))
+    assert view.shape == (4,) and view.dtype == (2, 32, 1), "from_dlpack tensors no longer keep their DLPack capsule"

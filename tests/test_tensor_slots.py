@@ -291,3 +291,19 @@ def test_clone_keeps_its_own_descriptor(path):
     other.launch(b, a, 3.0)
     assert torch.equal(b, torch.full((4,), 3.0))
     assert handle.slot_bytes("out") != other.slot_bytes("out")
+
+
+def test_c_path_reads_torch_tensors_without_python(monkeypatch):
+    """On the C fast path a torch tensor launch never runs cute_bind's Python tensor code."""
+    if cute_bind._prepared.fast_path() != "c":
+        pytest.skip("the C fast path is not built")
+    handle = TSCALE.bind(from_dlpack(torch.zeros(8)).mark_layout_dynamic(), torch.zeros(8), 1.0)  # bound with a DSL tensor
+    from cute_bind import _tensor_slot
+
+    def boom(*a, **k):
+        raise AssertionError("Python tensor path used")
+
+    monkeypatch.setattr(_tensor_slot.TensorKind, "coerce", boom)
+    x, y = torch.arange(5, dtype=torch.float32), torch.zeros(5)
+    handle.launch(y, x, 2.0)
+    assert torch.equal(y, x * 2)

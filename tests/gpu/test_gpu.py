@@ -316,3 +316,90 @@ def test_prepare_executor_on_every_device():
             h.launch(out, x, 1.5, N, s)
             s.synchronize()
             assert bitwise_equal(out, ref), f"device {d}"
+
+
+# ------------------------------------------------------------------ tensors, half scalars, sequences
+def _dyn(t):
+    from cutlass.cute.runtime import from_dlpack
+
+    return from_dlpack(t).mark_layout_dynamic()
+
+
+def test_dynamic_tensor_kernel_new_tensors_every_launch_bitwise():
+    """New torch tensors each launch: other addresses, other extents, other row strides (dynamic layout)."""
+    from tests.kernels.gpu import tensor2d
+
+    k = cute_bind.kernel(tensor2d)
+    s = torch.cuda.Stream()
+    h = k.bind(torch.zeros(4, 8, device="cuda"), torch.zeros(4, 8, device="cuda"), 1.0, 0.5, 0.25, s)
+    compiled = h.compiled
+    shapes = [(4, 8), (33, 65), (128, 3), (1, 1000), (257, 129), (64, 64)]
+    for seed, (m, n) in enumerate(shapes):
+        g = gen(1000 + seed)
+        wide = torch.randn(m, n + seed, device="cuda", generator=g)  # a row stride != n for seed > 0
+        x = wide[:, :n]
+        alpha, beta, gamma = 1.5 - seed, 0.1 * seed + 1.1, -3.3 / (seed + 1)
+        ref = torch.full((m, n), float("nan"), device="cuda")
+        compiled(_dyn(ref), _dyn(x), cutlass.Float32(alpha), cutlass.Float16(beta), cutlass.BFloat16(gamma), cuda.CUstream(s.cuda_stream))
+        out = torch.full((m, n), float("nan"), device="cuda")
+        assert h.launch(out, x, alpha, beta, gamma, s) == 0
+        s.synchronize()
+        assert bitwise_equal(out, ref), f"shape {(m, n)}"
+        assert not torch.isnan(out).any()
+
+
+def test_tensor_launch_checks_on_device():
+    from tests.kernels.gpu import tensor2d
+
+    h = cute_bind.kernel(tensor2d).bind(torch.zeros(4, 8, device="cuda"), torch.zeros(4, 8, device="cuda"), 1.0, 0.5, 0.25, 0)
+    ok = torch.zeros(4, 8, device="cuda")
+    cases = [
+        (torch.zeros(4, 8), "CB214"),  # host tensor for a CUDA slot
+        (torch.zeros(4, 8, device="cuda", dtype=torch.float16), "CB211"),
+        (torch.zeros(32, device="cuda"), "CB212"),
+        (torch.zeros(8, 4, device="cuda").t(), "CB213"),  # unit stride moved
+    ]
+    if torch.cuda.device_count() > 1:
+        cases.append((torch.zeros(4, 8, device="cuda:1"), "CB214"))
+    for bad, code in cases:
+        with pytest.raises(cute_bind.CuteBindError) as info:
+            h.launch(ok, bad, 1.0, 0.5, 0.25, 0)
+        assert (info.value.code, info.value.parameter) == (code, "inp"), (bad.device, bad.dtype, bad.shape)
+
+
+def test_sequence_kernel_bitwise():
+    from tests.kernels.gpu import seq_axpby
+
+    k = cute_bind.kernel(seq_axpby)
+    a, b = fresh(1200), fresh(1201)
+    out = poisoned_like(a)
+    h = k.bind(out, (a, b), (1.0, 1.0), N, 0)
+    for seed in range(3):
+        a, b = fresh(1210 + seed), fresh(1220 + seed)
+        ref = poisoned_like(a)
+        n = N - 100 * seed
+        P = lambda t: make_ptr(cutlass.Float32, t.data_ptr(), GMEM, assumed_align=16)  # noqa: E731
+        h.compiled(P(ref), (P(a), P(b)), (cutlass.Float32(0.5 + seed), cutlass.Float32(-2.0)), cutlass.Int32(n), cuda.CUstream(0))
+        out = poisoned_like(a)
+        h.launch(out, (a.data_ptr(), b), [0.5 + seed, -2.0], n, 0)
+        torch.cuda.synchronize()
+        assert bitwise_equal(out, ref)
+
+
+def test_tensor_handle_replays_in_cuda_graph():
+    from tests.kernels.gpu import tensor2d
+
+    s = torch.cuda.Stream()
+    x, out = torch.randn(16, 32, device="cuda"), torch.zeros(16, 32, device="cuda")
+    h = cute_bind.kernel(tensor2d).bind(out, x, 2.0, 0.0, 0.0, s)
+    h.launch(out, x, 2.0, 0.0, 0.0, s)
+    s.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        h.launch(out, x, 3.0, 0.0, 0.0, s)
+    x.copy_(torch.randn(16, 32, device="cuda"))
+    out.zero_()
+    torch.cuda.synchronize()
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, x * 3.0)

@@ -73,3 +73,42 @@ def scale_threads(out: cute_bind.Pointer[cutlass.Float32, 16, G], inp: cute_bind
                   n: cutlass.Int32, stream: cuda.CUstream, threads: cutlass.Constexpr[int]):  # fmt: skip
     """The scale kernel with a compile-time block size (2048 makes the launch itself fail)."""
     _scale_kernel(out, inp, alpha, n).launch(grid=((n + threads - 1) // threads, 1, 1), block=(threads, 1, 1), stream=stream)
+
+
+# ------------------------------------------------------------------ tensors, half scalars, sequences
+@cute.kernel
+def _tensor2d_kernel(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, beta: cutlass.Float16, gamma: cutlass.BFloat16):
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    k = bidx * T + tidx
+    m = cute.size(out, mode=[0])
+    if k < cute.size(out):
+        i = k % m
+        j = k // m
+        out[i, j] = inp[i, j] * alpha + cutlass.Float32(beta) + cutlass.Float32(gamma) * cutlass.Float32(j)
+
+
+@cute.jit
+def tensor2d(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, beta: cutlass.Float16, gamma: cutlass.BFloat16, stream: cuda.CUstream):
+    """out[i, j] = inp[i, j] * alpha + beta + gamma * j over a rank-2 dynamic-layout tensor (any extents, any row stride)."""
+    n = cute.size(out)
+    _tensor2d_kernel(out, inp, alpha, beta, gamma).launch(grid=((n + T - 1) // T, 1, 1), block=(T, 1, 1), stream=stream)
+
+
+@cute.kernel
+def _seq_kernel(out: cute.Pointer, a: cute.Pointer, b: cute.Pointer, sa: cutlass.Float32, sb: cutlass.Float32, n: cutlass.Int32):
+    o = cute.make_tensor(out, cute.make_layout(n))
+    x = cute.make_tensor(a, cute.make_layout(n))
+    y = cute.make_tensor(b, cute.make_layout(n))
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    k = bidx * T + tidx
+    if k < n:
+        o[k] = x[k] * sa + y[k] * sb
+
+
+@cute.jit
+def seq_axpby(out: cute_bind.Pointer[cutlass.Float32, 16, G], ins: tuple[cute_bind.Pointer[cutlass.Float32, 16, G], cute_bind.Pointer[cutlass.Float32, 16, G]],
+              scales: tuple[cutlass.Float32, cutlass.Float32], n: cutlass.Int32, stream: cuda.CUstream):  # fmt: skip
+    """out = ins[0] * scales[0] + ins[1] * scales[1] (a tuple of pointers and a tuple of scalars)."""
+    _seq_kernel(out, ins[0], ins[1], scales[0], scales[1], n).launch(grid=((n + T - 1) // T, 1, 1), block=(T, 1, 1), stream=stream)
