@@ -47,64 +47,94 @@ import cute_bind
 
 
 # --8<-- [start:ineligible]
-# A function written for the plain DSL call path: it takes a cute.Tensor.
-def scale_tensor(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
-    for i in range(cute.size(out)):
-        out[i] = inp[i] * alpha
+F32Ptr = cute_bind.Pointer[cutlass.Float32]
+
+
+# A Float8 scalar: the DSL itself cannot pass one as a runtime argument, so
+# it cannot be a slot.
+def scale_fp8(out: F32Ptr, inp: F32Ptr, alpha: cutlass.Float8E4M3FN, n: cutlass.Int32):
+    o = cute.make_tensor(out, cute.make_layout(n))
+    x = cute.make_tensor(inp, cute.make_layout(n))
+    for i in range(n):
+        o[i] = x[i] * alpha.to(cutlass.Float32)
 
 
 try:
-    cute_bind.kernel(scale_tensor)
+    cute_bind.kernel(scale_fp8)
 except cute_bind.KernelDefinitionError as err:
     print(err)  # the full message: code, kernel, parameter, expected, got, fix
-    assert err.code == "CB103"
-    assert err.kernel == "scale_tensor" and err.parameter == "out"
-    assert "[CB103]" in str(err)
+    assert err.code == "CB104"
+    assert err.kernel == "scale_fp8" and err.parameter == "alpha"
+    assert "[CB104]" in str(err)
     assert isinstance(err, TypeError)  # every error is also the builtin you'd catch
     caught = err
 else:
-    raise AssertionError("a tensor parameter must be rejected")
+    raise AssertionError("a Float8 scalar parameter must be rejected")
 # --8<-- [end:ineligible]
 
 # --8<-- [start:read]
 # The structured fields and the catalog entry behind the message.
-entry = caught.diagnostic  # == cute_bind.CATALOG["CB103"]
-assert entry is cute_bind.lookup("cb103")
+entry = caught.diagnostic  # == cute_bind.CATALOG["CB104"]
+assert entry is cute_bind.lookup("cb104")
 print("code:     ", caught.code, entry.slug)
 print("summary:  ", entry.summary)
 print("raised as:", type(caught).__name__)
 print("fix:      ", caught.fix.splitlines()[0], "...")
-# The same text, from the shell:  python -m cute_bind explain CB103
+# The same text, from the shell:  python -m cute_bind explain CB104
 # --8<-- [end:read]
 
 
 # --8<-- [start:all-problems]
 # Every problem at once, without raising: check_function() lists them all.
-def messy(out: cute.Tensor, n, alpha: cutlass.Float16, *rest):
+# (`out`, a tensor, is eligible; `sizes` nests a tuple in a tuple.)
+def messy(
+    out: cute.Tensor,
+    n,
+    alpha: cutlass.Float8E4M3FN,
+    sizes: tuple[int, tuple[int, int]],
+    *rest,
+):
     pass
 
 
 problems = cute_bind.check_function(messy)
 for p in problems:
     print(f"  {p.code} at {p.parameter!r}: {p.diagnostic.summary}")
-assert [p.code for p in problems] == ["CB103", "CB101", "CB104", "CB106"]
+assert [p.code for p in problems] == ["CB101", "CB104", "CB113", "CB106"]
 
 # Decorating raises the first one and lists the others under "also:".
 try:
     cute_bind.kernel(messy)
 except cute_bind.KernelDefinitionError as err:
-    assert err.code == "CB103" and "also: CB101 at 'n'" in str(err)
-    assert [e.code for e in err.details["all"]] == ["CB103", "CB101", "CB104", "CB106"]
+    assert err.code == "CB101" and "also: CB104 at 'alpha'" in str(err)
+    assert [e.code for e in err.details["all"]] == ["CB101", "CB104", "CB113", "CB106"]
 # --8<-- [end:all-problems]
 
 
+# --8<-- [start:eligible]
+# Tensors, Float16/BFloat16 scalars and tuples of eligible kinds are slots
+# (their old codes, CB103 and CB105, are retired and never raised).
+def modern(
+    out: cute.Tensor,
+    inp: cute_bind.Tensor[cutlass.Float32, 2],
+    beta: cutlass.BFloat16,
+    sizes: tuple[cutlass.Int32, cutlass.Int32],
+):
+    pass
+
+
+assert cute_bind.check_function(modern) == []
+assert cute_bind.CATALOG["CB103"].retired and cute_bind.CATALOG["CB105"].retired
+# --8<-- [end:eligible]
+
+
 # --8<-- [start:fixed]
-# The fix CB103 suggests: a typed pointer plus the sizes you need, and the
-# tensor built inside the function.
+# The fix CB104 suggests: take the scalar as Float32 (convert inside if the
+# math needs Float8).
 @cute_bind.kernel
 def scale_host(
-    out: cute_bind.Pointer[cutlass.Float32],
-    inp: cute_bind.Pointer[cutlass.Float32],
+    out: F32Ptr,
+    inp: F32Ptr,
     alpha: cutlass.Float32,
     n: cutlass.Int32,
 ):

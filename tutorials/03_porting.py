@@ -61,9 +61,10 @@ def axpy_tensor(y: cute.Tensor, x: cute.Tensor, a: cutlass.Float32):
 
 
 # --8<-- [start:after]
-# AFTER: the same computation taking pointers and sizes. Annotations say the
-# slot kinds; `cute.Pointer` takes dtype, alignment and address space from the
-# make_ptr values given to cute.compile.
+# AFTER: the same computation taking pointers and sizes (any extent, and raw
+# integer addresses at launch). Annotations say the slot kinds; `cute.Pointer`
+# takes dtype, alignment and address space from the make_ptr values given to
+# cute.compile.
 @cute.jit
 def axpy(
     y: cute.Pointer,
@@ -120,12 +121,21 @@ def run_on_cpu() -> None:
     compiled_t(ty, tx, 2.0)  # per step: DLPack conversion + marshalling
     assert np.array_equal(y, 2.0 * x + 1.0)
 
-    # prepare() refuses tensor parameters, with the fix in the message.
+    # prepare() takes the tensor function as it is. from_dlpack() without a
+    # marking compiled a static layout, (512):(1): the handle takes tensors of
+    # exactly that shape (any DLPack tensor: numpy arrays here) and refuses
+    # another extent rather than misreading it.
+    handle_t = cute_bind.prepare(compiled_t, ty, tx, 2.0)
+    y[:] = 1.0
+    handle_t.launch(y, x, 2.0)
+    assert np.array_equal(y, 2.0 * x + 1.0)
     try:
-        cute_bind.prepare(compiled_t, ty, tx, 2.0)
-    except cute_bind.KernelDefinitionError as err:
-        assert err.code == "CB103"
+        handle_t.launch(y[:100], x[:100], 2.0)
+    except cute_bind.LaunchValueError as err:
+        assert err.code == "CB213"
         print("prepare(tensor function):", str(err).splitlines()[0][:72], "...")
+    else:
+        raise AssertionError("another extent must be refused for a static layout")
     # --8<-- [end:cpu-before]
 
     # --8<-- [start:cpu-after]
