@@ -1,10 +1,12 @@
-"""Turn ``python -m cute_bind bench --json`` results into docs/benchmarks.md and docs/img/bench.png.
+"""Turn ``python -m cute_bind bench --json`` results into docs/benchmarks.md and the charts.
 
 Usage: python benchmarks/report.py GPU_C.json GPU_PURE.json CPU_C.json CPU_PURE.json
 
-Each JSON file is one benchmark run (one process, interleaved rounds). The
-page quotes every run's table as measured, with its machine and command; the
-chart shows the GPU run with the C fast path. Needs matplotlib.
+Each JSON file is one benchmark process: ``{"pointers": run, "tensors": run}``
+(a file holding a single run is read as the pointer workload). The page quotes
+every run's table as measured, with its machine and command; the charts
+(docs/img/bench.png, docs/img/bench_tensors.png) show the GPU runs with the C
+fast path. Needs matplotlib.
 """
 
 from __future__ import annotations
@@ -29,6 +31,36 @@ def table(run: dict) -> str:
     return "\n".join(out)
 
 
+def load(path: str) -> dict:
+    data = json.loads(Path(path).read_text())
+    return {"pointers": data} if "rows" in data else data
+
+
+def tensor_table(run: dict) -> str:
+    rows = run["rows"]
+    direct = next(r["median_us"] for r in rows if r["path"] == "direct call, dlpack tensors reused")
+    events = any(r.get("event_us") is not None for r in rows)
+    out = ["| path | host us/launch, median | min | direct reused / path |" + (" CUDA-event us/launch |" if events else "")]
+    out.append("|---|---:|---:|---:|" + ("---:|" if events else ""))
+    for r in rows:
+        ev = f" {r['event_us']:.2f} |" if events and r.get("event_us") is not None else (" - |" if events else "")
+        out.append(f"| {r['path']} | {r['median_us']:.2f} | {r['min_us']:.2f} | {direct / r['median_us']:.1f}x |{ev}")
+    return "\n".join(out)
+
+
+def tensor_summary(run: dict) -> dict[str, float]:
+    rows = {r["path"]: r["median_us"] for r in run["rows"]}
+    nan = float("nan")
+    return {
+        "launch": rows["PreparedLaunch.launch, new tensors each step"],
+        "direct": rows["direct call, dlpack tensors reused"],
+        "rebuilt": rows["direct call, dlpack tensors rebuilt"],
+        "tvm": rows.get("DSL TVM-FFI path, torch tensors + env stream", nan),
+        "ptr_tensors": rows.get("pointer kernel launch, data_ptr()/numel() each step", nan),
+        "ptr_ints": rows.get("pointer kernel launch, precomputed ints", nan),
+    }
+
+
 def summary(run: dict) -> dict[str, float]:
     rows = {r["path"]: r["median_us"] for r in run["rows"]}
     s = {
@@ -41,7 +73,7 @@ def summary(run: dict) -> dict[str, float]:
     return s
 
 
-def chart(run: dict, path: Path) -> None:
+def chart(run: dict, path: Path, highlight: str = "PreparedLaunch.launch") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -50,7 +82,7 @@ def chart(run: dict, path: Path) -> None:
     rows = sorted(run["rows"], key=lambda r: r["median_us"])
     names = [r["path"] for r in rows]
     values = [r["median_us"] for r in rows]
-    colors = ["#2e7d32" if n == "PreparedLaunch.launch" else ("#9e9e9e" if n.startswith("bare") else "#5c6bc0") for n in names]
+    colors = ["#2e7d32" if n.startswith(highlight) else ("#9e9e9e" if n.startswith("bare") else "#5c6bc0") for n in names]
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.2))
     ax.barh(names, values, color=colors)
     for y, v in enumerate(values):
@@ -65,8 +97,12 @@ def chart(run: dict, path: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    gpu_c, gpu_py, cpu_c, cpu_py = (json.loads(Path(p).read_text()) for p in argv[1:5])
+    runs = [load(p) for p in argv[1:5]]
+    gpu_c, gpu_py, cpu_c, cpu_py = (r["pointers"] for r in runs)
+    tg, tgp, tc, tcp = (r["tensors"] for r in runs)
     chart(gpu_c, ROOT / "docs" / "img" / "bench.png")
+    chart(tg, ROOT / "docs" / "img" / "bench_tensors.png", highlight="PreparedLaunch.launch, new")
+    sg, sgp, sc, scp = (tensor_summary(r) for r in (tg, tgp, tc, tcp))
     g, gp, c, cp = summary(gpu_c), summary(gpu_py), summary(cpu_c), summary(cpu_py)
     text = f"""# Benchmarks
 
@@ -167,8 +203,77 @@ python benchmarks/report.py benchmarks/results/h200_c.json benchmarks/results/h2
   launched with pre-built parameters.
 - **torch eager**: `torch.mul(x, a, out=o)` on the same stream.
 
-Not measured here: the TVM-FFI path with torch tensors and the environment stream (it needs a
-`cute.Tensor` version of the kernel), Triton, and a C++ `cudaLaunchKernel` loop.
+- **DSL TVM-FFI path, torch tensors + env stream**: a `cute.Tensor` version of the kernel compiled
+  with `--enable-tvm-ffi` against fake tensors, called with torch tensors, the stream taken from
+  torch's current stream.
+
+Not measured here: Triton, and a C++ `cudaLaunchKernel` loop.
+
+## Tensor workload: new tensors every step
+
+The second table of each run launches a kernel on two `cute.Tensor` arguments with a dynamic
+layout (`out[k] = inp[k] * a`; on the GPU about 4096 floats, on the CPU machine a host-only function
+on about 64), and every launch gets *other* tensors: a pool of 8 pairs of torch tensors with
+different addresses and extents is cycled through (built once: allocation is not part of a launch).
+Every path is checked bitwise against the direct call on all 8 pairs before it is timed.
+
+![Tensor workload on the H200 machine](img/bench_tensors.png)
+
+| machine | launch fast path | `launch`, new tensors us | direct, dlpack reused us | direct reused / launch | direct, dlpack rebuilt us | TVM-FFI, torch tensors us | launch - TVM-FFI | launch / pointer launch from tensors | launch / pointer launch, ints ready |
+|---|---|---:|---:|---:|---:|---:|---:|---:|---:|
+| H200 machine | C | {sg['launch']:.2f} | {sg['direct']:.2f} | {sg['direct'] / sg['launch']:.1f}x | {sg['rebuilt']:.2f} | {sg['tvm']:.2f} | {sg['launch'] - sg['tvm']:+.2f} | {sg['launch'] / sg['ptr_tensors']:.2f}x | - |
+| H200 machine | pure Python | {sgp['launch']:.2f} | {sgp['direct']:.2f} | {sgp['direct'] / sgp['launch']:.1f}x | {sgp['rebuilt']:.2f} | {sgp['tvm']:.2f} | {sgp['launch'] - sgp['tvm']:+.2f} | {sgp['launch'] / sgp['ptr_tensors']:.2f}x | - |
+| 2-core CPU machine | C | {sc['launch']:.2f} | {sc['direct']:.2f} | {sc['direct'] / sc['launch']:.1f}x | {sc['rebuilt']:.2f} | - | - | {sc['launch'] / sc['ptr_tensors']:.2f}x | {sc['launch'] / sc['ptr_ints']:.2f}x |
+| 2-core CPU machine | pure Python | {scp['launch']:.2f} | {scp['direct']:.2f} | {scp['direct'] / scp['launch']:.1f}x | {scp['rebuilt']:.2f} | - | - | {scp['launch'] / scp['ptr_tensors']:.2f}x | {scp['launch'] / scp['ptr_ints']:.2f}x |
+
+With the C fast path a torch tensor is read with one call of torch's DLPack exchange API
+(`dltensor_from_py_object_no_sync`), checked against the compiled layout (dtype, device, rank,
+static extents and strides, divisibility, alignment: all always on, they cost a few comparisons
+next to that call) and written into the handle's descriptor: a bound launch with new tensors costs
+about what a pointer-only launch costs when its addresses and sizes are read from the same tensors.
+The pure-Python fast path reads each tensor through ctypes and checks it in Python: several
+microseconds per tensor, so it is correct but not fast for tensor slots; install with a C compiler
+for the tensor figures above.
+
+The *pointer kernel* rows bind the pointer-only equivalent (the seed's scale kernel, or its
+host-only twin) with cute_bind and launch it with `o.data_ptr(), x.data_ptr(), a, o.numel(), s`
+from the same pool (and, on the CPU machine, with those integers precomputed).
+
+### H200 machine, C fast path
+
+{tg['machine']}; {tg['mode']}.
+
+{tensor_table(tg)}
+
+Checks: {", ".join(f"{k}: {v}" for k, v in tg['checks'].items())}
+
+### H200 machine, pure-Python fast path
+
+{tensor_table(tgp)}
+
+### 2-core CPU machine, C fast path
+
+{tc['machine']}; {tc['mode']}.
+
+{tensor_table(tc)}
+
+Checks: {", ".join(f"{k}: {v}" for k, v in tc['checks'].items())}
+
+### 2-core CPU machine, pure-Python fast path
+
+{tensor_table(tcp)}
+
+### Tensor paths
+
+- **direct call, dlpack tensors reused**: `compiled(t_out, t_in, Float32(a), CUstream(s))` with
+  `from_dlpack(t, assumed_align=16).mark_layout_dynamic()` tensors built once; the same tensors on
+  every call (the DSL's cheapest tensor call).
+- **direct call, dlpack tensors rebuilt**: the pool's torch tensors converted with `from_dlpack(...)
+  .mark_layout_dynamic()` on every call, as a step that gets new tensors must.
+- **PreparedLaunch.launch, new tensors each step**: `handle.launch(out, inp, a, s)` with the pool's
+  torch tensors; **same tensors**: always the first pair.
+- **bare engine call (tensor kernel)**: the DSL's ctypes entry point on an argument array it
+  packed once.
 """
     pieces_gpu = (ROOT / "benchmarks" / "results" / "pieces_h200.txt").read_text().rstrip()
     pieces_cpu = (ROOT / "benchmarks" / "results" / "pieces_cpu.txt").read_text().rstrip()
