@@ -89,7 +89,9 @@ def chart(run: dict, path: Path, highlight: str = "PreparedLaunch.launch") -> No
         ax.text(v, y, f" {v:.2f}", va="center", fontsize=9)
     ax.invert_yaxis()
     ax.set_xlabel("host microseconds per launch (median of interleaved rounds; lower is better)")
-    ax.set_title(f"Launch overhead, {run['mode'].split(';')[0]}\n{run['machine']}", fontsize=10)
+    import textwrap
+
+    ax.set_title(textwrap.fill(f"Launch overhead, {run['mode'].split(';')[0]}", 90) + f"\n{run['machine']}", fontsize=10)
     ax.set_xlim(0, max(values) * 1.15)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
