@@ -288,6 +288,51 @@ def tensor_layout(value: Any) -> TensorLayout:
     )
 
 
+def entry_argument_types(obj: Any) -> list[str] | None:
+    """The LLVM types of the compiled entry function's arguments, one per marshalled C argument.
+
+    Read from the compiled module's IR (``ir_module``): a tensor argument is
+    ``!llvm.struct<(ptr, struct<(i32, ...)>)>``, its dynamic extents and strides
+    in order. ``None`` when the IR is not available (e.g. a function loaded
+    from a binary).
+    """
+    module = getattr(obj, "ir_module", None)
+    name = getattr(obj, "function_name", None)
+    if module is None or not name:
+        return None
+    try:
+        text = str(module)
+    except Exception:
+        return None
+    head = f"llvm.func @{name}("
+    start = text.find(head)
+    if start < 0:
+        return None
+    i, depth, current, args = start + len(head), 0, "", []
+    while i < len(text):
+        ch = text[i]
+        if ch in "(<[{":
+            depth += 1
+        elif ch in ")>]}":
+            if depth == 0:
+                break
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append(current)
+            current = ""
+        else:
+            current += ch
+        i += 1
+    if current.strip():
+        args.append(current)
+    return [a.split(":", 1)[1].strip() if ":" in a else a.strip() for a in args]
+
+
+def descriptor_fields(llvm_type: str) -> list[str]:
+    """The scalar fields of an LLVM struct type, flattened: ``ptr``, ``i32``, ``i64``..."""
+    return re.findall(r"\b(ptr|i\d+|f\d+)\b", llvm_type)
+
+
 # ------------------------------------------------------------------ compiled functions
 def is_compiled(obj: Any) -> bool:
     """``cute.compile`` result or its ``.to(device)`` executor."""

@@ -236,6 +236,7 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
                 continue
             slot = found
         bounds.append(slot.prepare(value, where) if isinstance(slot, PointerKind) else slot.bind(value, where))
+    _check_tensor_descriptors(name, compiled, list(rsig.names), bounds)
     return build(
         kernel=name,
         compiled=compiled,
@@ -243,4 +244,41 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
         bounds=bounds,
         defaults=dict(rsig.defaults),
     )
+
+
+def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds: list[Bound]) -> None:
+    """A prepared tensor's layout must be the one compiled in.
+
+    ``prepare()`` learns a tensor slot's layout from the value it is given (a
+    torch tensor is read as dynamic, as the DSL's direct call reads it); the
+    compiled function may have been built for another marking (e.g. a static
+    layout). The compiled entry's argument types give each descriptor's
+    dynamic fields: a different list means a different layout, which the
+    direct call would also get silently wrong.
+    """
+    from ._sequence_slot import SequenceKind
+    from ._tensor_slot import TensorKind
+
+    types = _dsl.entry_argument_types(compiled)
+    if types is None:
+        return
+    k = 0
+    for pname, b in zip(names, bounds):
+        leaves = list(b.slot.elements or ()) if isinstance(b.slot, SequenceKind) else [b.slot]
+        for i, leaf in enumerate(leaves):
+            for part in leaf.parts:
+                if k < len(types) and isinstance(leaf, TensorKind) and leaf.layout is not None:
+                    ours = ["ptr"] + [{"i": "i32", "q": "i64"}[c] for c in part[1:] if c in "iq"]
+                    theirs = _dsl.descriptor_fields(types[k])
+                    if ours != theirs:
+                        raise D.error(
+                            D.TENSOR_LAYOUT_MISMATCH,
+                            kernel=name,
+                            parameter=pname if not isinstance(b.slot, SequenceKind) else f"{pname}[{i}]",
+                            detail="prepare(): the compiled function takes another tensor layout; pass the from_dlpack tensor "
+                            "marked as when compiling",
+                            expected=f"a descriptor of {', '.join(theirs)}",
+                            got=f"a tensor read as {leaf.layout.text} ({', '.join(ours)})",
+                        )
+                k += 1
 

@@ -307,3 +307,19 @@ def test_c_path_reads_torch_tensors_without_python(monkeypatch):
     x, y = torch.arange(5, dtype=torch.float32), torch.zeros(5)
     handle.launch(y, x, 2.0)
     assert torch.equal(y, x * 2)
+
+
+def test_prepare_refuses_a_tensor_read_with_another_layout():
+    """A function compiled for a static layout: a torch tensor (read as dynamic) is refused, the marked tensor works."""
+    import cutlass.cute as cute
+
+    y, x = torch.zeros(8), torch.arange(8, dtype=torch.float32)
+    compiled = cute.compile(tscale, from_dlpack(y), from_dlpack(x), 1.0)  # (8):(1), static
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        cute_bind.prepare(compiled, y, x, 1.0)
+    assert info.value.code == "CB213" and info.value.parameter == "out" and "prepare()" in str(info.value)
+    handle = cute_bind.prepare(compiled, from_dlpack(y), from_dlpack(x), 2.0)
+    handle.launch(y, x, 2.0)
+    assert torch.equal(y, x * 2)
+    with pytest.raises(cute_bind.LaunchValueError):
+        handle.launch(torch.zeros(13), torch.zeros(13), 2.0)  # static extent 8 compiled in
