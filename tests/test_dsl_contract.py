@@ -126,3 +126,17 @@ def test_dsl_tensor_class_and_capsule():
 
     view = _dlpack.read_capsule(_dsl.dsl_tensor_capsule(t))
     assert view.shape == (4,) and view.dtype == (2, 32, 1), "from_dlpack tensors no longer keep their DLPack capsule"
+
+
+def test_entry_argument_types_readable_from_the_ir():
+    from tests.kernels.host import tcopy_any
+
+    c = cute.compile(
+        tcopy_any,
+        from_dlpack(np.zeros((64, 32), np.float32)).mark_compact_shape_dynamic(mode=1, divisibility=16),
+        from_dlpack(np.zeros((3, 8), np.float32)[:, ::2]).mark_layout_dynamic(),
+        1.0,
+    )
+    types = _dsl.entry_argument_types(c)
+    assert types is not None, "compiled.ir_module / function_name no longer give the entry's signature"
+    assert [_dsl.descriptor_fields(t) for t in types] == [["ptr", "i32", "i64"], ["ptr", "i32", "i32", "i64", "i64"], ["f32"]]
