@@ -106,7 +106,7 @@ def test_catalog_pages_are_in_the_navigation(site: Path) -> None:
 
 
 def test_tutorial_pages_contain_the_tutorial_source(site: Path) -> None:
-    assert len(TUTORIALS) == 7
+    assert len(TUTORIALS) == 8
     for script in TUTORIALS:
         slug = script.stem.replace("_", "-")
         page = _page(site, f"tutorials/{slug}")
@@ -140,6 +140,7 @@ def test_nav_pages_exist(site: Path) -> None:
         "",
         "concepts/prepared-launch",
         "concepts/eligibility",
+        "concepts/tensors",
         "concepts/threading",
         "tutorials",
         "benchmarks",

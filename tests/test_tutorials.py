@@ -3,8 +3,8 @@
 Table-driven: one subprocess per script, with the repository root on
 PYTHONPATH. On a machine with a CUDA GPU and PyTorch the scripts launch real
 device kernels; elsewhere they compile device kernels for sm_90a and run
-host-only variants. ``04_streams_torch.py`` also runs with torch hidden, since
-the tutorials must work without it.
+host-only variants. ``04_streams_torch.py`` and ``08_tensors.py`` also run with
+torch hidden, since the tutorials must work without it.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ RUNS = [
     ("05_cuda_graphs.py", False),
     ("06_threads_lifetime.py", False),
     ("07_launch_overhead.py", False),
+    ("08_tensors.py", False),
+    ("08_tensors.py", True),
 ]
 TIMEOUT_S = 300
 
