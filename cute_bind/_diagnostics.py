@@ -493,7 +493,8 @@ WRONG_KIND = _entry(
     message="kernel '{kernel}', parameter '{parameter}': expected {expected}, got {got}",
     explanation="""
     Each runtime parameter has a slot kind fixed at decoration time (pointer,
-    numeric scalar or stream) and accepts only values of that kind. For
+    numeric scalar, stream, tensor or sequence) and accepts only values of
+    that kind. For
     example an integer slot does not take a float (that would truncate
     silently), a pointer slot does not take a bool or a string, and a stream
     slot does not take a tensor.
@@ -670,8 +671,8 @@ TENSOR_DTYPE_MISMATCH = _entry(
     "CB211",
     "tensor-dtype-mismatch",
     E.LaunchArgumentError,
-    summary="A tensor's element type differs from the one the handle was compiled for.",
-    message="kernel '{kernel}', parameter '{parameter}': the handle was compiled for {expected}, got {got}",
+    summary="A tensor's element type differs from the one its slot is compiled for.",
+    message="kernel '{kernel}', parameter '{parameter}': the slot takes {expected}, got {got}",
     explanation="""
     The element type of a tensor slot is compiled in: loads, stores and
     address arithmetic depend on it. A tensor of another dtype would be read
@@ -689,8 +690,8 @@ TENSOR_RANK_MISMATCH = _entry(
     "CB212",
     "tensor-rank-mismatch",
     E.LaunchArgumentError,
-    summary="A tensor's rank differs from the one the handle was compiled for.",
-    message="kernel '{kernel}', parameter '{parameter}': the handle was compiled for {expected}, got {got}",
+    summary="A tensor's rank differs from the one its slot is compiled for.",
+    message="kernel '{kernel}', parameter '{parameter}': the slot takes {expected}, got {got}",
     explanation="""
     The number of modes of a tensor slot is part of its compiled layout: the
     function indexes exactly that many extents and strides. A tensor of
@@ -708,7 +709,7 @@ TENSOR_LAYOUT_MISMATCH = _entry(
     "tensor-layout-mismatch",
     E.LaunchValueError,
     summary="A tensor's extent or stride differs from a static value, or breaks a divisibility, compiled into the handle.",
-    message="kernel '{kernel}', parameter '{parameter}': {detail}: the handle was compiled for {expected}, got {got}",
+    message="kernel '{kernel}', parameter '{parameter}': {detail}: the slot takes {expected}, got {got}",
     explanation="""
     Only the dynamic modes of a tensor slot (`?` in its layout) are rewritten
     at launch; every static extent and stride is a constant of the compiled
@@ -724,10 +725,15 @@ h = double.bind(y[::2].copy(), x[::2].copy())   # compiled with unit stride (the
 h.launch(y[::2], x[::2])                         # a stride of 2 elements -> CB213
 """,
     fix="""
-    Pass a tensor with the compiled static extents and strides (make it
-    contiguous with `.contiguous()` / `np.ascontiguousarray`), or mark the
-    mode dynamic: `cute_bind.Tensor[dtype, rank]` (layout "dynamic") or
-    `from_dlpack(t).mark_layout_dynamic()` when binding.
+    Pass a tensor with the compiled static extents and strides, e.g. a
+    contiguous copy (`.contiguous()`, `np.ascontiguousarray`) for a slot whose
+    leading dimension has unit stride. To accept other values, bind with a
+    tensor whose layout makes that mode dynamic: the "dynamic" layout
+    (`cute_bind.Tensor[dtype, rank]`, `mark_layout_dynamic()`) keeps only the
+    leading dimension's unit stride static, and binding with a tensor that has
+    no unit stride (e.g. `t[::2]`) makes every stride dynamic. For a
+    divisibility, pass extents (and strides) that are multiples of it, or bind
+    without the divisibility marking.
     """,
 )
 
@@ -735,8 +741,8 @@ TENSOR_DEVICE_MISMATCH = _entry(
     "CB214",
     "tensor-device-mismatch",
     E.LaunchValueError,
-    summary="A tensor lives on another device (or in host memory) than the one the handle was bound with.",
-    message="kernel '{kernel}', parameter '{parameter}': the handle was bound with a tensor on {expected}, got {got}",
+    summary="A tensor lives on another device (or in host memory) than the one its slot was bound with.",
+    message="kernel '{kernel}', parameter '{parameter}': the slot takes tensors on {expected}, got {got}",
     explanation="""
     A compiled function launches on the device it was loaded on and
     dereferences tensor data pointers there. A tensor on another GPU, or a
@@ -760,7 +766,7 @@ SEQUENCE_LENGTH_MISMATCH = _entry(
     "sequence-length-mismatch",
     E.LaunchValueError,
     summary="A tuple/list argument's length differs from the length fixed at bind().",
-    message="kernel '{kernel}', parameter '{parameter}': the handle was bound with {expected}, got {got}",
+    message="kernel '{kernel}', parameter '{parameter}': the slot takes {expected}, got {got}",
     explanation="""
     The DSL flattens a sequence argument into one C argument per element, so
     the compiled function (and the handle's storage) takes exactly the
@@ -811,10 +817,11 @@ UNSUPPORTED_MARSHALLING = _entry(
     "expected {expected}",
     explanation="""
     At `bind()`/`prepare()` cute_bind runs the DSL's own marshalling once and
-    checks that each slot became exactly one C pointer to storage of the
-    slot's size. Anything else (a value the DSL expands into several
-    pointers, e.g. a value given to a parameter compiled as a different
-    kind) cannot be rewritten in place safely.
+    checks that each scalar, pointer, stream and tensor (and each element of
+    a sequence) became exactly one C pointer to storage of the slot's size.
+    Anything else (a value the DSL expands into more pointers, e.g. a value
+    given to a parameter compiled as a different kind) cannot be rewritten in
+    place safely.
     """,
     example=_PRELUDE
     + """

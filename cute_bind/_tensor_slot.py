@@ -159,7 +159,7 @@ class TensorKind(SlotKind):
                     parameter=where.parameter,
                     detail="the DSL cannot mark this tensor's layout",
                     expected=self.spec.describe(),
-                    got=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ''}",
+                    got=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:160].rstrip('.') if str(exc).strip() else ''}",
                 ) from None
         try:
             layout = _dsl.tensor_layout(tensor)
