@@ -182,9 +182,4 @@ class SequenceKind(SlotKind):
         return tuple(out)
 
     def converter(self, where: Where) -> Any:
-        coerce = self.coerce
-
-        def convert(value: Any) -> tuple[Any, ...]:
-            return coerce(value, where)
-
-        return convert
+        return self.coerce_converter(where)

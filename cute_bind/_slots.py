@@ -129,6 +129,15 @@ class SlotKind(ABC):
         """Data the C fast path's class needs (``None`` for the plain classes)."""
         return None
 
+    def coerce_converter(self, where: Where) -> Any:
+        """A converter that is ``coerce`` itself, for kinds whose every value needs converting."""
+        coerce = self.coerce
+
+        def convert(value: Any) -> Any:
+            return coerce(value, where)
+
+        return convert
+
     @classmethod
     @abstractmethod
     def recognize(cls, annotation: Any) -> SlotKind | None:

@@ -179,12 +179,7 @@ class TensorKind(SlotKind):
         return self.pack_view(self._read(value, where), where)
 
     def converter(self, where: Where) -> Any:
-        coerce = self.coerce
-
-        def convert(value: Any) -> tuple[int, ...]:
-            return coerce(value, where)
-
-        return convert
+        return self.coerce_converter(where)
 
     def pack_view(self, view: _dlpack.DLView, where: Where) -> tuple[int, ...]:
         """Check one tensor's facts against the compiled ones; the descriptor's items."""

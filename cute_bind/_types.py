@@ -47,6 +47,17 @@ def _bad(detail: str, expected: str, got: Any) -> Exception:
     return D.error(D.INVALID_POINTER_ANNOTATION, detail=detail, expected=expected, got=repr(got))
 
 
+def _check_align(dtype: Any, align: Any, bad: Any) -> None:
+    """An annotation's alignment: None, or a power of two (bytes) no smaller than the element size."""
+    if align is None:
+        return
+    if isinstance(align, bool) or not isinstance(align, int) or align <= 0 or align & (align - 1):
+        raise bad("the alignment must be a positive power of two (bytes)", "1, 2, 4, 8, 16, ...", align)
+    natural = max(1, int(getattr(dtype, "width", 8)) // 8)
+    if align < natural:
+        raise bad(f"the alignment must be at least the element size ({natural} bytes)", f"an alignment >= {natural}", align)
+
+
 def make_spec(params: Any) -> PointerSpec:
     from . import _dsl
 
@@ -58,16 +69,7 @@ def make_spec(params: Any) -> PointerSpec:
     space = items[2] if len(items) > 2 else None
     if not _dsl.is_numeric_type(dtype):
         raise _bad("the dtype must be a CuTe numeric type", "a type such as cutlass.Float32", dtype)
-    if align is not None:
-        if isinstance(align, bool) or not isinstance(align, int) or align <= 0 or align & (align - 1):
-            raise _bad("the alignment must be a positive power of two (bytes)", "1, 2, 4, 8, 16, ...", align)
-        natural = max(1, int(getattr(dtype, "width", 8)) // 8)
-        if align < natural:
-            raise _bad(
-                f"the alignment must be at least the element size ({natural} bytes)",
-                f"an alignment >= {natural}",
-                align,
-            )
+    _check_align(dtype, align, _bad)
     if space is not None and not isinstance(space, _dsl.dsl().cute.AddressSpace):
         raise _bad("the address space must be a cute.AddressSpace member", "e.g. cute.AddressSpace.gmem", space)
     return PointerSpec(dtype=dtype, align=align, space=space)
@@ -155,12 +157,7 @@ def make_tensor_spec(params: Any) -> TensorSpec:
         raise _bad_tensor("the dtype must be a CuTe numeric type", "a type such as cutlass.Float32", dtype)
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
         raise _bad_tensor("the rank must be an int >= 0", "0, 1, 2, ...", rank)
-    if align is not None:
-        if isinstance(align, bool) or not isinstance(align, int) or align <= 0 or align & (align - 1):
-            raise _bad_tensor("the alignment must be a positive power of two (bytes)", "1, 2, 4, 8, 16, ...", align)
-        natural = max(1, int(getattr(dtype, "width", 8)) // 8)
-        if align < natural:
-            raise _bad_tensor(f"the alignment must be at least the element size ({natural} bytes)", f"an alignment >= {natural}", align)
+    _check_align(dtype, align, _bad_tensor)
     if isinstance(layout, bool) or not (layout in TENSOR_LAYOUTS or (isinstance(layout, int) and 0 <= layout < max(rank, 1))):
         raise _bad_tensor(
             "the layout must be \"dynamic\", \"static\" or a leading dimension below the rank",

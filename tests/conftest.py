@@ -20,3 +20,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(params=["c", "python"])
+def path(request, monkeypatch):
+    """Run a test on the C launch fast path and on the pure-Python one (handles made inside the test)."""
+    if request.param == "python":
+        monkeypatch.setenv("CUTE_BIND_PURE_PYTHON", "1")
+    else:
+        from cute_bind._prepared import fast_path
+
+        if fast_path() != "c":
+            pytest.skip("the C fast path is not built")
+    return request.param

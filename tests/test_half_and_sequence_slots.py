@@ -24,13 +24,6 @@ HALVES = cute_bind.kernel(halves)
 SEQ_SUM = cute_bind.kernel(seq_sum)
 
 
-@pytest.fixture(params=["c", "python"])
-def path(request, monkeypatch):
-    if request.param == "python":
-        monkeypatch.setenv("CUTE_BIND_PURE_PYTHON", "1")
-    elif cute_bind._prepared.fast_path() != "c":
-        pytest.skip("the C fast path is not built")
-    return request.param
 
 
 def _f64(bits: int) -> float:

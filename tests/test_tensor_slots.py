@@ -30,14 +30,6 @@ TSTATIC = cute_bind.kernel(tstatic)
 TCOPY = cute_bind.kernel(tcopy_any)
 
 
-@pytest.fixture(params=["c", "python"])
-def path(request, monkeypatch):
-    """Run the test on the C fast path and on the pure-Python one."""
-    if request.param == "python":
-        monkeypatch.setenv("CUTE_BIND_PURE_PYTHON", "1")
-    elif cute_bind._prepared.fast_path() != "c":
-        pytest.skip("the C fast path is not built")
-    return request.param
 
 
 def _items_fmt(layout) -> str:
