@@ -10,6 +10,7 @@
  * with one C call of that API and checked against the facts fixed at bind
  * (dtype, device, rank, static extents and strides, divisibility, alignment)
  * before the descriptor's data address and dynamic values are written.
+ * A sequence ("S") is written element by element with the same classes.
  * Kinds without a class here ("X") call their Python writer.
  * Anything it does not accept as is (keywords, missing or extra arguments,
  * stream objects, out-of-range values, a tensor that fails a check...) goes
@@ -28,7 +29,7 @@
 typedef void (*entry_fn)(void **);
 
 /* Fast classes: which values a slot takes as they are (see SlotKind.fast). */
-enum { C_EXACT_INT = 'P', C_EXACT_BOOL = 'B', C_INT = 'I', C_REAL = 'R', C_F16 = 'h', C_BF16 = 'g', C_TENSOR = 'T', C_WRITER = 'X' };
+enum { C_EXACT_INT = 'P', C_EXACT_BOOL = 'B', C_INT = 'I', C_REAL = 'R', C_F16 = 'h', C_BF16 = 'g', C_TENSOR = 'T', C_SEQ = 'S', C_WRITER = 'X' };
 
 /* dlpack.h's DLTensor (ABI-stable since DLPack 0.x). */
 typedef struct {
@@ -77,6 +78,7 @@ typedef struct {
     char *cls;      /* fast class per slot */
     Py_ssize_t *off;
     TensorSpec **tensors; /* per slot: the tensor spec of class "T", else NULL */
+    struct SeqSpec **seqs; /* per slot: the element leaves of class "S", else NULL */
     PyObject *extras;     /* tuple: per slot, the C spec data or the writer of class "X" */
     PyObject *defaults; /* tuple: pre-coerced default per slot, or `required` */
     PyObject *required;
@@ -226,13 +228,47 @@ pack_tensor(TensorSpec *ts, char *dst, PyObject *v)
     return 1;
 }
 
+/* A sequence slot: one leaf (class, format, absolute offset, tensor spec) per element. */
+typedef struct SeqSpec {
+    Py_ssize_t n;
+    char *cls;
+    char *fmt;
+    Py_ssize_t *off;
+    TensorSpec **tensors;
+} SeqSpec;
+
+static int pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PyObject *writer, PyObject *v);
+
+static int
+pack_sequence(char *storage, const SeqSpec *ss, PyObject *v)
+{
+    int is_tuple = PyTuple_Check(v);
+    if (!is_tuple && !PyList_Check(v)) return 0;
+    if ((is_tuple ? PyTuple_Size(v) : PyList_Size(v)) != ss->n) return 0;
+    for (Py_ssize_t k = 0; k < ss->n; k++) {
+        PyObject *item = is_tuple ? PyTuple_GetItem(v, k) : PyList_GetItem(v, k);
+        if (!item) { PyErr_Clear(); return 0; }
+        Py_INCREF(item); /* a list item stays alive even if reading it runs Python code */
+        int ok = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, item);
+        Py_DECREF(item);
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
 /* 1: written; 0: not taken as is (the slow path decides). Never leaves an exception set. */
 static int
 pack_one(Launcher *self, Py_ssize_t i, PyObject *v)
 {
-    char *dst = self->storage + self->off[i];
-    char fmt = self->fmt[i];
-    switch (self->cls[i]) {
+    if (self->cls[i] == C_SEQ) return self->seqs[i] ? pack_sequence(self->storage, self->seqs[i], v) : 0;
+    PyObject *writer = self->cls[i] == C_WRITER ? PyTuple_GetItem(self->extras, i) : NULL;
+    return pack_value(self->cls[i], self->fmt[i], self->storage + self->off[i], self->tensors[i], writer, v);
+}
+
+static int
+pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PyObject *writer, PyObject *v)
+{
+    switch (cls) {
     case C_EXACT_INT: {
         if (Py_TYPE(v) != &PyLong_Type) return 0;
         unsigned long long u = PyLong_AsUnsignedLongLong(v);
@@ -262,16 +298,15 @@ pack_one(Launcher *self, Py_ssize_t i, PyObject *v)
     case C_BF16: {
         double d;
         if (!get_real(v, &d)) return 0;
-        uint16_t h = self->cls[i] == C_F16 ? f16_bits(d) : bf16_bits(d);
+        uint16_t h = cls == C_F16 ? f16_bits(d) : bf16_bits(d);
         memcpy(dst, &h, 2);
         return 1;
     }
     case C_TENSOR:
-        return self->tensors[i] ? pack_tensor(self->tensors[i], dst, v) : 0;
+        return ts ? pack_tensor(ts, dst, v) : 0;
     case C_WRITER: {
-        PyObject *w = PyTuple_GetItem(self->extras, i);
-        if (!w || w == Py_None) { PyErr_Clear(); return 0; }
-        PyObject *r = PyObject_CallFunctionObjArgs(w, v, NULL);
+        if (!writer || writer == Py_None) { PyErr_Clear(); return 0; }
+        PyObject *r = PyObject_CallFunctionObjArgs(writer, v, NULL);
         if (!r) { PyErr_Clear(); return 0; }
         Py_DECREF(r);
         return 1;
@@ -406,6 +441,70 @@ parse_tensor_spec(PyObject *spec, TensorSpec **out)
     return PyErr_Occurred() ? -1 : 0;
 }
 
+static void
+free_tensor_spec(TensorSpec *ts)
+{
+    if (!ts) return;
+    Py_XDECREF(ts->type);
+    Py_XDECREF(ts->capsule);
+    PyMem_Free(ts->modes);
+    PyMem_Free(ts);
+}
+
+static void
+free_seq_spec(SeqSpec *ss)
+{
+    if (!ss) return;
+    if (ss->tensors)
+        for (Py_ssize_t k = 0; k < ss->n; k++) free_tensor_spec(ss->tensors[k]);
+    PyMem_Free(ss->tensors);
+    PyMem_Free(ss->cls);
+    PyMem_Free(ss->fmt);
+    PyMem_Free(ss->off);
+    PyMem_Free(ss);
+}
+
+/* spec: ((class, format, offset, tensor spec or None), ...), one per element. */
+static int
+parse_seq_spec(PyObject *spec, SeqSpec **out)
+{
+    *out = NULL;
+    if (!PyTuple_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError, "sequence spec must be a tuple of leaves");
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_Size(spec);
+    SeqSpec *ss = PyMem_Calloc(1, sizeof(SeqSpec));
+    if (!ss) { PyErr_NoMemory(); return -1; }
+    *out = ss;
+    ss->n = n;
+    ss->cls = PyMem_Calloc(n + 1, 1);
+    ss->fmt = PyMem_Calloc(n + 1, 1);
+    ss->off = PyMem_Calloc(n + 1, sizeof(Py_ssize_t));
+    ss->tensors = PyMem_Calloc(n + 1, sizeof(TensorSpec *));
+    if (!ss->cls || !ss->fmt || !ss->off || !ss->tensors) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *leaf = PyTuple_GetItem(spec, k);
+        if (!leaf || !PyTuple_Check(leaf) || PyTuple_Size(leaf) != 4) {
+            PyErr_SetString(PyExc_TypeError, "a sequence leaf is (class, format, offset, tensor spec)");
+            return -1;
+        }
+        const char *c = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(leaf, 0), NULL);
+        const char *f = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(leaf, 1), NULL);
+        if (!c || !f) return -1;
+        if (c[0] == C_SEQ || c[0] == C_WRITER) {
+            PyErr_SetString(PyExc_ValueError, "a sequence leaf cannot be a sequence or a writer");
+            return -1;
+        }
+        ss->cls[k] = c[0];
+        ss->fmt[k] = f[0];
+        ss->off[k] = PyLong_AsSsize_t(PyTuple_GetItem(leaf, 2));
+        if (ss->off[k] == -1 && PyErr_Occurred()) return -1;
+        if (c[0] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(leaf, 3), &ss->tensors[k]) < 0) return -1;
+    }
+    return 0;
+}
+
 static int
 Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
 {
@@ -430,11 +529,13 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     self->cls = PyMem_Malloc(nfmt + 1);
     self->off = PyMem_Malloc(sizeof(Py_ssize_t) * (nfmt + 1));
     self->tensors = PyMem_Calloc(nfmt + 1, sizeof(TensorSpec *));
-    if (!self->fmt || !self->cls || !self->off || !self->tensors) { PyErr_NoMemory(); return -1; }
+    self->seqs = PyMem_Calloc(nfmt + 1, sizeof(SeqSpec *));
+    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->seqs) { PyErr_NoMemory(); return -1; }
     memcpy(self->fmt, fmt, nfmt);
     memcpy(self->cls, cls, nfmt);
     for (Py_ssize_t i = 0; i < nfmt; i++) {
         if (cls[i] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(extras, i), &self->tensors[i]) < 0) return -1;
+        if (cls[i] == C_SEQ && parse_seq_spec(PyTuple_GetItem(extras, i), &self->seqs[i]) < 0) return -1;
     }
     Py_INCREF(extras); self->extras = extras;
     for (Py_ssize_t i = 0; i < nfmt; i++) {
@@ -494,16 +595,12 @@ Launcher_dealloc(Launcher *self)
     PyMem_Free(self->cls);
     PyMem_Free(self->off);
     if (self->tensors) {
-        for (Py_ssize_t i = 0; i < self->n; i++) {
-            TensorSpec *ts = self->tensors[i];
-            if (ts) {
-                Py_XDECREF(ts->type);
-                Py_XDECREF(ts->capsule);
-                PyMem_Free(ts->modes);
-                PyMem_Free(ts);
-            }
-        }
+        for (Py_ssize_t i = 0; i < self->n; i++) free_tensor_spec(self->tensors[i]);
         PyMem_Free(self->tensors);
+    }
+    if (self->seqs) {
+        for (Py_ssize_t i = 0; i < self->n; i++) free_seq_spec(self->seqs[i]);
+        PyMem_Free(self->seqs);
     }
     freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     tp_free(self);

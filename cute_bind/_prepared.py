@@ -306,6 +306,11 @@ class PreparedLaunch(Generic[P]):
         generic class "X" a writer that converts a value and packs each part in place."""
         if slot.fast == "T":
             return slot.c_spec()
+        if slot.fast == "S":
+            # one leaf per element: each element kind is one part at its own offset
+            elements = getattr(slot, "elements", None) or ()
+            offsets = [off for _, off in self._shared.layout.slot_parts[i]]
+            return tuple((e.fast, e.fmt[:1] or "x", off, e.c_spec() if e.fast == "T" else None) for e, off in zip(elements, offsets))
         if slot.fast != "X":
             return None
         convert = slot.converter(self._shared.wheres[i])

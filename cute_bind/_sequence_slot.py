@@ -88,7 +88,7 @@ class SequenceKind(SlotKind):
     """A tuple/list of eligible elements: its element slots, one C argument each."""
 
     kind = "sequence"
-    fast = "X"
+    fast = "S"
     packs_tuple = True
 
     def __init__(self, elements: tuple[SlotKind, ...] | None = None, homogeneous: SlotKind | None = None, bound: bool = False) -> None:
@@ -182,4 +182,34 @@ class SequenceKind(SlotKind):
         return tuple(out)
 
     def converter(self, where: Where) -> Any:
-        return self.coerce_converter(where)
+        """Elements taken as they are where their guard allows (as the generated fast path does
+        for top-level slots), converted by their own converter, or else fully coerced."""
+        elements = tuple(self.elements or ())
+        n = len(elements)
+        plan = []
+        for i, e in enumerate(elements):
+            w = self._where(where, i)
+            convert = e.converter(w)
+            guard = e.guard("v") if convert is None else None
+            # guard expressions come from the slot kinds themselves (e.g. "v.__class__ is int")
+            check = eval(f"lambda v: {guard}") if guard else None  # noqa: S307
+            plan.append((e, w, convert, check, e.packs_tuple))
+        coerce = self.coerce
+
+        def convert_sequence(value: Any) -> list[Any]:
+            if (value.__class__ is tuple or value.__class__ is list) and len(value) == n:
+                out: list[Any] = []
+                for (e, w, convert, check, multi), v in zip(plan, value):
+                    if convert is not None:
+                        if multi:
+                            out.extend(convert(v))
+                        else:
+                            out.append(convert(v))
+                    elif check is None or check(v):
+                        out.append(v)
+                    else:
+                        out.append(e.coerce(v, w))
+                return out
+            return list(coerce(value, where))
+
+        return convert_sequence

@@ -195,3 +195,21 @@ def test_bare_tuple_kinds_are_part_of_the_compile_key():
     k.bind((torch.ones(4), torch.ones(4)), 2.0)
     k.bind((torch.ones(4, dtype=torch.float64),), 2.0)
     assert k.cache_info()["compiled"] == 3
+
+
+def test_c_path_writes_sequences_without_python(monkeypatch):
+    """On the C fast path a sequence of plain elements never runs cute_bind's Python sequence code."""
+    if cute_bind._prepared.fast_path() != "c":
+        pytest.skip("the C fast path is not built")
+    a, b, y = _arrays(6)
+    handle = SEQ_SUM.bind(y, (a, b), (1.0, 1.0), 64)
+    from cute_bind import _sequence_slot
+
+    def boom(*args, **kwargs):
+        raise AssertionError("Python sequence path used")
+
+    monkeypatch.setattr(_sequence_slot.SequenceKind, "coerce", boom)
+    direct = np.zeros(64, np.float32)
+    SEQ_SUM(direct, (a, b), (2.0, 0.5), 64)
+    handle.launch(y, (a.ctypes.data, b.ctypes.data), [2.0, 0.5], 64)
+    assert y.tobytes() == direct.tobytes()
