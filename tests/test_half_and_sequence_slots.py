@@ -211,5 +211,5 @@ def test_c_path_writes_sequences_without_python(monkeypatch):
     monkeypatch.setattr(_sequence_slot.SequenceKind, "coerce", boom)
     direct = np.zeros(64, np.float32)
     SEQ_SUM(direct, (a, b), (2.0, 0.5), 64)
-    handle.launch(y, (a.ctypes.data, b.ctypes.data), [2.0, 0.5], 64)
+    handle.launch(y.ctypes.data, (a.ctypes.data, b.ctypes.data), [2.0, 0.5], 64)
     assert y.tobytes() == direct.tobytes()
