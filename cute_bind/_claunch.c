@@ -64,6 +64,7 @@ typedef struct {
     int32_t device_type, device_id;
     uint64_t align;
     int ndim;
+    int footprint32;    /* 32-bit strides: the footprint must fit Int32 */
     ModeSpec *modes;    /* extents then strides: 2 * ndim */
 } TensorSpec;
 
@@ -224,6 +225,21 @@ pack_tensor(TensorSpec *ts, char *dst, PyObject *v)
             memcpy(dst + m->off, &t, 4);
         } else memcpy(dst + m->off, &value, 8);
     }
+    if (ts->footprint32) { /* 1 + sum (extent - 1) * |stride| <= INT32_MAX; in double: exact far beyond 2**31 */
+        double span = 1.0;
+        int empty = 0;
+        for (int k = 0; k < ts->ndim; k++) {
+            int64_t e = dl.shape[k];
+            int64_t st = dl.strides ? dl.strides[k] : 0;
+            if (!dl.strides) { /* compact: recompute the stride of mode k */
+                st = 1;
+                for (int j = k + 1; j < ts->ndim; j++) st *= dl.shape[j];
+            }
+            if (e == 0) empty = 1;
+            span += (double)(e - 1) * (double)(st < 0 ? -st : st);
+        }
+        if (!empty && span > (double)INT32_MAX) return 0;
+    }
     memcpy(dst, &addr, 8);
     return 1;
 }
@@ -346,6 +362,10 @@ static PyObject *
 Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     if (self->refuse) return PyObject_CallObject(self->refuse, NULL);
+    if (!self->entry || !self->slow) {
+        PyErr_SetString(PyExc_RuntimeError, "Launcher is not initialised");
+        return NULL;
+    }
     if (nargs > self->n || kwnames != NULL) return go_slow(self, args, nargs, kwnames);
     for (Py_ssize_t i = 0; i < nargs; i++) {
         if (!pack_one(self, i, args[i])) return go_slow(self, args, nargs, NULL);
@@ -384,14 +404,14 @@ item_ll(PyObject *tuple, Py_ssize_t i)
 }
 
 /* spec: (function, type, (code, bits, lanes), (device_type, device_id), align, ndim,
- *        ((static, dynamic, width, divisibility, offset), ...), keepalive); None: no C class. */
+ *        ((static, dynamic, width, divisibility, offset), ...), capsule, footprint32); None: no C class. */
 static int
 parse_tensor_spec(PyObject *spec, TensorSpec **out)
 {
     *out = NULL;
     if (spec == Py_None) return 0;
-    if (!PyTuple_Check(spec) || PyTuple_Size(spec) != 8) {
-        PyErr_SetString(PyExc_TypeError, "tensor spec must be an 8-tuple");
+    if (!PyTuple_Check(spec) || PyTuple_Size(spec) != 9) {
+        PyErr_SetString(PyExc_TypeError, "tensor spec must be a 9-tuple");
         return -1;
     }
     PyObject *dtype = PyTuple_GetItem(spec, 2), *device = PyTuple_GetItem(spec, 3), *modes = PyTuple_GetItem(spec, 6);
@@ -419,6 +439,7 @@ parse_tensor_spec(PyObject *spec, TensorSpec **out)
     ts->device_id = (int32_t)item_ll(device, 1);
     ts->align = (uint64_t)item_ll(spec, 4);
     ts->ndim = (int)item_ll(spec, 5);
+    ts->footprint32 = (int)item_ll(spec, 8);
     if (PyErr_Occurred()) return -1;
     if (ts->ndim < 0 || PyTuple_Size(modes) != 2 * (Py_ssize_t)ts->ndim) {
         PyErr_SetString(PyExc_ValueError, "tensor spec: modes must list 2 * ndim entries");
@@ -513,6 +534,10 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     Py_ssize_t nfmt, ncls;
     PyObject *offsets, *extras, *defaults, *required, *slow, *fail, *ret, *keep;
     int release_gil = 1;
+    if (self->fmt) {
+        PyErr_SetString(PyExc_TypeError, "Launcher cannot be initialised twice");
+        return -1;
+    }
     if (!PyArg_ParseTuple(args, "KKKKs#s#OOOOOOOO|p", &entry, &argv, &storage, &result, &fmt, &nfmt, &cls, &ncls,
                           &offsets, &extras, &defaults, &required, &slow, &fail, &ret, &keep, &release_gil))
         return -1;
@@ -527,7 +552,7 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     self->n = nfmt;
     self->fmt = PyMem_Malloc(nfmt + 1);
     self->cls = PyMem_Malloc(nfmt + 1);
-    self->off = PyMem_Malloc(sizeof(Py_ssize_t) * (nfmt + 1));
+    self->off = PyMem_Calloc(nfmt + 1, sizeof(Py_ssize_t));
     self->tensors = PyMem_Calloc(nfmt + 1, sizeof(TensorSpec *));
     self->seqs = PyMem_Calloc(nfmt + 1, sizeof(SeqSpec *));
     if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->seqs) { PyErr_NoMemory(); return -1; }

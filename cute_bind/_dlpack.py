@@ -19,18 +19,26 @@ from __future__ import annotations
 import ctypes
 from typing import Any, NamedTuple
 
-__all__ = ["DLView", "DLTensor", "exchange_function", "read", "describe_dtype", "DEVICE_NAMES"]
+__all__ = ["DLView", "DLTensor", "exchange_function", "exchange_for", "read", "read_capsule", "read_exchange", "describe_dtype", "is_cute_dtype", "DEVICE_NAMES"]
 
 #: DLPack device types, for messages.
 DEVICE_NAMES = {1: "cpu", 2: "cuda", 3: "cuda_host (pinned)", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm", 13: "cuda_managed"}
 
-# DLPack (code, bits) -> CuTe numeric type name, for messages and dtype checks.
+# DLPack (code, bits) -> CuTe numeric type name, for messages and dtype checks
+# (DLPack codes: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool, 8-17 the narrow floats).
 _DTYPE_NAMES = {
     (0, 8): "Int8", (0, 16): "Int16", (0, 32): "Int32", (0, 64): "Int64",
     (1, 8): "Uint8", (1, 16): "Uint16", (1, 32): "Uint32", (1, 64): "Uint64",
     (2, 16): "Float16", (2, 32): "Float32", (2, 64): "Float64", (4, 16): "BFloat16",
-    (6, 8): "Boolean", (10, 8): "Float8E4M3FN", (12, 8): "Float8E5M2",
+    (6, 8): "Boolean", (8, 8): "Float8E4M3", (9, 8): "Float8E4M3B11FNUZ", (10, 8): "Float8E4M3FN",
+    (12, 8): "Float8E5M2", (14, 8): "Float8E8M0FNU", (15, 6): "Float6E2M3FN", (16, 6): "Float6E3M2FN",
+    (17, 4): "Float4E2M1FN",
 }  # fmt: skip
+
+
+def is_cute_dtype(dtype: tuple[int, int, int]) -> bool:
+    """Whether a DLPack dtype has a CuTe element type (one lane)."""
+    return dtype[2] == 1 and (dtype[0], dtype[1]) in _DTYPE_NAMES
 
 
 class DLTensor(ctypes.Structure):
@@ -80,7 +88,9 @@ _api.PyCapsule_GetName.argtypes = [ctypes.py_object]
 _api.PyCapsule_IsValid.restype = ctypes.c_int
 _api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
-_FROM_PYOBJECT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_void_p)
+# PYFUNCTYPE: the call keeps the GIL (the function may set a Python exception,
+# which then propagates) -- a CFUNCTYPE call would release it.
+_FROM_PYOBJECT = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_void_p)
 # DLPackExchangeAPI: header {DLPackVersion version (2 x u32); prev_api*}, then the
 # function pointers managed_tensor_allocator, managed_tensor_from_py_object_no_sync,
 # managed_tensor_to_py_object_no_sync, dltensor_from_py_object_no_sync, ...
@@ -144,30 +154,44 @@ def has_exchange(value: Any) -> bool:
 
 
 def read_exchange(found: tuple[int, Any, Any], value: Any) -> DLView | None:
-    """Read ``value`` with an exchange function from :func:`exchange_function` (None if it refuses)."""
+    """Read ``value`` (of exactly the type ``found`` belongs to) through its exchange function;
+    None if the producer refuses it (e.g. a meta or sparse torch tensor)."""
     dl = DLTensor()
-    if found[1](value, ctypes.addressof(dl)) == 0:
-        return _view(dl)
+    try:
+        if found[1](value, ctypes.addressof(dl)) == 0:
+            return _view(dl)
+    except Exception:
+        pass
     return None
 
 
+# __dlpack__ keyword sets, tried in order: no synchronisation (as the DSL asks)
+# and no copy (a copy's address would dangle once the capsule is dropped), then
+# what older producers accept.
+_EXPORT_KWARGS: tuple[dict[str, Any], ...] = ({"stream": -1, "copy": False}, {"copy": False}, {"stream": -1}, {})
+
+
 def read(value: Any) -> DLView:
-    """Read a DLPack-capable value; raise TypeError when it is not one."""
-    found = _EXCHANGE_CACHE.get(type(value), _UNKNOWN)
-    if found is _UNKNOWN:
-        found = exchange_function(type(value))
+    """Read a DLPack-capable value; raise TypeError, BufferError, ... when it cannot be read in place."""
+    found = exchange_for(type(value))
     if found is not None:
-        dl = DLTensor()
-        if found[1](value, ctypes.addressof(dl)) == 0:
-            return _view(dl)
+        view = read_exchange(found, value)
+        if view is not None:
+            return view
     exporter = getattr(value, "__dlpack__", None)
     if exporter is None:
         raise TypeError(f"{type(value).__name__} does not implement __dlpack__")
-    try:
-        capsule = exporter(stream=-1)  # no synchronisation, as the DSL asks for
-    except Exception:
-        capsule = exporter()
-    return read_capsule(capsule)
+    error: Exception | None = None
+    for kwargs in _EXPORT_KWARGS:
+        try:
+            capsule = exporter(**kwargs)
+        except BufferError:
+            raise  # the producer would have to copy
+        except Exception as exc:  # a keyword this producer does not take, or a refusal
+            error = error or exc
+            continue
+        return read_capsule(capsule)
+    raise error if error is not None else TypeError("__dlpack__ failed")
 
 
 def device_of(value: Any) -> tuple[int, int] | None:
@@ -175,5 +199,8 @@ def device_of(value: Any) -> tuple[int, int] | None:
     get = getattr(value, "__dlpack_device__", None)
     if get is None:
         return None
-    device = get()
-    return (int(device[0]), int(device[1]))
+    try:
+        device = get()
+        return (int(device[0]), int(device[1]))
+    except Exception:  # not a usable answer: the export that follows decides
+        return None

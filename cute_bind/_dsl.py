@@ -381,16 +381,27 @@ def runtime_signature(obj: Any) -> RuntimeSignature:
 _MANGLED_SUFFIX = re.compile(r"_(?=Ptr|T?Float\d|BFloat|U?[Ii]nt\d|Boolean|_?CUstream|Tensor|Layout|$)")
 
 
+def mangled_name(obj: Any) -> str:
+    """The compiled entry's symbol: ``cutlass_<function>_<argument types...>``."""
+    if is_executor(obj):
+        return str(getattr(obj.jit_module.execution_args, "function_name", "compiled"))
+    return str(getattr(obj, "function_name", "compiled"))
+
+
+def tensor_symbol(layout: TensorLayout) -> str:
+    """How the DSL spells a tensor argument in the entry's symbol: ``Tensor`` and the
+    alphanumerics of its layout key (``generic o (?,?):(?{i64},1)`` -> ``Tensorgenericoi641``).
+    The assumed alignment is not in it."""
+    return "Tensor" + re.sub(r"[^0-9A-Za-z]", "", str(layout.cache_key[2]))
+
+
 def function_name(obj: Any) -> str:
     """The Python name of a compiled function, recovered from the DSL's mangled symbol.
 
     The DSL names the entry ``cutlass_<function>_<argument types...>``; the
     argument-type suffix is cut at its first type token.
     """
-    if is_executor(obj):
-        mangled = str(getattr(obj.jit_module.execution_args, "function_name", "compiled"))
-    else:
-        mangled = str(getattr(obj, "function_name", "compiled"))
+    mangled = mangled_name(obj)
     name = mangled[len("cutlass_") :] if mangled.startswith("cutlass_") else mangled
     m = _MANGLED_SUFFIX.search(name)
     return name[: m.start()] if m and m.start() > 0 else name

@@ -252,33 +252,38 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
     ``prepare()`` learns a tensor slot's layout from the value it is given (a
     torch tensor is read as dynamic, as the DSL's direct call reads it); the
     compiled function may have been built for another marking (e.g. a static
-    layout). The compiled entry's argument types give each descriptor's
-    dynamic fields: a different list means a different layout, which the
-    direct call would also get silently wrong.
+    layout, another leading dimension, a divisibility). The entry's symbol
+    spells each tensor's layout and its argument types give each descriptor's
+    fields; a tensor whose layout is not the compiled one is refused (the
+    direct call would get it silently wrong). The assumed alignment is in
+    neither: a ``from_dlpack`` tensor must carry the compile's ``assumed_align``.
     """
     from ._sequence_slot import SequenceKind
     from ._tensor_slot import TensorKind
 
     types = _dsl.entry_argument_types(compiled)
-    if types is None:
-        return
+    symbol = _dsl.mangled_name(compiled)
+    at = 0  # tensor symbols appear in the entry's symbol in parameter order
     k = 0
     for pname, b in zip(names, bounds):
         leaves = list(b.slot.elements or ()) if isinstance(b.slot, SequenceKind) else [b.slot]
         for i, leaf in enumerate(leaves):
             for part in leaf.parts:
-                if k < len(types) and isinstance(leaf, TensorKind) and leaf.layout is not None:
+                if isinstance(leaf, TensorKind) and leaf.layout is not None:
+                    label = pname if not isinstance(b.slot, SequenceKind) else f"{pname}[{i}]"
                     ours = ["ptr"] + [{"i": "i32", "q": "i64"}[c] for c in part[1:] if c in "iq"]
-                    theirs = _dsl.descriptor_fields(types[k])
-                    if ours != theirs:
+                    theirs = _dsl.descriptor_fields(types[k]) if types is not None and k < len(types) else ours
+                    found = symbol.find(_dsl.tensor_symbol(leaf.layout), at)
+                    if ours != theirs or found < 0:
                         raise D.error(
                             D.TENSOR_LAYOUT_MISMATCH,
                             kernel=name,
-                            parameter=pname if not isinstance(b.slot, SequenceKind) else f"{pname}[{i}]",
+                            parameter=label,
                             detail="prepare(): the compiled function takes another tensor layout; pass the from_dlpack tensor "
                             "marked as when compiling",
-                            expected=f"a descriptor of {', '.join(theirs)}",
-                            got=f"a tensor read as {leaf.layout.text} ({', '.join(ours)})",
+                            expected=f"the layout compiled into {symbol}",
+                            got=f"a tensor read as {leaf.layout.text}",
                         )
+                    at = found + len(_dsl.tensor_symbol(leaf.layout))
                 k += 1
 

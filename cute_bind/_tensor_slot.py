@@ -32,6 +32,19 @@ __all__ = ["TensorKind"]
 
 _WIDTH_FMT = {32: "i", 64: "q"}
 _RANGE = {32: (-(1 << 31), (1 << 31) - 1), 64: (-(1 << 63), (1 << 63) - 1)}
+_INT32_MAX = (1 << 31) - 1
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:160].rstrip(".") if text else ""
+
+
+def _footprint(view: _dlpack.DLView) -> int:
+    """Elements spanned by a tensor's layout: 1 + sum of (extent - 1) * |stride| (0 when empty)."""
+    if any(e == 0 for e in view.shape):
+        return 0
+    return 1 + sum((e - 1) * abs(st) for e, st in zip(view.shape, view.strides))
 
 
 class TensorKind(SlotKind):
@@ -77,6 +90,9 @@ class TensorKind(SlotKind):
         self._plan = tuple(
             (k, m.static, *_RANGE[m.width], m.divisibility) for k, m in enumerate((*layout.shape, *layout.stride))
         )
+        # 32-bit dynamic strides: the compiled index arithmetic is 32-bit, so the
+        # whole footprint must fit Int32 (the DSL refuses such a tensor at marshal time)
+        self._footprint32 = any(m.static is None and m.width == 32 for m in layout.stride)
 
     def __repr__(self) -> str:
         return f"TensorKind({self.describe()})"
@@ -149,9 +165,21 @@ class TensorKind(SlotKind):
             tensor = value  # the caller's from_dlpack tensor: its marking decides the layout
             self._check_spec(value.element_type.__name__, len(view.shape), where)
         else:
-            self._check_spec(_dlpack.describe_dtype(view.dtype), len(view.shape), where)
+            dtype_name = _dlpack.describe_dtype(view.dtype)
+            self._check_spec(dtype_name, len(view.shape), where)
+            if not _dlpack.is_cute_dtype(view.dtype):
+                raise D.error(
+                    D.TENSOR_DTYPE_MISMATCH,
+                    kernel=where.kernel,
+                    parameter=where.parameter,
+                    expected="a tensor of a CuTe element type (Float32, Float16, BFloat16, Int8, ..., Float8E4M3FN, ...)",
+                    got=f"a {dtype_name} tensor",
+                )
+            # A tensor that requires grad is read like any other (its data, not autograd);
+            # torch refuses to export it, so the DSL tensor is built from a detached view.
+            source = value.detach() if getattr(value, "requires_grad", False) and hasattr(value, "detach") else value
             try:
-                tensor = _dsl.dsl_tensor(value, self.spec.align, self.spec.layout)
+                tensor = _dsl.dsl_tensor(source, self.spec.align, self.spec.layout)
             except Exception as exc:  # the DSL's own refusal (e.g. no unit stride for the leading dimension)
                 raise D.error(
                     D.TENSOR_LAYOUT_MISMATCH,
@@ -159,19 +187,27 @@ class TensorKind(SlotKind):
                     parameter=where.parameter,
                     detail="the DSL cannot mark this tensor's layout",
                     expected=self.spec.describe(),
-                    got=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:160].rstrip('.') if str(exc).strip() else ''}",
+                    got=f"{type(exc).__name__}: {_first_line(exc)}",
                 ) from None
         try:
             layout = _dsl.tensor_layout(tensor)
         except ValueError as exc:
             raise _wrong_kind(where, f"a tensor with a flat layout ({exc})", value) from None
+        except Exception as exc:  # e.g. an element type the DSL cannot map
+            raise D.error(
+                D.TENSOR_DTYPE_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected="a tensor of an element type the DSL takes",
+                got=f"{type(exc).__name__}: {_first_line(exc)}",
+            ) from None
         align = layout.assumed_align or max(1, int(getattr(layout.dtype, "width", 8)) // 8)
         bound = TensorKind(self.spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value))
         packed = bound.pack_view(view, where)
         return Bound(packed=packed, dsl_value=tensor, key=(layout.cache_key, view.device[0]), slot=bound)
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[int, ...]:
-        found = _dlpack.exchange_for(value.__class__)
+        found = _dlpack.exchange_for(type(value))  # the exact type: a proxy's __class__ may lie
         if found is not None:
             view = _dlpack.read_exchange(found, value)
             if view is not None:
@@ -193,7 +229,8 @@ class TensorKind(SlotKind):
                 elif static is None or v != static:
                     break
             else:
-                return tuple(out)
+                if not self._footprint32 or _footprint(view) <= _INT32_MAX:
+                    return tuple(out)
         return self._diagnose(view, where)
 
     def _diagnose(self, view: _dlpack.DLView, where: Where) -> tuple[int, ...]:
@@ -241,6 +278,15 @@ class TensorKind(SlotKind):
                 if v % mode.divisibility:
                     raise self._layout_error(f"{what} of mode {i}", f"a multiple of {mode.divisibility} (layout {layout.text})", view, where)
                 out.append(v)
+        if self._footprint32 and _footprint(view) > _INT32_MAX:
+            raise D.error(
+                D.INTEGER_OUT_OF_RANGE,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=f"Int32 index arithmetic: a footprint (1 + sum of (extent - 1) * |stride|) up to {_INT32_MAX} elements "
+                f"(layout {layout.text} has 32-bit strides)",
+                got=f"{_footprint(view)} (shape {view.shape}, strides {view.strides})",
+            )
         return (view.address, *shapes, *strides)
 
     @staticmethod
@@ -276,4 +322,14 @@ class TensorKind(SlotKind):
             else:
                 modes.append((mode.static, 0, 0, 1, -1))
         ex = self._exchange
-        return (ex[0] if ex else 0, self.value_type if ex else None, self.dtype, self.device, self.align, len(layout.shape), tuple(modes), ex[2] if ex else None)
+        return (
+            ex[0] if ex else 0,
+            self.value_type if ex else None,
+            self.dtype,
+            self.device,
+            self.align,
+            len(layout.shape),
+            tuple(modes),
+            ex[2] if ex else None,
+            int(self._footprint32),
+        )

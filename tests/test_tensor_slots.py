@@ -315,3 +315,73 @@ def test_prepare_refuses_a_tensor_read_with_another_layout():
     assert torch.equal(y, x * 2)
     with pytest.raises(cute_bind.LaunchValueError):
         handle.launch(torch.zeros(13), torch.zeros(13), 2.0)  # static extent 8 compiled in
+
+
+# ------------------------------------------------------------------ values the producer cannot export, odd dtypes
+ODD = [
+    ("meta", lambda: torch.zeros(8, device="meta")),
+    ("sparse", lambda: torch.zeros(8).to_sparse()),
+    ("proxy", lambda: __import__("unittest.mock").mock.Mock(spec=torch.Tensor)),
+]
+
+
+@pytest.mark.parametrize("case", ODD, ids=[c[0] for c in ODD])
+def test_unexportable_tensors_are_cb204(case, path):
+    handle = TSCALE.bind(torch.zeros(8), torch.zeros(8), 1.0)
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        handle.launch(torch.zeros(8), case[1](), 1.0)
+    assert (info.value.code, info.value.parameter) == ("CB204", "inp")
+
+
+def test_dtype_without_a_cute_type_is_cb211_at_bind():
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        TSCALE.bind(torch.zeros(8, dtype=torch.complex64), torch.zeros(8), 1.0)
+    assert info.value.code == "CB211"
+
+
+def test_requires_grad_tensors_are_read_like_any_other(path):
+    w = torch.ones(8, requires_grad=True)
+    handle = TSCALE.bind(torch.zeros(8), w, 1.0)
+    y = torch.zeros(8)
+    handle.launch(y, w, 3.0)
+    assert torch.equal(y, torch.full((8,), 3.0))
+
+
+def test_32bit_strides_bound_the_footprint(path):
+    marked = from_dlpack(torch.zeros(3, 4), use_32bit_stride=True).mark_layout_dynamic()
+    handle = TCOPY.bind(marked, from_dlpack(torch.zeros(3, 4), use_32bit_stride=True).mark_layout_dynamic(), 0.0)
+    # each stride fits Int32, the span does not: 1 + 2 * 2**30 + 3 elements
+    wide = np.lib.stride_tricks.as_strided(np.zeros(4, np.float32), shape=(3, 4), strides=(4 * 2**30, 4))
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        handle.launch(wide, torch.zeros(3, 4), 0.0)
+    assert info.value.code == "CB205" and "footprint" in str(info.value)
+    try:  # the same through the C tensor class (torch): 8 GiB of address space, never touched
+        big = torch.empty(2**31 + 8).as_strided((3, 4), (2**30, 1))
+    except RuntimeError:
+        return
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        handle.launch(big, torch.zeros(3, 4), 0.0)
+    assert info.value.code == "CB205"
+
+
+def test_prepare_refuses_another_leading_dimension():
+    import cutlass.cute as cute
+
+    col = lambda: from_dlpack(torch.zeros(4, 3).t()).mark_layout_dynamic(leading_dim=0)  # noqa: E731
+    compiled = cute.compile(tcopy_any, col(), col(), 0.0)
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        cute_bind.prepare(compiled, torch.zeros(3, 4), torch.zeros(3, 4), 0.0)  # read as row major
+    assert info.value.code == "CB213" and "prepare()" in str(info.value)
+    assert cute_bind.prepare(compiled, col(), col(), 0.0).slots["out"].layout.text == "(?,?):(1,?{i64})"
+
+
+def test_c_launcher_refuses_misuse():
+    if cute_bind._prepared.fast_path() != "c":
+        pytest.skip("the C fast path is not built")
+    from cute_bind._claunch import Launcher
+
+    with pytest.raises(RuntimeError):
+        Launcher.__new__(Launcher).launch()
+    handle = TSCALE.bind(torch.zeros(8), torch.zeros(8), 1.0)
+    with pytest.raises(TypeError):
+        handle._launcher.__init__(0, 0, 0, 0, b"", b"", (), (), (), object(), print, print, None, ())
