@@ -207,9 +207,9 @@ class TensorKind(SlotKind):
         return Bound(packed=packed, dsl_value=tensor, key=(layout.cache_key, view.device[0]), slot=bound)
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[int, ...]:
-        found = _dlpack.exchange_for(type(value))  # the exact type: a proxy's __class__ may lie
-        if found is not None:
-            view = _dlpack.read_exchange(found, value)
+        reader = _dlpack.reader_for(type(value))  # the exact type: a proxy's __class__ may lie
+        if reader is not None:
+            view = reader(value)
             if view is not None:
                 return self.pack_view(view, where)
         return self.pack_view(self._read(value, where), where)

@@ -42,3 +42,19 @@ def test_not_a_tensor():
 @pytest.mark.parametrize("dtype, name", [((2, 32, 1), "Float32"), ((4, 16, 1), "BFloat16"), ((2, 32, 4), "DLPack dtype (code=2, bits=32, lanes=4)")])
 def test_describe_dtype(dtype, name):
     assert _dlpack.describe_dtype(dtype) == name
+
+
+def _torch_values():
+    values = [make() for make in VALUES]
+    if torch.cuda.is_available():
+        values += [torch.zeros(3, 5, device="cuda")[:, 1:], torch.zeros(4).pin_memory(), torch.zeros(2, device=f"cuda:{torch.cuda.device_count() - 1}")]
+    return values
+
+
+def test_torch_attribute_reader_agrees_with_the_exchange_api():
+    """The Python paths read torch tensors by attribute: same facts as the exchange API (also CUDA and pinned tensors on a GPU machine)."""
+    reader = _dlpack.reader_for(torch.Tensor)
+    found = _dlpack.exchange_function(torch.Tensor)
+    for t in _torch_values():
+        assert reader(t) == _dlpack.read_exchange(found, t), (t.device, t.dtype, t.shape)
+    assert reader(torch.zeros(4, device="meta")) is None and reader(torch.zeros(4).to_sparse()) is None
