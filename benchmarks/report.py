@@ -264,9 +264,9 @@ from the same pool (and, on the CPU machine, with those integers precomputed).
 
 The targets for this workload on the H200 machine: a bound launch with new tensors faster than the
 TVM-FFI path with torch tensors, and at least 3x faster than the direct call with reused DLPack
-tensors. The first holds in every run. The second is bounded by the host: no path that calls the
-compiled entry point can beat the *bare engine call*, and on these leases the direct call costs
-only {floor_ratios} times that bare call. `launch` comes in below the bare call every time (the
+tensors. The first holds in every run. The second is bounded by the host: every path ends in
+the same compiled entry point, whose cost the *bare engine call* shows (one ctypes call of it),
+and on these leases the direct call costs only {floor_ratios} times that bare call. `launch` comes in below the bare call every time (the
 C fast path skips ctypes), so direct / launch is a little above direct / bare: {launch_ratios}.
 The 3x target was met on the first lease and missed on the others, where not even a launch
 costing nothing beyond the entry call could meet it. The device job ran on three leases (tables
