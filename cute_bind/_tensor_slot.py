@@ -164,6 +164,17 @@ class TensorKind(SlotKind):
         if _dsl.is_dsl_tensor(value):
             tensor = value  # the caller's from_dlpack tensor: its marking decides the layout
             self._check_spec(value.element_type.__name__, len(view.shape), where)
+            carried = _dsl.tensor_layout(value).assumed_align
+            if self.spec.align is not None and carried != self.spec.align:
+                # the annotation promises an alignment the compiled code would not assume
+                raise D.error(
+                    D.TENSOR_LAYOUT_MISMATCH,
+                    kernel=where.kernel,
+                    parameter=where.parameter,
+                    detail="the annotation's alignment and the from_dlpack tensor's assumed_align differ",
+                    expected=f"from_dlpack(t, assumed_align={self.spec.align}) for {self.spec.describe()}",
+                    got=f"assumed_align={carried}",
+                )
         else:
             dtype_name = _dlpack.describe_dtype(view.dtype)
             self._check_spec(dtype_name, len(view.shape), where)

@@ -385,3 +385,13 @@ def test_c_launcher_refuses_misuse():
     handle = TSCALE.bind(torch.zeros(8), torch.zeros(8), 1.0)
     with pytest.raises(TypeError):
         handle._launcher.__init__(0, 0, 0, 0, b"", b"", (), (), (), object(), print, print, None, ())
+
+
+def test_from_dlpack_alignment_must_match_the_annotation():
+    k = cute_bind.kernel(tlead0)  # cute_bind.Tensor[Float32, 2, 16, 0]
+    col = torch.zeros(3, 4).t()
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        k.bind(from_dlpack(col).mark_layout_dynamic(leading_dim=0), col, 0.0)
+    assert info.value.code == "CB213" and "assumed_align" in str(info.value)
+    ok = from_dlpack(col, assumed_align=16).mark_layout_dynamic(leading_dim=0)
+    assert k.bind(ok, col, 0.0).slots["out"].align == 16
