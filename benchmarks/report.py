@@ -18,16 +18,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def table(run: dict) -> str:
+def table(run: dict, direct_path: str = "direct call, args reused", bare_path: str | None = "bare engine call") -> str:
+    """One run's rows; a "vs bare" column when ``bare_path`` is given."""
     rows = run["rows"]
-    bare = next(r["median_us"] for r in rows if r["path"] == "bare engine call")
-    direct = next(r["median_us"] for r in rows if r["path"] == "direct call, args reused")
+    bare = next(r["median_us"] for r in rows if r["path"] == bare_path) if bare_path else None
+    direct = next(r["median_us"] for r in rows if r["path"] == direct_path)
     events = any(r.get("event_us") is not None for r in rows)
-    out = ["| path | host us/launch, median | min | vs bare engine call | direct reused / path |" + (" CUDA-event us/launch |" if events else "")]
-    out.append("|---|---:|---:|---:|---:|" + ("---:|" if events else ""))
+    vs_bare = " vs bare engine call |" if bare is not None else ""
+    out = [f"| path | host us/launch, median | min |{vs_bare} direct reused / path |" + (" CUDA-event us/launch |" if events else "")]
+    out.append("|---|---:|---:|" + ("---:|" if bare is not None else "") + "---:|" + ("---:|" if events else ""))
     for r in rows:
         ev = f" {r['event_us']:.2f} |" if events and r.get("event_us") is not None else (" - |" if events else "")
-        out.append(f"| {r['path']} | {r['median_us']:.2f} | {r['min_us']:.2f} | {r['median_us'] - bare:+.2f} | {direct / r['median_us']:.1f}x |{ev}")
+        vb = f" {r['median_us'] - bare:+.2f} |" if bare is not None else ""
+        out.append(f"| {r['path']} | {r['median_us']:.2f} | {r['min_us']:.2f} |{vb} {direct / r['median_us']:.1f}x |{ev}")
     return "\n".join(out)
 
 
@@ -37,15 +40,7 @@ def load(path: str) -> dict:
 
 
 def tensor_table(run: dict) -> str:
-    rows = run["rows"]
-    direct = next(r["median_us"] for r in rows if r["path"] == "direct call, dlpack tensors reused")
-    events = any(r.get("event_us") is not None for r in rows)
-    out = ["| path | host us/launch, median | min | direct reused / path |" + (" CUDA-event us/launch |" if events else "")]
-    out.append("|---|---:|---:|---:|" + ("---:|" if events else ""))
-    for r in rows:
-        ev = f" {r['event_us']:.2f} |" if events and r.get("event_us") is not None else (" - |" if events else "")
-        out.append(f"| {r['path']} | {r['median_us']:.2f} | {r['min_us']:.2f} | {direct / r['median_us']:.1f}x |{ev}")
-    return "\n".join(out)
+    return table(run, direct_path="direct call, dlpack tensors reused", bare_path=None)
 
 
 def tensor_summary(run: dict) -> dict[str, float]:

@@ -206,12 +206,16 @@ pack_tensor(TensorSpec *ts, char *dst, PyObject *v)
     uint64_t addr = (uint64_t)(uintptr_t)dl.data + dl.byte_offset;
     if (ts->align > 1 && addr % ts->align) return 0;
     int64_t compact = 1;
+    double span = 1.0; /* footprint: 1 + sum (extent - 1) * |stride|; in double, exact far beyond 2**31 */
+    int empty = 0;
     for (int k = 2 * ts->ndim - 1; k >= 0; k--) { /* strides first (compact ones need the extents after them) */
         int mode = k % ts->ndim;
         int64_t value;
         if (k >= ts->ndim) {
             if (dl.strides) value = dl.strides[mode];
             else { value = compact; compact *= dl.shape[mode]; }
+            if (dl.shape[mode] == 0) empty = 1;
+            span += (double)(dl.shape[mode] - 1) * (double)(value < 0 ? -value : value);
         } else value = dl.shape[mode];
         const ModeSpec *m = &ts->modes[k];
         if (!m->dyn) {
@@ -225,21 +229,7 @@ pack_tensor(TensorSpec *ts, char *dst, PyObject *v)
             memcpy(dst + m->off, &t, 4);
         } else memcpy(dst + m->off, &value, 8);
     }
-    if (ts->footprint32) { /* 1 + sum (extent - 1) * |stride| <= INT32_MAX; in double: exact far beyond 2**31 */
-        double span = 1.0;
-        int empty = 0;
-        for (int k = 0; k < ts->ndim; k++) {
-            int64_t e = dl.shape[k];
-            int64_t st = dl.strides ? dl.strides[k] : 0;
-            if (!dl.strides) { /* compact: recompute the stride of mode k */
-                st = 1;
-                for (int j = k + 1; j < ts->ndim; j++) st *= dl.shape[j];
-            }
-            if (e == 0) empty = 1;
-            span += (double)(e - 1) * (double)(st < 0 ? -st : st);
-        }
-        if (!empty && span > (double)INT32_MAX) return 0;
-    }
+    if (ts->footprint32 && !empty && span > (double)INT32_MAX) return 0; /* 32-bit index arithmetic */
     memcpy(dst, &addr, 8);
     return 1;
 }

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 __all__ = ["DLView", "DLTensor", "exchange_function", "exchange_for", "read", "read_capsule", "read_exchange", "describe_dtype", "is_cute_dtype", "DEVICE_NAMES"]
 
@@ -149,12 +149,6 @@ def exchange_for(tp: type) -> tuple[int, Any, Any] | None:
     return exchange_function(tp) if found is _UNKNOWN else found
 
 
-def has_exchange(value: Any) -> bool:
-    """Whether ``read(value)`` takes the exchange API's one-call route."""
-    found = _EXCHANGE_CACHE.get(type(value), _UNKNOWN)
-    return (exchange_function(type(value)) if found is _UNKNOWN else found) is not None
-
-
 def read_exchange(found: tuple[int, Any, Any], value: Any) -> DLView | None:
     """Read ``value`` (of exactly the type ``found`` belongs to) through its exchange function;
     None if the producer refuses it (e.g. a meta or sparse torch tensor)."""
@@ -168,26 +162,30 @@ def read_exchange(found: tuple[int, Any, Any], value: Any) -> DLView | None:
 
 
 # ---------------------------------------------------------------- per-type readers (Python paths)
-_READERS: dict[type, Any] = {}
+#: value -> DLView, or None when this value cannot be read that way
+Reader = Callable[[Any], "DLView | None"]
+_READERS: dict[type, Reader | None] = {}
+
+#: torch dtype attribute name -> DLPack (code, bits, lanes): the one torch dtype table.
+TORCH_DTYPE_CODES: dict[str, tuple[int, int, int]] = {
+    "float32": (2, 32, 1), "float64": (2, 64, 1), "float16": (2, 16, 1), "bfloat16": (4, 16, 1),
+    "int8": (0, 8, 1), "int16": (0, 16, 1), "int32": (0, 32, 1), "int64": (0, 64, 1),
+    "uint8": (1, 8, 1), "uint16": (1, 16, 1), "uint32": (1, 32, 1), "uint64": (1, 64, 1),
+    "bool": (6, 8, 1), "float8_e4m3fn": (10, 8, 1), "float8_e5m2": (12, 8, 1),
+}  # fmt: skip
 _TORCH_DTYPES: dict[Any, tuple[int, int, int]] = {}
 
 
 def _torch_dtypes(torch: Any) -> dict[Any, tuple[int, int, int]]:
     if not _TORCH_DTYPES:
-        names = {
-            "float32": (2, 32, 1), "float64": (2, 64, 1), "float16": (2, 16, 1), "bfloat16": (4, 16, 1),
-            "int8": (0, 8, 1), "int16": (0, 16, 1), "int32": (0, 32, 1), "int64": (0, 64, 1),
-            "uint8": (1, 8, 1), "uint16": (1, 16, 1), "uint32": (1, 32, 1), "uint64": (1, 64, 1),
-            "bool": (6, 8, 1), "float8_e4m3fn": (10, 8, 1), "float8_e5m2": (12, 8, 1),
-        }  # fmt: skip
-        for name, dl in names.items():
+        for name, dl in TORCH_DTYPE_CODES.items():
             dtype = getattr(torch, name, None)
             if dtype is not None:
                 _TORCH_DTYPES[dtype] = dl
     return _TORCH_DTYPES
 
 
-def _torch_reader(torch: Any) -> Any:
+def _torch_reader(torch: Any) -> Reader:
     """Read a strided CPU/CUDA torch tensor through its attributes: on the Python paths several
     times cheaper than a ctypes call of the exchange function; anything else returns None."""
     dtypes = _torch_dtypes(torch)
@@ -210,12 +208,11 @@ def _torch_reader(torch: Any) -> Any:
     return read_torch
 
 
-def reader_for(tp: type) -> Any:
+def reader_for(tp: type) -> Reader | None:
     """The cheapest Python reader for values of exactly type ``tp`` (value -> DLView or None), or None."""
-    reader = _READERS.get(tp, _UNKNOWN)
-    if reader is not _UNKNOWN:
-        return reader
-    reader = None
+    if tp in _READERS:
+        return _READERS[tp]
+    reader: Reader | None = None
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(tp, type) and issubclass(tp, torch.Tensor):
         reader = _torch_reader(torch)
@@ -235,9 +232,9 @@ _EXPORT_KWARGS: tuple[dict[str, Any], ...] = ({"stream": -1, "copy": False}, {"c
 
 def read(value: Any) -> DLView:
     """Read a DLPack-capable value; raise TypeError, BufferError, ... when it cannot be read in place."""
-    found = exchange_for(type(value))
-    if found is not None:
-        view = read_exchange(found, value)
+    reader = reader_for(type(value))
+    if reader is not None:
+        view = reader(value)
         if view is not None:
             return view
     exporter = getattr(value, "__dlpack__", None)

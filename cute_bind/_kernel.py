@@ -273,7 +273,8 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
                     label = pname if not isinstance(b.slot, SequenceKind) else f"{pname}[{i}]"
                     ours = ["ptr"] + [{"i": "i32", "q": "i64"}[c] for c in part[1:] if c in "iq"]
                     theirs = _dsl.descriptor_fields(types[k]) if types is not None and k < len(types) else ours
-                    found = symbol.find(_dsl.tensor_symbol(leaf.layout), at)
+                    spelled = _dsl.tensor_symbol(leaf.layout)
+                    found = symbol.find(spelled, at)
                     if ours != theirs or found < 0:
                         raise D.error(
                             D.TENSOR_LAYOUT_MISMATCH,
@@ -284,6 +285,6 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
                             expected=f"the layout compiled into {symbol}",
                             got=f"a tensor read as {leaf.layout.text}",
                         )
-                    at = found + len(_dsl.tensor_symbol(leaf.layout))
+                    at = found + len(spelled)
                 k += 1
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from . import _diagnostics as D
-from . import _dsl
+from . import _dlpack, _dsl
 from . import _whitelist as W
 from ._types import PointerSpec, pointer_spec_of
 
@@ -346,13 +346,8 @@ _NUMPY_TYPESTR = {
     "i1": "Int8", "i2": "Int16", "i4": "Int32", "i8": "Int64",
     "u1": "Uint8", "u2": "Uint16", "u4": "Uint32", "u8": "Uint64", "b1": "Boolean",
 }  # fmt: skip
-_TORCH_DTYPES = {
-    "torch.float32": "Float32", "torch.float64": "Float64", "torch.float16": "Float16",
-    "torch.bfloat16": "BFloat16", "torch.int8": "Int8", "torch.int16": "Int16",
-    "torch.int32": "Int32", "torch.int64": "Int64", "torch.uint8": "Uint8",
-    "torch.uint16": "Uint16", "torch.uint32": "Uint32", "torch.uint64": "Uint64",
-    "torch.bool": "Boolean", "torch.float8_e4m3fn": "Float8E4M3FN", "torch.float8_e5m2": "Float8E5M2",
-}  # fmt: skip
+# str(torch dtype) -> CuTe type name, from the DLPack module's torch dtype table
+_TORCH_DTYPES = {f"torch.{name}": _dlpack.describe_dtype(code) for name, code in _dlpack.TORCH_DTYPE_CODES.items()}
 
 
 @dataclass(frozen=True)

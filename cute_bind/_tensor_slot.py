@@ -125,7 +125,7 @@ class TensorKind(SlotKind):
             return _dlpack.read_capsule(_dsl.dsl_tensor_capsule(value))
         if isinstance(value, (bool, int, float, str, bytes)) or value is None:
             raise _wrong_kind(where, self.expected(), value)
-        if self.device is not None and not _dlpack.has_exchange(value):
+        if self.device is not None and _dlpack.reader_for(type(value)) is None:
             # an export-free device check first, so a foreign device is
             # reported as such and never exported
             device = _dlpack.device_of(value)
@@ -164,17 +164,6 @@ class TensorKind(SlotKind):
         if _dsl.is_dsl_tensor(value):
             tensor = value  # the caller's from_dlpack tensor: its marking decides the layout
             self._check_spec(value.element_type.__name__, len(view.shape), where)
-            carried = _dsl.tensor_layout(value).assumed_align
-            if self.spec.align is not None and carried != self.spec.align:
-                # the annotation promises an alignment the compiled code would not assume
-                raise D.error(
-                    D.TENSOR_LAYOUT_MISMATCH,
-                    kernel=where.kernel,
-                    parameter=where.parameter,
-                    detail="the annotation's alignment and the from_dlpack tensor's assumed_align differ",
-                    expected=f"from_dlpack(t, assumed_align={self.spec.align}) for {self.spec.describe()}",
-                    got=f"assumed_align={carried}",
-                )
         else:
             dtype_name = _dlpack.describe_dtype(view.dtype)
             self._check_spec(dtype_name, len(view.shape), where)
@@ -212,6 +201,16 @@ class TensorKind(SlotKind):
                 expected="a tensor of an element type the DSL takes",
                 got=f"{type(exc).__name__}: {_first_line(exc)}",
             ) from None
+        if tensor is value and self.spec.align is not None and layout.assumed_align != self.spec.align:
+            # the annotation promises an alignment the compiled code would not assume
+            raise D.error(
+                D.TENSOR_LAYOUT_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                detail="the annotation's alignment and the from_dlpack tensor's assumed_align differ",
+                expected=f"from_dlpack(t, assumed_align={self.spec.align}) for {self.spec.describe()}",
+                got=f"assumed_align={layout.assumed_align}",
+            )
         align = layout.assumed_align or max(1, int(getattr(layout.dtype, "width", 8)) // 8)
         bound = TensorKind(self.spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value))
         packed = bound.pack_view(view, where)
