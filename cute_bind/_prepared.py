@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import re
 import struct
 import threading
 import weakref
@@ -100,6 +101,24 @@ class _Layout:
             self.sizes.append(struct.calcsize(prefix) - first)
         # round up so the block can be reused verbatim by clones
         self.size = max(8, (self.struct.size + 7) // 8 * 8)
+
+
+def _item_ranges(fmt: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` byte ranges of the items of native struct format
+    ``fmt``, leaving out the alignment padding between and after them."""
+    ranges = []
+    prefix = "@"
+    for count, code in re.findall(r"(\d*)(\D)", fmt.lstrip("@")):
+        if code in "sp":  # one item of ``count`` bytes
+            count, code = "", count + code
+        elif code == "x" or count == "0":
+            prefix += count + code
+            continue
+        for _ in range(int(count or 1)):
+            start = struct.calcsize(prefix + "0" + code[-1])
+            prefix += code
+            ranges.append((start, struct.calcsize(prefix)))
+    return ranges
 
 
 def _flatten(slots: Sequence[SlotKind], packed: Sequence[Any]) -> list[Any]:
@@ -516,9 +535,14 @@ def build(
     ours = layout.struct.pack(*_flatten(slots, [b.packed for b in bounds]))
     for name, parts in zip(names, layout.slot_parts):
         for fmt, off in parts:
-            # padding bytes are never read by the function: compare the items only
-            size = struct.calcsize("@" + (fmt[:-2] if fmt.endswith("0Q") else fmt))
-            if ours[off : off + size] != bytes(snapshot[off : off + size]):
+            # Padding bytes (inside a tensor descriptor, or at its end) are never
+            # read by the function and the DSL leaves them uninitialised: compare
+            # the items only.
+            items = _item_ranges(fmt)
+            theirs_items = b"".join(bytes(snapshot[off + a : off + b]) for a, b in items)
+            ours_items = b"".join(ours[off + a : off + b] for a, b in items)
+            if ours_items != theirs_items:
+                size = items[-1][1] if items else 0
                 raise D.error(
                     D.SNAPSHOT_MISMATCH,
                     kernel=kernel,

@@ -20,6 +20,7 @@ from cutlass.cute.runtime import from_dlpack
 
 import cute_bind
 from cute_bind import _dsl
+from cute_bind._prepared import _item_ranges
 from tests.kernels.host import tadd2d, tcopy_any, tlead0, tscale, tstatic
 
 torch = pytest.importorskip("torch")
@@ -36,14 +37,20 @@ def _items_fmt(layout) -> str:
     return "@Q" + "".join(("i" if m.width == 32 else "q") for m in (*layout.shape, *layout.stride) if m.static is None)
 
 
+def _items(raw: bytes, layout) -> bytes:
+    # the padding inside the descriptor is never read and the DSL leaves it uninitialised
+    return b"".join(raw[a:b] for a, b in _item_ranges(_items_fmt(layout)))
+
+
 def _dsl_descriptor(tensor) -> bytes:
     """The memref descriptor the DSL's marshalling builds for a from_dlpack tensor (items only)."""
-    return ctypes.string_at(tensor.__c_pointers__()[0], struct.calcsize(_items_fmt(_dsl.tensor_layout(tensor))))
+    layout = _dsl.tensor_layout(tensor)
+    return _items(ctypes.string_at(tensor.__c_pointers__()[0], struct.calcsize(_items_fmt(layout))), layout)
 
 
 def _slot_descriptor(handle, name: str) -> bytes:
     layout = handle.slots[name].layout
-    return handle.slot_bytes(name)[: struct.calcsize(_items_fmt(layout))]
+    return _items(handle.slot_bytes(name), layout)
 
 
 # ------------------------------------------------------------------ byte identity
@@ -211,6 +218,39 @@ def test_divisibility_is_checked(path):
     with pytest.raises(cute_bind.LaunchValueError) as info:
         handle.launch(torch.zeros(64, 40), torch.zeros(64, 40), 0.0)
     assert info.value.code == "CB213" and "multiple of 16" in str(info.value)
+
+
+def test_bind_self_check_ignores_descriptor_padding(monkeypatch, path):
+    """The DSL leaves the padding inside a memref descriptor uninitialised;
+    bind()'s byte comparison (CB305) must compare the items only."""
+    real_marshal = _dsl.marshal
+
+    def marshal_with_garbage_padding(compiled, args, kwargs):
+        addresses, keep = real_marshal(compiled, args, kwargs)
+        for address, arg in zip(addresses, args):
+            if _dsl.is_dsl_tensor(arg):
+                fmt = _items_fmt(_dsl.tensor_layout(arg)) + "0Q"
+                used = set()
+                for a, b in _item_ranges(fmt):
+                    used.update(range(a, b))
+                for i in set(range(struct.calcsize(fmt))) - used:
+                    ctypes.memset(address + i, 0xAB, 1)
+        return addresses, keep
+
+    monkeypatch.setattr(_dsl, "marshal", marshal_with_garbage_padding)
+    out, inp = torch.zeros(64, 32), torch.ones(64, 32)
+    marked = [from_dlpack(t).mark_compact_shape_dynamic(mode=1, divisibility=16) for t in (out, inp)]
+    # (64, 32) compact, mode 1 dynamic: {address; i32 extent; 4 padding bytes; i64 stride}
+    assert _item_ranges(_items_fmt(_dsl.tensor_layout(marked[0])) + "0Q")[-1][0] == 16
+    handle = TCOPY.bind(*marked, 2.0)
+    handle.launch(out, inp, 2.0)
+    assert torch.equal(out, torch.full((64, 32), 3.0))
+
+
+def test_item_ranges_skip_padding():
+    assert _item_ranges("Qiq0Q") == [(0, 8), (8, 12), (16, 24)]
+    assert _item_ranges("Qii0Q") == [(0, 8), (8, 12), (12, 16)]
+    assert _item_ranges("?") == [(0, 1)] and _item_ranges("4s") == [(0, 4)]
 
 
 # ------------------------------------------------------------------ bind-time checks from the annotation
