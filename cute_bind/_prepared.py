@@ -20,7 +20,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import re
 import struct
 import threading
 import weakref
@@ -29,7 +28,7 @@ from typing import Any, Callable, Generic, ParamSpec, Sequence
 from . import _diagnostics as D
 from . import _dsl
 from ._signature import bind_arguments
-from ._slots import Bound, SlotKind, Where
+from ._slots import Bound, SlotKind, Where, item_ranges
 
 __all__ = ["PreparedLaunch", "build"]
 
@@ -101,24 +100,6 @@ class _Layout:
             self.sizes.append(struct.calcsize(prefix) - first)
         # round up so the block can be reused verbatim by clones
         self.size = max(8, (self.struct.size + 7) // 8 * 8)
-
-
-def _item_ranges(fmt: str) -> list[tuple[int, int]]:
-    """The ``(start, end)`` byte ranges of the items of native struct format
-    ``fmt``, leaving out the alignment padding between and after them."""
-    ranges = []
-    prefix = "@"
-    for count, code in re.findall(r"(\d*)(\D)", fmt.lstrip("@")):
-        if code in "sp":  # one item of ``count`` bytes
-            count, code = "", count + code
-        elif code == "x" or count == "0":
-            prefix += count + code
-            continue
-        for _ in range(int(count or 1)):
-            start = struct.calcsize(prefix + "0" + code[-1])
-            prefix += code
-            ranges.append((start, struct.calcsize(prefix)))
-    return ranges
 
 
 def _flatten(slots: Sequence[SlotKind], packed: Sequence[Any]) -> list[Any]:
@@ -538,7 +519,7 @@ def build(
             # Padding bytes (inside a tensor descriptor, or at its end) are never
             # read by the function and the DSL leaves them uninitialised: compare
             # the items only.
-            items = _item_ranges(fmt)
+            items = item_ranges(fmt)
             theirs_items = b"".join(bytes(snapshot[off + a : off + b]) for a, b in items)
             ours_items = b"".join(ours[off + a : off + b] for a, b in items)
             if ours_items != theirs_items:

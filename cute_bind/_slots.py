@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import operator
+import re
 import struct
 import typing
 from abc import ABC, abstractmethod
@@ -92,6 +93,24 @@ class Bound:
     dsl_value: Any
     key: Any
     slot: SlotKind
+
+
+def item_ranges(fmt: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` byte ranges of the items of native struct format
+    ``fmt``, leaving out the alignment padding between and after them."""
+    ranges = []
+    prefix = "@"
+    for count, code in re.findall(r"(\d*)(\D)", fmt.lstrip("@")):
+        if code in "sp":  # one item of ``count`` bytes
+            count, code = "", count + code
+        elif code == "x" or count == "0":
+            prefix += count + code
+            continue
+        for _ in range(int(count or 1)):
+            start = struct.calcsize(prefix + "0" + code[-1])
+            prefix += code
+            ranges.append((start, struct.calcsize(prefix)))
+    return ranges
 
 
 class SlotKind(ABC):

@@ -18,14 +18,13 @@ nanoseconds next to the DLPack read itself (see the benchmarks page).
 
 from __future__ import annotations
 
-import struct
 import typing
 from typing import Any
 
 from . import _diagnostics as D
 from . import _dlpack
 from . import _dsl
-from ._slots import Bound, SlotKind, Where, _wrong_kind, describe_value
+from ._slots import Bound, SlotKind, Where, _wrong_kind, describe_value, item_ranges
 from ._types import TensorSpec, tensor_spec_of
 
 __all__ = ["TensorKind"]
@@ -322,13 +321,10 @@ class TensorKind(SlotKind):
         if layout is None:
             return None
         modes = []
-        fmt = "@Q"
+        offsets = iter([start for start, _ in item_ranges(self.fmt)[1:]])  # after the data address
         for mode in (*layout.shape, *layout.stride):
             if mode.static is None:
-                code = _WIDTH_FMT[mode.width]
-                offset = struct.calcsize(fmt + "0" + code)
-                fmt += code
-                modes.append((0, 1, mode.width, mode.divisibility, offset))
+                modes.append((0, 1, mode.width, mode.divisibility, next(offsets)))
             else:
                 modes.append((mode.static, 0, 0, 1, -1))
         ex = self._exchange

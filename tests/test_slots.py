@@ -286,3 +286,22 @@ def test_storage_layout_is_native_struct():
     x = np.zeros(64, np.float32)
     h = cute_bind.kernel(scale).bind(x, x, 1.0, 0, 0)
     assert [len(h.slot_bytes(n)) for n in h.parameters] == [8, 8, 4, 4, 8]
+
+
+@pytest.mark.parametrize(
+    "fmt, ranges",
+    [
+        ("Q", [(0, 8)]),
+        ("Qiq0Q", [(0, 8), (8, 12), (16, 24)]),  # padding after the 32-bit extent, none at the end
+        ("Qii0Q", [(0, 8), (8, 12), (12, 16)]),
+        ("Qi0Q", [(0, 8), (8, 12)]),  # padding at the end only
+        ("?", [(0, 1)]),
+        ("4s", [(0, 4)]),
+        ("xxi", [(4, 8)]),
+        ("Q2i", [(0, 8), (8, 12), (12, 16)]),
+    ],
+)
+def test_item_ranges_skip_padding(fmt, ranges):
+    from cute_bind._slots import item_ranges
+
+    assert item_ranges(fmt) == ranges

@@ -20,7 +20,7 @@ from cutlass.cute.runtime import from_dlpack
 
 import cute_bind
 from cute_bind import _dsl
-from cute_bind._prepared import _item_ranges
+from cute_bind._slots import item_ranges
 from tests.kernels.host import tadd2d, tcopy_any, tlead0, tscale, tstatic
 
 torch = pytest.importorskip("torch")
@@ -39,7 +39,7 @@ def _items_fmt(layout) -> str:
 
 def _items(raw: bytes, layout) -> bytes:
     # the padding inside the descriptor is never read and the DSL leaves it uninitialised
-    return b"".join(raw[a:b] for a, b in _item_ranges(_items_fmt(layout)))
+    return b"".join(raw[a:b] for a, b in item_ranges(_items_fmt(layout)))
 
 
 def _dsl_descriptor(tensor) -> bytes:
@@ -231,7 +231,7 @@ def test_bind_self_check_ignores_descriptor_padding(monkeypatch, path):
             if _dsl.is_dsl_tensor(arg):
                 fmt = _items_fmt(_dsl.tensor_layout(arg)) + "0Q"
                 used = set()
-                for a, b in _item_ranges(fmt):
+                for a, b in item_ranges(fmt):
                     used.update(range(a, b))
                 for i in set(range(struct.calcsize(fmt))) - used:
                     ctypes.memset(address + i, 0xAB, 1)
@@ -241,16 +241,10 @@ def test_bind_self_check_ignores_descriptor_padding(monkeypatch, path):
     out, inp = torch.zeros(64, 32), torch.ones(64, 32)
     marked = [from_dlpack(t).mark_compact_shape_dynamic(mode=1, divisibility=16) for t in (out, inp)]
     # (64, 32) compact, mode 1 dynamic: {address; i32 extent; 4 padding bytes; i64 stride}
-    assert _item_ranges(_items_fmt(_dsl.tensor_layout(marked[0])) + "0Q")[-1][0] == 16
+    assert item_ranges(_items_fmt(_dsl.tensor_layout(marked[0])) + "0Q")[-1][0] == 16
     handle = TCOPY.bind(*marked, 2.0)
     handle.launch(out, inp, 2.0)
     assert torch.equal(out, torch.full((64, 32), 3.0))
-
-
-def test_item_ranges_skip_padding():
-    assert _item_ranges("Qiq0Q") == [(0, 8), (8, 12), (16, 24)]
-    assert _item_ranges("Qii0Q") == [(0, 8), (8, 12), (12, 16)]
-    assert _item_ranges("?") == [(0, 1)] and _item_ranges("4s") == [(0, 4)]
 
 
 # ------------------------------------------------------------------ bind-time checks from the annotation
