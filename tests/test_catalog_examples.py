@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cute_bind import CATALOG  # noqa: E402
+from cute_bind._dsl import cuda_device_count  # noqa: E402
 
 CODES = sorted(CATALOG)
 ILLUSTRATION_MARKER = "raise cute_bind.error("
@@ -34,19 +35,6 @@ TIMEOUT_S = 180
 NEEDS_NO_GPU = {
     "CB304": "the example's module loads fine where a GPU is present, so bind() succeeds",
 }
-
-
-def _gpu_present() -> bool:
-    try:
-        import cuda.bindings.driver as drv
-
-        (err,) = drv.cuInit(0)
-        if err != drv.CUresult.CUDA_SUCCESS:
-            return False
-        err, count = drv.cuDeviceGetCount()
-        return err == drv.CUresult.CUDA_SUCCESS and count > 0
-    except Exception:
-        return False
 
 
 def _run(code: str, folder: Path) -> subprocess.CompletedProcess[str]:
@@ -75,7 +63,7 @@ def test_catalog_is_not_empty() -> None:
 
 @pytest.mark.parametrize("code", [c for c in CODES if not CATALOG[c].retired])
 def test_example_raises_its_code(code: str, results: dict[str, subprocess.CompletedProcess[str]]) -> None:
-    if code in NEEDS_NO_GPU and _gpu_present():
+    if code in NEEDS_NO_GPU and cuda_device_count() > 0:
         pytest.skip(f"{code}: {NEEDS_NO_GPU[code]}")
     proc = results[code]
     entry = CATALOG[code]

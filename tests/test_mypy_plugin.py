@@ -8,7 +8,6 @@ plugin changes for ``cute_bind.Pointer[...]`` and ``cute_bind.Tensor[...]`` anno
 from __future__ import annotations
 
 import re
-import tokenize
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,34 +16,11 @@ import pytest
 
 mypy_api = pytest.importorskip("mypy.api")
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = Path(__file__).resolve().parent / "static_corpus"
-FILES = sorted(CORPUS.glob("corpus_*.py"))
+from tests.static_corpus_support import CORPUS, FILES, expected, mypy_config  # noqa: E402
 
 _REPORT = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<severity>error|note): (?P<message>.*?)(?:  \[(?P<code>[a-z-]+)\])?$")
 _OURS = re.compile(r"^\[(?P<cb>CB\d{3})\] kernel '(?P<kernel>[^']*)', parameter '(?P<parameter>[^']*)': .+\.$")
-_EXPECT = re.compile(r"#\s*expect:\s*(.+)$")
 
-# The DSL ships type information (py.typed), but analysing it costs ~45 s
-# without a cache and the plugin does not need it: the tests skip it (its
-# names are Any), as a project may do too.
-CONFIG = """\
-[mypy]
-plugins = cute_bind.mypy
-mypy_path = {root}
-show_column_numbers = True
-error_summary = False
-pretty = False
-color_output = False
-
-[mypy-cutlass.*]
-follow_imports = skip
-ignore_missing_imports = True
-
-[mypy-cuda.*]
-follow_imports = skip
-ignore_missing_imports = True
-"""
 
 # Written next to the corpus run: what an editor user relies on besides the codes.
 EXTRA = """\
@@ -119,17 +95,6 @@ class Report:
     code: str | None
 
 
-def expected(path: Path) -> Counter[tuple[str, int]]:
-    """``(code, line)`` for every ``# expect: CBxxx[, CByyy]`` comment of a corpus file."""
-    found: Counter[tuple[str, int]] = Counter()
-    with path.open("rb") as f:
-        for tok in tokenize.tokenize(f.readline):
-            m = _EXPECT.search(tok.string) if tok.type == tokenize.COMMENT else None
-            if m:
-                found.update((code, tok.start[0]) for code in re.findall(r"CB\d{3}", m.group(1)))
-    return found
-
-
 def run_mypy(config: Path, *args: str) -> list[Report]:
     stdout, stderr, status = mypy_api.run(["--config-file", str(config), "--cache-dir", str(config.parent / "cache"), *args])
     assert status in (0, 1), f"mypy crashed (status {status}):\n{stdout}\n{stderr}"
@@ -157,7 +122,7 @@ def reports(workdir: Path) -> list[Report]:
     """One mypy run, with the plugin, over the corpus and the extra files."""
     config = workdir / "with_plugin" / "mypy.ini"
     config.parent.mkdir()
-    config.write_text(CONFIG.format(root=ROOT))
+    config.write_text(mypy_config())
     shadowed = workdir / "extra" / "shadowed.py"
     return run_mypy(
         config, "--shadow-file", str(shadowed), str(workdir / "shadow_buffer.py"), str(CORPUS), str(workdir / "extra")
@@ -198,7 +163,7 @@ def test_without_the_plugin_helper_annotations_are_errors(workdir: Path) -> None
     ``cute_bind.Tensor[...]``, and nothing else in the file."""
     config = workdir / "without_plugin" / "mypy.ini"
     config.parent.mkdir()
-    config.write_text(CONFIG.format(root=ROOT).replace("plugins = cute_bind.mypy\n", ""))
+    config.write_text(mypy_config(plugin=False))
     found = run_mypy(config, str(CORPUS / "corpus_eligible.py"))
     lines = (CORPUS / "corpus_eligible.py").read_text().splitlines()
     flagged = {lines[r.line - 1] for r in found if r.severity == "error"}

@@ -26,7 +26,6 @@ import inspect
 import re
 import sys
 import textwrap
-import tokenize
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
@@ -41,43 +40,11 @@ from cute_bind import CATALOG, CuteBindError, KernelDefinitionError  # noqa: E40
 from cute_bind._diagnostics import format_message  # noqa: E402
 from cute_bind._static import check_file  # noqa: E402
 from cute_bind._static_rules import StaticDiagnostic  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = Path(__file__).resolve().parent / "static_corpus"
-FILES = sorted(CORPUS.glob("corpus_*.py"))
+from tests.static_corpus_support import CORPUS, FILES, expected, mypy_config  # noqa: E402
 
 Finding = tuple[str, str, str, int]  # (code, kernel, parameter, line)
 
-_EXPECT = re.compile(r"#\s*expect:\s*(.+)$")
 _MYPY = re.compile(r"^(?P<path>.+?):(?P<line>\d+):\d+: error: (?P<message>\[(?P<code>CB\d{3})\] kernel '(?P<kernel>[^']*)', parameter '(?P<parameter>[^']*)': .*?)  \[cute-bind\]$")
-
-CONFIG = """\
-[mypy]
-plugins = cute_bind.mypy
-mypy_path = {root}
-show_column_numbers = True
-error_summary = False
-
-# The DSL's own types are not needed (and cost ~45 s to analyse uncached).
-[mypy-cutlass.*]
-follow_imports = skip
-ignore_missing_imports = True
-
-[mypy-cuda.*]
-follow_imports = skip
-ignore_missing_imports = True
-"""
-
-
-def expected(path: Path) -> Counter[tuple[str, int]]:
-    """``(code, line)`` for every ``# expect: CBxxx[, CByyy]`` comment of a corpus file."""
-    found: Counter[tuple[str, int]] = Counter()
-    with path.open("rb") as f:
-        for tok in tokenize.tokenize(f.readline):
-            m = _EXPECT.search(tok.string) if tok.type == tokenize.COMMENT else None
-            if m:
-                found.update((code, tok.start[0]) for code in re.findall(r"CB\d{3}", m.group(1)))
-    return found
 
 
 # --------------------------------------------------------------------------- runtime side
@@ -131,7 +98,7 @@ def runtime_errors(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[Fi
 def mypy_findings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[Finding, str]]]:
     """One mypy run over the corpus: findings and messages, by resolved file path."""
     d = tmp_path_factory.mktemp("mypy_agreement")
-    (d / "mypy.ini").write_text(CONFIG.format(root=ROOT))
+    (d / "mypy.ini").write_text(mypy_config())
     stdout, stderr, status = mypy_api.run(["--config-file", str(d / "mypy.ini"), "--cache-dir", str(d / "cache"), str(CORPUS)])
     assert status in (0, 1), f"mypy crashed (status {status}):\n{stdout}\n{stderr}"
     found: dict[str, list[tuple[Finding, str]]] = {}

@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import tokenize
 from collections import Counter
 from pathlib import Path
 
@@ -19,24 +18,9 @@ import pytest
 from cute_bind import CATALOG
 from cute_bind._static import main
 from cute_bind._static_rules import REPORTED_CODES, analyze_source
-
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = Path(__file__).resolve().parent / "static_corpus"
-FILES = sorted(CORPUS.glob("corpus_*.py"))
+from tests.static_corpus_support import CORPUS, FILES, ROOT, expected
 
 LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>CB\d{3}) (?P<text>kernel '[^']*', parameter '[^']*': .+\.)$")
-_EXPECT = re.compile(r"#\s*expect:\s*(.+)$")
-
-
-def expected(path: Path) -> Counter[tuple[str, int]]:
-    """``(code, line)`` for every ``# expect: CBxxx[, CByyy]`` comment of a corpus file."""
-    found: Counter[tuple[str, int]] = Counter()
-    with path.open("rb") as f:
-        for tok in tokenize.tokenize(f.readline):
-            m = _EXPECT.search(tok.string) if tok.type == tokenize.COMMENT else None
-            if m:
-                found.update((code, tok.start[0]) for code in re.findall(r"CB\d{3}", m.group(1)))
-    return found
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str], str]:
