@@ -228,6 +228,9 @@ def reader_for(tp: type) -> Reader | None:
 # and no copy (a copy's address would dangle once the capsule is dropped), then
 # what older producers accept.
 _EXPORT_KWARGS: tuple[dict[str, Any], ...] = ({"stream": -1, "copy": False}, {"copy": False}, {"stream": -1}, {})
+#: per type, the keyword sets in the order to try them: the one that last worked
+#: first, so a producer refusing the first set (NumPy takes no stream) exports once
+_EXPORT_ORDER: dict[type, tuple[dict[str, Any], ...]] = {}
 
 
 def read(value: Any) -> DLView:
@@ -241,7 +244,8 @@ def read(value: Any) -> DLView:
     if exporter is None:
         raise TypeError(f"{type(value).__name__} does not implement __dlpack__")
     error: Exception | None = None
-    for kwargs in _EXPORT_KWARGS:
+    order = _EXPORT_ORDER.get(type(value), _EXPORT_KWARGS)
+    for kwargs in order:
         try:
             capsule = exporter(**kwargs)
         except BufferError:
@@ -249,6 +253,8 @@ def read(value: Any) -> DLView:
         except Exception as exc:  # a keyword this producer does not take, or a refusal
             error = error or exc
             continue
+        if kwargs is not order[0]:
+            _EXPORT_ORDER[type(value)] = (kwargs, *(k for k in _EXPORT_KWARGS if k is not kwargs))
         return read_capsule(capsule)
     raise error if error is not None else TypeError("__dlpack__ failed")
 

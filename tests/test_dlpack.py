@@ -34,6 +34,28 @@ def test_numpy_reads_through_the_capsule():
     assert (v.address, v.shape, v.strides, v.dtype, v.device) == (a.ctypes.data, (2, 3), (5, 2), (0, 16, 1), (1, 0))
 
 
+class _NoStreamArray:
+    """A DLPack producer that, like NumPy, refuses any ``stream`` keyword; counts its exports."""
+
+    def __init__(self, array):
+        self.array, self.calls = array, []
+
+    def __dlpack__(self, **kwargs):
+        self.calls.append(kwargs)
+        if "stream" in kwargs:
+            raise RuntimeError("only stream=None")
+        return self.array.__dlpack__()
+
+
+def test_export_keywords_that_worked_are_tried_first():
+    first, second = _NoStreamArray(np.arange(4.0)), _NoStreamArray(np.arange(6.0))
+    assert _dlpack.read(first).shape == (4,)
+    assert first.calls == [{"stream": -1, "copy": False}, {"copy": False}]
+    # the next value of that type exports once, with the keywords that worked
+    assert _dlpack.read(second).shape == (6,)
+    assert second.calls == [{"copy": False}]
+
+
 def test_not_a_tensor():
     with pytest.raises(TypeError):
         _dlpack.read(object())
