@@ -1,4 +1,4 @@
-"""Build the optional C fast path (cute_bind._claunch); everything else is in pyproject.toml.
+"""Build the optional C fast path (cute_bind.launch._claunch); everything else is in pyproject.toml.
 
 The extension uses the stable ABI (abi3, Python >= 3.10). It is optional: when
 no C compiler is available the install still succeeds and PreparedLaunch uses
@@ -26,8 +26,8 @@ class OptionalBuildExt(build_ext):
 setup(
     ext_modules=[
         Extension(
-            "cute_bind._claunch",
-            ["cute_bind/_claunch.c"],
+            "cute_bind.launch._claunch",
+            ["cute_bind/launch/_claunch.c"],
             py_limited_api=True,  # the source defines Py_LIMITED_API 0x030A0000
             extra_compile_args=["-O2"],
             optional=True,

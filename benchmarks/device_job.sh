@@ -16,13 +16,13 @@ export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   python3 -c "import sys, torch, platform, os; print(sys.version); print('torch', torch.__version__, torch.cuda.get_device_name(), torch.cuda.device_count(), 'GPU(s)'); print(os.cpu_count(), 'cores')"
   grep -m1 'model name' /proc/cpuinfo
-  if [ ! -e cute_bind/_claunch.abi3.so ]; then python3 setup.py -q build_ext --inplace 2>&1 | tail -n 3; fi
-  python3 -c "import cute_bind._prepared as p; print('launch fast path:', p.fast_path())"
+  if [ ! -e cute_bind/launch/_claunch.abi3.so ]; then python3 setup.py -q build_ext --inplace 2>&1 | tail -n 3; fi
+  python3 -c "import cute_bind.launch as p; print("launch fast path:", p.fast_path())"
   python3 -m cute_bind contract
 } > "$OUT/env.txt" 2>&1
-python3 -m pytest -q -p no:cacheprovider -rs tests/gpu tests/test_prepared.py tests/test_slots.py tests/test_kernel.py \
-  tests/test_prepare.py tests/test_dsl_contract.py tests/test_signature.py tests/test_tensor_slots.py \
-  tests/test_half_and_sequence_slots.py tests/test_dlpack.py > "$OUT/pytest.txt" 2>&1
+python3 -m pytest -q -p no:cacheprovider -rs tests/gpu tests/launch/test_prepared.py tests/slots/test_slots.py tests/jit/test_decorator.py \
+  tests/launch/test_prepare.py tests/dsl/test_contract.py tests/jit/test_signature.py tests/slots/test_tensor.py \
+  tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py > "$OUT/pytest.txt" 2>&1
 pytest_rc=$?
 echo "==== pure-Python fast path: tests/gpu" >> "$OUT/pytest.txt"
 CUTE_BIND_PURE_PYTHON=1 python3 -m pytest -q -p no:cacheprovider tests/gpu >> "$OUT/pytest.txt" 2>&1

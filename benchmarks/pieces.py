@@ -33,8 +33,8 @@ def main() -> int:
     import numpy as np
 
     from cute_bind import _dsl
-    from cute_bind._bench_kernels import scale, scale_host
-    from cute_bind._kernel import kernel
+    from cute_bind.bench.kernels import scale, scale_host
+    from cute_bind import kernel
 
     gpu = _dsl.cuda_device_count() > 0
     if gpu:

@@ -8,8 +8,8 @@ diagnostic from :data:`CATALOG` (``python -m cute_bind explain CB204``).
 
 from __future__ import annotations
 
-from ._diagnostics import CATALOG, Diagnostic, error, lookup
-from ._errors import (
+from .diagnostics import CATALOG, Diagnostic, error, lookup
+from .diagnostics.errors import (
     CudaLaunchError,
     CuteBindError,
     DSLCompatibilityError,
@@ -19,9 +19,8 @@ from ._errors import (
     LaunchValueError,
     PreparedLaunchError,
 )
-from ._kernel import Kernel, kernel, prepare
-from ._prepared import PreparedLaunch
-from ._signature import check_function
+from .jit import Kernel, check_function, kernel
+from .launch import PreparedLaunch, prepare
 from ._types import Pointer, PointerSpec, Tensor, TensorSpec
 
 __version__ = "0.2.0"

@@ -9,7 +9,7 @@ __all__ = ["main"]
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from ._diagnostics import CATALOG, lookup, render_entry
+    from .diagnostics import CATALOG, lookup, render_entry
 
     if args.list or not args.code:
         for d in CATALOG.values():
@@ -26,13 +26,13 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from ._bench import main as bench_main
+    from .bench import main as bench_main
 
     return bench_main(args)
 
 
 def _check(argv: list[str]) -> int:
-    from ._static import main as check_main
+    from .static.checker import main as check_main
 
     return check_main(argv)
 

@@ -4,7 +4,7 @@ Everything cute_bind needs from the DSL beyond its public API goes through the
 functions here: the execution-argument marshaller, the compiled entry point,
 the executor's CUDA-result slot and extra packed arguments, the module's
 unloaded flag, and the fields of runtime pointer objects. ``check_contract()``
-lists what an installed version lacks; ``tests/test_dsl_contract.py`` turns
+lists what an installed version lacks; ``tests/dsl/test_contract.py`` turns
 that into one clear failure per missing piece.
 
 The DSL is imported lazily so that ``import cute_bind`` (and the static
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from . import _diagnostics as D
+from . import diagnostics as D
 
 __all__ = [
     "SUPPORTED_VERSIONS",

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import _diagnostics as D
+from . import diagnostics as D
 
 __all__ = ["Pointer", "PointerSpec", "Tensor", "TensorSpec"]
 

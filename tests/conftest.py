@@ -28,7 +28,7 @@ def path(request, monkeypatch):
     if request.param == "python":
         monkeypatch.setenv("CUTE_BIND_PURE_PYTHON", "1")
     else:
-        from cute_bind._prepared import fast_path
+        from cute_bind.launch import fast_path
 
         if fast_path() != "c":
             pytest.skip("the C fast path is not built")

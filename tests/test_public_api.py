@@ -62,7 +62,7 @@ def test_only_dsl_module_touches_dsl_internals():
 
     pkg = pathlib.Path(cute_bind.__file__).parent
     offenders = []
-    for path in sorted(pkg.glob("*.py")):
+    for path in sorted(pkg.rglob("*.py")):
         if path.name == "_dsl.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):

@@ -9,7 +9,7 @@ as generated files, and replaces the ``Diagnostics`` entry of the nav in
 ``mkdocs.yml`` by the index plus one entry per code. An example that only
 ``raise cute_bind.error(...)`` (the condition cannot be produced on an
 ordinary machine) is labelled as an illustration; every other example is
-runnable and raises its own code (``tests/test_catalog_examples.py`` runs them
+runnable and raises its own code (``tests/diagnostics/test_catalog_examples.py`` runs them
 all).
 
 Restart ``mkdocs serve`` after editing the catalog: the hook reads it once per
@@ -40,7 +40,7 @@ ILLUSTRATION_MARKER = "raise cute_bind.error("
 ILLUSTRATION_LABEL = "illustration (condition cannot be produced here)"
 RUNNABLE_LABEL = "runnable example"
 
-#: Code ranges, as documented in cute_bind._diagnostics.
+#: Code ranges, as documented in cute_bind.diagnostics.catalog.
 RANGES = {
     "1": ("Definition", "raised when `@cute_bind.kernel` reads the function's signature"),
     "2": ("Arguments", "raised while binding or launching, when a value does not fit its slot"),

@@ -18,7 +18,7 @@ from cutlass.cute.runtime import make_ptr  # noqa: E402
 
 import cute_bind  # noqa: E402
 from cute_bind import _dsl  # noqa: E402
-from cute_bind._bench_kernels import scale  # noqa: E402
+from cute_bind.bench.kernels import scale  # noqa: E402
 from tests.kernels.gpu import floats, ints, scale_threads  # noqa: E402
 
 pytestmark = pytest.mark.gpu

@@ -1,0 +1,39 @@
+"""``python -m cute_bind bench``: host overhead per launch, side by side, from one run.
+
+One module per workload (``pointers``: the 5-argument scale kernel;
+``tensors``: a 2-tensor dynamic-layout kernel with new tensors every step)
+over shared timing code (``timing``); ``kernels`` holds the kernels they time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+
+from .timing import Report
+
+__all__ = ["main"]
+
+
+def main(args: argparse.Namespace) -> int:
+    from .pointers import format_table, run
+    from .tensors import format_tensor_table, run_tensors
+
+    host_only = True if args.host_only else None
+    workload = getattr(args, "workload", "all")
+    reports: dict[str, Report] = {}
+    if workload in ("all", "pointers"):
+        reports["pointers"] = run(host_only=host_only, repeats=args.repeats, iters=args.iters)
+        print("## pointer workload (the seed's 5-argument scale kernel)\n")
+        print(format_table(reports["pointers"]))
+    if workload in ("all", "tensors"):
+        reports["tensors"] = run_tensors(host_only=host_only, repeats=args.repeats, iters=args.iters)
+        print("\n## tensor workload (2-tensor dynamic-layout scale kernel, new tensors each step)\n")
+        print(format_tensor_table(reports["tensors"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({name: asdict(r) for name, r in reports.items()}, f, indent=1)
+    failed = [k for r in reports.values() for k, v in r.checks.items() if v is False]
+    return 1 if failed else 0
+

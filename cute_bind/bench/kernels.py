@@ -1,0 +1,79 @@
+"""The benchmark's functions: the seed's 5-argument scale kernel, and a host-only twin.
+
+Kept in a module of their own because the DSL compiles from source files.
+"""
+
+from __future__ import annotations
+
+# The DSL's decorators are untyped (mypy skips the DSL's sources).
+# mypy: disable-error-code="untyped-decorator"
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+
+from .._types import Pointer
+
+GMEM = cute.AddressSpace.gmem
+THREADS = 256
+
+
+@cute.kernel
+def _scale_kernel(out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32) -> None:
+    o = cute.make_tensor(out, cute.make_layout(n))
+    i = cute.make_tensor(inp, cute.make_layout(n))
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    k = bidx * THREADS + tidx
+    if k < n:
+        o[k] = i[k] * alpha
+
+
+@cute.jit
+def scale(
+    out: Pointer[cutlass.Float32, 16, GMEM],
+    inp: Pointer[cutlass.Float32, 16, GMEM],
+    alpha: cutlass.Float32,
+    n: cutlass.Int32,
+    stream: cuda.CUstream,
+) -> None:
+    """out[k] = inp[k] * alpha for k < n, on the GPU (the seed's scale kernel)."""
+    _scale_kernel(out, inp, alpha, n).launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1), stream=stream)
+
+
+@cute.jit
+def scale_host(
+    out: Pointer[cutlass.Float32],
+    inp: Pointer[cutlass.Float32],
+    alpha: cutlass.Float32,
+    n: cutlass.Int32,
+    stream: cuda.CUstream,
+) -> None:
+    """out[k] = inp[k] * alpha for k < n, on the host (same 5-argument shape, no GPU needed)."""
+    o = cute.make_tensor(out, cute.make_layout(64))
+    i = cute.make_tensor(inp, cute.make_layout(64))
+    for k in range(n):
+        o[k] = i[k] * alpha
+
+
+@cute.kernel
+def _scale_tensor_kernel(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32) -> None:
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    k = bidx * THREADS + tidx
+    if k < cute.size(out):
+        out[k] = inp[k] * alpha
+
+
+@cute.jit
+def scale_tensors(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream) -> None:
+    """The scale kernel on ``cute.Tensor`` arguments: for the TVM-FFI path with torch tensors (not a cute_bind kernel)."""
+    n = cute.size(out)
+    _scale_tensor_kernel(out, inp, alpha).launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1), stream=stream)
+
+
+@cute.jit
+def scale_tensors_host(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream) -> None:
+    """out[k] = inp[k] * alpha over a rank-1 tensor of any extent, on the host (the tensor workload's CPU twin)."""
+    for k in range(cute.size(out)):
+        out[k] = inp[k] * alpha

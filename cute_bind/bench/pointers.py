@@ -1,0 +1,276 @@
+"""The pointer workload: the 5-argument scale kernel launched by every path, side by side.
+
+Paths (all launch the same compiled function with the same values):
+
+- ``direct call, args reused``: ``compiled(p_out, p_in, Float32(a), Int32(n), CUstream(s))``
+  with the argument objects built once;
+- ``direct call, args rebuilt``: the same with ``make_ptr``/``Float32``/``Int32``/
+  ``CUstream`` objects built on every call (what a wrapper given fresh
+  tensors does);
+- ``PreparedLaunch.launch``: ``handle.launch(out_addr, in_addr, a, n, s)``;
+- ``bare engine call``: the DSL's own ctypes entry point called on a packed
+  array the DSL populated once, nothing rewritten: the floor of this design
+  (reported for the array argument the DSL passes and for a precomputed
+  integer address; the lower one is the floor the targets are measured to);
+- optional, where available: the DSL's TVM-FFI path, a cuda-bindings
+  ``cuLaunchKernel`` of the same kernel, torch eager ``torch.mul(x, a, out=o)``.
+
+
+Timing and the table columns: :mod:`cute_bind.bench.timing`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .timing import Report, fixed_loop, machine, time_rows
+
+__all__ = ["run", "format_table"]
+
+
+def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000) -> Report:
+    """Build every path, check they agree, time them interleaved and return the report."""
+    import cuda.bindings.driver as cuda
+    import cutlass
+    import cutlass.cute as cute
+    import numpy as np
+    from cutlass.cute.runtime import make_ptr
+
+    from .. import _dsl
+    from .kernels import scale, scale_host
+    from ..jit import kernel
+
+    gpu = _dsl.cuda_device_count() > 0 if host_only is None else not host_only
+    checks: dict[str, Any] = {}
+    alpha, stream_handle = 2.0, 0
+    torch_stream = None
+    if gpu:
+        import torch
+
+        n = 4096
+        x = torch.randn(n, device="cuda", dtype=torch.float32)
+        out = torch.empty_like(x)
+        torch_stream = torch.cuda.Stream()
+        stream_handle = torch_stream.cuda_stream
+        out_addr, in_addr = out.data_ptr(), x.data_ptr()
+        space, fn = cute.AddressSpace.gmem, scale
+
+        def expected() -> Any:
+            return x * alpha
+
+        def reset() -> None:
+            out.fill_(float("nan"))
+
+        def result() -> Any:
+            torch.cuda.synchronize()
+            return out.clone()
+    else:
+        n = 64
+        x_np = np.random.default_rng(0).standard_normal(64).astype(np.float32)
+        out_np = np.zeros(64, np.float32)
+        out_addr, in_addr = out_np.ctypes.data, x_np.ctypes.data
+        space, fn = cute.AddressSpace.generic, scale_host
+
+        def expected() -> Any:
+            return (x_np * np.float32(alpha)).astype(np.float32)
+
+        def reset() -> None:
+            out_np.fill(np.nan)
+
+        def result() -> Any:
+            return out_np.copy()
+
+    p_out = make_ptr(cutlass.Float32, out_addr, space, assumed_align=16)
+    p_in = make_ptr(cutlass.Float32, in_addr, space, assumed_align=16)
+    direct_args = (p_out, p_in, cutlass.Float32(alpha), cutlass.Int32(n), cuda.CUstream(stream_handle))
+    compiled = cute.compile(fn, *direct_args)
+
+    k = kernel(fn)
+    handle = k.bind(out_addr, in_addr, alpha, n, stream_handle)
+    launch = handle.launch
+    entry, packed, packed_address, raw_entry, raw_arg = _dsl.bare_call(compiled, direct_args)
+
+    def rebuilt(o: int, i: int, a: float, m: int, s: int) -> Any:
+        return compiled(
+            make_ptr(cutlass.Float32, o, space, assumed_align=16),
+            make_ptr(cutlass.Float32, i, space, assumed_align=16),
+            cutlass.Float32(a),
+            cutlass.Int32(m),
+            cuda.CUstream(s),
+        )
+
+    # -- agreement: every path writes the same bytes as the direct call
+    reset()
+    compiled(*direct_args)
+    ref = result()
+    if gpu:
+        import torch
+
+        checks["direct == torch reference"] = bool(torch.equal(ref, expected()))
+        same: Callable[[Any, Any], bool] = torch.equal
+    else:
+        checks["direct == numpy reference"] = bool(np.array_equal(ref, expected()))
+        same = np.array_equal
+    agree = _Agreement(reset, result, ref, same, checks)
+    agree.check("launch", lambda: launch(out_addr, in_addr, alpha, n, stream_handle))
+    agree.check("rebuilt", lambda: rebuilt(out_addr, in_addr, alpha, n, stream_handle))
+    agree.check("bare", lambda: entry(packed))
+
+    rows_spec: list[_Path] = [
+        ("direct call, args reused", compiled, direct_args, ""),
+        ("direct call, args rebuilt", rebuilt, (out_addr, in_addr, alpha, n, stream_handle), ""),
+        ("PreparedLaunch.launch", launch, (out_addr, in_addr, alpha, n, stream_handle), "int addresses, float, int, int stream"),
+        ("bare engine call", entry, (packed,), "the DSL's ctypes entry on its packed array, as the DSL calls it"),
+        ("bare engine call, int address", entry, (packed_address,), "same, array address precomputed"),
+        ("bare entry call, cheapest ctypes form", raw_entry, (raw_arg,), "no argtypes, prebuilt c_void_p: the form launch uses"),
+    ]
+    rows_spec += _extra_paths(fn, direct_args, out_addr, in_addr, alpha, n, stream_handle, agree)
+    if gpu:
+        rows_spec += _gpu_extra_paths(compiled, out_addr, in_addr, alpha, n, stream_handle, agree)
+        rows_spec += _tvm_tensor_path(out, x, alpha, torch_stream, agree)
+
+    loops = [(path, fixed_loop(f, a), note) for path, f, a, note in rows_spec]
+    rows = time_rows(loops, repeats, iters, torch_stream if gpu else None)
+    handle.close()
+    from ..launch.prepared import fast_path
+
+    mode = "GPU: seed scale kernel, 4096 f32, non-default stream" if gpu else "CPU: host-only function, same 5-argument shape"
+    mode += f"; launch fast path: {fast_path()}"
+    return Report(machine=machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
+
+
+
+@dataclass
+class _Agreement:
+    """How a comparison path is checked against the direct call before it is timed."""
+
+    reset: Callable[[], None]  # poison the output
+    result: Callable[[], Any]  # the output, after synchronising
+    ref: Any  # the direct call's output
+    same: Callable[[Any, Any], bool]  # bitwise equality
+    checks: dict[str, Any]  # name -> True/False, or why a path was skipped
+
+    def check(self, name: str, call: Callable[[], Any]) -> bool:
+        self.reset()
+        call()
+        ok = bool(self.same(self.result(), self.ref))
+        self.checks[f"{name} == direct (bitwise)"] = ok
+        return ok
+
+
+_Path = tuple[str, Callable[..., Any], tuple[Any, ...], str]
+
+
+def _extra_paths(fn: Any, direct_args: tuple[Any, ...], out_addr: int, in_addr: int, alpha: float, n: int, stream: int, agree: _Agreement) -> list[_Path]:
+    """Comparison paths that need optional packages; each is checked against the direct call."""
+    rows: list[_Path] = []
+    try:
+        import tvm_ffi  # noqa: F401
+
+        import cutlass.cute as cute
+
+        tvm = cute.compile(fn, *direct_args, options="--enable-tvm-ffi")
+        agree.check("tvm-ffi", lambda: tvm(out_addr, in_addr, alpha, n, stream))
+        rows.append(("DSL TVM-FFI path", tvm, (out_addr, in_addr, alpha, n, stream), "--enable-tvm-ffi, int addresses"))
+    except ImportError:
+        agree.checks["tvm-ffi"] = "apache-tvm-ffi not importable: path skipped"
+    except Exception as exc:  # report, don't hide: the row is missing for this reason
+        agree.checks["tvm-ffi"] = f"failed: {type(exc).__name__}: {exc}"
+    return rows
+
+
+def _gpu_extra_paths(compiled: Any, out_addr: int, in_addr: int, alpha: float, n: int, stream: int, agree: _Agreement) -> list[_Path]:
+    import ctypes
+
+    import cuda.bindings.driver as drv
+    import torch
+
+    from .. import _dsl
+
+    checks = agree.checks
+    rows: list[_Path] = []
+    # torch eager: the same arithmetic through torch's own launch path (timed on the same stream)
+    x = torch.randn(n, device="cuda")
+    o = torch.empty_like(x)
+    torch.mul(x, alpha, out=o)
+    rows.append(("torch eager torch.mul(x, a, out=o)", lambda x, a, o=o: torch.mul(x, a, out=o), (x, alpha), "current stream = the bench stream"))
+    # cuda-bindings cuLaunchKernel of the very kernel the DSL compiled
+    try:
+        found = _dsl.raw_kernel_function(compiled)
+        if found is None:
+            checks["cuLaunchKernel"] = "no single kernel in the compiled library: path skipped"
+        elif found[1] != [8, 8, 4, 4]:
+            checks["cuLaunchKernel"] = f"kernel parameter sizes {found[1]} are not (ptr, ptr, f32, i32): path skipped"
+        else:
+            function = found[0]
+            storage = (ctypes.c_void_p(out_addr), ctypes.c_void_p(in_addr), ctypes.c_float(alpha), ctypes.c_int32(n))
+            params = (ctypes.c_void_p * 4)(*(ctypes.addressof(v) for v in storage))
+            grid, block = (n + 255) // 256, 256
+            s = drv.CUstream(stream)
+            params_address = ctypes.addressof(params)
+
+            def culaunch(f: Any, s: Any, pp: int, _keep: Any = (storage, params)) -> Any:
+                return drv.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, pp, 0)
+
+            if agree.check("cuLaunchKernel", lambda: culaunch(function, s, params_address)):
+                rows.append(("cuda-bindings cuLaunchKernel", culaunch, (function, s, params_address), "same cubin kernel, params pre-built"))
+    except Exception as exc:  # report, don't hide
+        checks["cuLaunchKernel"] = f"failed: {type(exc).__name__}: {exc}"
+    return rows
+
+
+def _tvm_tensor_path(out: Any, x: Any, alpha: float, stream: Any, agree: _Agreement) -> list[_Path]:
+    """The DSL's TVM-FFI path the way it is meant for torch: tensors in, stream from the caller's context."""
+    try:
+        import tvm_ffi  # noqa: F401
+
+        import cutlass
+        import cutlass.cute as cute
+        import torch
+        from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+
+        from .kernels import scale_tensors
+
+        fake = make_fake_compact_tensor(cutlass.Float32, (cute.sym_int(),), assumed_align=16)
+        fn = cute.compile(scale_tensors, fake, fake, cutlass.Float32(alpha), make_fake_stream(use_tvm_ffi_env_stream=True), options="--enable-tvm-ffi")
+        def call() -> None:
+            with torch.cuda.stream(stream):
+                fn(out, x, alpha)
+
+        agree.check("tvm-ffi tensors", call)
+        return [("DSL TVM-FFI path, torch tensors + env stream", fn, (out, x, alpha), "cute.Tensor kernel, stream from torch's current stream")]
+    except ImportError:
+        return []
+    except Exception as exc:  # report, don't hide
+        agree.checks["tvm-ffi tensors"] = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+        return []
+
+
+def format_table(report: Report) -> str:
+    rows = report.rows
+    bare = next(r.median_us for r in rows if r.path == "bare engine call")
+    floor = min(r.median_us for r in rows if r.path.startswith("bare"))
+    direct = next(r.median_us for r in rows if r.path == "direct call, args reused")
+    has_events = any(r.event_us is not None for r in rows)
+    head = f"| path | host us/launch (median) | min | vs bare | direct reused / path |{' CUDA-event us/launch |' if has_events else ''}"
+    sep = "|---|---:|---:|---:|---:|" + ("---:|" if has_events else "")
+    lines = [
+        f"machine: {report.machine}",
+        f"mode: {report.mode}; nvidia-cutlass-dsl {report.dsl_version}; {report.repeats} interleaved rounds x {report.iters} launches",
+        "",
+        head,
+        sep,
+    ]
+    for r in rows:
+        ev = f" {r.event_us:.2f} |" if has_events and r.event_us is not None else (" - |" if has_events else "")
+        lines.append(f"| {r.path} | {r.median_us:.2f} | {r.min_us:.2f} | {r.median_us - bare:+.2f} | {direct / r.median_us:.1f}x |{ev}")
+    launch = next(r.median_us for r in rows if r.path == "PreparedLaunch.launch")
+    lines += [
+        "",
+        f"launch - bare engine call = {launch - bare:+.3f} us; launch - cheapest entry call = {launch - floor:+.3f} us; "
+        f"direct reused / launch = {direct / launch:.1f}x",
+        "checks: " + ", ".join(f"{k}: {v}" for k, v in report.checks.items() if not k.startswith("_")),
+    ]
+    return "\n".join(lines)
+

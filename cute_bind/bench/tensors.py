@@ -1,0 +1,233 @@
+"""``python -m cute_bind bench``, tensor workload: a 2-tensor dynamic-layout scale kernel.
+
+Every step launches with *new* tensors: a pool of 8 tensor pairs of different
+addresses and extents is cycled through (allocation is not part of a launch,
+so the pool is built once; each launch still sees other tensor objects).
+
+Paths:
+
+- ``direct call, dlpack tensors reused``: ``compiled(t_out, t_in, Float32(a), CUstream(s))``
+  with ``from_dlpack(...).mark_layout_dynamic()`` tensors built once and reused
+  (the same tensors every call, the DSL's cheapest tensor call);
+- ``direct call, dlpack tensors rebuilt``: the tensors converted with
+  ``from_dlpack(...).mark_layout_dynamic()`` on every call, as a step that gets
+  new tensors must;
+- ``PreparedLaunch.launch, new tensors each step``: ``handle.launch(out, inp, a, s)``
+  with the pool's torch tensors;
+- ``PreparedLaunch.launch, same tensors``;
+- ``pointer kernel launch, data_ptr()/numel() each step``: the pointer-only
+  equivalent bound with cute_bind, its arguments taken from the same tensors;
+  on the CPU also with precomputed integer arguments;
+- on the GPU: the DSL's TVM-FFI path with torch tensors and the stream from
+  torch's current stream, and the bare engine call of the tensor kernel.
+
+Each path is checked bitwise against the direct call on every pool entry
+before it is timed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from .timing import Report, Row, TimedPath, machine, time_rows
+
+__all__ = ["run_tensors", "format_tensor_table"]
+
+POOL = 8
+
+
+def _cycle_loop(fn: Callable[..., Any], pool: list[tuple[Any, ...]]) -> Callable[[int], float]:
+    def loop(iters: int) -> float:
+        seq = [pool[i % len(pool)] for i in range(iters)]
+        t0 = time.perf_counter()
+        for a in seq:
+            fn(*a)
+        return (time.perf_counter() - t0) / iters * 1e6
+
+    return loop
+
+
+def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000) -> Report:
+    """Build every tensor-workload path, check them against the direct call, time them interleaved."""
+    import cuda.bindings.driver as cuda
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import from_dlpack
+
+    from .. import _dsl
+    from .kernels import scale, scale_host, scale_tensors, scale_tensors_host
+    from ..jit import kernel
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    gpu = _dsl.cuda_device_count() > 0 if host_only is None else not host_only
+    checks: dict[str, Any] = {}
+    alpha = 2.0
+    torch_stream = None
+    stream = 0
+    if gpu:
+        assert torch is not None
+        torch_stream = torch.cuda.Stream()
+        stream = torch_stream.cuda_stream
+        base = 4096
+        pool = [(torch.empty(base - 32 * i, device="cuda"), torch.randn(base - 32 * i, device="cuda")) for i in range(POOL)]
+        fn, pfn = scale_tensors, scale
+
+        def sync() -> None:
+            torch.cuda.synchronize()
+    else:
+        base = 64
+        if torch is not None:
+            pool = [(torch.empty(base - 4 * i), torch.randn(base - 4 * i)) for i in range(POOL)]
+        else:  # NumPy has no DLPack exchange API: the C fast path's tensor class does not apply
+            import numpy as np
+
+            rng = np.random.default_rng(0)
+            pool = [(np.empty(base - 4 * i, np.float32), rng.standard_normal(base - 4 * i).astype(np.float32)) for i in range(POOL)]
+            checks["tensors"] = "torch not importable: NumPy arrays (Python tensor path)"
+        fn, pfn = scale_tensors_host, scale_host
+
+        def sync() -> None:
+            pass
+
+    def dl(t: Any) -> Any:
+        return from_dlpack(t, assumed_align=16).mark_layout_dynamic()
+
+    def addr(t: Any) -> int:
+        return int(t.data_ptr()) if hasattr(t, "data_ptr") else int(t.ctypes.data)
+
+    cute_pool = [(dl(o), dl(i)) for o, i in pool]
+    compiled = cute.compile(fn, *cute_pool[0], cutlass.Float32(alpha), cuda.CUstream(stream))
+    k = kernel(fn)
+    handle = k.bind(*cute_pool[0], alpha, stream)
+    launch = handle.launch
+    pk = kernel(pfn)
+    o0, i0 = pool[0]
+    phandle = pk.bind(addr(o0), addr(i0), alpha, len(o0), stream)
+    plaunch = phandle.launch
+
+    # -- agreement on every pool entry: bound launches (tensor and pointer) == direct call
+    def out_bytes(t: Any) -> bytes:
+        sync()
+        return bytes(t.cpu().numpy().tobytes()) if hasattr(t, "cpu") else bytes(t.tobytes())
+
+    def poison(t: Any) -> None:
+        t.fill_(float("nan")) if hasattr(t, "fill_") else t.fill(float("nan"))
+
+    refs = []
+    for (o, i), (co, ci) in zip(pool, cute_pool):
+        poison(o)
+        compiled(co, ci, cutlass.Float32(alpha), cuda.CUstream(stream))
+        refs.append(out_bytes(o))
+    bound_calls: list[tuple[str, Callable[[Any, Any], Any]]] = [
+        ("launch, new tensors", lambda o, i: launch(o, i, alpha, stream)),
+        ("pointer kernel launch", lambda o, i: plaunch(addr(o), addr(i), alpha, len(o), stream)),
+    ]
+    for name, call in bound_calls:
+        ok = True
+        for (o, i), ref in zip(pool, refs):
+            poison(o)
+            call(o, i)
+            ok = ok and out_bytes(o) == ref
+        checks[f"{name} == direct (bitwise, {POOL} tensor pairs)"] = ok
+
+    def rebuilt(o: Any, i: Any, a: float, s: int) -> Any:
+        return compiled(dl(o), dl(i), cutlass.Float32(a), cuda.CUstream(s))
+
+    direct_args = [(co, ci, cutlass.Float32(alpha), cuda.CUstream(stream)) for co, ci in cute_pool]
+    new = [(o, i, alpha, stream) for o, i in pool]
+    same = [(o0, i0, alpha, stream)]
+    ints = [(addr(o), addr(i), alpha, len(o), stream) for o, i in pool]
+
+    def from_tensors(iters: int) -> float:
+        seq = [pool[j % len(pool)] for j in range(iters)]
+        t0 = time.perf_counter()
+        for o, i in seq:
+            plaunch(o.data_ptr(), i.data_ptr(), alpha, o.numel(), stream)
+        return (time.perf_counter() - t0) / iters * 1e6
+
+    paths: list[TimedPath] = [
+        ("direct call, dlpack tensors reused", _cycle_loop(compiled, direct_args[:1]), "from_dlpack(...).mark_layout_dynamic() built once"),
+        ("direct call, dlpack tensors rebuilt", _cycle_loop(rebuilt, new), "from_dlpack + mark_layout_dynamic per call"),
+        ("PreparedLaunch.launch, new tensors each step", _cycle_loop(launch, new), f"torch tensors, {POOL} pairs cycled"),
+        ("PreparedLaunch.launch, same tensors", _cycle_loop(launch, same), ""),
+    ]
+    if torch is not None:
+        paths.append(("pointer kernel launch, data_ptr()/numel() each step", from_tensors, "the pointer-only equivalent, fed from the same tensors"))
+    if not gpu:
+        paths.append(("pointer kernel launch, precomputed ints", _cycle_loop(plaunch, ints), "the pointer-only equivalent, int arguments ready"))
+    if gpu:
+        paths += _gpu_paths(compiled, direct_args[0], pool, refs, alpha, torch_stream, poison, out_bytes, checks)
+    rows: list[Row] = time_rows(paths, repeats, iters, torch_stream if gpu else None)
+    handle.close()
+    phandle.close()
+    from ..launch.prepared import fast_path
+
+    what = "GPU: 2-tensor dynamic-layout scale kernel, ~4096 f32" if gpu else "CPU: host-only 2-tensor function, ~64 f32"
+    mode = f"{what}, {POOL} tensor pairs cycled; launch fast path: {fast_path()}"
+    return Report(machine=machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
+
+
+def _gpu_paths(compiled: Any, direct: tuple[Any, ...], pool: list[Any], refs: list[bytes], alpha: float, stream: Any, poison: Any, out_bytes: Any, checks: dict[str, Any]) -> list[TimedPath]:
+    import torch
+
+    from .. import _dsl
+
+    paths: list[TimedPath] = []
+    entry, packed, _, _, _ = _dsl.bare_call(compiled, direct)
+    paths.append(("bare engine call (tensor kernel)", _cycle_loop(entry, [(packed,)]), "the DSL's ctypes entry on its packed array"))
+    try:
+        import tvm_ffi  # noqa: F401
+
+        import cutlass
+        import cutlass.cute as cute
+        from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+
+        from .kernels import scale_tensors
+
+        fake = make_fake_compact_tensor(cutlass.Float32, (cute.sym_int(),), assumed_align=16)
+        fn = cute.compile(scale_tensors, fake, fake, cutlass.Float32(alpha), make_fake_stream(use_tvm_ffi_env_stream=True), options="--enable-tvm-ffi")
+        ok = True
+        with torch.cuda.stream(stream):
+            for (o, i), ref in zip(pool, refs):
+                poison(o)
+                fn(o, i, alpha)
+                ok = ok and out_bytes(o) == ref
+        checks[f"tvm-ffi tensors == direct (bitwise, {POOL} tensor pairs)"] = ok
+        paths.append(("DSL TVM-FFI path, torch tensors + env stream", _cycle_loop(fn, [(o, i, alpha) for o, i in pool]), "stream from torch's current stream"))
+    except ImportError:
+        checks["tvm-ffi tensors"] = "apache-tvm-ffi not importable: path skipped"
+    except Exception as exc:  # report, don't hide
+        checks["tvm-ffi tensors"] = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+    return paths
+
+
+def format_tensor_table(report: Report) -> str:
+    rows = {r.path: r for r in report.rows}
+    direct = rows["direct call, dlpack tensors reused"].median_us
+    has_events = any(r.event_us is not None for r in report.rows)
+    lines = [
+        f"machine: {report.machine}",
+        f"mode: {report.mode}; nvidia-cutlass-dsl {report.dsl_version}; {report.repeats} interleaved rounds x {report.iters} launches",
+        "",
+        "| path | host us/launch (median) | min | direct reused / path |" + (" CUDA-event us/launch |" if has_events else ""),
+        "|---|---:|---:|---:|" + ("---:|" if has_events else ""),
+    ]
+    for r in report.rows:
+        ev = (f" {r.event_us:.2f} |" if r.event_us is not None else " - |") if has_events else ""
+        lines.append(f"| {r.path} | {r.median_us:.2f} | {r.min_us:.2f} | {direct / r.median_us:.1f}x |{ev}")
+    launch = rows["PreparedLaunch.launch, new tensors each step"].median_us
+    lines.append("")
+    summary = [f"direct reused / launch(new tensors) = {direct / launch:.1f}x"]
+    tvm = rows.get("DSL TVM-FFI path, torch tensors + env stream")
+    if tvm is not None:
+        summary.append(f"launch(new tensors) - TVM-FFI(torch tensors) = {launch - tvm.median_us:+.2f} us")
+    for name in ("pointer kernel launch, data_ptr()/numel() each step", "pointer kernel launch, precomputed ints"):
+        if name in rows:
+            summary.append(f"launch(new tensors) / {name.removeprefix('pointer kernel launch, ')} = {launch / rows[name].median_us:.2f}x")
+    lines.append("; ".join(summary))
+    lines.append("checks: " + ", ".join(f"{k}: {v}" for k, v in report.checks.items()))
+    return "\n".join(lines)

@@ -1,0 +1,143 @@
+"""Reading a host function's signature into slots, once, at decoration time."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .. import _whitelist as W
+from .. import diagnostics as D
+from ..diagnostics.errors import CuteBindError
+from ..slots import Constexpr, Rejected, SlotKind, classify
+
+__all__ = ["Param", "KernelSignature", "read_signature", "check_function", "unwrap"]
+
+_EMPTY = inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a kernel's host function."""
+
+    name: str
+    index: int
+    annotation: Any
+    slot: SlotKind | None  # None for Constexpr parameters
+    default: Any = _EMPTY
+    keyword_only: bool = False
+
+    @property
+    def is_constexpr(self) -> bool:
+        return self.slot is None
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not _EMPTY
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    """All parameters in order; ``runtime`` are the slots, ``constexpr`` the compile-time ones."""
+
+    name: str
+    params: tuple[Param, ...]
+
+    @property
+    def runtime(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if not p.is_constexpr)
+
+    @property
+    def constexpr(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.is_constexpr)
+
+
+def unwrap(fn: Any) -> Callable[..., Any]:
+    """The plain Python function under ``@cute.jit`` (and other ``functools.wraps`` wrappers)."""
+    seen = set()
+    while hasattr(fn, "__wrapped__") and id(fn) not in seen:
+        seen.add(id(fn))
+        fn = fn.__wrapped__
+    return fn  # type: ignore[no-any-return]
+
+
+def _resolve(fn: Callable[..., Any], name: str, raw: Any, kernel: str) -> tuple[Any, CuteBindError | None]:
+    if not isinstance(raw, str):
+        return raw, None
+    module = sys.modules.get(getattr(fn, "__module__", ""), None)
+    namespace = dict(vars(module)) if module is not None else {}
+    namespace.update(getattr(fn, "__globals__", {}) or {})
+    try:
+        return eval(raw, namespace), None  # noqa: S307 - evaluating the user's own annotation, as typing.get_type_hints does
+    except Exception as exc:
+        return None, D.error(
+            D.UNRESOLVED_ANNOTATION,
+            kernel=kernel,
+            parameter=name,
+            expected=W.ELIGIBLE_SUMMARY,
+            got=repr(raw),
+            detail=f"{type(exc).__name__}: {exc}",
+        )
+
+
+def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None, list[CuteBindError]]:
+    name = kernel or getattr(fn, "__name__", None) or repr(fn)
+    if isinstance(fn, type) or not callable(fn):
+        return None, [D.error(D.NOT_A_FUNCTION, kernel=str(name), expected="a CuTe DSL host function (plain or @cute.jit)", got=type(fn).__name__ + " " + repr(fn)[:40])]
+    base = unwrap(fn)
+    if not inspect.isfunction(base):
+        return None, [D.error(D.NOT_A_FUNCTION, kernel=str(name), expected="a CuTe DSL host function (plain or @cute.jit)", got=type(base).__name__)]
+    if getattr(fn, "_decorator_kind", None) == "kernel" or getattr(base, "_decorator_kind", None) == "kernel":
+        return None, [D.error(D.NOT_A_FUNCTION, kernel=str(name), expected="a host function (@cute.jit), not a @cute.kernel device function", got="@cute.kernel function")]
+    sig = inspect.signature(base)
+    params: list[Param] = []
+    problems: list[CuteBindError] = []
+    for index, p in enumerate(sig.parameters.values()):
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            star = "*" if p.kind is inspect.Parameter.VAR_POSITIONAL else "**"
+            problems.append(D.error(D.VARIADIC_PARAMETER, kernel=name, parameter=p.name, expected="named parameters, one per slot", got=f"{star}{p.name}"))
+            continue
+        if p.annotation is _EMPTY:
+            problems.append(D.error(D.MISSING_ANNOTATION, kernel=name, parameter=p.name, expected=W.ELIGIBLE_SUMMARY, got="no annotation"))
+            continue
+        annotation, err = _resolve(base, p.name, p.annotation, name)
+        if err is not None:
+            problems.append(err)
+            continue
+        found = classify(annotation)
+        if isinstance(found, Rejected):
+            problems.append(D.error(found.diagnostic, kernel=name, parameter=p.name, expected=W.ELIGIBLE_SUMMARY, got=found.got, detail=found.detail))
+            continue
+        params.append(
+            Param(
+                name=p.name,
+                index=index,
+                annotation=annotation,
+                slot=None if isinstance(found, Constexpr) else found,
+                default=p.default,
+                keyword_only=p.kind is inspect.Parameter.KEYWORD_ONLY,
+            )
+        )
+    if problems:
+        return None, problems
+    return KernelSignature(name=name, params=tuple(params)), []
+
+
+def check_function(fn: Any, kernel: str | None = None) -> list[CuteBindError]:
+    """Every eligibility diagnostic for ``fn``, in parameter order (empty when eligible)."""
+    return _analyse(fn, kernel)[1]
+
+
+def read_signature(fn: Any, kernel: str | None = None) -> KernelSignature:
+    """Read ``fn``'s signature; raise the first eligibility diagnostic if any."""
+    sig, problems = _analyse(fn, kernel)
+    if problems:
+        first = problems[0]
+        if len(problems) > 1:
+            others = ", ".join(f"{e.code} at '{e.parameter}'" for e in problems[1:])
+            first.args = (first.args[0] + f"\n  also: {others}",)
+        first.details["all"] = problems
+        raise first
+    assert sig is not None  # internal invariant: no problems means a signature
+    return sig

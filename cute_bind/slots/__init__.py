@@ -1,0 +1,43 @@
+"""Slot kinds: how a runtime parameter is recognised, checked and stored.
+
+``base`` defines what a kind is (:class:`SlotKind`) and the records the launch
+loop uses; ``registry`` holds the kinds in the order they are tried. Each
+other module is one kind and joins the registry when imported: the order of
+the imports below is the order in which annotations are tried. A kind defined
+outside the package joins the same way (``registry.register``).
+"""
+
+from __future__ import annotations
+
+from . import pointer, scalar, stream, tensor  # noqa: F401  (element kinds, in order)
+from . import sequence  # noqa: F401  (composite: built from the element kinds)
+from .base import Bound, Constexpr, Rejected, SlotKind, Where, describe_annotation, describe_value, item_ranges
+from .pointer import PointerKind
+from .registry import classify, element_kinds, infer_slot, kinds, register
+from .scalar import ScalarKind, bfloat16_bits, float16_bits
+from .sequence import SequenceKind
+from .stream import StreamKind
+from .tensor import TensorKind
+
+__all__ = [
+    "Bound",
+    "Constexpr",
+    "PointerKind",
+    "Rejected",
+    "ScalarKind",
+    "SequenceKind",
+    "SlotKind",
+    "StreamKind",
+    "TensorKind",
+    "Where",
+    "bfloat16_bits",
+    "classify",
+    "describe_annotation",
+    "describe_value",
+    "element_kinds",
+    "float16_bits",
+    "infer_slot",
+    "item_ranges",
+    "kinds",
+    "register",
+]

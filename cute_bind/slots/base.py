@@ -1,0 +1,209 @@
+"""The slot-kind base: what every kind is, and the records the launch loop uses.
+
+A slot kind is one object that knows three things:
+
+- how it is recognised from an annotation (``recognize``, and ``rejection``
+  for an annotation it recognises as its own but cannot take),
+- how a value is checked and turned into what its storage holds (``coerce``,
+  plus ``bind`` for the compile-time view of the value),
+- how it is written: the native ``struct`` format of each C argument the DSL
+  marshals it into (``parts``; a scalar or pointer is one part of one item, a
+  tensor one part holding its memref descriptor, a sequence one part per
+  element), plus what the fast paths need: an optional guard expression
+  (``guard``) true when a value can be packed as it is, or a converter
+  (``converter``) that turns a value into the items to pack, and the C fast
+  path's class (``fast``) with its data (``c_spec``).
+
+The launch loop (:mod:`cute_bind.launch`) only ever uses those. A new kind is
+a subclass that joins the registry (:func:`cute_bind.slots.registry.register`);
+neither the registry nor the launch loop names it. A kind the C fast path has
+no class for uses its generic class ``"X"`` (it calls the converter).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .. import diagnostics as D
+
+__all__ = [
+    "Where",
+    "SlotKind",
+    "Bound",
+    "Constexpr",
+    "Rejected",
+    "describe_value",
+    "describe_annotation",
+    "qualname",
+    "wrong_kind",
+    "item_ranges",
+]
+
+U64 = 1 << 64
+
+
+@dataclass(frozen=True)
+class Where:
+    """Kernel and parameter names, for messages."""
+
+    kernel: str
+    parameter: str
+
+
+def describe_value(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def describe_annotation(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        return f"{annotation.__module__}.{annotation.__qualname__}".replace("builtins.", "")
+    return repr(annotation)
+
+
+
+def wrong_kind(where: Where, expected: str, value: Any) -> Exception:
+    return D.error(D.WRONG_KIND, kernel=where.kernel, parameter=where.parameter, expected=expected, got=describe_value(value))
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A value bound to a slot at ``bind()``/``prepare()`` time.
+
+    ``packed`` is what the slot's storage holds, ``dsl_value`` the DSL object
+    passed to ``cute.compile`` and to the DSL's marshalling, ``key`` the
+    value's contribution to the compile-cache key, ``slot`` the slot kind
+    specialised for this handle (pointers learn dtype and alignment here).
+    """
+
+    packed: Any
+    dsl_value: Any
+    key: Any
+    slot: SlotKind
+
+
+def item_ranges(fmt: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` byte ranges of the items of native struct format
+    ``fmt``, leaving out the alignment padding between and after them."""
+    ranges = []
+    prefix = "@"
+    for count, code in re.findall(r"(\d*)(\D)", fmt.lstrip("@")):
+        if code in "sp":  # one item of ``count`` bytes
+            count, code = "", count + code
+        elif code == "x" or count == "0":
+            prefix += count + code
+            continue
+        for _ in range(int(count or 1)):
+            start = struct.calcsize(prefix + "0" + code[-1])
+            prefix += code
+            ranges.append((start, struct.calcsize(prefix)))
+    return ranges
+
+
+class SlotKind(ABC):
+    """One kind of runtime slot."""
+
+    #: short name of the kind, e.g. "pointer"
+    kind: ClassVar[str]
+    #: native ``struct`` format of the slot's storage (all parts, in order)
+    fmt: str
+    #: how the C fast path writes the slot: "P" exact int (64-bit), "B" exact
+    #: bool, "I" int (range-checked for ``fmt``), "R" real (float or int),
+    #: "h"/"g" real as a Float16/BFloat16 bit pattern, "T" tensor (``c_spec``),
+    #: "X" generic (calls the packed converter)
+    fast: str
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """``struct`` format of each C argument the slot marshals into (one C pointer each)."""
+        return (self.fmt,)
+
+    @property
+    def width(self) -> int:
+        """Number of ``struct`` items the slot packs."""
+        return 1
+
+    #: whether ``coerce`` returns a tuple of items (composite kinds) rather than one item
+    packs_tuple: ClassVar[bool] = False
+
+    def converter(self, where: Where) -> Any:
+        """For the Python fast path: a function turning a value into what ``coerce`` returns
+        (raising on anything it does not take as is), or ``None`` to pack values as they are."""
+        return None
+
+    def c_spec(self) -> Any:
+        """Data the C fast path's class needs (``None`` for the plain classes)."""
+        return None
+
+    def coerce_converter(self, where: Where) -> Any:
+        """A converter that is ``coerce`` itself, for kinds whose every value needs converting."""
+        coerce = self.coerce
+
+        def convert(value: Any) -> Any:
+            return coerce(value, where)
+
+        return convert
+
+    @classmethod
+    @abstractmethod
+    def recognize(cls, annotation: Any) -> SlotKind | None:
+        """The kind for ``annotation``, or ``None`` if this kind does not apply."""
+
+    @abstractmethod
+    def expected(self) -> str:
+        """What values the slot takes, for messages."""
+
+    def guard(self, var: str) -> str | None:
+        """Python expression, true when ``var`` may be packed as it is (fast path)."""
+        return None
+
+    @abstractmethod
+    def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
+        """Check ``value`` and return what the storage holds; raise a catalog error otherwise."""
+
+    @abstractmethod
+    def bind(self, value: Any, where: Where) -> Bound:
+        """Check ``value`` at bind/prepare time; see :class:`Bound`."""
+
+    @property
+    def size(self) -> int:
+        return struct.calcsize("@" + self.fmt)
+
+    def describe(self) -> str:
+        return self.kind
+
+    @classmethod
+    def rejection(cls, annotation: Any) -> Rejected | None:
+        """Why ``annotation``, which this kind would otherwise claim, is not eligible
+        (a specific catalog entry instead of the generic CB102), or ``None``."""
+        return None
+
+    @classmethod
+    def infer(cls, value: Any) -> SlotKind | None:
+        """The kind for an unannotated parameter given ``value``, when the value's
+        type alone does not say (see :func:`cute_bind.slots.registry.infer_slot`)."""
+        return None
+
+
+@dataclass(frozen=True)
+class Constexpr:
+    """A compile-time parameter: part of the compile key, not a runtime slot."""
+
+
+def qualname(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', getattr(obj, '__name__', ''))}"
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """An ineligible annotation and the catalog entry explaining why."""
+
+    diagnostic: D.Diagnostic
+    got: str
+    detail: str | None = None

@@ -1,0 +1,233 @@
+"""The pointer slot kind: a 64-bit address, read from ints, pointers, tensors and array exporters."""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from .. import _dsl
+from .. import diagnostics as D
+from .._types import PointerSpec, pointer_spec_of
+from . import dlpack as _dlpack
+from .base import U64, Bound, SlotKind, Where, describe_value, wrong_kind
+from .registry import register
+
+__all__ = ["PointerKind"]
+
+# --------------------------------------------------------------------------- pointers
+_NUMPY_TYPESTR = {
+    "f4": "Float32", "f8": "Float64", "f2": "Float16",
+    "i1": "Int8", "i2": "Int16", "i4": "Int32", "i8": "Int64",
+    "u1": "Uint8", "u2": "Uint16", "u4": "Uint32", "u8": "Uint64", "b1": "Boolean",
+}  # fmt: skip
+# str(torch dtype) -> CuTe type name, from the DLPack module's torch dtype table
+_TORCH_DTYPES = {f"torch.{name}": _dlpack.describe_dtype(code) for name, code in _dlpack.TORCH_DTYPE_CODES.items()}
+
+
+@dataclass(frozen=True)
+class _PointerValue:
+    address: int
+    dtype_name: str | None  # None: the value does not say
+    space: Any  # cute.AddressSpace or None
+    align: int | None
+    host: bool = False  # pageable host memory: never valid for a gmem slot
+
+
+def _dtype_name(dtype: Any) -> str | None:
+    return getattr(dtype, "__name__", None) if dtype is not None else None
+
+
+class PointerKind(SlotKind):
+    """A pointer: 64-bit address storage.
+
+    Accepts ``int`` addresses, ``make_ptr`` pointers, objects with an integer
+    ``data_ptr()`` (torch tensors), ``__cuda_array_interface__`` /
+    ``__array_interface__`` exporters (CuPy, NumPy) and ctypes pointers.
+    """
+
+    kind = "pointer"
+    fmt = "Q"
+    fast = "P"
+
+    def __init__(self, spec: PointerSpec | None = None, dtype: Any = None, space: Any = None, align: int | None = None) -> None:
+        self.spec = spec or PointerSpec()
+        # resolved at bind(): what the compiled function assumes (None: unknown)
+        self.dtype = dtype
+        self.space = space
+        self.align = align
+        self._dtype_name = _dtype_name(dtype)
+        self._accepted_dtype_cache: dict[Any, bool] = {}
+
+    def __repr__(self) -> str:
+        return f"PointerKind({self.describe()})"
+
+    def describe(self) -> str:
+        if self.dtype is None and self.spec.dtype is None:
+            return "cute.Pointer"
+        return PointerSpec(self.dtype or self.spec.dtype, self.align or self.spec.align, self.space or self.spec.space).describe()
+
+    @classmethod
+    def recognize(cls, annotation: Any) -> PointerKind | None:
+        pointer_cls = _dsl.cute_pointer_class()
+        spec = pointer_spec_of(annotation)
+        base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
+        if base is pointer_cls or (isinstance(base, type) and issubclass(base, pointer_cls)):
+            return cls(spec)
+        return None
+
+    def expected(self) -> str:
+        return f"an address (int >= 0), a make_ptr pointer or a tensor for a {self.describe()} slot"
+
+    def guard(self, var: str) -> str | None:
+        return f"{var}.__class__ is int"
+
+    # -- reading values
+    def _read(self, value: Any, where: Where) -> _PointerValue:
+        # bool before int: True is an int but never an address.
+        if isinstance(value, bool) or value is None or isinstance(value, (float, str, bytes)):
+            raise wrong_kind(where, self.expected(), value)
+        if isinstance(value, int):
+            return _PointerValue(self._check_range(value, where), None, None, None)
+        if _dsl.is_runtime_pointer(value):
+            address, dtype, space, align = _dsl.runtime_pointer_fields(value)
+            return _PointerValue(self._check_range(address, where), _dtype_name(dtype), space, align)
+        if type(value).__module__ == "numpy" and type(value).__name__ != "ndarray":
+            # a NumPy scalar is a number, not an array to take the address of
+            if isinstance(value, (float, complex)) or not hasattr(value, "__index__") or type(value).__name__ in ("bool_", "bool"):
+                raise wrong_kind(where, self.expected(), value)
+            return _PointerValue(self._check_range(operator.index(value), where), None, None, None)
+        data_ptr = getattr(value, "data_ptr", None)
+        if data_ptr is not None and callable(data_ptr):
+            address = data_ptr()
+            if isinstance(address, bool) or not isinstance(address, int):
+                raise wrong_kind(where, self.expected(), value)
+            is_cuda = bool(getattr(value, "is_cuda", False))
+            space = _dsl.dsl().cute.AddressSpace.gmem if is_cuda else None
+            pinned = getattr(value, "is_pinned", None)
+            host = not is_cuda and not (callable(pinned) and bool(pinned()))
+            return _PointerValue(self._check_range(address, where), self._torch_dtype(value), space, None, host)
+        for attr, on_device in (("__cuda_array_interface__", True), ("__array_interface__", False)):
+            iface = getattr(value, attr, None)
+            if isinstance(iface, dict) and "data" in iface:
+                address = int(iface["data"][0] or 0)
+                typestr = str(iface.get("typestr", ""))[1:]
+                space = _dsl.dsl().cute.AddressSpace.gmem if on_device else None
+                return _PointerValue(self._check_range(address, where), _NUMPY_TYPESTR.get(typestr), space, None, not on_device)
+        if isinstance(value, (ctypes.c_void_p, ctypes._Pointer)):
+            return _PointerValue(self._check_range(ctypes.cast(value, ctypes.c_void_p).value or 0, where), None, None, None)
+        try:
+            address = operator.index(value)  # numpy integer scalars and the like
+        except TypeError:
+            raise wrong_kind(where, self.expected(), value) from None
+        return _PointerValue(self._check_range(address, where), None, None, None)
+
+    def _torch_dtype(self, value: Any) -> str | None:
+        dtype = getattr(value, "dtype", None)
+        return _TORCH_DTYPES.get(str(dtype)) if dtype is not None else None
+
+    @staticmethod
+    def _check_range(address: int, where: Where) -> int:
+        if not 0 <= address < U64:
+            raise D.error(D.INVALID_ADDRESS, kernel=where.kernel, parameter=where.parameter, expected="an address in [0, 2**64)", got=str(address))
+        return address
+
+    def _check_alignment(self, address: int, where: Where) -> None:
+        if self.align and address % self.align:
+            raise D.error(
+                D.MISALIGNED_POINTER,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=f"{self.align} bytes",
+                got=hex(address),
+            )
+
+    @staticmethod
+    def _check_not_host(pv: _PointerValue, space: Any, expected: str, where: Where) -> None:
+        if pv.host and space is not None and space == _dsl.dsl().cute.AddressSpace.gmem:
+            raise D.error(
+                D.POINTER_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=expected,
+                got="pageable host memory (a CPU tensor or array), which a kernel cannot read through a gmem pointer",
+            )
+
+    def _check_matches(self, pv: _PointerValue, where: Where) -> None:
+        self._check_not_host(pv, self.space, self.describe(), where)
+        if pv.dtype_name is not None and self._dtype_name is not None and pv.dtype_name != self._dtype_name:
+            raise D.error(
+                D.POINTER_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=self.describe(), got=f"a {pv.dtype_name} pointer"
+            )
+        if pv.space is not None and self.space is not None and pv.space != self.space and pv.space != _generic():
+            raise D.error(
+                D.POINTER_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=self.describe(),
+                got=f"a pointer in address space {getattr(pv.space, 'name', pv.space)}",
+            )
+
+    # -- slot protocol
+    def coerce(self, value: Any, where: Where, checked: bool = False) -> int:
+        if value.__class__ is int:
+            address = self._check_range(value, where)
+            if checked:
+                self._check_alignment(address, where)
+            return address
+        pv = self._read(value, where)
+        self._check_matches(pv, where)
+        self._check_alignment(pv.address, where)
+        return pv.address
+
+    def bind(self, value: Any, where: Where) -> Bound:
+        pv = self._read(value, where)
+        spec = self.spec
+        dtype_name = _dtype_name(spec.dtype) or pv.dtype_name
+        if spec.dtype is not None and pv.dtype_name is not None and pv.dtype_name != _dtype_name(spec.dtype):
+            raise D.error(D.POINTER_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=spec.describe(), got=f"a {pv.dtype_name} pointer")
+        if dtype_name is None:
+            raise D.error(
+                D.POINTER_DTYPE_UNKNOWN, kernel=where.kernel, parameter=where.parameter, expected="cute.Pointer", got=describe_value(value)
+            )
+        dtype = getattr(_dsl.dsl().cutlass, dtype_name)
+        space = spec.space if spec.space is not None else (pv.space if pv.space is not None else _generic())
+        if spec.space is not None and pv.space is not None and pv.space != spec.space:
+            raise D.error(
+                D.POINTER_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=spec.describe(),
+                got=f"a pointer in address space {getattr(pv.space, 'name', pv.space)}",
+            )
+        align = spec.align or pv.align or max(1, int(getattr(dtype, "width", 8)) // 8)
+        self._check_not_host(pv, space, spec.describe(), where)
+        bound = PointerKind(spec, dtype=dtype, space=space, align=align)
+        bound._check_alignment(pv.address, where)
+        dsl_value = _dsl.make_pointer(dtype, pv.address, space, align)
+        return Bound(packed=pv.address, dsl_value=dsl_value, key=(dtype_name, int(getattr(space, "value", 0)), align), slot=bound)
+
+    def prepare(self, value: Any, where: Where) -> Bound:
+        """Bind for an already compiled function: learn what the value says, compile nothing."""
+        pv = self._read(value, where)
+        dtype = getattr(_dsl.dsl().cutlass, pv.dtype_name) if pv.dtype_name else self.spec.dtype
+        space = pv.space if pv.space is not None else self.spec.space
+        align = pv.align or self.spec.align
+        bound = PointerKind(self.spec, dtype=dtype, space=space, align=align)
+        bound._check_alignment(pv.address, where)
+        if _dsl.is_runtime_pointer(value):
+            dsl_value = value
+        else:
+            dsl_value = _dsl.make_pointer(_dsl.dsl().cutlass.Uint8, pv.address, space or _generic(), 1)
+        return Bound(packed=pv.address, dsl_value=dsl_value, key=None, slot=bound)
+
+
+def _generic() -> Any:
+    return _dsl.dsl().cute.AddressSpace.generic
+
+
+
+
+register(PointerKind)

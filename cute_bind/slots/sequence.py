@@ -1,0 +1,211 @@
+"""The sequence slot kind: a tuple/list parameter of eligible elements.
+
+The DSL flattens a sequence argument into one C argument per element, in
+order, each marshalled as its own kind. A sequence slot is therefore the
+concatenation of its element slots, with the length fixed at ``bind()``:
+``tuple[X, Y]`` fixes the element kinds in the annotation; ``tuple[X, ...]``,
+``list[X]`` and ``Sequence[X]`` fix one kind for every element; a bare
+``tuple``/``list`` takes each element's kind from the value given to ``bind()``.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import typing
+from typing import Any
+
+from .. import _whitelist as W
+from .. import diagnostics as D
+from .base import Bound, Rejected, SlotKind, Where, describe_annotation, qualname, wrong_kind
+from .registry import element_kinds, infer_slot, register
+
+__all__ = ["SequenceKind", "element_problem"]
+
+
+def _origin(annotation: Any) -> Any:
+    base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
+    return typing.get_origin(base) or base, base
+
+
+def is_sequence_annotation(annotation: Any) -> bool:
+    origin, _ = _origin(annotation)
+    return origin in (list, tuple) or qualname(origin) in W.SEQUENCE_NAMES
+
+
+def _element_kinds(annotation: Any) -> tuple[tuple[Any, ...] | None, bool]:
+    """``(element annotations, homogeneous)``; ``(None, True)`` for a bare sequence."""
+    origin, base = _origin(annotation)
+    args = typing.get_args(base)
+    if not args:
+        return None, True
+    if origin is tuple or qualname(origin) == "typing.Tuple":
+        if len(args) == 2 and args[1] is Ellipsis:
+            return (args[0],), True
+        if args == ((),):  # tuple[()]
+            return (), False
+        return tuple(args), False
+    return (args[0],), True
+
+
+def _element_kind(annotation: Any) -> SlotKind | str:
+    """The slot kind of one element annotation, or why it is not eligible."""
+    if is_sequence_annotation(annotation):
+        return f"{describe_annotation(annotation)} is a sequence"
+    for kind in element_kinds():
+        found = kind.recognize(annotation)
+        if found is not None:
+            return found
+    return f"{describe_annotation(annotation)} is not a pointer, scalar, stream or tensor"
+
+
+def element_problem(annotation: Any) -> str | None:
+    """Why a sequence annotation is not eligible (the CB113 detail), or None."""
+    elements, _ = _element_kinds(annotation)
+    for i, element in enumerate(elements or ()):
+        found = _element_kind(element)
+        if isinstance(found, str):
+            return f"element {i}: {found}"
+    return None
+
+
+class SequenceKind(SlotKind):
+    """A tuple/list of eligible elements: its element slots, one C argument each."""
+
+    kind = "sequence"
+    fast = "S"
+    packs_tuple = True
+
+    def __init__(self, elements: tuple[SlotKind, ...] | None = None, homogeneous: SlotKind | None = None, bound: bool = False) -> None:
+        # elements: one kind per position (tuple[X, Y] or a bound sequence);
+        # homogeneous: one kind for any length (tuple[X, ...], list[X]); neither: bare.
+        self.elements = elements
+        self.homogeneous = homogeneous
+        self.bound = bound
+        self.fmt = "".join(e.fmt for e in elements) if bound and elements is not None else ""
+
+    def __repr__(self) -> str:
+        return f"SequenceKind({self.describe()})"
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(p for e in self.elements or () for p in e.parts)
+
+    @property
+    def width(self) -> int:
+        return sum(e.width for e in self.elements or ())
+
+    def describe(self) -> str:
+        if self.elements is not None:
+            return "tuple[" + ", ".join(e.describe() for e in self.elements) + ("" if self.elements else "()") + "]"
+        if self.homogeneous is not None:
+            return f"tuple[{self.homogeneous.describe()}, ...]"
+        return "tuple"
+
+    @classmethod
+    def recognize(cls, annotation: Any) -> SequenceKind | None:
+        if not is_sequence_annotation(annotation) or element_problem(annotation) is not None:
+            return None
+        elements, homogeneous = _element_kinds(annotation)
+        if elements is None:
+            return cls()
+        kinds = tuple(typing.cast(SlotKind, _element_kind(e)) for e in elements)
+        return cls(homogeneous=kinds[0]) if homogeneous else cls(elements=kinds)
+
+    @classmethod
+    def rejection(cls, annotation: Any) -> Rejected | None:
+        """A sequence with an ineligible element is CB113, naming the element."""
+        problem = element_problem(annotation) if is_sequence_annotation(annotation) else None
+        if problem is None:
+            return None
+        return Rejected(D.INELIGIBLE_SEQUENCE_ELEMENT, describe_annotation(annotation), problem)
+
+    def expected(self) -> str:
+        if self.bound or self.elements is not None:
+            n = len(self.elements or ())
+            return f"a tuple or list of {n} element{'s' if n != 1 else ''} for a {self.describe()} slot"
+        return f"a tuple or list for a {self.describe()} slot"
+
+    def _items(self, value: Any, where: Where) -> list[Any]:
+        if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list, collections.abc.Sequence)):
+            raise wrong_kind(where, self.expected(), value)
+        items = list(value)
+        if self.elements is not None and len(items) != len(self.elements):
+            raise D.error(
+                D.SEQUENCE_LENGTH_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=f"{len(self.elements)} elements ({self.describe()})",
+                got=f"{len(items)} elements",
+            )
+        return items
+
+    @staticmethod
+    def _where(where: Where, i: int) -> Where:
+        return Where(where.kernel, f"{where.parameter}[{i}]")
+
+    def bind(self, value: Any, where: Where) -> Bound:
+        items = self._items(value, where)
+        kinds: list[SlotKind] = []
+        for i, item in enumerate(items):
+            kind = self.elements[i] if self.elements is not None else self.homogeneous or infer_slot(item, element=True)
+            if kind is None:
+                raise wrong_kind(self._where(where, i), "a pointer, scalar, stream or tensor element", item)
+            kinds.append(kind)
+        bounds = [k.bind(item, self._where(where, i)) for i, (k, item) in enumerate(zip(kinds, items))]
+        packed: list[Any] = []
+        for b in bounds:
+            if not b.slot.packs_tuple:
+                packed.append(b.packed)
+            else:
+                packed.extend(b.packed)
+        slot = SequenceKind(elements=tuple(b.slot for b in bounds), bound=True)
+        key = tuple((type(b.slot).__name__, b.slot.describe(), b.key) for b in bounds)
+        return Bound(packed=tuple(packed), dsl_value=tuple(b.dsl_value for b in bounds), key=key, slot=slot)
+
+    def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[Any, ...]:
+        items = self._items(value, where)
+        out: list[Any] = []
+        for i, (kind, item) in enumerate(zip(self.elements or (), items)):
+            v = kind.coerce(item, self._where(where, i), checked)
+            if not kind.packs_tuple:
+                out.append(v)
+            else:
+                out.extend(v)
+        return tuple(out)
+
+    def converter(self, where: Where) -> Any:
+        """Elements taken as they are where their guard allows (as the generated fast path does
+        for top-level slots), converted by their own converter, or else fully coerced."""
+        elements = tuple(self.elements or ())
+        n = len(elements)
+        plan = []
+        for i, e in enumerate(elements):
+            w = self._where(where, i)
+            convert = e.converter(w)
+            guard = e.guard("v") if convert is None else None
+            # guard expressions come from the slot kinds themselves (e.g. "v.__class__ is int")
+            check = eval(f"lambda v: {guard}") if guard else None  # noqa: S307
+            plan.append((e, w, convert, check, e.packs_tuple))
+        coerce = self.coerce
+
+        def convert_sequence(value: Any) -> list[Any]:
+            if (value.__class__ is tuple or value.__class__ is list) and len(value) == n:
+                out: list[Any] = []
+                for (e, w, convert, check, multi), v in zip(plan, value):
+                    if convert is not None:
+                        if multi:
+                            out.extend(convert(v))
+                        else:
+                            out.append(convert(v))
+                    elif check is None or check(v):
+                        out.append(v)
+                    else:
+                        out.append(e.coerce(v, w))
+                return out
+            return list(coerce(value, where))
+
+        return convert_sequence
+
+
+# composite: a sequence never holds a sequence
+register(SequenceKind, element=False)

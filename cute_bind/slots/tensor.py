@@ -1,0 +1,352 @@
+"""The tensor slot kind: a ``cute.Tensor`` parameter rewritten in place.
+
+The DSL passes a tensor as one C pointer to a memref descriptor: the data
+address, then each dynamic extent (``?`` in the layout) and each dynamic
+stride, as a naturally aligned C struct (``{void*; i32 extents...; i64 or i32
+strides...}``). Static extents and strides are constants of the compiled code.
+
+``bind()`` builds the DSL tensor the compile needs (``from_dlpack`` plus the
+annotation's layout marking, or the ``from_dlpack`` tensor it is given) and
+records what the compiled code assumes: element type, rank, device, assumed
+alignment, every static extent and stride, each dynamic mode's integer width
+and divisibility. A launch then reads the new tensor through DLPack (one C call
+for types offering the DLPack exchange API, such as torch tensors), checks it
+against those facts and writes only the descriptor: data address and dynamic
+values. Every check is always on: measured in the C fast path they cost a few
+nanoseconds next to the DLPack read itself (see the benchmarks page).
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+from .. import _dsl
+from .. import diagnostics as D
+from .._types import TensorSpec, tensor_spec_of
+from . import dlpack as _dlpack
+from .base import Bound, SlotKind, Where, describe_value, item_ranges, wrong_kind
+from .registry import register
+
+__all__ = ["TensorKind"]
+
+_WIDTH_FMT = {32: "i", 64: "q"}
+_RANGE = {32: (-(1 << 31), (1 << 31) - 1), 64: (-(1 << 63), (1 << 63) - 1)}
+_INT32_MAX = (1 << 31) - 1
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:160].rstrip(".") if text else ""
+
+
+def _footprint(view: _dlpack.DLView) -> int:
+    """Elements spanned by a tensor's layout: 1 + sum of (extent - 1) * |stride| (0 when empty)."""
+    if any(e == 0 for e in view.shape):
+        return 0
+    return 1 + sum((e - 1) * abs(st) for e, st in zip(view.shape, view.strides))
+
+
+class TensorKind(SlotKind):
+    """A tensor: its memref descriptor (data address, dynamic extents and strides)."""
+
+    kind = "tensor"
+    fast = "T"
+    packs_tuple = True
+
+    def __init__(
+        self,
+        spec: TensorSpec | None = None,
+        layout: _dsl.TensorLayout | None = None,
+        dtype: tuple[int, int, int] | None = None,
+        device: tuple[int, int] | None = None,
+        align: int = 1,
+        value_type: type | None = None,
+    ) -> None:
+        self.spec = spec or TensorSpec()
+        # resolved at bind(): what the compiled function assumes (None before)
+        self.layout = layout
+        self.dtype = dtype
+        self.device = device
+        self.align = align
+        self.value_type = value_type
+        if layout is None:
+            self.fmt = "Q"
+            self._width = 1
+            self.fast = "X"
+            return
+        fmt = "Q"
+        for mode in (*layout.shape, *layout.stride):
+            if mode.static is None:
+                fmt += _WIDTH_FMT[mode.width]
+        # the descriptor is a C struct holding a pointer: its size is a multiple of 8
+        self.fmt = fmt + "0Q"
+        self._width = 1 + sum(m.static is None for m in (*layout.shape, *layout.stride))
+        # the C fast path reads any type offering the DLPack exchange API (it learns
+        # a new one at its first launch); the bound value's type is its first guess
+        self._exchange = _dlpack.exchange_function(value_type) if value_type is not None else None
+        self.fast = "T"
+        # (index into shape + strides, static value or None, lo, hi, divisibility), for pack_view
+        self._plan = tuple(
+            (k, m.static, *_RANGE[m.width], m.divisibility) for k, m in enumerate((*layout.shape, *layout.stride))
+        )
+        # 32-bit dynamic strides: the compiled index arithmetic is 32-bit, so the
+        # whole footprint must fit Int32 (the DSL refuses such a tensor at marshal time)
+        self._footprint32 = any(m.static is None and m.width == 32 for m in layout.stride)
+
+    def __repr__(self) -> str:
+        return f"TensorKind({self.describe()})"
+
+    @property
+    def width(self) -> int:
+        return self._width
+
+    def describe(self) -> str:
+        if self.layout is not None:
+            return f"Tensor[{getattr(self.layout.dtype, '__name__', '?')}, {self.layout.text}]"
+        if self.spec.dtype is None:
+            return "cute.Tensor"
+        return self.spec.describe()
+
+    @classmethod
+    def recognize(cls, annotation: Any) -> TensorKind | None:
+        tensor_cls = _dsl.cute_tensor_class()
+        base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
+        if base is tensor_cls or (isinstance(base, type) and issubclass(base, tensor_cls)):
+            return cls(tensor_spec_of(annotation))
+        return None
+
+    @classmethod
+    def infer(cls, value: Any) -> TensorKind | None:
+        """An unannotated tensor: a ``from_dlpack`` tensor or any DLPack exporter (not a number)."""
+        if _dsl.is_dsl_tensor(value) or (hasattr(value, "__dlpack__") and not isinstance(value, (int, float))):
+            return cls()
+        return None
+
+    def expected(self) -> str:
+        return f"a DLPack tensor (torch tensor, NumPy array, ...) or a from_dlpack tensor for a {self.describe()} slot"
+
+    # ------------------------------------------------------------------ reading values
+    def _read(self, value: Any, where: Where) -> _dlpack.DLView:
+        if _dsl.is_dsl_tensor(value):
+            return _dlpack.read_capsule(_dsl.dsl_tensor_capsule(value))
+        if isinstance(value, (bool, int, float, str, bytes)) or value is None:
+            raise wrong_kind(where, self.expected(), value)
+        if self.device is not None and _dlpack.reader_for(type(value)) is None:
+            # an export-free device check first, so a foreign device is
+            # reported as such and never exported
+            device = _dlpack.device_of(value)
+            if device is not None and device != self.device:
+                raise self._device_error(device, where)
+        try:
+            return _dlpack.read(value)
+        except (TypeError, BufferError, ValueError, RuntimeError) as exc:
+            raise D.error(
+                D.WRONG_KIND, kernel=where.kernel, parameter=where.parameter, expected=self.expected(), got=f"{describe_value(value)} ({exc})"
+            ) from None
+
+    def _device_error(self, device: tuple[int, int], where: Where) -> Exception:
+        return D.error(
+            D.TENSOR_DEVICE_MISMATCH,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            expected=_dlpack.describe_device(self.device or (0, 0)),
+            got=f"a tensor on {_dlpack.describe_device(device)}",
+        )
+
+    def _check_spec(self, dtype_name: str, rank: int, where: Where) -> None:
+        spec = self.spec
+        if spec.dtype is not None and dtype_name != spec.dtype.__name__:
+            raise D.error(
+                D.TENSOR_DTYPE_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=spec.describe(), got=f"a {dtype_name} tensor"
+            )
+        if spec.rank is not None and rank != spec.rank:
+            raise D.error(
+                D.TENSOR_RANK_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=spec.describe(), got=f"a rank-{rank} tensor"
+            )
+
+    # ------------------------------------------------------------------ slot protocol
+    def bind(self, value: Any, where: Where) -> Bound:
+        view = self._read(value, where)
+        if _dsl.is_dsl_tensor(value):
+            tensor = value  # the caller's from_dlpack tensor: its marking decides the layout
+            self._check_spec(value.element_type.__name__, len(view.shape), where)
+        else:
+            dtype_name = _dlpack.describe_dtype(view.dtype)
+            self._check_spec(dtype_name, len(view.shape), where)
+            if not _dlpack.is_cute_dtype(view.dtype):
+                raise D.error(
+                    D.TENSOR_DTYPE_MISMATCH,
+                    kernel=where.kernel,
+                    parameter=where.parameter,
+                    expected="a tensor of a CuTe element type (Float32, Float16, BFloat16, Int8, ..., Float8E4M3FN, ...)",
+                    got=f"a {dtype_name} tensor",
+                )
+            # A tensor that requires grad is read like any other (its data, not autograd);
+            # torch refuses to export it, so the DSL tensor is built from a detached view.
+            source = value.detach() if getattr(value, "requires_grad", False) and hasattr(value, "detach") else value
+            try:
+                tensor = _dsl.dsl_tensor(source, self.spec.align, self.spec.layout)
+            except Exception as exc:  # the DSL's own refusal (e.g. no unit stride for the leading dimension)
+                raise D.error(
+                    D.TENSOR_LAYOUT_MISMATCH,
+                    kernel=where.kernel,
+                    parameter=where.parameter,
+                    detail="the DSL cannot mark this tensor's layout",
+                    expected=self.spec.describe(),
+                    got=f"{type(exc).__name__}: {_first_line(exc)}",
+                ) from None
+        try:
+            layout = _dsl.tensor_layout(tensor)
+        except ValueError as exc:
+            raise wrong_kind(where, f"a tensor with a flat layout ({exc})", value) from None
+        except Exception as exc:  # e.g. an element type the DSL cannot map
+            raise D.error(
+                D.TENSOR_DTYPE_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected="a tensor of an element type the DSL takes",
+                got=f"{type(exc).__name__}: {_first_line(exc)}",
+            ) from None
+        if tensor is value and self.spec.align is not None and layout.assumed_align != self.spec.align:
+            # the annotation promises an alignment the compiled code would not assume
+            raise D.error(
+                D.TENSOR_LAYOUT_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                detail="the annotation's alignment and the from_dlpack tensor's assumed_align differ",
+                expected=f"from_dlpack(t, assumed_align={self.spec.align}) for {self.spec.describe()}",
+                got=f"assumed_align={layout.assumed_align}",
+            )
+        align = layout.assumed_align or max(1, int(getattr(layout.dtype, "width", 8)) // 8)
+        bound = TensorKind(self.spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value))
+        packed = bound.pack_view(view, where)
+        return Bound(packed=packed, dsl_value=tensor, key=(layout.cache_key, view.device[0]), slot=bound)
+
+    def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[int, ...]:
+        reader = _dlpack.reader_for(type(value))  # the exact type: a proxy's __class__ may lie
+        if reader is not None:
+            view = reader(value)
+            if view is not None:
+                return self.pack_view(view, where)
+        return self.pack_view(self._read(value, where), where)
+
+    def converter(self, where: Where) -> Any:
+        return self.coerce_converter(where)
+
+    def pack_view(self, view: _dlpack.DLView, where: Where) -> tuple[int, ...]:
+        """Check one tensor's facts against the compiled ones; the descriptor's items."""
+        if view.dtype == self.dtype and view.device == self.device and not view.address % self.align and len(view.shape) == len(self._plan) // 2:
+            values = view.shape + view.strides
+            out = [view.address]
+            for k, static, lo, hi, div in self._plan:
+                v = values[k]
+                if static is None and lo <= v <= hi and not v % div:
+                    out.append(v)
+                elif static is None or v != static:
+                    break
+            else:
+                if not self._footprint32 or _footprint(view) <= _INT32_MAX:
+                    return tuple(out)
+        return self._diagnose(view, where)
+
+    def _diagnose(self, view: _dlpack.DLView, where: Where) -> tuple[int, ...]:
+        """``pack_view`` step by step: raises the catalog error for the first fact that differs."""
+        layout = self.layout
+        if layout is None:  # pragma: no cover - only bound slots are packed
+            raise RuntimeError("an unbound tensor slot has no layout")
+        if view.dtype != self.dtype:
+            raise D.error(
+                D.TENSOR_DTYPE_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=f"{_dlpack.describe_dtype(self.dtype or (0, 0, 0))} tensors",
+                got=f"a {_dlpack.describe_dtype(view.dtype)} tensor",
+            )
+        if len(view.shape) != len(layout.shape):
+            raise D.error(
+                D.TENSOR_RANK_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=f"rank-{len(layout.shape)} tensors (layout {layout.text})",
+                got=f"a rank-{len(view.shape)} tensor of shape {view.shape}",
+            )
+        if view.device != self.device:
+            raise self._device_error(view.device, where)
+        if view.address % self.align:
+            raise D.error(D.MISALIGNED_POINTER, kernel=where.kernel, parameter=where.parameter, expected=f"{self.align} bytes", got=hex(view.address))
+        shapes: list[int] = []
+        strides: list[int] = []
+        for what, modes, values, out in (("extent", layout.shape, view.shape, shapes), ("stride", layout.stride, view.strides, strides)):
+            for i, (mode, v) in enumerate(zip(modes, values)):
+                if mode.static is not None:
+                    if v != mode.static:
+                        raise self._layout_error(f"{what} of mode {i}", f"{mode.static} (layout {layout.text})", view, where)
+                    continue
+                lo, hi = _RANGE[mode.width]
+                if not lo <= v <= hi:
+                    raise D.error(
+                        D.INTEGER_OUT_OF_RANGE,
+                        kernel=where.kernel,
+                        parameter=where.parameter,
+                        expected=f"the Int{mode.width} {what} of mode {i}",
+                        got=f"{v} (shape {view.shape}, strides {view.strides})",
+                    )
+                if v % mode.divisibility:
+                    raise self._layout_error(f"{what} of mode {i}", f"a multiple of {mode.divisibility} (layout {layout.text})", view, where)
+                out.append(v)
+        if self._footprint32 and _footprint(view) > _INT32_MAX:
+            raise D.error(
+                D.INTEGER_OUT_OF_RANGE,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=f"Int32 index arithmetic: a footprint (1 + sum of (extent - 1) * |stride|) up to {_INT32_MAX} elements "
+                f"(layout {layout.text} has 32-bit strides)",
+                got=f"{_footprint(view)} (shape {view.shape}, strides {view.strides})",
+            )
+        return (view.address, *shapes, *strides)
+
+    @staticmethod
+    def _layout_error(detail: str, expected: str, view: _dlpack.DLView, where: Where) -> Exception:
+        return D.error(
+            D.TENSOR_LAYOUT_MISMATCH,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            detail=detail,
+            expected=expected,
+            got=f"shape {view.shape}, strides {view.strides}",
+        )
+
+    def c_spec(self) -> Any:
+        """``(function, type, dtype, device, align, modes)`` for the C fast path's class "T".
+
+        ``modes`` lists extents then strides as ``(static, width, divisibility)``
+        with ``static`` -1 and a flag for dynamic ones; the C code writes the
+        dynamic values in that order right after the data address, at the
+        offsets ``struct`` gives.
+        """
+        layout = self.layout
+        if layout is None:
+            return None
+        modes = []
+        offsets = iter([start for start, _ in item_ranges(self.fmt)[1:]])  # after the data address
+        for mode in (*layout.shape, *layout.stride):
+            if mode.static is None:
+                modes.append((0, 1, mode.width, mode.divisibility, next(offsets)))
+            else:
+                modes.append((mode.static, 0, 0, 1, -1))
+        ex = self._exchange
+        return (
+            ex[0] if ex else 0,
+            self.value_type if ex else None,
+            self.dtype,
+            self.device,
+            self.align,
+            len(layout.shape),
+            tuple(modes),
+            ex[2] if ex else None,
+            int(self._footprint32),
+        )
+
+
+register(TensorKind)

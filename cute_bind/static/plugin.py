@@ -1,0 +1,186 @@
+"""mypy plugin: cute_bind's eligibility errors (CB101, CB102, CB104, CB106, CB107, CB113) in editors and CI.
+
+Enable it in the mypy configuration::
+
+    [mypy]
+    plugins = cute_bind.mypy
+
+    # or, in pyproject.toml
+    [tool.mypy]
+    plugins = ["cute_bind.mypy"]
+
+Every parameter of a function decorated with ``@cute_bind.kernel`` that the
+decorator would reject at import time is reported where it is declared, with
+the catalog code and the runtime's message, under the error code
+``cute-bind``::
+
+    kernels.py:12:5: error: [CB113] kernel 'scale', parameter 'sizes': sequence annotation ...  [cute-bind]
+
+Silence one with ``# type: ignore[cute-bind]``, or all with
+``disable_error_code = cute-bind``. The plugin also makes
+``cute_bind.Pointer[dtype, align, space]`` and ``cute_bind.Tensor[dtype, rank,
+align, layout]`` valid annotations (typed ``Any``).
+
+How it works. mypy has no hook for function decorators, so the plugin uses
+the function hook of ``cute_bind.kernel`` itself: mypy type-checks the
+decorator's application to the function, with the decorated function as
+context, so the decorator is found through mypy's own name resolution (any
+import spelling or alias). ``@cute_bind.kernel(...)`` returns a callable that
+the plugin names after the decorator, so its application to the function
+comes back to the same hook. The function's parameters are then checked by
+:mod:`cute_bind.static.rules` on the file's source text, the rules
+``cute-bind check`` uses, so the two tools always agree.
+
+Limitations: functions inside an unannotated function are only checked with
+``check_untyped_defs``, as mypy skips their bodies otherwise; code mypy reads
+from a string (``mypy -c``) has no file to read and is not checked. A string
+argument of ``cute_bind.Tensor[...]`` (the layout ``"dynamic"`` or ``"static"``)
+is read by mypy as a forward reference and looked up as a name before any
+plugin hook runs, so mypy reports ``Name "static" is not defined
+[name-defined]`` there; name the layout with a module-level constant
+(``STATIC = "static"``, then ``cute_bind.Tensor[cutlass.Float32, 2, 16, STATIC]``)
+or silence that line with ``# type: ignore[name-defined]``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from mypy.errorcodes import ErrorCode
+from mypy.nodes import CallExpr, Context, Decorator, RefExpr, StrExpr
+from mypy.options import Options
+from mypy.plugin import AnalyzeTypeContext, CheckerPluginInterface, FunctionContext, Plugin, ReportConfigContext
+from mypy.types import AnyType, CallableType, Type, TypeOfAny, get_proper_type
+
+from .rules import (
+    KERNEL_DECORATORS,
+    REPORTED_CODES,
+    SUBSCRIPTED_POINTERS,
+    SUBSCRIPTED_TENSORS,
+    ModuleAnalysis,
+    analyze_source,
+    module_name_for_path,
+    rules_fingerprint,
+)
+
+__all__ = ["CUTE_BIND", "CuteBindPlugin", "plugin"]
+
+#: The mypy error code of every eligibility error (``# type: ignore[cute-bind]``).
+CUTE_BIND = ErrorCode("cute-bind", f"cute_bind kernel eligibility (catalog codes {', '.join(sorted(REPORTED_CODES))})", "cute_bind")
+
+# The name given to the callable ``@cute_bind.kernel(...)`` returns: mypy calls a
+# callable's function hook by its name, so applying it comes back to this plugin.
+_DECORATOR_NAME = "cute_bind.jit.decorator.kernel"
+assert _DECORATOR_NAME in KERNEL_DECORATORS
+
+# Annotation helpers that are only an annotation when subscripted, typed Any then.
+_SUBSCRIPTED_HELPERS = SUBSCRIPTED_POINTERS | SUBSCRIPTED_TENSORS
+
+
+class CuteBindPlugin(Plugin):
+    """Reports eligibility errors of ``@cute_bind.kernel`` functions; types ``cute_bind.Pointer[...]``
+    and ``cute_bind.Tensor[...]``."""
+
+    def __init__(self, options: Options) -> None:
+        super().__init__(options)
+        # path -> (file signature, analysis): each file is parsed once per run
+        # (and once per change under dmypy), however many kernels it has.
+        self._analyses: dict[str, tuple[tuple[int, int], ModuleAnalysis | None]] = {}
+
+    # ------------------------------------------------------------------ hooks
+    def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        """The decorator's own hook: called for ``kernel(fn)``, ``kernel(...)`` and the latter's result."""
+        return self._kernel_hook if fullname in KERNEL_DECORATORS else None
+
+    def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
+        """``cute_bind.Pointer[...]`` and ``cute_bind.Tensor[...]`` annotations."""
+        if fullname not in _SUBSCRIPTED_HELPERS:
+            return None
+        return lambda ctx: _helper_annotation(ctx, fullname)
+
+    def report_config_data(self, ctx: ReportConfigContext) -> str:
+        """Refresh mypy's cache when the rules change (a cute_bind upgrade)."""
+        return rules_fingerprint()
+
+    # ------------------------------------------------------------------ kernels
+    def _kernel_hook(self, ctx: FunctionContext) -> Type:
+        if isinstance(ctx.context, Decorator):
+            self._check_kernel(ctx.context, ctx.api)
+            return ctx.default_return_type
+        returned = get_proper_type(ctx.default_return_type)
+        if isinstance(returned, CallableType):
+            # ``kernel(name=...)``: the decorator proper is what this returns.
+            return returned.copy_modified(name=_DECORATOR_NAME)
+        return ctx.default_return_type  # ``kernel(fn)`` called directly: not a definition
+
+    def _check_kernel(self, dec: Decorator, api: CheckerPluginInterface) -> None:
+        # The bare form is an overloaded call: mypy first tries the overload item
+        # with errors filtered (an error there only rejects the item), then, as no
+        # item matched, checks the call again for real. So errors are reported on
+        # every call here and the unfiltered set is the one mypy prints, with no
+        # "no overload variant" error of its own (tests/static/test_plugin.py checks
+        # this for the pinned mypy).
+        analysis = self._analysis(api.path, api.options)
+        if analysis is None:
+            return
+        func = dec.func
+        found = analysis.check_def(func.line, func.name, _kernel_name(dec))
+        for d in found or ():
+            where = Context(line=d.line, column=d.column)
+            where.end_line, where.end_column = d.end_line, d.end_column
+            api.fail(d.message, where, code=CUTE_BIND)
+
+    def _analysis(self, path: str, options: Options) -> ModuleAnalysis | None:
+        """The analysis of the file mypy is checking, read from disk (or its ``--shadow-file``)."""
+        source_path = path
+        for original, shadow in options.shadow_file or ():
+            if os.path.abspath(original) == os.path.abspath(path):
+                source_path = shadow
+        try:
+            st = os.stat(source_path)
+        except OSError:
+            return None  # ``mypy -c`` or a vanished file: nothing to read
+        signature = (st.st_mtime_ns, st.st_size)
+        cached = self._analyses.get(source_path)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        try:
+            with open(source_path, "rb") as f:
+                analysis: ModuleAnalysis | None = analyze_source(f.read(), path, module_name_for_path(path))
+        except (OSError, SyntaxError, ValueError):
+            analysis = None  # mypy reports the syntax error itself
+        self._analyses[source_path] = (signature, analysis)
+        return analysis
+
+
+def _kernel_name(dec: Decorator) -> str | None:
+    """The literal ``name=`` given to ``@cute_bind.kernel(...)``, as the runtime uses it in messages."""
+    for expr in dec.decorators:
+        if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in KERNEL_DECORATORS:
+            for name, arg in zip(expr.arg_names, expr.args):
+                if name == "name" and isinstance(arg, StrExpr):
+                    return arg.value or None
+    return None
+
+
+def _helper_annotation(ctx: AnalyzeTypeContext, fullname: str) -> Type:
+    """``cute_bind.Pointer[dtype, align, space]`` / ``cute_bind.Tensor[dtype, rank, align, layout]``:
+    a ``cute.Pointer`` / ``cute.Tensor`` slot described in the annotation.
+
+    Both are typed ``Any``: ``Kernel.bind`` takes the function's parameters
+    (``ParamSpec``), a pointer slot accepts addresses (``int``), pointers and
+    tensors, and a tensor slot any DLPack tensor (torch, NumPy, CuPy...) or a
+    DSL tensor, which no single type describes. Their arguments (a dtype,
+    integers, an address space, a layout string) are not types, so they are
+    not analysed. Unsubscripted, each is the helper class (which the decorator
+    rejects: CB102).
+    """
+    if not ctx.type.args:
+        return ctx.api.named_type(fullname, [])
+    return AnyType(TypeOfAny.special_form)
+
+
+def plugin(version: str) -> type[Plugin]:
+    """mypy's entry point (``plugins = cute_bind.mypy``)."""
+    return CuteBindPlugin

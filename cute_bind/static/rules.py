@@ -1,0 +1,727 @@
+"""Static eligibility rules: the runtime's classification, read from source text.
+
+``@cute_bind.kernel`` classifies each parameter's *evaluated* annotation at
+decoration time (:func:`cute_bind.slots.classify`). The two static tools,
+``cute-bind check`` (:mod:`cute_bind.static.checker`) and the mypy plugin
+(:mod:`cute_bind.mypy`), cannot evaluate anything: they read the source with
+:mod:`ast`, resolve each annotation's names through the file's own imports and
+module-level assignments to qualified names (``cute.Tensor`` after
+``import cutlass.cute as cute`` is ``cutlass.cute.Tensor``) and look those up
+in the same tables, :mod:`cute_bind._whitelist`. Messages are rendered from
+the same catalog entries, so all three report the same code, parameter and
+text for the same function.
+
+Both tools use this module and nothing else for the rules, so they agree by
+construction; ``tests/static/test_agreement.py`` checks them against the
+runtime on ``tests/static_corpus``.
+
+What a name-based reading cannot know, and how it is handled:
+
+- a name bound by ``from m import *`` is assumed to be ``m.<name>``;
+- a module-level alias (``Ptr = cute_bind.Pointer[cutlass.Float32]``) is
+  followed to its value; a value that is a call or any other expression is
+  unknown and classified as unsupported (CB102), as the runtime would do for
+  anything that is not a whitelisted type;
+- whether an attribute exists is not checked (``cutlass.Int3`` is CB102
+  statically, CB107 at run time under postponed annotations);
+- the parameters of ``cute_bind.Pointer[...]`` and ``cute_bind.Tensor[...]``
+  are not checked: an invalid one raises CB109/CB112 when the annotation is
+  evaluated, which fails the module's import before the decorator runs (or,
+  in a string annotation, makes it unresolvable: CB107 at run time).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Iterator, Literal, cast
+
+from .. import _whitelist as W
+from ..diagnostics import CATALOG, format_message
+
+__all__ = [
+    "KERNEL_DECORATORS",
+    "SUBSCRIPTED_POINTERS",
+    "SUBSCRIPTED_TENSORS",
+    "REPORTED_CODES",
+    "StaticDiagnostic",
+    "ModuleAnalysis",
+    "analyze_source",
+    "module_name_for_path",
+    "rules_fingerprint",
+]
+
+#: Qualified names of the decorator (``cute_bind.kernel`` is re-exported from ``cute_bind.jit.decorator``).
+KERNEL_DECORATORS: frozenset[str] = frozenset({"cute_bind.kernel", "cute_bind.jit.decorator.kernel"})
+
+#: Pointer names that are only a pointer when subscripted: bare ``cute_bind.Pointer``
+#: is the helper class itself, which the runtime rejects as CB102. Derived from
+#: the whitelist so a renamed helper needs no change here.
+SUBSCRIPTED_POINTERS: frozenset[str] = frozenset(n for n in W.POINTER_NAMES if n.partition(".")[0] == "cute_bind")
+
+#: The same for tensors: ``cute_bind.Tensor[dtype, rank]`` is a tensor, bare ``cute_bind.Tensor`` is CB102.
+SUBSCRIPTED_TENSORS: frozenset[str] = frozenset(n for n in W.TENSOR_NAMES if n.partition(".")[0] == "cute_bind")
+
+#: Catalog codes the static tools report. The other definition-time codes are
+#: not about one parameter's annotation (CB108 not a function, CB110 options,
+#: CB111 compiling) or need the annotation's values, which only evaluating it
+#: gives (CB109/CB112: the parameters of ``cute_bind.Pointer[...]``/``Tensor[...]``,
+#: raised at run time where the annotation is evaluated, before the decorator runs).
+REPORTED_CODES: frozenset[str] = frozenset({"CB101", "CB102", "CB104", "CB106", "CB107", "CB113"})
+
+_ANNOTATED = frozenset({"typing.Annotated", "typing_extensions.Annotated"})
+# Kinds ``classify`` accepts, and those it accepts as a sequence's elements.
+_ELEMENT_KINDS = frozenset({"pointer", "scalar", "stream", "tensor"})
+_ELIGIBLE = _ELEMENT_KINDS | {"constexpr", "sequence"}
+# Sequence origins whose parameters are one annotation per element (``tuple[X, Y]``,
+# ``tuple[X, ...]``); every other sequence origin takes its first parameter as the
+# annotation of all elements (``list[X]``, ``Sequence[X]``).
+_TUPLES = frozenset({"builtins.tuple", "typing.Tuple"})
+_PY_SCALARS = frozenset(f"builtins.{n}" for n in W.PYTHON_SCALARS)
+_BUILTINS = frozenset(dir(builtins))
+
+# The runtime (cute_bind.jit.signature._analyse) fills these fields with fixed
+# texts for these two cases; tests/static/test_agreement.py pins them to it.
+_GOT_NO_ANNOTATION = "no annotation"
+_EXPECTED_VARIADIC = "named parameters, one per slot"
+
+# Aliases are followed at most this deep (``A = B``, ``B = A`` must end).
+_MAX_ALIAS_DEPTH = 16
+
+
+@dataclass(frozen=True)
+class StaticDiagnostic:
+    """One eligibility problem found in source text, at a parameter.
+
+    ``line`` is 1-based and ``column`` 0-based (as in :mod:`ast`); tools print
+    ``column + 1``. The fields are those the runtime passes to
+    :func:`cute_bind.diagnostics.format_message`, so :attr:`message` is the
+    first line of the runtime's message for the same parameter.
+    """
+
+    code: str
+    kernel: str
+    parameter: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    expected: str
+    got: str
+    detail: str | None = None
+
+    def _rendered(self) -> tuple[str, str]:
+        return format_message(
+            CATALOG[self.code],
+            kernel=self.kernel,
+            parameter=self.parameter,
+            expected=self.expected,
+            got=self.got,
+            detail=self.detail,
+        )
+
+    @property
+    def message(self) -> str:
+        """``[CB101] kernel 'f', parameter 'n': ...``: the runtime message's first line."""
+        return self._rendered()[0].splitlines()[0]
+
+    @property
+    def text(self) -> str:
+        """:attr:`message` without its leading ``[CODE]`` tag."""
+        return self.message.removeprefix(f"[{self.code}] ")
+
+    @property
+    def fix(self) -> str:
+        """The catalog's fix for this occurrence."""
+        return self._rendered()[1]
+
+
+# --------------------------------------------------------------------------- scopes
+BindingKind = Literal["import", "star", "alias", "local"]
+
+
+@dataclass(eq=False)
+class _Binding:
+    """One statement that binds a name.
+
+    ``import``: ``target`` is the qualified name bound; ``star``: ``target`` is
+    the module of a ``from m import *``; ``alias``: ``value`` is the assigned
+    expression, resolved in ``scope``; ``local``: a def, class or any other
+    value that has no qualified name (a relative import, a loop variable...).
+    """
+
+    kind: BindingKind
+    line: int
+    scope: _Scope
+    target: str | None = None
+    value: ast.expr | None = None
+    typing_only: bool = False  # under ``if TYPE_CHECKING:``: never bound at run time
+    fallback: bool = False  # in an ``except`` handler: the ``try`` body's binding wins
+
+
+@dataclass(eq=False)
+class _Scope:
+    """Names bound in one module, class or function body."""
+
+    parent: _Scope | None
+    module: str | None
+    at_import: bool  # its statements run while the module is imported (module, class bodies)
+    is_class: bool = False
+    names: dict[str, list[_Binding]] = field(default_factory=dict)
+    stars: list[_Binding] = field(default_factory=list)
+
+    def add(self, name: str, binding: _Binding) -> None:
+        self.names.setdefault(name, []).append(binding)
+
+    def _own(self, name: str, before: int | None) -> _Binding | None:
+        """The binding of ``name`` in this scope that is live at run time at line ``before``."""
+        live = [b for b in self.names.get(name, ()) if not b.typing_only and (before is None or b.line < before)]
+        if live:
+            preferred = [b for b in live if not b.fallback]
+            return (preferred or live)[-1]
+        stars = [b for b in self.stars if not b.typing_only and (before is None or b.line < before)]
+        return stars[-1] if stars else None
+
+    def lookup(self, name: str, before: int | None) -> _Binding | Literal["builtin"] | None:
+        """Resolve ``name`` as Python would when evaluating in this scope.
+
+        ``before`` limits module-level bindings to statements above that line
+        (annotations of a module-level ``def`` are evaluated when the ``def``
+        runs). Enclosing class bodies are skipped, as Python does.
+        """
+        scope: _Scope | None = self
+        first = True
+        while scope is not None:
+            if first or not scope.is_class:
+                found = scope._own(name, before if scope.at_import else None)
+                if found is not None:
+                    return found
+            first = False
+            scope = scope.parent
+        return "builtin" if name in _BUILTINS else None
+
+    def module_scope(self) -> _Scope:
+        scope = self
+        while scope.parent is not None:
+            scope = scope.parent
+        return scope
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    """``TYPE_CHECKING`` or ``<anything>.TYPE_CHECKING``: the typing-only block convention."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _target_names(target: ast.expr) -> Iterator[ast.Name]:
+    for node in ast.walk(target):
+        if isinstance(node, ast.Name):
+            yield node
+
+
+def _collect(stmts: list[ast.stmt], scope: _Scope, typing_only: bool = False, fallback: bool = False) -> None:
+    """Record every name the statements bind in ``scope`` (not descending into defs and classes)."""
+
+    def bind(name: str, line: int, kind: BindingKind, target: str | None = None, value: ast.expr | None = None) -> None:
+        scope.add(name, _Binding(kind, line, scope, target, value, typing_only, fallback))
+
+    for st in stmts:
+        line = st.lineno
+        if isinstance(st, ast.Import):
+            for alias in st.names:
+                if alias.asname:
+                    bind(alias.asname, line, "import", alias.name)
+                else:  # ``import a.b`` binds ``a``
+                    top = alias.name.partition(".")[0]
+                    bind(top, line, "import", top)
+        elif isinstance(st, ast.ImportFrom):
+            for alias in st.names:
+                if st.level:  # relative: the package is not known from one file
+                    bind(alias.asname or alias.name, line, "local")
+                elif alias.name == "*":
+                    scope.stars.append(_Binding("star", line, scope, st.module, None, typing_only, fallback))
+                else:
+                    bind(alias.asname or alias.name, line, "import", f"{st.module}.{alias.name}")
+        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bind(st.name, line, "local")
+        elif isinstance(st, ast.Assign):
+            for target in st.targets:
+                if isinstance(target, ast.Name):
+                    bind(target.id, line, "alias", value=st.value)
+                else:
+                    for name in _target_names(target):
+                        bind(name.id, line, "local")
+        elif isinstance(st, ast.AnnAssign):
+            if st.value is not None and isinstance(st.target, ast.Name):
+                bind(st.target.id, line, "alias", value=st.value)
+        elif isinstance(st, ast.AugAssign):
+            for name in _target_names(st.target):
+                bind(name.id, line, "local")
+        elif isinstance(st, ast.If):
+            if _is_type_checking(st.test):
+                _collect(st.body, scope, True, fallback)
+                _collect(st.orelse, scope, typing_only, fallback)
+            else:
+                _collect(st.body, scope, typing_only, fallback)
+                _collect(st.orelse, scope, typing_only, fallback)
+        elif isinstance(st, (ast.For, ast.AsyncFor)):
+            for name in _target_names(st.target):
+                bind(name.id, line, "local")
+            _collect(st.body, scope, typing_only, fallback)
+            _collect(st.orelse, scope, typing_only, fallback)
+        elif isinstance(st, ast.While):
+            _collect(st.body, scope, typing_only, fallback)
+            _collect(st.orelse, scope, typing_only, fallback)
+        elif isinstance(st, (ast.With, ast.AsyncWith)):
+            for item in st.items:
+                if item.optional_vars is not None:
+                    for name in _target_names(item.optional_vars):
+                        bind(name.id, line, "local")
+            _collect(st.body, scope, typing_only, fallback)
+        elif isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
+            t = cast(ast.Try, st)  # ``try``/``except*`` (3.11+, ast.TryStar) have the same fields
+            # ``try: import x`` / ``except ImportError: x = None``: the import is what
+            # annotations are written against, so handler bindings only fill gaps.
+            _collect(t.body, scope, typing_only, fallback)
+            _collect(t.orelse, scope, typing_only, fallback)
+            for handler in t.handlers:
+                if handler.name:
+                    bind(handler.name, handler.lineno, "local")
+                _collect(handler.body, scope, typing_only, True)
+            _collect(t.finalbody, scope, typing_only, fallback)
+        elif isinstance(st, ast.Match):
+            for case in st.cases:
+                _collect(case.body, scope, typing_only, fallback)
+
+
+def _children(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
+    """Statement lists nested in a compound statement, in the same scope."""
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(stmt, name, None)
+        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+            yield value
+    for handler in getattr(stmt, "handlers", ()):
+        yield handler.body
+    for case in getattr(stmt, "cases", ()):
+        yield case.body
+
+
+# --------------------------------------------------------------------------- sites
+AnyDef = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass(frozen=True)
+class _Site:
+    """A function definition, the scope its decorators and annotations are evaluated in."""
+
+    node: AnyDef
+    scope: _Scope
+
+    @property
+    def start_line(self) -> int:
+        """First line of the ``def`` statement, decorators included."""
+        return min([self.node.lineno] + [d.lineno for d in self.node.decorator_list])
+
+    @property
+    def before(self) -> int | None:
+        # Module-level (and class-level) defs run during import: only what is bound
+        # above them exists when their decorators and annotations are evaluated.
+        return self.start_line if self.scope.at_import else None
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    code: str
+    got: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What the runtime's ``classify`` makes of one annotation: an eligible kind
+    (one of ``_ELIGIBLE``) or the catalog code that rejects it, with CB113's detail."""
+
+    kind: str
+    detail: str | None = None
+
+
+class ModuleAnalysis:
+    """One source file: its scopes, its ``def`` statements and their eligibility.
+
+    :meth:`kernels` finds functions decorated with ``@cute_bind.kernel`` in any
+    of its spellings, resolved through the file's imports;
+    :meth:`check_def` checks one ``def`` whatever its decorator (the mypy
+    plugin finds decorated functions through mypy's own name resolution).
+    """
+
+    def __init__(self, tree: ast.Module, module: str | None = None) -> None:
+        self.module = module
+        self.future_annotations = any(
+            isinstance(st, ast.ImportFrom) and st.module == "__future__" and any(a.name == "annotations" for a in st.names)
+            for st in tree.body
+        )
+        self.root = _Scope(parent=None, module=module, at_import=True)
+        self.sites: list[_Site] = []
+        _collect(tree.body, self.root)
+        self._walk(tree.body, self.root)
+
+    def _walk(self, stmts: list[ast.stmt], scope: _Scope) -> None:
+        for st in stmts:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.sites.append(_Site(st, scope))
+                inner = _Scope(parent=scope, module=self.module, at_import=False)
+                a = st.args
+                for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x is not None]:
+                    inner.add(arg.arg, _Binding("local", st.lineno, inner))
+                _collect(st.body, inner)
+                self._walk(st.body, inner)
+            elif isinstance(st, ast.ClassDef):
+                inner = _Scope(parent=scope, module=self.module, at_import=scope.at_import, is_class=True)
+                _collect(st.body, inner)
+                self._walk(st.body, inner)
+            else:
+                for body in _children(st):
+                    self._walk(body, scope)
+
+    # ------------------------------------------------------------------ names
+    def _expand(self, node: ast.expr, scope: _Scope, before: int | None) -> tuple[ast.expr, _Scope, int | None]:
+        """Follow module-level aliases (``Ptr = cute_bind.Pointer[...]``) to the aliased expression."""
+        for _ in range(_MAX_ALIAS_DEPTH):
+            if not isinstance(node, ast.Name):
+                break
+            found = scope.lookup(node.id, before)
+            if not isinstance(found, _Binding) or found.kind != "alias" or found.value is None:
+                break
+            node, scope = found.value, found.scope
+            before = found.line if scope.at_import else None
+        return node, scope, before
+
+    def _qualname(self, node: ast.expr, scope: _Scope, before: int | None, depth: int = 0) -> str | None:
+        """The qualified name ``node`` refers to, or ``None`` when it is not an imported name."""
+        if depth > _MAX_ALIAS_DEPTH:
+            return None
+        if isinstance(node, ast.Attribute):
+            base = self._qualname(node.value, scope, before, depth)
+            return f"{base}.{node.attr}" if base else None
+        if not isinstance(node, ast.Name):
+            return None
+        found = scope.lookup(node.id, before)
+        if found == "builtin":
+            return f"builtins.{node.id}"
+        if not isinstance(found, _Binding):
+            return None
+        if found.kind == "import":
+            return found.target
+        if found.kind == "star":
+            return f"{found.target}.{node.id}"
+        if found.kind == "alias" and found.value is not None:
+            return self._qualname(found.value, found.scope, found.line if found.scope.at_import else None, depth + 1)
+        return None
+
+    def _render(self, node: ast.expr, scope: _Scope, before: int | None) -> str:
+        """The annotation as the runtime's ``describe_annotation`` spells it, as near as source allows.
+
+        Imported names become their qualified public names (``cutlass.cute.Tensor``;
+        the runtime prints the defining module, ``cutlass.cute.typing.Tensor``),
+        builtins lose ``builtins.`` and module-level classes get the module name.
+        Aliases are spelled as what they stand for, at any depth (``list[Pair]`` is
+        ``list[tuple[int, int]]``), as the runtime sees only the evaluated value.
+        """
+        node, scope, before = self._expand(node, scope, before)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            q = self._qualname(node, scope, before)
+            if q is not None:
+                return q.removeprefix("builtins.")
+            if isinstance(node, ast.Name) and self.module:
+                found = scope.lookup(node.id, before)
+                if isinstance(found, _Binding) and found.kind == "local" and found.scope.parent is None:
+                    return f"{self.module}.{node.id}"
+            return ast.unparse(node)
+        if isinstance(node, ast.Subscript):
+            inner = node.slice
+            items = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+            return f"{self._render(node.value, scope, before)}[{', '.join(self._render(i, scope, before) for i in items)}]"
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return f"{self._render(node.left, scope, before)} | {self._render(node.right, scope, before)}"
+        if isinstance(node, ast.List):
+            return "[" + ", ".join(self._render(i, scope, before) for i in node.elts) + "]"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return repr(node.value)
+        return ast.unparse(node)
+
+    def _first_unbound(self, node: ast.expr, scope: _Scope, before: int | None) -> str | None:
+        """The first name evaluation of ``node`` would fail on (``NameError``), in evaluation order."""
+        if isinstance(node, ast.Name):
+            return None if scope.lookup(node.id, before) is not None else node.id
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return None  # their bodies are not evaluated (or not in this scope)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                missing = self._first_unbound(child, scope, before)
+                if missing is not None:
+                    return missing
+        return None
+
+    # ------------------------------------------------------------------ classification
+    def _classify(self, node: ast.expr, scope: _Scope, before: int | None) -> _Verdict | None:
+        """Mirror of :func:`cute_bind.slots.classify` on an (evaluable) annotation expression."""
+        node, scope, before = self._expand(node, scope, before)
+        found = self._kind(node, scope, before)
+        if found.kind in _ELIGIBLE:
+            return None
+        return _Verdict(found.kind, self._render(node, scope, before), found.detail)
+
+    def _kind(self, node: ast.expr, scope: _Scope, before: int | None) -> _Kind:
+        """What ``classify`` makes of ``node``: its rules in their order (Constexpr, pointer,
+        scalar, stream, tensor, sequence, then CB104/CB102)."""
+        node, scope, before = self._expand(node, scope, before)
+        if isinstance(node, ast.Subscript):
+            head = self._qualname(node.value, scope, before)
+            if head in W.CONSTEXPR_NAMES:
+                return _Kind("constexpr")
+            if head in SUBSCRIPTED_POINTERS:
+                return _Kind("pointer")
+            if head in SUBSCRIPTED_TENSORS:
+                return _Kind("tensor")
+            if head in _ANNOTATED:
+                return self._annotated_kind(_first_item(node.slice), scope, before)
+            if head is not None and head in W.SEQUENCE_NAMES:
+                return self._sequence_kind(head, node.slice, scope, before)
+            return _Kind("CB102")
+        q = self._qualname(node, scope, before) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if q is None:
+            return _Kind("CB102")
+        if q in W.CONSTEXPR_NAMES:
+            return _Kind("constexpr")
+        if q in W.POINTER_NAMES and q not in SUBSCRIPTED_POINTERS:
+            return _Kind("pointer")
+        if q in _PY_SCALARS or (_in_cutlass(q) and _last(q) in W.SCALAR_FORMATS):
+            return _Kind("scalar")
+        if q in W.STREAM_NAMES:
+            return _Kind("stream")
+        if q in W.TENSOR_NAMES and q not in SUBSCRIPTED_TENSORS:
+            return _Kind("tensor")
+        if q in W.SEQUENCE_NAMES:
+            return _Kind("sequence")  # unparameterized: the element kinds come from the values at bind
+        return _Kind(_rejection(q))
+
+    def _annotated_kind(self, base: ast.expr, scope: _Scope, before: int | None) -> _Kind:
+        """``Annotated[base, ...]``: the runtime looks through it for pointers and tensors (the
+        form ``cute_bind.Pointer[...]``/``Tensor[...]`` evaluate to), sequences and CB104, not
+        for scalars, streams or Constexpr, so ``Annotated[cutlass.Int32, ...]`` is CB102."""
+        base, scope, before = self._expand(base, scope, before)
+        if isinstance(base, ast.Subscript):
+            head = self._qualname(base.value, scope, before)
+            if head in SUBSCRIPTED_POINTERS:
+                return _Kind("pointer")
+            if head in SUBSCRIPTED_TENSORS:
+                return _Kind("tensor")
+            if head in _ANNOTATED:  # Annotated[Annotated[x, a], b] is Annotated[x, a, b]
+                return self._annotated_kind(_first_item(base.slice), scope, before)
+            if head is not None and head in W.SEQUENCE_NAMES:
+                return self._sequence_kind(head, base.slice, scope, before)
+            return _Kind("CB102")
+        q = self._qualname(base, scope, before) if isinstance(base, (ast.Name, ast.Attribute)) else None
+        if q is None:
+            return _Kind("CB102")
+        if q in W.POINTER_NAMES and q not in SUBSCRIPTED_POINTERS:
+            return _Kind("pointer")
+        if q in W.TENSOR_NAMES and q not in SUBSCRIPTED_TENSORS:
+            return _Kind("tensor")
+        if q in W.SEQUENCE_NAMES:
+            return _Kind("sequence")
+        return _Kind(_rejection(q))
+
+    def _sequence_kind(self, head: str, params: ast.expr, scope: _Scope, before: int | None) -> _Kind:
+        """``tuple[X, Y]``, ``tuple[X, ...]``, ``list[X]``, ``Sequence[X]``, ``tuple[()]``:
+        eligible when every element is a pointer, scalar, stream or tensor, else CB113
+        naming the first element that is not (``_sequence_slot.element_problem``)."""
+        items = params.elts if isinstance(params, ast.Tuple) else [params]  # ``tuple[()]``: no items
+        if head not in _TUPLES:
+            items = items[:1]  # ``list[X]``: X is every element's annotation
+        elif len(items) == 2 and _is_ellipsis(items[1]):
+            items = items[:1]  # ``tuple[X, ...]``: X repeated
+        for index, item in enumerate(items):
+            found = self._kind(item, scope, before)
+            if found.kind in _ELEMENT_KINDS:
+                continue
+            expanded, item_scope, item_before = self._expand(item, scope, before)
+            spelled = self._render(expanded, item_scope, item_before)
+            # A sequence element is "a sequence" whether or not its own elements are eligible.
+            what = "is a sequence" if found.kind in ("sequence", "CB113") else "is not a pointer, scalar, stream or tensor"
+            return _Kind("CB113", f"element {index}: {spelled} {what}")
+        return _Kind("sequence")
+
+    def _annotation(self, ann: ast.expr, site: _Site) -> _Verdict | None:
+        """Mirror of ``_signature._resolve`` + ``classify`` for one annotation."""
+        if self.future_annotations:
+            raw = ast.unparse(ann)  # PEP 563 stores the annotation's source as this string
+        elif isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            raw = ann.value
+        else:
+            # Evaluated when the ``def`` runs, in the enclosing scope. A name that is
+            # not bound makes the module fail to import; CB107 is still the fitting report.
+            missing = self._first_unbound(ann, site.scope, site.before)
+            if missing is not None:
+                return _Verdict("CB107", repr(ast.unparse(ann)), f"NameError: name '{missing}' is not defined")
+            return self._classify(ann, site.scope, site.before)
+        # A string: cute_bind evaluates it with eval() in the module's globals.
+        source = raw.lstrip(" \t")  # eval() strips leading blanks of a string source
+        try:
+            compile(source, "<string>", "eval")  # the same parser, so the same message, as eval()
+            expr = ast.parse(source, mode="eval").body
+        except SyntaxError as exc:
+            return _Verdict("CB107", repr(raw), f"SyntaxError: {exc}")
+        module = site.scope.module_scope()
+        missing = self._first_unbound(expr, module, site.before)
+        if missing is not None:
+            return _Verdict("CB107", repr(raw), f"NameError: name '{missing}' is not defined")
+        return self._classify(expr, module, site.before)
+
+    # ------------------------------------------------------------------ functions
+    def kernel_name(self, site: _Site) -> str | None:
+        """The kernel's name in messages if ``site`` is decorated with ``@cute_bind.kernel``, else ``None``."""
+        for dec in site.node.decorator_list:
+            call = dec if isinstance(dec, ast.Call) else None
+            target = call.func if call is not None else dec
+            if self._qualname(target, site.scope, site.before) not in KERNEL_DECORATORS:
+                continue
+            return option_name(call) or site.node.name
+        return None
+
+    def check_site(self, site: _Site, kernel: str) -> list[StaticDiagnostic]:
+        """Every eligibility diagnostic of one function, in parameter order (as the runtime lists them)."""
+        a = site.node.args
+        params: list[tuple[ast.arg, str]] = [(p, "") for p in a.posonlyargs + a.args]
+        if a.vararg is not None:
+            params.append((a.vararg, "*"))
+        params += [(p, "") for p in a.kwonlyargs]
+        if a.kwarg is not None:
+            params.append((a.kwarg, "**"))
+        found: list[StaticDiagnostic] = []
+        for param, star in params:
+            expected = W.ELIGIBLE_SUMMARY
+            verdict: _Verdict | None
+            if star:
+                verdict, expected = _Verdict("CB106", f"{star}{param.arg}"), _EXPECTED_VARIADIC
+            elif param.annotation is None:
+                verdict = _Verdict("CB101", _GOT_NO_ANNOTATION)
+            else:
+                verdict = self._annotation(param.annotation, site)
+            if verdict is None:
+                continue
+            found.append(
+                StaticDiagnostic(
+                    code=verdict.code,
+                    kernel=kernel,
+                    parameter=param.arg,
+                    line=param.lineno,
+                    column=param.col_offset,
+                    end_line=param.end_lineno or param.lineno,
+                    end_column=param.end_col_offset if param.end_col_offset is not None else param.col_offset,
+                    expected=expected,
+                    got=verdict.got,
+                    detail=verdict.detail,
+                )
+            )
+        return found
+
+    def kernels(self) -> list[tuple[_Site, str]]:
+        """Every ``@cute_bind.kernel`` function in the file and its kernel name, in source order."""
+        out = []
+        for site in self.sites:
+            name = self.kernel_name(site)
+            if name is not None:
+                out.append((site, name))
+        return out
+
+    def diagnostics(self) -> list[StaticDiagnostic]:
+        """Every diagnostic of every kernel in the file, sorted by position."""
+        found = [d for site, name in self.kernels() for d in self.check_site(site, name)]
+        return sorted(found, key=lambda d: (d.line, d.column, d.code))
+
+    def check_def(self, line: int, name: str, kernel: str | None = None) -> list[StaticDiagnostic] | None:
+        """Diagnostics of the ``def name`` on ``line`` (its ``def`` keyword's line).
+
+        ``kernel`` is the name used in messages (default: the decorator's ``name=``
+        option when this file's imports show it, else the function name).
+        ``None`` when there is no such definition (the file changed).
+        """
+        for site in self.sites:
+            if site.node.lineno == line and site.node.name == name:
+                return self.check_site(site, kernel or self.kernel_name(site) or name)
+        return None
+
+
+def option_name(call: ast.Call | None) -> str | None:
+    """The literal ``name=`` option of ``@cute_bind.kernel(name=...)``, if any."""
+    if call is None:
+        return None
+    for kw in call.keywords:
+        if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+            return kw.value.value or None  # the runtime falls back to the function name for ""
+    return None
+
+
+def _in_cutlass(qualname: str) -> bool:
+    return qualname.partition(".")[0] == "cutlass"
+
+
+def _last(qualname: str) -> str:
+    return qualname.rpartition(".")[2]
+
+
+def _rejection(qualname: str) -> str:
+    """The code for a name no slot kind recognises: CB104 for a DSL numeric type without runtime storage."""
+    return "CB104" if _in_cutlass(qualname) and _last(qualname) in W.BITCAST_SCALARS else "CB102"
+
+
+def _first_item(params: ast.expr) -> ast.expr:
+    """``X`` of ``Annotated[X, ...]``."""
+    return params.elts[0] if isinstance(params, ast.Tuple) and params.elts else params
+
+
+def _is_ellipsis(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is Ellipsis
+
+
+def analyze_source(source: str | bytes, filename: str = "<unknown>", module: str | None = None) -> ModuleAnalysis:
+    """Parse ``source`` and analyse it; raises :class:`SyntaxError` like :func:`ast.parse`."""
+    return ModuleAnalysis(ast.parse(source, filename=filename), module=module)
+
+
+def module_name_for_path(path: str) -> str:
+    """The module name Python would import ``path`` as: its stem, plus enclosing packages."""
+    path = os.path.abspath(path)
+    directory, filename = os.path.split(path)
+    parts = [os.path.splitext(filename)[0]]
+    if parts[0] == "__init__":
+        parts = []
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+        if not package:
+            break
+    return ".".join(parts)
+
+
+@functools.lru_cache(maxsize=None)
+def rules_fingerprint() -> str:
+    """Digest of everything the static verdicts depend on (whitelist, catalog texts, this module).
+
+    The mypy plugin reports it as its config data, so mypy's cache is refreshed
+    when an upgrade of cute_bind changes the rules.
+    """
+    h = hashlib.sha256()
+    for name in sorted(W.__all__):
+        h.update(f"{name}={sorted(getattr(W, name)) if isinstance(getattr(W, name), (set, frozenset, dict)) else getattr(W, name)}".encode())
+    for code in sorted(CATALOG):
+        h.update(f"{code}:{CATALOG[code].message}".encode())
+    with open(__file__, "rb") as f:
+        h.update(f.read())
+    return h.hexdigest()[:16]

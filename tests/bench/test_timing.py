@@ -1,0 +1,20 @@
+"""The bench's shared timing: rows from interleaved rounds, one per path, in order."""
+
+from __future__ import annotations
+
+from cute_bind.bench.timing import fixed_loop, time_rows
+
+
+def test_time_rows_gives_one_row_per_path_with_every_round():
+    calls: dict[str, int] = {"a": 0, "b": 0}
+
+    def count(name: str) -> None:
+        calls[name] += 1
+
+    paths = [("a", fixed_loop(count, ("a",)), "first"), ("b", fixed_loop(count, ("b",)), "")]
+    rows = time_rows(paths, repeats=3, iters=50)
+    assert [r.path for r in rows] == ["a", "b"] and rows[0].note == "first"
+    for r in rows:
+        assert len(r.samples) == 3 and r.min_us <= r.median_us and r.event_us is None
+    # warm-up (100 calls, the minimum) plus 3 rounds of 50 for each path
+    assert calls == {"a": 250, "b": 250}

@@ -1,0 +1,109 @@
+"""The catalog: defined once, stable codes, structured errors, explain."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+import cute_bind
+from cute_bind import diagnostics as D
+from cute_bind.diagnostics import errors as E
+
+# Every code ever published. Codes are never reused or deleted, only retired:
+# this list only grows.
+KNOWN_CODES = [
+    "CB101", "CB102", "CB103", "CB104", "CB105", "CB106", "CB107", "CB108", "CB109", "CB110", "CB111", "CB112", "CB113",
+    "CB201", "CB202", "CB203", "CB204", "CB205", "CB206", "CB207", "CB208", "CB209", "CB210",
+    "CB211", "CB212", "CB213", "CB214", "CB215",
+    "CB301", "CB302", "CB303", "CB304", "CB305",
+    "CB401", "CB402", "CB403", "CB404",
+    "CB501", "CB502",
+]  # fmt: skip
+
+
+def test_no_code_deleted():
+    missing = [c for c in KNOWN_CODES if c not in D.CATALOG]
+    assert not missing, f"codes deleted from the catalog (retire them instead): {missing}"
+
+
+def test_new_codes_are_added_to_known_list():
+    assert set(D.CATALOG) == set(KNOWN_CODES), "add new codes to KNOWN_CODES"
+
+
+@pytest.mark.parametrize("code", KNOWN_CODES)
+def test_entry_is_complete(code):
+    d = D.CATALOG[code]
+    assert re.fullmatch(r"CB[1-5]\d\d", d.code)
+    assert re.fullmatch(r"[a-z0-9-]+", d.slug)
+    assert d.summary.endswith(".") and "\n" not in d.summary
+    for text in (d.explanation, d.example, d.fix, d.message):
+        assert text.strip()
+    assert issubclass(d.error_class, E.CuteBindError)
+    assert issubclass(d.error_class, (TypeError, ValueError, RuntimeError))
+
+
+def test_slugs_unique():
+    slugs = [d.slug for d in D.CATALOG.values()]
+    assert len(slugs) == len(set(slugs))
+
+
+@pytest.mark.parametrize(
+    "code, builtin",
+    [("CB101", TypeError), ("CB204", TypeError), ("CB205", ValueError), ("CB206", ValueError), ("CB401", RuntimeError), ("CB402", RuntimeError), ("CB501", RuntimeError)],
+)
+def test_error_classes_subclass_builtins(code, builtin):
+    err = D.error(D.CATALOG[code], kernel="k", parameter="p", expected="x", got="y")
+    assert isinstance(err, builtin)
+    assert isinstance(err, cute_bind.CuteBindError)
+
+
+def test_error_carries_structured_fields():
+    err = D.error(D.WRONG_KIND, kernel="scale", parameter="alpha", expected="a float", got="str 'x'")
+    assert (err.code, err.kernel, err.parameter, err.expected, err.got) == ("CB204", "scale", "alpha", "a float", "str 'x'")
+    assert err.diagnostic is D.WRONG_KIND
+    assert isinstance(err, cute_bind.PreparedLaunchError)
+    text = str(err)
+    for part in ("[CB204]", "scale", "alpha", "a float", "str 'x'", "fix:", "explain CB204"):
+        assert part in text
+
+
+def test_lookup_case_insensitive_and_unknown():
+    assert cute_bind.lookup("cb204") is D.WRONG_KIND
+    with pytest.raises(KeyError, match="unknown diagnostic code"):
+        cute_bind.lookup("CB999")
+
+
+def test_raise_sites_use_catalog_entries_only():
+    # Every D.error(...) call in the package names a catalog entry, never a literal message.
+    import pathlib
+
+    pkg = pathlib.Path(cute_bind.__file__).parent
+    names = {name for name, v in vars(D).items() if isinstance(v, D.Diagnostic)}
+    for path in pkg.rglob("*.py"):
+        for m in re.finditer(r"D\.error\(\s*([A-Za-z_.\[\]\"']+)", path.read_text()):
+            ref = m.group(1).rstrip(",")
+            assert ref.startswith("D.") or ref in ("diagnostic", "found.diagnostic"), (path.name, ref)
+            if ref.startswith("D."):
+                assert ref[2:] in names, (path.name, ref)
+
+
+def test_explain_cli_prints_entry():
+    out = subprocess.run([sys.executable, "-m", "cute_bind", "explain", "CB205"], capture_output=True, text=True, check=True).stdout
+    d = D.CATALOG["CB205"]
+    assert out.startswith("CB205 integer-out-of-range")
+    assert d.summary in out and "Example:" in out and "Fix:" in out
+
+
+def test_explain_cli_lists_and_rejects_unknown():
+    out = subprocess.run([sys.executable, "-m", "cute_bind", "explain", "--list"], capture_output=True, text=True, check=True).stdout
+    assert all(code in out for code in KNOWN_CODES)
+    bad = subprocess.run([sys.executable, "-m", "cute_bind", "explain", "CB000"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown diagnostic code" in bad.stderr
+
+
+def test_retired_codes_stay_and_say_so():
+    for code in ("CB103", "CB105"):
+        entry = D.CATALOG[code]
+        assert entry.retired and "retired" in entry.summary.lower()
+        assert "(retired)" in D.render_entry(entry)

@@ -1,0 +1,84 @@
+"""Every tutorial script runs to completion (each asserts its own results).
+
+Table-driven: one subprocess per script, with the repository root on
+PYTHONPATH. On a machine with a CUDA GPU and PyTorch the scripts launch real
+device kernels; elsewhere they compile device kernels for sm_90a and run
+host-only variants. ``04_streams_torch.py`` and ``08_tensors.py`` also run with
+torch hidden, since the tutorials must work without it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TUTORIALS = ROOT / "tutorials"
+
+#: (script, hide torch?) -- the table of runs.
+RUNS = [
+    ("01_quickstart.py", False),
+    ("02_eligibility.py", False),
+    ("03_porting.py", False),
+    ("04_streams_torch.py", False),
+    ("04_streams_torch.py", True),
+    ("05_cuda_graphs.py", False),
+    ("06_threads_lifetime.py", False),
+    ("07_launch_overhead.py", False),
+    ("08_tensors.py", False),
+    ("08_tensors.py", True),
+]
+TIMEOUT_S = 300
+
+
+def _torch_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def _env(extra_path: list[Path]) -> dict[str, str]:
+    env = dict(os.environ)
+    paths = [str(p) for p in extra_path] + [str(ROOT)]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env.pop("CUTE_BIND_CHECKED", None)  # the scripts choose their modes themselves
+    return env
+
+
+def test_the_table_lists_every_tutorial() -> None:
+    on_disk = sorted(p.name for p in TUTORIALS.glob("[0-9][0-9]_*.py"))
+    assert on_disk == sorted({script for script, _ in RUNS})
+    assert [s[:2] for s in on_disk] == [f"{i:02d}" for i in range(1, len(on_disk) + 1)]
+
+
+@pytest.mark.parametrize(
+    ("script", "hide_torch"), RUNS, ids=[s + ("-without-torch" if h else "") for s, h in RUNS]
+)
+def test_tutorial_runs(script: str, hide_torch: bool, tmp_path: Path) -> None:
+    extra: list[Path] = []
+    if hide_torch:
+        if not _torch_installed():
+            pytest.skip("torch is not installed: the plain run already covers this")
+        blocker = tmp_path / "no_torch"
+        blocker.mkdir()
+        (blocker / "torch.py").write_text('raise ImportError("torch is hidden for this test")\n')
+        extra.append(blocker)
+    proc = subprocess.run(
+        [sys.executable, str(TUTORIALS / script)],
+        cwd=tmp_path,  # nothing may depend on the working directory
+        env=_env(extra),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    output = f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+    assert proc.returncode == 0, output
+    assert proc.stdout.rstrip().endswith("ok"), output
+    if hide_torch:
+        assert "torch is not installed" in proc.stdout, output

@@ -1,0 +1,140 @@
+"""@cute_bind.kernel: compile cache keys, bind-time errors, plain calls, device kernels on the CPU."""
+
+import ctypes
+import os
+import subprocess
+import sys
+
+import cutlass
+import cutlass.cute as cute
+import numpy as np
+import pytest
+from cutlass.cute.runtime import make_ptr
+
+import cute_bind
+from tests.kernels.host import looping_undecorated, scale, scale_plain, scale_ptr, with_constexpr
+
+
+def test_plain_function_and_jit_function_both_accepted():
+    x = np.arange(64, dtype=np.float32)
+    for k in (cute_bind.kernel(scale), scale_plain):
+        y = np.zeros(64, np.float32)
+        k(make_ptr(cutlass.Float32, y.ctypes.data), make_ptr(cutlass.Float32, x.ctypes.data), 2.0, 64, 0)
+        assert np.array_equal(y, x * 2)
+
+
+def test_compile_key_pointer_dtype_alignment_and_constexpr():
+    k = cute_bind.kernel(scale_ptr)
+    a = np.zeros(64, np.float32)
+    base = (a.ctypes.data + 15) // 16 * 16 if a.ctypes.data % 16 else a.ctypes.data
+    p4 = make_ptr(cutlass.Float32, a.ctypes.data, assumed_align=4)
+    p16 = make_ptr(cutlass.Float32, base, assumed_align=16) if base == a.ctypes.data else p4
+    c1 = k.compile(p4, p4, 1.0, 4, 0)
+    c2 = k.compile(p4, p4, 9.0, 8, 0)  # runtime values: same key
+    assert c1 is c2
+    i32 = np.zeros(64, np.int32)
+    key_f32 = k._bind_values((p4, p4, 1.0, 4, 0), {})[0]
+    key_i32 = k._bind_values((make_ptr(cutlass.Int32, i32.ctypes.data), p4, 1.0, 4, 0), {})[0]
+    assert key_f32 != key_i32  # dtype: a different compile key
+    if p16 is not p4:
+        assert k.compile(p16, p4, 1.0, 4, 0) is not c1  # alignment: new key
+    kc = cute_bind.kernel(with_constexpr)
+    o = np.zeros(1, np.int32)
+    assert kc.compile(o, 1, 3) is kc.compile(o, 2, 3)
+    assert kc.compile(o, 1, 3) is not kc.compile(o, 1, 4)
+    assert kc.compile(o, 1, 1) is not kc.compile(o, 1, True)  # 1 == True, but not the same constexpr
+
+
+def test_target_arch_is_part_of_the_key(monkeypatch):
+    k = cute_bind.kernel(with_constexpr)
+    o = np.zeros(1, np.int32)
+    c = k.compile(o, 1, 2)
+    from cute_bind import _dsl
+
+    monkeypatch.setattr(_dsl, "target_arch", lambda: "sm_fake")
+    c_other = k.compile(o, 1, 2)
+    assert c_other is not c and k.cache_info()["compiled"] == 2
+
+
+def test_raw_address_needs_a_dtype():
+    k = scale_plain
+    x = np.zeros(64, np.float32)
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        k.bind(x.ctypes.data, x.ctypes.data, 1.0, 4, 0)
+    assert (info.value.code, info.value.parameter) == ("CB208", "out")
+    h = k.bind(x, x, 1.0, 4, 0)  # an array carries its dtype
+    assert h.slots["out"].dtype is cutlass.Float32
+
+
+def test_annotation_dtype_conflicts_with_value():
+    k = cute_bind.kernel(scale)
+    x = np.zeros(64, np.int32)
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        k.bind(x, x, 1.0, 4, 0)
+    assert info.value.code == "CB210"
+
+
+def test_constexpr_must_be_hashable():
+    k = cute_bind.kernel(with_constexpr)
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        k.bind(np.zeros(1, np.int32), 1, [1, 2])
+    assert (info.value.code, info.value.parameter) == ("CB209", "offset")
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, code",
+    [((), {}, "CB201"), ((1, 2, 3, 4), {}, "CB202"), ((1,), {"out": 1, "value": 2, "offset": 1}, "CB203"), ((1, 2, 3), {"nope": 1}, "CB202")],
+)
+def test_bind_argument_errors(args, kwargs, code):
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        cute_bind.kernel(with_constexpr).bind(*args, **kwargs)
+    assert info.value.code == code
+
+
+DEVICE_SCRIPT = r"""
+import os, sys
+os.environ["CUTE_DSL_ARCH"] = "sm_90a"
+sys.path.insert(0, {root!r})
+import cute_bind
+from cute_bind.bench.kernels import scale
+k = cute_bind.kernel(scale)
+c = k.compile(1 << 20, 1 << 20, 2.0, 4096, 0)
+assert c is k.compile(2 << 20, 2 << 20, 3.0, 16, 0)
+try:
+    k.bind(1 << 20, 1 << 20, 2.0, 4096, 0)
+except cute_bind.CuteBindError as e:
+    print("BIND", e.code)
+else:
+    print("BIND ok")
+"""
+
+
+def test_device_kernel_compiles_on_cpu_and_bind_reports_cb304():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from tests.conftest import HAS_GPU
+
+    r = subprocess.run([sys.executable, "-c", DEVICE_SCRIPT.format(root=root)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert ("BIND ok" if HAS_GPU else "BIND CB304") in r.stdout
+
+
+def test_kernel_repr_and_metadata():
+    k = cute_bind.kernel(scale)
+    assert k.__name__ == "scale" and k.__doc__
+    assert "cute_bind.Kernel scale(out: Pointer[Float32]" in repr(k)
+
+
+def test_checked_option_makes_checked_handles():
+    k = cute_bind.kernel(checked=True)(scale)
+    x = np.zeros(64, np.float32)
+    h = k.bind(x, x, 1.0, 4, 0)
+    assert h.checked
+    with pytest.raises(cute_bind.LaunchValueError):
+        h.launch(ctypes.addressof(ctypes.c_char.from_buffer(bytearray(8))) | 1, x, 1.0, 4, 0)
+
+
+def test_compile_failure_of_unpreprocessed_function_explained():
+    k = cute_bind.kernel(looping_undecorated)
+    with pytest.raises(cute_bind.KernelDefinitionError) as info:
+        k.bind(np.zeros(1, np.int32), 3)
+    assert info.value.code == "CB111" and info.value.__cause__ is not None

@@ -1,0 +1,215 @@
+"""Float16/BFloat16 scalar slots and sequence slots, end to end on host-only functions.
+
+Half scalars are written as 16-bit patterns: every row checks, on both launch
+fast paths, that the handle's bytes equal what the DSL's own marshalling
+writes for the same Python value (the direct call's bytes), including NaN
+payloads, overflow, subnormals, ties and the BFloat16 truncation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+
+import numpy as np
+import pytest
+
+import cute_bind
+from cute_bind import _dsl
+from cute_bind.slots import bfloat16_bits, float16_bits
+from tests.kernels.host import halves, seq_sum, seq_tensors, thalf_default
+
+HALVES = cute_bind.kernel(halves)
+SEQ_SUM = cute_bind.kernel(seq_sum)
+
+
+
+
+def _f64(bits: int) -> float:
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
+
+
+HALF_VALUES = [
+    0.0, -0.0, 1.0, 1.1, -2.5, 0.1, 3.3,
+    65504.0, 65519.99, 65520.0, -70000.0, 1e10, 1e300, -1e300,  # Float16 max, last value rounding to it, overflow
+    3.4028234663852886e38, 3.5e38, -1e39,  # float32 max and beyond (BFloat16 overflow)
+    math.inf, -math.inf, math.nan, -math.nan,
+    _f64(0x7FF0000000000001), _f64(0xFFF0000000000001), _f64(0x7FF4000000000000),  # NaN payloads (low, negative, high)
+    5.960464477539063e-08, 2.980232238769531e-08, 8.940696716308594e-08, 1e-10,  # Float16 subnormals, tie to 0, tie up
+    1.0 + 2**-11, 1.0 + 3 * 2**-11, 1.0 + 2**-8 + 2**-20, 1.00390625,  # ties to even; the BFloat16 truncation case
+    1e-45, 5e-324, 2**-149,  # float32 subnormal range
+    3, -7, 2**20, 2**130,  # ints are converted like floats
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def out():
+    return np.zeros(3, np.float32)
+
+
+def _ptr(a):
+    import cutlass
+    from cutlass.cute.runtime import make_ptr
+
+    return make_ptr(cutlass.Float32, a.ctypes.data)
+
+
+def _direct_bytes(handle, values):
+    """The bytes of each C argument the DSL's marshalling writes for Python values (as the direct call)."""
+    addresses, keep = _dsl.marshal(handle.compiled, tuple(values), {})
+    chunks = [ctypes.string_at(a, s) for a, s in zip(addresses, [8, 2, 2, 4])]
+    del keep
+    return chunks
+
+
+@pytest.mark.parametrize("value", HALF_VALUES, ids=[repr(v) for v in HALF_VALUES])
+def test_half_bytes_identical_to_direct_call(value, out, path):
+    handle = HALVES.bind(out, 1.0, 1.0, 1.0)
+    handle.launch(out, value, value, 0.5)
+    ours = [handle.slot_bytes(n) for n in ("out", "a", "b", "c")]
+    assert ours == _direct_bytes(handle, (_ptr(out), value, value, 0.5))
+
+
+@pytest.mark.parametrize("value", HALF_VALUES, ids=[repr(v) for v in HALF_VALUES])
+def test_bit_functions_match_the_dsl(value):
+    import cutlass
+
+    def dsl_bits(t):
+        (p,) = t(float(value)).__c_pointers__()
+        return int.from_bytes(ctypes.string_at(p.value if isinstance(p, ctypes.c_void_p) else p, 2), "little")
+
+    assert float16_bits(float(value)) == dsl_bits(cutlass.Float16)
+    assert bfloat16_bits(float(value)) == dsl_bits(cutlass.BFloat16)
+
+
+def test_bfloat16_truncates_like_the_direct_call():
+    # documented: the DSL keeps the high half of the float32 value (no rounding)
+    assert bfloat16_bits(1.0 + 2**-8 + 2**-20) == 0x3F80
+
+
+def test_half_outputs_identical_to_direct_call(out, path):
+    handle = HALVES.bind(out, 1.0, 1.0, 1.0)
+    for a, b in [(1.1, 3.3), (65519.99, -1e39), (1e-7, 1e-45), (math.inf, math.nan)]:
+        direct = np.zeros(3, np.float32)
+        HALVES(direct, a, b, 2.0)
+        handle.launch(out, a, b, 2.0)
+        assert out.tobytes() == direct.tobytes()
+
+
+@pytest.mark.parametrize("bad, code", [("1.0", "CB204"), (None, "CB204"), (10**400, "CB205")])
+def test_half_value_checks(bad, code, out, path):
+    handle = HALVES.bind(out, 1.0, 1.0, 1.0)
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        handle.launch(out, bad, 1.0, 1.0)
+    assert (info.value.code, info.value.parameter) == (code, "a")
+
+
+def test_half_default_is_converted_on_every_path(path):
+    k = cute_bind.kernel(thalf_default)
+    x = np.full(4, 2.0, np.float32)
+    handle = k.bind(x)
+    handle.launch(x)  # default scale 0.5
+    assert x.tolist() == [1.0] * 4
+    handle.launch(x, 4.0)
+    assert x.tolist() == [4.0] * 4
+    assert handle.slot_bytes("scale") == struct.pack("<H", float16_bits(4.0))
+
+
+# ------------------------------------------------------------------ sequences
+def _arrays(seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32), np.zeros(64, np.float32)
+
+
+def test_sequence_outputs_identical_to_direct_call(path):
+    a, b, y = _arrays(0)
+    handle = SEQ_SUM.bind(y, (a, b), (1.0, 1.0), 64)
+    for seed, scales, n, as_list in [(1, (2.0, 0.5), 64, False), (2, (-1.0, 3.3), 17, True), (3, (0.0, 65504.0), 1, False)]:
+        a, b, y = _arrays(seed)
+        direct = np.zeros(64, np.float32)
+        SEQ_SUM(direct, (a, b), scales, n)
+        ins = [a.ctypes.data, b.ctypes.data] if as_list else (a.ctypes.data, b.ctypes.data)
+        handle.launch(y, ins, list(scales) if as_list else scales, n)
+        assert y.tobytes() == direct.tobytes()
+
+
+def test_sequence_bytes_identical_to_direct_call(path):
+    a, b, y = _arrays(4)
+    handle = SEQ_SUM.bind(y, (a, b), (1.0, 1.0), 64)
+    handle.launch(y, (b, a), (0.1, 1.1), 9)
+    import cutlass
+
+    # Typed elements: the DSL marshals a Python float inside a sequence as Float32
+    # whatever the element annotation says (a Float16 element would read the low
+    # half of a float32); cute_bind writes each element as its annotated kind.
+    typed = (cutlass.Float32(0.1), cutlass.Float16(1.1))
+    addresses, keep = _dsl.marshal(handle.compiled, (_ptr(y), (_ptr(b), _ptr(a)), typed, 9), {})
+    theirs = b"".join(ctypes.string_at(p, s) for p, s in zip(addresses, [8, 8, 8, 4, 2, 4]))
+    del keep
+    ours = handle.slot_bytes("out") + handle.slot_bytes("ins") + handle.slot_bytes("scales")[:4] + handle.slot_bytes("scales")[4:6] + handle.slot_bytes("n")
+    assert ours == theirs
+    assert handle.slots["ins"].parts == ("Q", "Q") and handle.slots["scales"].parts == ("f", "H")
+
+
+SEQ_BAD = [
+    (lambda a, b: ((a, b, a), (1.0, 1.0)), "CB215", "ins", cute_bind.LaunchValueError),
+    (lambda a, b: ((a,), (1.0, 1.0)), "CB215", "ins", cute_bind.LaunchValueError),
+    (lambda a, b: ((a, b), (1.0,)), "CB215", "scales", cute_bind.LaunchValueError),
+    (lambda a, b: ((a, 1.5), (1.0, 1.0)), "CB204", "ins[1]", cute_bind.LaunchArgumentError),
+    (lambda a, b: ((a, b), (1.0, "x")), "CB204", "scales[1]", cute_bind.LaunchArgumentError),
+    (lambda a, b: (a, (1.0, 1.0)), "CB204", "ins", cute_bind.LaunchArgumentError),
+    (lambda a, b: ("ab", (1.0, 1.0)), "CB204", "ins", cute_bind.LaunchArgumentError),
+]
+
+
+@pytest.mark.parametrize("make, code, param, cls", SEQ_BAD, ids=[f"{r[1]}-{r[2]}-{i}" for i, r in enumerate(SEQ_BAD)])
+def test_sequence_checks(make, code, param, cls, path):
+    a, b, y = _arrays(5)
+    handle = SEQ_SUM.bind(y, (a, b), (1.0, 1.0), 64)
+    ins, scales = make(a, b)
+    with pytest.raises(cls) as info:
+        handle.launch(y, ins, scales, 4)
+    assert (info.value.code, info.value.kernel, info.value.parameter) == (code, "seq_sum", param)
+
+
+def test_bare_tuple_of_tensors_takes_kinds_from_bind(path):
+    torch = pytest.importorskip("torch")
+    k = cute_bind.kernel(seq_tensors)
+    handle = k.bind((torch.ones(4), torch.ones(6)), 2.0)
+    assert [type(e).__name__ for e in handle.slots["outs"].elements] == ["TensorKind", "TensorKind"]
+    t1, t2 = torch.arange(5, dtype=torch.float32), torch.arange(9, dtype=torch.float32)
+    d1, d2 = t1.clone(), t2.clone()
+    handle.launch((t1, t2), 3.0)
+    k((d1, d2), 3.0)
+    assert torch.equal(t1, d1) and torch.equal(t2, d2) and torch.equal(t1, torch.arange(5) * 3.0)
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        handle.launch((t1,), 3.0)
+    assert info.value.code == "CB215"
+
+
+def test_bare_tuple_kinds_are_part_of_the_compile_key():
+    k = cute_bind.kernel(seq_tensors)
+    torch = pytest.importorskip("torch")
+    k.bind((torch.ones(4),), 2.0)
+    k.bind((torch.ones(4), torch.ones(4)), 2.0)
+    k.bind((torch.ones(4, dtype=torch.float64),), 2.0)
+    assert k.cache_info()["compiled"] == 3
+
+
+def test_c_path_writes_sequences_without_python(monkeypatch):
+    """On the C fast path a sequence of plain elements never runs cute_bind's Python sequence code."""
+    if cute_bind.launch.fast_path() != "c":
+        pytest.skip("the C fast path is not built")
+    a, b, y = _arrays(6)
+    handle = SEQ_SUM.bind(y, (a, b), (1.0, 1.0), 64)
+    from cute_bind.slots import sequence as _sequence_slot
+
+    def boom(*args, **kwargs):
+        raise AssertionError("Python sequence path used")
+
+    monkeypatch.setattr(_sequence_slot.SequenceKind, "coerce", boom)
+    direct = np.zeros(64, np.float32)
+    SEQ_SUM(direct, (a, b), (2.0, 0.5), 64)
+    handle.launch(y.ctypes.data, (a.ctypes.data, b.ctypes.data), [2.0, 0.5], 64)
+    assert y.tobytes() == direct.tobytes()

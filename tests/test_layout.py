@@ -1,0 +1,129 @@
+"""The package's layout: no import circles between its modules.
+
+Each relative import (at any depth, including function-local and
+``TYPE_CHECKING`` imports) is an edge from the importing module to the module
+it names; a submodule importing its own package is not an edge (the package
+is initialised first). A cycle anywhere in that graph fails the test, naming
+the modules on it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import cute_bind
+
+PKG = Path(cute_bind.__file__).resolve().parent
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for path in PKG.rglob("*.py"):
+        name = ".".join(("cute_bind", *path.relative_to(PKG).with_suffix("").parts))
+        mods[name.removesuffix(".__init__")] = path
+    return mods
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = _modules()
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cute_bind"):
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else str(node.module) for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("cute_bind")]
+            for t in targets:
+                if t in mods and t != mod and not mod.startswith(t + "."):
+                    edges[mod].add(t)
+    return edges
+
+
+def find_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected component with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+@pytest.mark.parametrize(
+    "edges, cycles",
+    [
+        ({"a": {"b"}, "b": set()}, []),
+        ({"a": {"b"}, "b": {"a"}}, [["a", "b"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
+    ],
+)
+def test_cycle_finder(edges, cycles):
+    assert find_cycles(edges) == cycles
+
+
+def test_no_import_circles():
+    cycles = find_cycles(import_graph())
+    assert not cycles, "import circles in cute_bind:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+#: Which rooms a room may import (its own modules aside); the architecture page draws this.
+ALLOWED = {
+    "diagnostics": set(),
+    "_whitelist": set(),
+    "_dsl": {"diagnostics"},
+    "_types": {"diagnostics", "_dsl"},
+    "slots": {"diagnostics", "_dsl", "_whitelist", "_types"},
+    "launch": {"diagnostics", "_dsl", "_whitelist", "slots"},
+    "jit": {"diagnostics", "_dsl", "_whitelist", "slots", "launch"},
+    "static": {"diagnostics", "_whitelist"},
+    "mypy": {"static"},
+    "bench": {"diagnostics", "_dsl", "_types", "slots", "launch", "jit"},
+}
+
+
+def test_rooms_import_downwards_only():
+    bad = []
+    for mod, targets in import_graph().items():
+        parts = mod.split(".")
+        room = parts[1] if len(parts) > 1 else None
+        if room not in ALLOWED:
+            continue
+        for t in targets:
+            troom = t.split(".")[1] if t.count(".") else None
+            if troom is not None and troom != room and troom not in ALLOWED[room]:
+                bad.append(f"{mod} -> {t}")
+    assert not bad, "imports against the layout (docs/concepts/architecture.md):\n" + "\n".join(sorted(bad))
