@@ -17,7 +17,7 @@ export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
   python3 -c "import sys, torch, platform, os; print(sys.version); print('torch', torch.__version__, torch.cuda.get_device_name(), torch.cuda.device_count(), 'GPU(s)'); print(os.cpu_count(), 'cores')"
   grep -m1 'model name' /proc/cpuinfo
   if [ ! -e cute_bind/launch/_claunch.abi3.so ]; then python3 setup.py -q build_ext --inplace 2>&1 | tail -n 3; fi
-  python3 -c "import cute_bind.launch as p; print("launch fast path:", p.fast_path())"
+  python3 -c "import cute_bind.launch as p; print('launch fast path:', p.fast_path())"
   python3 -m cute_bind contract
 } > "$OUT/env.txt" 2>&1
 python3 -m pytest -q -p no:cacheprovider -rs tests/gpu tests/launch/test_prepared.py tests/slots/test_slots.py tests/jit/test_decorator.py \
