@@ -49,3 +49,11 @@ __all__ = [
     "lookup",
     "prepare",
 ]
+
+# Public names report the package users import them from, so no repr, message
+# or traceback names a private module path (``cute_bind.launch.prepared.PreparedLaunch``).
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type) or callable(_obj) and hasattr(_obj, "__module__"):
+        _obj.__module__ = __name__
+del _name, _obj

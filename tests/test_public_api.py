@@ -74,3 +74,12 @@ def test_only_dsl_module_touches_dsl_internals():
             elif isinstance(node, ast.Attribute) and node.attr in _INTERNAL_ATTRS:
                 offenders.append(f"{path.name}:{node.lineno}: .{node.attr}")
     assert not offenders, "DSL internals used outside cute_bind/_dsl.py:\n" + "\n".join(offenders)
+
+
+def test_public_names_report_the_package_path():
+    """No user-facing repr or traceback names a private module (``cute_bind.launch.prepared``...)."""
+    for name in cute_bind.__all__:
+        obj = getattr(cute_bind, name)
+        if isinstance(obj, type) or callable(obj):
+            assert obj.__module__ == "cute_bind", (name, obj.__module__)
+    assert repr(cute_bind.PreparedLaunch) == "<class 'cute_bind.PreparedLaunch'>"
