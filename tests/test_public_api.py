@@ -11,6 +11,7 @@ EXPECTED = {
     "DSLCompatibilityError",
     "Diagnostic",
     "Kernel",
+    "KernelCompileError",
     "KernelDefinitionError",
     "LaunchArgumentError",
     "LaunchRuntimeError",

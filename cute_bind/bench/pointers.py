@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .. import diagnostics as D
 from .timing import Report, fixed_loop, machine, time_rows
 
 __all__ = ["run", "format_table"]
@@ -243,7 +244,7 @@ def _tvm_tensor_path(out: Any, x: Any, alpha: float, stream: Any, agree: _Agreem
     except ImportError:
         return []
     except Exception as exc:  # report, don't hide
-        agree.checks["tvm-ffi tensors"] = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+        agree.checks["tvm-ffi tensors"] = f"failed: {D.exception_summary(exc, 200)}"
         return []
 
 

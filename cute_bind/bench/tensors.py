@@ -30,6 +30,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from .. import diagnostics as D
 from .timing import Report, Row, TimedPath, machine, time_rows
 
 __all__ = ["run_tensors", "format_tensor_table"]
@@ -201,7 +202,7 @@ def _gpu_paths(compiled: Any, direct: tuple[Any, ...], pool: list[Any], refs: li
     except ImportError:
         checks["tvm-ffi tensors"] = "apache-tvm-ffi not importable: path skipped"
     except Exception as exc:  # report, don't hide
-        checks["tvm-ffi tensors"] = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+        checks["tvm-ffi tensors"] = f"failed: {D.exception_summary(exc, 200)}"
     return paths
 
 

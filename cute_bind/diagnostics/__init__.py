@@ -14,11 +14,14 @@ from .errors import (
     CudaLaunchError,
     CuteBindError,
     DSLCompatibilityError,
+    KernelCompileError,
     KernelDefinitionError,
     LaunchArgumentError,
     LaunchRuntimeError,
     LaunchValueError,
     PreparedLaunchError,
+    exception_summary,
+    exception_text,
 )
 
 __all__ = [
@@ -26,9 +29,12 @@ __all__ = [
     "CudaLaunchError",
     "CuteBindError",
     "DSLCompatibilityError",
+    "KernelCompileError",
     "KernelDefinitionError",
     "LaunchArgumentError",
     "LaunchRuntimeError",
     "LaunchValueError",
     "PreparedLaunchError",
+    "exception_summary",
+    "exception_text",
 ]

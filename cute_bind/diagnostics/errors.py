@@ -8,6 +8,7 @@ also subclasses the builtin a caller would naturally catch (``TypeError``,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,25 @@ __all__ = [
     "LaunchRuntimeError",
     "CudaLaunchError",
     "DSLCompatibilityError",
+    "KernelCompileError",
+    "exception_text",
+    "exception_summary",
 ]
+
+# terminal colour and cursor codes (the DSL colours its diagnostics)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def exception_text(exc: BaseException) -> str:
+    """An exception's whole text, without terminal colour codes and surrounding blank space."""
+    return _ANSI.sub("", str(exc)).strip()
+
+
+def exception_summary(exc: BaseException, limit: int = 160) -> str:
+    """``"TypeName: first line of the text"`` (at most ``limit`` characters of text), for a message's ``got``."""
+    text = exception_text(exc)
+    first = text.splitlines()[0][:limit].rstrip() if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -132,3 +151,7 @@ class CudaLaunchError(LaunchRuntimeError):
 
 class DSLCompatibilityError(CuteBindError, RuntimeError):
     """The installed nvidia-cutlass-dsl lacks an internal cute_bind relies on."""
+
+
+class KernelCompileError(CuteBindError, RuntimeError):
+    """The DSL failed to compile the function for the given arguments (its error is chained)."""

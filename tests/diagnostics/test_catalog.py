@@ -13,10 +13,10 @@ from cute_bind.diagnostics import errors as E
 # Every code ever published. Codes are never reused or deleted, only retired:
 # this list only grows.
 KNOWN_CODES = [
-    "CB101", "CB102", "CB103", "CB104", "CB105", "CB106", "CB107", "CB108", "CB109", "CB110", "CB111", "CB112", "CB113",
+    "CB101", "CB102", "CB103", "CB104", "CB105", "CB106", "CB107", "CB108", "CB109", "CB110", "CB111", "CB112", "CB113", "CB116", "CB117",
     "CB201", "CB202", "CB203", "CB204", "CB205", "CB206", "CB207", "CB208", "CB209", "CB210",
     "CB211", "CB212", "CB213", "CB214", "CB215",
-    "CB301", "CB302", "CB303", "CB304", "CB305",
+    "CB301", "CB302", "CB303", "CB304", "CB305", "CB310",
     "CB401", "CB402", "CB403", "CB404",
     "CB501", "CB502",
 ]  # fmt: skip
