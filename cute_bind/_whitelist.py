@@ -23,6 +23,8 @@ __all__ = [
     "CONSTEXPR_NAMES",
     "SEQUENCE_NAMES",
     "ELIGIBLE_SUMMARY",
+    "DECORATOR_ORDER",
+    "DEVICE_KERNEL",
 ]
 
 #: Eligible numeric scalar types -> native ``struct`` format of their storage.
@@ -122,4 +124,15 @@ ELIGIBLE_SUMMARY: Final[str] = (
     + ", ".join(f"cutlass.{n}" for n in SCALAR_FORMATS)
     + ", bool, int, float), a stream (cuda.CUstream), a tensor (cute.Tensor, cute_bind.Tensor[dtype, rank]),"
     " a tuple/list of those, or cutlass.Constexpr[...]"
+)
+
+#: CB116 and CB117 (decorator forms that cannot work): ``(got, expected)``,
+#: shared by the decorator and the static tools so their messages agree.
+DECORATOR_ORDER: Final[tuple[str, str]] = (
+    "@cute.jit or @cute.kernel above @cute_bind.kernel",
+    "@cute_bind.kernel outermost, over @cute.jit or alone",
+)
+DEVICE_KERNEL: Final[tuple[str, str]] = (
+    "a @cute.kernel (device) function",
+    "a host function, plain or @cute.jit,",
 )

@@ -7,6 +7,7 @@ import threading
 from typing import Any, Callable, Generic, ParamSpec, overload
 
 from .. import _dsl
+from .. import _whitelist as W
 from .. import diagnostics as D
 from ..launch.arguments import bind_arguments
 from ..launch.prepared import PreparedLaunch, build
@@ -51,9 +52,8 @@ class Kernel(Generic[P]):
         # @cute.jit / @cute.kernel stacked *above* @cute_bind.kernel marks this
         # object as its function; the result would be a DSL wrapper without bind()
         if name in _dsl.DSL_DECORATION_MARKS:
-            raise D.error(
-                D.DSL_DECORATOR_ABOVE, kernel=self.name, got="@cute.jit or @cute.kernel above @cute_bind.kernel", expected=_ORDER
-            )
+            got, expected = W.DECORATOR_ORDER
+            raise D.error(D.DSL_DECORATOR_ABOVE, kernel=self.name, got=got, expected=expected)
         object.__setattr__(self, name, value)
 
     # ------------------------------------------------------------------ compile
@@ -189,12 +189,10 @@ def kernel(fn: Any = None, /, **options: Any) -> Any:
     return _make(fn, options)
 
 
-_ORDER = "@cute_bind.kernel outermost, over @cute.jit or alone"
-
-
 def _make(fn: Any, options: dict[str, Any]) -> Kernel[Any]:
     if _dsl.is_dsl_decorated(fn) == "kernel":
         # a device kernel runs on the GPU; a prepared launch calls a host function
         name = options.get("name") or getattr(unwrap(fn), "__name__", "kernel")
-        raise D.error(D.DEVICE_KERNEL, kernel=str(name), got="a @cute.kernel (device) function", expected="a host function: plain or @cute.jit")
+        got, expected = W.DEVICE_KERNEL
+        raise D.error(D.DEVICE_KERNEL, kernel=str(name), got=got, expected=expected)
     return Kernel(fn, **options)

@@ -1,4 +1,4 @@
-"""mypy plugin: cute_bind's eligibility errors (CB101, CB102, CB104, CB106, CB107, CB113) in editors and CI.
+"""mypy plugin: cute_bind's eligibility errors (CB101, CB102, CB104, CB106, CB107, CB113) and decorator-order errors (CB116, CB117) in editors and CI.
 
 Enable it in the mypy configuration::
 
@@ -55,6 +55,7 @@ from mypy.types import AnyType, CallableType, Type, TypeOfAny, get_proper_type
 
 from .rules import (
     KERNEL_DECORATORS,
+    DECORATOR_CODES,
     REPORTED_CODES,
     SUBSCRIPTED_POINTERS,
     SUBSCRIPTED_TENSORS,
@@ -67,7 +68,7 @@ from .rules import (
 __all__ = ["CUTE_BIND", "CuteBindPlugin", "plugin"]
 
 #: The mypy error code of every eligibility error (``# type: ignore[cute-bind]``).
-CUTE_BIND = ErrorCode("cute-bind", f"cute_bind kernel eligibility (catalog codes {', '.join(sorted(REPORTED_CODES))})", "cute_bind")
+CUTE_BIND = ErrorCode("cute-bind", f"cute_bind kernel eligibility (catalog codes {', '.join(sorted(REPORTED_CODES | DECORATOR_CODES))})", "cute_bind")
 
 # The name given to the callable ``@cute_bind.kernel(...)`` returns: mypy calls a
 # callable's function hook by its name, so applying it comes back to this plugin.
