@@ -1,4 +1,5 @@
-"""mypy plugin: cute_bind's eligibility errors (CB101, CB102, CB104, CB106, CB107, CB113) and decorator-order errors (CB116, CB117) in editors and CI.
+"""mypy plugin: cute_bind's eligibility errors (CB101, CB102, CB104, CB106, CB107, CB113)
+and decorator-form errors (CB116, CB117) in editors and CI.
 
 Enable it in the mypy configuration::
 
