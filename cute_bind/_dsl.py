@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 #: The nvidia-cutlass-dsl versions cute_bind is tested with (mirrors pyproject.toml).
-SUPPORTED_VERSIONS = ">=4.8.0,<4.9"
+SUPPORTED_VERSIONS = D.SUPPORTED_DSL_VERSIONS
 _SUPPORTED_MIN = (4, 8, 0)
 _SUPPORTED_MAX_EXCLUSIVE = (4, 9, 0)
 

@@ -27,6 +27,8 @@ __all__ = [
     "format_message",
     "lookup",
     "render_entry",
+    "render_template",
+    "SUPPORTED_DSL_VERSIONS",
     "MISSING_ANNOTATION",
     "UNSUPPORTED_ANNOTATION",
     "TENSOR_PARAMETER",
@@ -73,6 +75,11 @@ __all__ = [
 
 
 CATALOG: dict[str, Diagnostic] = {}
+
+#: The nvidia-cutlass-dsl versions cute_bind is tested with (mirrors
+#: pyproject.toml; ``cute_bind._dsl.SUPPORTED_VERSIONS`` is this value). Here so
+#: that CB501's fix names the range on its page too, not only in a message.
+SUPPORTED_DSL_VERSIONS = ">=4.8.0,<4.9"
 
 
 def _entry(
@@ -589,7 +596,11 @@ WRONG_KIND = _entry(
 handle = fill.bind(addr, 1)
 handle.launch(addr, 2.5)   # float for an Int32 slot -> CB204
 """,
-    fix="Pass {expected}.",
+    fix="""
+    Pass a value of the kind the message expects; convert explicitly where a
+    conversion is meant (`int(x)` for an integer slot, an address or a tensor
+    for a pointer slot).
+    """,
 )
 
 INTEGER_OUT_OF_RANGE = _entry(
@@ -1151,7 +1162,7 @@ def fill(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
 buf = (ctypes.c_int32 * 1)()
 fill.bind(ctypes.addressof(buf), 1)   # an untested DSL version -> CB501
 """,
-    fix="Install a supported version: `pip install 'nvidia-cutlass-dsl{expected}'`.",
+    fix=f"Install a supported version: `pip install 'nvidia-cutlass-dsl{SUPPORTED_DSL_VERSIONS}'`.",
 )
 
 DSL_MISSING = _entry(
@@ -1228,6 +1239,20 @@ def error(
     )
 
 
+def render_template(text: str) -> str:
+    """A message or fix template as read without an occurrence: ``{expected}`` becomes ``<expected>``.
+
+    Pages and ``explain`` show an entry with no call behind it; a placeholder
+    there reads as a word to fill in, never as raw format syntax.
+    """
+    return text.format_map(_Placeholders())
+
+
+class _Placeholders(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return f"<{key}>"
+
+
 def render_entry(diagnostic: Diagnostic) -> str:
     """Plain-text rendering of an entry, as printed by ``python -m cute_bind explain``."""
     status = " (retired)" if diagnostic.retired else ""
@@ -1244,6 +1269,6 @@ def render_entry(diagnostic: Diagnostic) -> str:
         textwrap.indent(diagnostic.example.rstrip(), "    "),
         "",
         "Fix:",
-        textwrap.indent(diagnostic.fix, "    "),
+        textwrap.indent(render_template(diagnostic.fix), "    "),
     ]
     return "\n".join(lines) + "\n"
