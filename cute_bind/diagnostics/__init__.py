@@ -20,6 +20,7 @@ from .errors import (
     LaunchRuntimeError,
     LaunchValueError,
     PreparedLaunchError,
+    did_you_mean,
     exception_summary,
     exception_text,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "LaunchRuntimeError",
     "LaunchValueError",
     "PreparedLaunchError",
+    "did_you_mean",
     "exception_summary",
     "exception_text",
 ]

@@ -188,9 +188,10 @@ def scale(out: cute.Pointer, params: Params):   # custom type -> CB102
     pass
 """,
     fix="""
-    Pass the fields as separate eligible parameters (pointers, numeric
-    scalars, streams), mark compile-time values `cutlass.Constexpr[...]`, or
-    call the compiled function directly instead of through cute_bind.
+    For an array or tensor, annotate `cute.Tensor` (or
+    `cute_bind.Tensor[dtype, rank]`), or `cute_bind.Pointer[dtype]` to pass
+    its data address; for a struct, pass its fields as separate parameters;
+    mark compile-time values `cutlass.Constexpr[...]`.
     """,
 )
 
@@ -223,7 +224,7 @@ NON_CTYPES_SCALAR = _entry(
     E.KernelDefinitionError,
     summary="A scalar type has no storage the DSL can pass at run time (Float8/6/4, Int4, 128-bit, abstract types).",
     message="kernel '{kernel}', parameter '{parameter}': scalar type {got} cannot be passed as a runtime "
-    "scalar; expected one of {expected}",
+    "scalar; expected {expected}",
     explanation="""
     The DSL passes a runtime scalar through one plain C value: `c_bool`,
     `c_intN`, `c_uintN`, `c_float`, `c_double`, or a 16-bit pattern for

@@ -8,6 +8,7 @@ also subclasses the builtin a caller would naturally catch (``TypeError``,
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ __all__ = [
     "KernelCompileError",
     "exception_text",
     "exception_summary",
+    "did_you_mean",
 ]
 
 # terminal colour and cursor codes (the DSL colours its diagnostics)
@@ -60,6 +62,12 @@ class Diagnostic:
     @property
     def title(self) -> str:
         return f"{self.code} {self.slug}"
+
+
+def did_you_mean(word: str, choices: "list[str] | tuple[str, ...]") -> str:
+    """``" (did you mean 'value'?)"`` for the closest of ``choices`` to a misspelt ``word``, else ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 class CuteBindError(Exception):

@@ -180,7 +180,8 @@ def kernel(fn: Any = None, /, **options: Any) -> Any:
     for key, value in options.items():
         where = getattr(fn, "__name__", "kernel") if fn is not None else options.get("name") or "kernel"
         if key not in _OPTIONS:
-            raise D.error(D.INVALID_OPTION, kernel=str(where), parameter=key, expected=f"one of {', '.join(_OPTIONS)}", got=f"{key}=...")
+            hint = D.did_you_mean(key, tuple(_OPTIONS))
+            raise D.error(D.INVALID_OPTION, kernel=str(where), parameter=key, expected=f"one of {', '.join(_OPTIONS)}{hint}", got=f"{key}=...")
         if isinstance(value, bool) and bool not in _OPTIONS[key] or not isinstance(value, _OPTIONS[key]):
             expected = " or ".join("None" if t is type(None) else t.__name__ for t in _OPTIONS[key])
             raise D.error(D.INVALID_OPTION, kernel=str(where), parameter=key, expected=expected, got=describe_value(value))

@@ -621,6 +621,8 @@ class ModuleAnalysis:
                 verdict = self._annotation(param.annotation, site)
             if verdict is None:
                 continue
+            if not star:
+                expected = W.expected_for(verdict.code)
             found.append(
                 StaticDiagnostic(
                     code=verdict.code,

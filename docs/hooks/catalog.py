@@ -146,7 +146,7 @@ def render_page(diagnostic: Any) -> str:
 def _sample_message(entries: dict[str, Any]) -> str:
     """A real rendered message (built by cute_bind.error from the catalog template)."""
     d = entries.get("CB204") or next(iter(entries.values()))
-    expected = "an int in [-2147483648, 2147483647] for a Int32 slot"
+    expected = "an int in [-2147483648, 2147483647] for an Int32 slot"
     return str(cute_bind.error(d, kernel="fill", parameter="value", expected=expected, got="float 2.5"))
 
 
