@@ -52,7 +52,7 @@ from mypy.errorcodes import ErrorCode
 from mypy.nodes import CallExpr, Context, Decorator, RefExpr, StrExpr
 from mypy.options import Options
 from mypy.plugin import AnalyzeTypeContext, CheckerPluginInterface, FunctionContext, Plugin, ReportConfigContext
-from mypy.types import AnyType, CallableType, Type, TypeOfAny, get_proper_type
+from mypy.types import AnyType, CallableType, Instance, Parameters, Type, TypeOfAny, get_proper_type
 
 from .rules import (
     KERNEL_DECORATORS,
@@ -89,6 +89,11 @@ class CuteBindPlugin(Plugin):
         # path -> (file signature, analysis): each file is parsed once per run
         # (and once per change under dmypy), however many kernels it has.
         self._analyses: dict[str, tuple[tuple[int, int], ModuleAnalysis | None]] = {}
+        problem = _not_visible(options)
+        if problem is not None:
+            # Never inert in silence: a run that cannot see cute_bind would type
+            # `cute_bind.kernel` as Any and report nothing, however wrong the kernels.
+            raise SystemExit(problem)
 
     # ------------------------------------------------------------------ hooks
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
@@ -109,12 +114,12 @@ class CuteBindPlugin(Plugin):
     def _kernel_hook(self, ctx: FunctionContext) -> Type:
         if isinstance(ctx.context, Decorator):
             self._check_kernel(ctx.context, ctx.api)
-            return ctx.default_return_type
+            return _runtime_values(ctx.default_return_type)
         returned = get_proper_type(ctx.default_return_type)
         if isinstance(returned, CallableType):
             # ``kernel(name=...)``: the decorator proper is what this returns.
             return returned.copy_modified(name=_DECORATOR_NAME)
-        return ctx.default_return_type  # ``kernel(fn)`` called directly: not a definition
+        return _runtime_values(ctx.default_return_type)  # ``kernel(fn)`` called directly: not a definition
 
     def _check_kernel(self, dec: Decorator, api: CheckerPluginInterface) -> None:
         # The bare form is an overloaded call: mypy first tries the overload item
@@ -124,11 +129,17 @@ class CuteBindPlugin(Plugin):
         # "no overload variant" error of its own (tests/static/test_plugin.py checks
         # this for the pinned mypy).
         analysis = self._analysis(api.path, api.options)
-        if analysis is None:
-            return
         func = dec.func
-        found = analysis.check_def(func.line, func.name, _kernel_name(dec))
-        for d in found or ():
+        found = None if analysis is None else analysis.check_def(func.line, func.name, _kernel_name(dec))
+        if found is None:  # no file to read (mypy -c), or it changed under mypy: say so, never pass silently
+            api.fail(
+                f"cute_bind: the source of '{func.name}' could not be read from {api.path!r}, so its parameters "
+                "were not checked; run mypy on files (not -c) or run `cute-bind check` on them",
+                dec,
+                code=CUTE_BIND,
+            )
+            return
+        for d in found:
             where = Context(line=d.line, column=d.column)
             where.end_line, where.end_column = d.end_line, d.end_column
             api.fail(d.message, where, code=CUTE_BIND)
@@ -154,6 +165,51 @@ class CuteBindPlugin(Plugin):
             analysis = None  # mypy reports the syntax error itself
         self._analyses[source_path] = (signature, analysis)
         return analysis
+
+
+def _not_visible(options: Options) -> str | None:
+    """Why mypy, run with ``options``, cannot find the ``cute_bind`` package (``None`` when it can).
+
+    The same search mypy makes for an ``import cute_bind`` (the current folder,
+    ``mypy_path``, site-packages and their ``.pth`` path entries), except the
+    folders of the files on the command line.
+    """
+    from mypy.build import default_data_dir
+    from mypy.modulefinder import FindModuleCache, ModuleNotFoundReason, compute_search_paths
+
+    paths = compute_search_paths([], options, default_data_dir())
+    found = FindModuleCache(paths, None, options).find_module("cute_bind")
+    if not isinstance(found, ModuleNotFoundReason):
+        return None
+    return (
+        "cute_bind.mypy: error: the plugin is enabled but mypy cannot find the cute_bind package "
+        f"({found.name.lower().replace('_', ' ')}), so @cute_bind.kernel would be typed Any and nothing "
+        "would be checked. Install cute_bind where mypy looks (`pip install -e .` from a current "
+        "checkout writes a plain path entry mypy reads; from an older one add "
+        "`--config-settings editable_mode=compat`), or add the folder holding cute_bind/ to mypy_path."
+    )
+
+
+def _runtime_values(kernel_type: Type) -> Type:
+    """``Kernel[P]`` with every parameter of ``P`` typed ``Any``, keeping names, kinds and count.
+
+    A slot takes Python values where the function declares DSL types: ``2.0``
+    for ``cutlass.Float32``, an address or an array for a pointer, any DLPack
+    tensor for ``cute.Tensor`` (the runtime checks each value, CB204). Typed as
+    declared, ``kernel.bind(out, x, 2.0, n, s)`` would be flagged as passing
+    ``float`` where ``Float32`` is expected; a wrong number of arguments or an
+    unknown keyword is still an error.
+    """
+    proper = get_proper_type(kernel_type)
+    if not isinstance(proper, Instance) or not proper.args:
+        return kernel_type
+    args = []
+    for arg in proper.args:
+        params = get_proper_type(arg)
+        if isinstance(params, Parameters):
+            arg = params.copy_modified(arg_types=[AnyType(TypeOfAny.special_form) for _ in params.arg_types])
+        args.append(arg)
+    return proper.copy_modified(args=args)
 
 
 def _kernel_name(dec: Decorator) -> str | None:
