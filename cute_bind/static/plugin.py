@@ -34,7 +34,11 @@ comes back to the same hook. The function's parameters are then checked by
 
 Limitations: functions inside an unannotated function are only checked with
 ``check_untyped_defs``, as mypy skips their bodies otherwise; code mypy reads
-from a string (``mypy -c``) has no file to read and is not checked. A string
+from a string (``mypy -c``) has no file to read: its kernels are reported as
+not checked. When mypy cannot find the ``cute_bind`` package at all, the
+plugin stops the run with the fix rather than check nothing. A kernel's
+parameters are typed ``Any`` in ``bind``/``launch``/calls (slots take Python
+values for DSL-typed parameters); their number and names are still checked. A string
 argument of ``cute_bind.Tensor[...]`` (the layout ``"dynamic"`` or ``"static"``)
 is read by mypy as a forward reference and looked up as a name before any
 plugin hook runs, so mypy reports ``Name "static" is not defined
