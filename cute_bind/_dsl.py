@@ -198,8 +198,8 @@ def _install_decorator_hook() -> None:
                 return True
             return bool(check_decorator(self, node))
 
-        DSLPreprocessor.transform_function = owned_transform_function  # type: ignore[method-assign]
-        DSLPreprocessor.check_decorator = owned_check_decorator  # type: ignore[method-assign]
+        DSLPreprocessor.transform_function = owned_transform_function
+        DSLPreprocessor.check_decorator = owned_check_decorator
         setattr(DSLPreprocessor, _HOOK_MARK, True)
 
 
