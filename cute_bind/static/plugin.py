@@ -56,7 +56,7 @@ from mypy.errorcodes import ErrorCode
 from mypy.nodes import CallExpr, Context, Decorator, RefExpr, StrExpr
 from mypy.options import Options
 from mypy.plugin import AnalyzeTypeContext, CheckerPluginInterface, FunctionContext, Plugin, ReportConfigContext
-from mypy.types import AnyType, CallableType, Instance, Parameters, Type, TypeOfAny, get_proper_type
+from mypy.types import AnyType, CallableType, Instance, Parameters, TupleType, Type, TypeOfAny, get_proper_type
 
 from .rules import (
     KERNEL_DECORATORS,
@@ -195,14 +195,15 @@ def _not_visible(options: Options) -> str | None:
 
 
 def _runtime_values(kernel_type: Type) -> Type:
-    """``Kernel[P]`` with every parameter of ``P`` typed ``Any``, keeping names, kinds and count.
+    """``Kernel[P]`` with the DSL types in ``P`` typed ``Any``, keeping names, kinds and count.
 
     A slot takes Python values where the function declares DSL types: ``2.0``
     for ``cutlass.Float32``, an address or an array for a pointer, any DLPack
     tensor for ``cute.Tensor`` (the runtime checks each value, CB204). Typed as
     declared, ``kernel.bind(out, x, 2.0, n, s)`` would be flagged as passing
-    ``float`` where ``Float32`` is expected; a wrong number of arguments or an
-    unknown keyword is still an error.
+    ``float`` where ``Float32`` is expected. Python's own types (``int``,
+    ``float``, ``bool``, tuples and lists of them) mean what they say and stay;
+    a wrong number of arguments or an unknown keyword is still an error.
     """
     proper = get_proper_type(kernel_type)
     if not isinstance(proper, Instance) or not proper.args:
@@ -211,9 +212,21 @@ def _runtime_values(kernel_type: Type) -> Type:
     for arg in proper.args:
         params = get_proper_type(arg)
         if isinstance(params, Parameters):
-            arg = params.copy_modified(arg_types=[AnyType(TypeOfAny.special_form) for _ in params.arg_types])
+            arg = params.copy_modified(arg_types=[_slot_value_type(t) for t in params.arg_types])
         args.append(arg)
     return proper.copy_modified(args=args)
+
+
+def _slot_value_type(declared: Type) -> Type:
+    """What a slot declared ``declared`` takes: Python types as they are, DSL (and other) types as ``Any``."""
+    proper = get_proper_type(declared)
+    if isinstance(proper, Instance) and proper.type.fullname.startswith("builtins."):
+        return proper.copy_modified(args=[_slot_value_type(a) for a in proper.args])
+    if isinstance(proper, TupleType):
+        return proper.copy_modified(items=[_slot_value_type(t) for t in proper.items])
+    if isinstance(proper, AnyType):
+        return declared
+    return AnyType(TypeOfAny.special_form)
 
 
 def _kernel_name(dec: Decorator) -> str | None:

@@ -196,10 +196,9 @@ def test_tensor_annotations_are_any_and_string_layouts_are_the_documented_gap(re
     string_line = TENSOR_LAYOUTS.splitlines().index('    string: cute_bind.Tensor[cutlass.Float32, 2, 16, "static"],') + 1
     assert errors == [(string_line, "name-defined", 'Name "static" is not defined')]
     notes = [r.message for r in mine if r.severity == "note"]
-    # a kernel's parameters take Python values (Any, see test_slots_take_python_values...);
-    # elsewhere the helper is Any inside the annotation it appears in
+    # in a kernel's parameters and in any other annotation alike
     assert notes == [
-        'Revealed type is "cute_bind.jit.decorator.Kernel[[constant: Any, leading: Any, string: Any, in_tuple: Any]]"',
+        'Revealed type is "cute_bind.jit.decorator.Kernel[[constant: Any, leading: Any, string: Any, in_tuple: tuple[Any, int]]]"',
         'Revealed type is "def (in_tuple: tuple[Any, int])"',
     ]
 
