@@ -315,3 +315,45 @@ def test_function_without_source_is_cb111(tmp_path: Path) -> None:
         k.bind(ctypes.addressof((ctypes.c_int32 * 8)()), 3)
     assert info.value.code == "CB111" and info.value.__cause__ is not None
     assert "source cannot be read" in str(info.value)
+
+
+OTHERS = HEADER + """
+
+def other_decorator(fn):
+    return fn
+
+
+class other:
+    kernel = staticmethod(other_decorator)
+
+
+@other.kernel
+@cute.jit
+def not_ours(out: I32, n: cutlass.Int32):
+    t = cute.make_tensor(out, cute.make_layout(8))
+    t[0] = n
+"""
+
+
+def test_functions_cute_bind_does_not_jit_keep_the_dsls_own_decorator_rule(tmp_path: Path) -> None:
+    """The widened rule applies only to functions cute_bind jits: a plain @cute.jit function under an
+    attribute named `kernel` still gets the DSL's own UNSUP_DECORATOR_ORDER, even after cute_bind has
+    installed its rule in this process."""
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_ptr
+
+    from cute_bind import _dsl
+
+    _dsl._install_decorator_hook()
+    (tmp_path / "not_ours_mod.py").write_text(OTHERS, encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        fn = importlib.import_module("not_ours_mod").not_ours
+    finally:
+        sys.path.remove(str(tmp_path))
+    buf = (ctypes.c_int32 * 8)()
+    with pytest.raises(Exception) as info:
+        cute.compile(fn, make_ptr(cutlass.Int32, ctypes.addressof(buf), cute.AddressSpace.generic), 1)
+    assert "UNSUP_DECORATOR_ORDER" in cute_bind.diagnostics.exception_text(info.value)
+    assert not isinstance(info.value, cute_bind.CuteBindError)
