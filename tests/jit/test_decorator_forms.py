@@ -265,7 +265,8 @@ REFUSED: dict[str, tuple[str, str]] = {
 @pytest.mark.parametrize("name", list(REFUSED))
 def test_a_form_that_cannot_work_is_a_catalog_error_at_decoration(tmp_path: Path, name: str) -> None:
     form, code = REFUSED[name]
-    (tmp_path / f"refused_{name}.py").write_text(HEADER + "\n\n" + function_source("f", form, "", "\npass\n"), encoding="utf-8")
+    source = HEADER + "\n\n" + function_source("f", form, "", "\npass\n")
+    (tmp_path / f"refused_{name}.py").write_text(source, encoding="utf-8")
     sys.path.insert(0, str(tmp_path))
     try:
         with pytest.raises(cute_bind.KernelDefinitionError) as info:
@@ -273,6 +274,11 @@ def test_a_form_that_cannot_work_is_a_catalog_error_at_decoration(tmp_path: Path
     finally:
         sys.path.remove(str(tmp_path))
     assert info.value.code == code
+    # `cute-bind check` and the mypy plugin say the same, before anything is imported
+    from cute_bind.static.rules import analyze_source
+
+    (static,) = analyze_source(source).diagnostics()
+    assert static.code == code and static.message == str(info.value).splitlines()[0]
 
 
 FAILING = {
