@@ -1,4 +1,4 @@
-"""Command line: ``python -m cute_bind {explain,bench,check,contract}`` (also ``cute-bind``)."""
+"""Command line: ``python -m cute_bind {explain,bench,check,contract}`` and ``--version`` (also ``cute-bind``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,40 @@ import argparse
 import sys
 
 __all__ = ["main"]
+
+
+_BENCH_DESCRIPTION = """\
+Time how long one launch of the same compiled CuTe DSL function takes on the
+host (the CPU work before the kernel runs), along every path side by side:
+calling the compiled function directly, cute_bind's prepared launch, and the
+lowest-cost call into the same compiled code. With a GPU it times a GPU
+kernel; without one, a host-only function of the same shape. Every path is
+first checked to write bitwise the same output as the direct call."""
+
+_BENCH_EPILOG = """\
+reading the output:
+  host us/launch (median)  microseconds of host time per launch, the median
+                           over interleaved rounds (lower is better); 'min'
+                           is the fastest round
+  vs bare                  difference from the 'bare engine call' row (the
+                           compiled code called the way the DSL calls it);
+                           negative means cheaper than that call
+  direct reused / path     how many times faster than calling the compiled
+                           function directly (1.0x = the same; 0.5x = twice
+                           as slow)
+  CUDA-event us/launch     (GPU only) the same launches timed on the GPU stream
+  What each path is        one line per row, in plain words
+  Verdict                  the result in one sentence
+  checks                   each path's output compared bitwise with the direct
+                           call; the exit status is 1 if any differs
+Numbers vary between runs and machines: compare rows of one run only."""
+
+
+def _version() -> str:
+    from . import __version__
+    from ._dsl import dsl_version
+
+    return f"cute_bind {__version__} (nvidia-cutlass-dsl {dsl_version()})"
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -54,12 +88,19 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["check"]:
         return _check(argv[1:])
     parser = argparse.ArgumentParser(prog="cute-bind", description="cute_bind tools")
+    parser.add_argument("--version", action="version", version=_version(), help="print cute_bind's version and the DSL's, then exit")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("explain", help="print a diagnostic's catalog entry (or list all)")
     p.add_argument("code", nargs="?", help="e.g. CB204")
     p.add_argument("--list", action="store_true", help="list every code")
     p.set_defaults(func=_explain)
-    p = sub.add_parser("bench", help="launch-overhead benchmark (GPU kernel if a GPU is present, else host-only)")
+    p = sub.add_parser(
+        "bench",
+        help="launch-overhead benchmark (GPU kernel if a GPU is present, else host-only)",
+        description=_BENCH_DESCRIPTION,
+        epilog=_BENCH_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--repeats", type=int, default=21, help="timed repeats per path (median reported)")
     p.add_argument("--iters", type=int, default=20000, help="launches per repeat")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")

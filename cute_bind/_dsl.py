@@ -13,11 +13,13 @@ checker) work on machines without it.
 
 from __future__ import annotations
 
+import contextvars
 import ctypes
 import functools
 import importlib.metadata
 import os
 import re
+import threading
 import typing
 import weakref
 from dataclasses import dataclass
@@ -36,7 +38,7 @@ __all__ = [
 ]
 
 #: The nvidia-cutlass-dsl versions cute_bind is tested with (mirrors pyproject.toml).
-SUPPORTED_VERSIONS = ">=4.8.0,<4.9"
+SUPPORTED_VERSIONS = D.SUPPORTED_DSL_VERSIONS
 _SUPPORTED_MIN = (4, 8, 0)
 _SUPPORTED_MAX_EXCLUSIVE = (4, 9, 0)
 
@@ -141,35 +143,101 @@ def is_numeric_type(annotation: Any) -> bool:
     return isinstance(annotation, dsl().numeric_meta)
 
 
-def preprocessing_decorator(fn: Any) -> tuple[bool, str]:
-    """Whether the DSL will rewrite ``fn``'s control flow, and the decorator it sees.
+#: The attributes ``cute.jit``/``cute.kernel`` set on the object they decorate
+#: (``BaseDSL.jit_runner``); a :class:`cute_bind.Kernel` refuses them, which is
+#: how a DSL decorator stacked *above* ``@cute_bind.kernel`` fails at decoration.
+DSL_DECORATION_MARKS = frozenset({"_dsl_cls", "_decorator_kind"})
 
-    The DSL's AST preprocessor only transforms a function whose innermost
-    source decorator is an attribute named ``jit``/``kernel`` (optionally
-    called with its own known options); this mirrors that rule.
+# The plain functions cute_bind jits (weakly held): the DSL's source rewriter
+# treats them as if their innermost source decorator were ``@cute.jit``.
+_OWNED: weakref.WeakSet[Any] = weakref.WeakSet()
+_OWNED_NOW = contextvars.ContextVar("cute_bind_owned_now", default=False)
+_HOOK_MARK = "__cute_bind_decorator_hook__"
+_HOOK_LOCK = threading.Lock()
+
+
+def _install_decorator_hook() -> None:
+    """Let the DSL's AST rewriter accept every decorator spelling for functions cute_bind owns.
+
+    The rewriter (``DSLPreprocessor.transform_function``) re-reads the
+    function's source and rewrites it only when ``check_decorator`` finds the
+    innermost decorator spelled ``@<x>.jit``/``@<x>.kernel``; it raises
+    UNSUP_DECORATOR_ORDER when such a decorator is not innermost. It takes any
+    attribute named ``kernel`` for its own, so ``@cute_bind.kernel`` over
+    ``@cute.jit`` fails and ``@kernel`` or ``@cute_bind.kernel(checked=True)``
+    alone are silently not rewritten. For a function cute_bind jits, the
+    source's decorators say nothing the rewriter needs (they are all dropped
+    from the rewritten function): it is rewritten exactly as under a plain
+    ``@cute.jit``. Every other function keeps the DSL's own rule.
     """
-    import ast
-    import inspect
-    import textwrap
+    from cutlass.base_dsl.ast_preprocessor import DSLPreprocessor
 
-    if getattr(fn, "_decorator_kind", None) is not None:
-        return True, "@cute.jit"
+    with _HOOK_LOCK:
+        if getattr(DSLPreprocessor, _HOOK_MARK, False):
+            return
+        transform_function = DSLPreprocessor.transform_function
+        check_decorator = DSLPreprocessor.check_decorator
+
+        @functools.wraps(transform_function)
+        def owned_transform_function(self: Any, func_name: str, function_pointer: Any) -> Any:
+            try:
+                owned = function_pointer in _OWNED
+            except TypeError:
+                owned = False
+            token = _OWNED_NOW.set(owned)
+            try:
+                return transform_function(self, func_name, function_pointer)
+            finally:
+                _OWNED_NOW.reset(token)
+
+        @functools.wraps(check_decorator)
+        def owned_check_decorator(self: Any, node: Any) -> bool:
+            import ast
+
+            if _OWNED_NOW.get() and isinstance(node, ast.FunctionDef):
+                return True
+            return bool(check_decorator(self, node))
+
+        DSLPreprocessor.transform_function = owned_transform_function
+        DSLPreprocessor.check_decorator = owned_check_decorator
+        setattr(DSLPreprocessor, _HOOK_MARK, True)
+
+
+def is_dsl_decorated(fn: Any) -> str | None:
+    """``"jit"`` or ``"kernel"`` when ``fn`` is ``@cute.jit``/``@cute.kernel``-decorated, else ``None``."""
+    kind = getattr(fn, "_decorator_kind", None)
+    return str(kind) if kind is not None else None
+
+
+def jit(fn: Any, raw: Any) -> Any:
+    """``fn`` ready for ``cute.compile``, rewritten exactly as under a plain ``@cute.jit``.
+
+    ``fn`` is what the user decorated (a plain function or a ``@cute.jit``
+    wrapper, with its options); ``raw`` the plain Python function under it,
+    the one the DSL rewrites. Whatever decorators the source spells above
+    ``def`` (``@cute_bind.kernel`` over ``@cute.jit``, ``@kernel``,
+    ``@cb.kernel(checked=True)``, none for ``cute_bind.kernel(fn)``), the
+    DSL rewrites ``raw``'s control flow as it would for ``@cute.jit``.
+    """
+    _install_decorator_hook()
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return False, "no source"
-    node = tree.body[0] if tree.body else None
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.decorator_list:
-        return False, "no decorator"
-    last = node.decorator_list[-1]
-    spelled = "@" + ast.unparse(last)
-    call = last if isinstance(last, ast.Call) else None
-    target = call.func if call is not None else last
-    if not isinstance(target, ast.Attribute) or target.attr not in ("jit", "kernel"):
-        return False, spelled
-    if call is not None and any(k.arg not in ("preprocess", "attributes") for k in call.keywords):
-        return False, spelled
-    return True, spelled
+        _OWNED.add(raw)
+    except TypeError:  # not weak-referenceable: not a Python function, the DSL reports it
+        pass
+    if is_dsl_decorated(fn) is None:
+        fn = dsl().cute.jit(fn)
+    return fn
+
+
+def preprocessing_source(fn: Any) -> str | None:
+    """Why the DSL cannot rewrite ``fn``'s control flow (it reads the source), or ``None`` if it can."""
+    import inspect
+
+    try:
+        inspect.getsourcelines(fn)
+    except (OSError, TypeError) as exc:
+        return f"its source cannot be read ({exc})"
+    return None
 
 
 # ------------------------------------------------------------------ runtime values
@@ -446,8 +514,7 @@ def entry_point(obj: Any, kernel: str | None = None) -> EntryPoint:
     try:
         executor = obj if is_executor(obj) else _default_executor(obj)
     except Exception as exc:  # e.g. no CUDA driver to load the device module on this machine
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise D.error(D.NO_ENGINE, kernel=kernel, expected="a module that loads on this machine", got=f"{type(exc).__name__}: {first[:160]}") from exc
+        raise D.error(D.NO_ENGINE, kernel=kernel, expected="a module that loads on this machine", got=D.exception_summary(exc)) from exc
     capi = executor.jit_module.capi_func
     if capi is None:
         raise D.error(D.NO_ENGINE, kernel=kernel, expected="an entry point", got="capi_func=None")
@@ -593,6 +660,9 @@ _REQUIRED: tuple[tuple[str, str], ...] = (
     ("cutlass.cute", "Tensor"),
     ("cutlass.cute", "compile"),
     ("cutlass.cute", "jit"),
+    # the source rewriter's decorator rule, widened for cute_bind's own functions
+    ("cutlass.base_dsl.ast_preprocessor.DSLPreprocessor", "transform_function"),
+    ("cutlass.base_dsl.ast_preprocessor.DSLPreprocessor", "check_decorator"),
 )
 
 
@@ -610,10 +680,10 @@ def check_contract() -> list[str]:
     if not version_supported():
         problems.append(f"version {dsl_version()} is outside the tested range")
     for owner, attr in _REQUIRED:
-        module_name, _, rest = owner.partition(".base_dsl.jit_executor.")
+        module_name, _, rest = owner.rpartition(".")
         try:
-            if rest:
-                obj: Any = getattr(importlib.import_module("cutlass.base_dsl.jit_executor"), rest)
+            if rest[:1].isupper():  # a class inside a module
+                obj: Any = getattr(importlib.import_module(module_name), rest)
             else:
                 obj = importlib.import_module(owner)
         except Exception as exc:

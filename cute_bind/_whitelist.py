@@ -23,6 +23,10 @@ __all__ = [
     "CONSTEXPR_NAMES",
     "SEQUENCE_NAMES",
     "ELIGIBLE_SUMMARY",
+    "RUNTIME_SCALARS_SUMMARY",
+    "expected_for",
+    "DECORATOR_ORDER",
+    "DEVICE_KERNEL",
 ]
 
 #: Eligible numeric scalar types -> native ``struct`` format of their storage.
@@ -116,10 +120,30 @@ SEQUENCE_NAMES: Final[frozenset[str]] = frozenset(
     }
 )
 
-#: Human-readable summary used as the "expected" part of eligibility messages.
+#: Human-readable summary used as the "expected" part of eligibility messages
+#: (short: the full list is in ``python -m cute_bind explain``'s pages).
 ELIGIBLE_SUMMARY: Final[str] = (
-    "a pointer (cute.Pointer, cute_bind.Pointer[dtype]), a numeric scalar ("
-    + ", ".join(f"cutlass.{n}" for n in SCALAR_FORMATS)
-    + ", bool, int, float), a stream (cuda.CUstream), a tensor (cute.Tensor, cute_bind.Tensor[dtype, rank]),"
-    " a tuple/list of those, or cutlass.Constexpr[...]"
+    "cute.Pointer or cute_bind.Pointer[dtype], a numeric scalar (cutlass.Int32, cutlass.Float32, ...,"
+    " bool, int, float), cuda.CUstream, cute.Tensor or cute_bind.Tensor[dtype, rank],"
+    " a tuple/list of these, or cutlass.Constexpr[...]"
+)
+
+#: The "expected" part of CB104: the scalar types that have runtime storage.
+RUNTIME_SCALARS_SUMMARY: Final[str] = "a scalar type with runtime storage (cutlass." + ", ".join(SCALAR_FORMATS) + ")"
+
+
+def expected_for(code: str) -> str:
+    """The "expected" part of a definition-time message with this code (one place for runtime and static tools)."""
+    return RUNTIME_SCALARS_SUMMARY if code == "CB104" else ELIGIBLE_SUMMARY
+
+
+#: CB116 and CB117 (decorator forms that cannot work): ``(got, expected)``,
+#: shared by the decorator and the static tools so their messages agree.
+DECORATOR_ORDER: Final[tuple[str, str]] = (
+    "@cute.jit or @cute.kernel above @cute_bind.kernel",
+    "@cute_bind.kernel outermost, over @cute.jit or alone",
+)
+DEVICE_KERNEL: Final[tuple[str, str]] = (
+    "a @cute.kernel (device) function",
+    "a host function, plain or @cute.jit,",
 )

@@ -11,6 +11,7 @@ EXPECTED = {
     "DSLCompatibilityError",
     "Diagnostic",
     "Kernel",
+    "KernelCompileError",
     "KernelDefinitionError",
     "LaunchArgumentError",
     "LaunchRuntimeError",
@@ -51,7 +52,8 @@ def test_public_callables_have_docstrings():
 _INTERNAL_ATTRS = {
     "_default_executor", "execution_args", "capi_func", "cuda_result", "_desc", "_dtype", "_addr_space",
     "_assumed_align", "_kernel_ptrs", "jit_module", "_get_invoke_packed_args", "generate_execution_args",
-    "_meta", "_unloaded", "_executor_lock", "total_added_arguments",
+    "_meta", "_unloaded", "_executor_lock", "total_added_arguments", "_decorator_kind", "_dsl_cls",
+    "transform_function", "check_decorator",
 }  # fmt: skip
 
 

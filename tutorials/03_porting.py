@@ -133,7 +133,7 @@ def run_on_cpu() -> None:
         handle_t.launch(y[:100], x[:100], 2.0)
     except cute_bind.LaunchValueError as err:
         assert err.code == "CB213"
-        print("prepare(tensor function):", str(err).splitlines()[0][:72], "...")
+        print("prepare(tensor function) refuses another extent:", str(err).splitlines()[0])
     else:
         raise AssertionError("another extent must be refused for a static layout")
     # --8<-- [end:cpu-before]

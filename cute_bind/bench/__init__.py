@@ -25,7 +25,7 @@ def main(args: argparse.Namespace) -> int:
     reports: dict[str, Report] = {}
     if workload in ("all", "pointers"):
         reports["pointers"] = run(host_only=host_only, repeats=args.repeats, iters=args.iters)
-        print("## pointer workload (the seed's 5-argument scale kernel)\n")
+        print("## pointer workload (a 5-argument scale kernel: two pointers, a float, an int, a stream)\n")
         print(format_table(reports["pointers"]))
     if workload in ("all", "tensors"):
         reports["tensors"] = run_tensors(host_only=host_only, repeats=args.repeats, iters=args.iters)

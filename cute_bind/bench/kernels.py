@@ -1,4 +1,4 @@
-"""The benchmark's functions: the seed's 5-argument scale kernel, and a host-only twin.
+"""The benchmark's functions: the 5-argument scale kernel (two pointers, a float, an int, a stream), and a host-only twin.
 
 Kept in a module of their own because the DSL compiles from source files.
 """
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 # The DSL's decorators are untyped (mypy skips the DSL's sources).
 # mypy: disable-error-code="untyped-decorator"
+
+import functools
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -37,7 +39,7 @@ def scale(
     n: cutlass.Int32,
     stream: cuda.CUstream,
 ) -> None:
-    """out[k] = inp[k] * alpha for k < n, on the GPU (the seed's scale kernel)."""
+    """out[k] = inp[k] * alpha for k < n, on the GPU (the pointer workload's kernel)."""
     _scale_kernel(out, inp, alpha, n).launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1), stream=stream)
 
 
@@ -77,3 +79,18 @@ def scale_tensors_host(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float3
     """out[k] = inp[k] * alpha over a rank-1 tensor of any extent, on the host (the tensor workload's CPU twin)."""
     for k in range(cute.size(out)):
         out[k] = inp[k] * alpha
+
+
+@functools.lru_cache(maxsize=1)
+def tvm_ffi_tensor_function() -> object:
+    """``scale_tensors`` compiled once for the DSL's TVM-FFI path with torch tensors (both workloads time it).
+
+    Compiled for rank-1 float32 tensors of any extent, with the stream taken
+    from torch's current stream. Needs apache-tvm-ffi (``ImportError`` otherwise).
+    """
+    import tvm_ffi  # noqa: F401  (the option below needs it)
+    from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+
+    fake = make_fake_compact_tensor(cutlass.Float32, (cute.sym_int(),), assumed_align=16)
+    stream = make_fake_stream(use_tvm_ffi_env_stream=True)
+    return cute.compile(scale_tensors, fake, fake, cutlass.Float32(1.0), stream, options="--enable-tvm-ffi")

@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .timing import Report, fixed_loop, machine, time_rows
+from .. import diagnostics as D
+from .timing import Report, TimedPath, fast_path_words, fixed_loop, legend, machine, time_rows
 
 __all__ = ["run", "format_table"]
 
@@ -118,25 +119,24 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     agree.check("bare", lambda: entry(packed))
 
     rows_spec: list[_Path] = [
-        ("direct call, args reused", compiled, direct_args, ""),
-        ("direct call, args rebuilt", rebuilt, (out_addr, in_addr, alpha, n, stream_handle), ""),
-        ("PreparedLaunch.launch", launch, (out_addr, in_addr, alpha, n, stream_handle), "int addresses, float, int, int stream"),
-        ("bare engine call", entry, (packed,), "the DSL's ctypes entry on its packed array, as the DSL calls it"),
-        ("bare engine call, int address", entry, (packed_address,), "same, array address precomputed"),
-        ("bare entry call, cheapest ctypes form", raw_entry, (raw_arg,), "no argtypes, prebuilt c_void_p: the form launch uses"),
+        ("direct", "direct call, args reused", compiled, direct_args, ""),
+        ("rebuilt", "direct call, args rebuilt", rebuilt, (out_addr, in_addr, alpha, n, stream_handle), ""),
+        ("launch", "PreparedLaunch.launch", launch, (out_addr, in_addr, alpha, n, stream_handle), "int addresses, float, int, int stream"),
+        ("bare", "bare engine call", entry, (packed,), "the DSL's ctypes entry on its packed array, as the DSL calls it"),
+        ("bare_int", "bare engine call, int address", entry, (packed_address,), "same, array address precomputed"),
+        ("floor", "bare entry call, cheapest ctypes form", raw_entry, (raw_arg,), "no argtypes, prebuilt c_void_p: the form launch uses"),
     ]
     rows_spec += _extra_paths(fn, direct_args, out_addr, in_addr, alpha, n, stream_handle, agree)
     if gpu:
         rows_spec += _gpu_extra_paths(compiled, out_addr, in_addr, alpha, n, stream_handle, agree)
         rows_spec += _tvm_tensor_path(out, x, alpha, torch_stream, agree)
-
-    loops = [(path, fixed_loop(f, a), note) for path, f, a, note in rows_spec]
+    loops = [TimedPath(key, label, fixed_loop(f, a), note) for key, label, f, a, note in rows_spec]
     rows = time_rows(loops, repeats, iters, torch_stream if gpu else None)
     handle.close()
     from ..launch.prepared import fast_path
 
-    mode = "GPU: seed scale kernel, 4096 f32, non-default stream" if gpu else "CPU: host-only function, same 5-argument shape"
-    mode += f"; launch fast path: {fast_path()}"
+    mode = "GPU: scale kernel, 4096 f32, non-default stream" if gpu else "CPU: host-only function, same 5-argument shape"
+    mode += f"; launch fast path: {fast_path_words(fast_path())}"
     return Report(machine=machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
 
 
@@ -159,7 +159,7 @@ class _Agreement:
         return ok
 
 
-_Path = tuple[str, Callable[..., Any], tuple[Any, ...], str]
+_Path = tuple[str, str, Callable[..., Any], tuple[Any, ...], str]  # key, label, function, arguments, note
 
 
 def _extra_paths(fn: Any, direct_args: tuple[Any, ...], out_addr: int, in_addr: int, alpha: float, n: int, stream: int, agree: _Agreement) -> list[_Path]:
@@ -172,11 +172,11 @@ def _extra_paths(fn: Any, direct_args: tuple[Any, ...], out_addr: int, in_addr: 
 
         tvm = cute.compile(fn, *direct_args, options="--enable-tvm-ffi")
         agree.check("tvm-ffi", lambda: tvm(out_addr, in_addr, alpha, n, stream))
-        rows.append(("DSL TVM-FFI path", tvm, (out_addr, in_addr, alpha, n, stream), "--enable-tvm-ffi, int addresses"))
+        rows.append(("tvm_ffi", "DSL TVM-FFI path", tvm, (out_addr, in_addr, alpha, n, stream), "--enable-tvm-ffi, int addresses"))
     except ImportError:
         agree.checks["tvm-ffi"] = "apache-tvm-ffi not importable: path skipped"
     except Exception as exc:  # report, don't hide: the row is missing for this reason
-        agree.checks["tvm-ffi"] = f"failed: {type(exc).__name__}: {exc}"
+        agree.checks["tvm-ffi"] = f"failed: {D.exception_summary(exc, 200)}"
     return rows
 
 
@@ -194,7 +194,7 @@ def _gpu_extra_paths(compiled: Any, out_addr: int, in_addr: int, alpha: float, n
     x = torch.randn(n, device="cuda")
     o = torch.empty_like(x)
     torch.mul(x, alpha, out=o)
-    rows.append(("torch eager torch.mul(x, a, out=o)", lambda x, a, o=o: torch.mul(x, a, out=o), (x, alpha), "current stream = the bench stream"))
+    rows.append(("torch", "torch eager torch.mul(x, a, out=o)", lambda x, a, o=o: torch.mul(x, a, out=o), (x, alpha), "current stream = the bench stream"))
     # cuda-bindings cuLaunchKernel of the very kernel the DSL compiled
     try:
         found = _dsl.raw_kernel_function(compiled)
@@ -214,44 +214,55 @@ def _gpu_extra_paths(compiled: Any, out_addr: int, in_addr: int, alpha: float, n
                 return drv.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, pp, 0)
 
             if agree.check("cuLaunchKernel", lambda: culaunch(function, s, params_address)):
-                rows.append(("cuda-bindings cuLaunchKernel", culaunch, (function, s, params_address), "same cubin kernel, params pre-built"))
+                rows.append(("culaunch", "cuda-bindings cuLaunchKernel", culaunch, (function, s, params_address), "same cubin kernel, params pre-built"))
     except Exception as exc:  # report, don't hide
-        checks["cuLaunchKernel"] = f"failed: {type(exc).__name__}: {exc}"
+        checks["cuLaunchKernel"] = f"failed: {D.exception_summary(exc, 200)}"
     return rows
 
 
 def _tvm_tensor_path(out: Any, x: Any, alpha: float, stream: Any, agree: _Agreement) -> list[_Path]:
     """The DSL's TVM-FFI path the way it is meant for torch: tensors in, stream from the caller's context."""
     try:
-        import tvm_ffi  # noqa: F401
-
-        import cutlass
-        import cutlass.cute as cute
         import torch
-        from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
 
-        from .kernels import scale_tensors
+        from .kernels import tvm_ffi_tensor_function
 
-        fake = make_fake_compact_tensor(cutlass.Float32, (cute.sym_int(),), assumed_align=16)
-        fn = cute.compile(scale_tensors, fake, fake, cutlass.Float32(alpha), make_fake_stream(use_tvm_ffi_env_stream=True), options="--enable-tvm-ffi")
+        fn: Any = tvm_ffi_tensor_function()
+
         def call() -> None:
             with torch.cuda.stream(stream):
                 fn(out, x, alpha)
 
         agree.check("tvm-ffi tensors", call)
-        return [("DSL TVM-FFI path, torch tensors + env stream", fn, (out, x, alpha), "cute.Tensor kernel, stream from torch's current stream")]
+        return [("tvm_ffi_tensors", "DSL TVM-FFI path, torch tensors + env stream", fn, (out, x, alpha), "cute.Tensor kernel, stream from torch's current stream")]
     except ImportError:
         return []
     except Exception as exc:  # report, don't hide
-        agree.checks["tvm-ffi tensors"] = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+        agree.checks["tvm-ffi tensors"] = f"failed: {D.exception_summary(exc, 200)}"
         return []
 
 
+#: Each row of the pointer table in plain words (``bench --help`` says what the columns mean).
+MEANINGS: dict[str, str] = {
+    "direct": "calling the function cute.compile returned, with its argument objects built once and reused (the usual way to call a compiled CuTe DSL function)",
+    "rebuilt": "the same call with the argument objects (pointers, scalars, stream) built anew each time, as code that gets new buffers every step must",
+    "launch": "cute_bind's prepared launch: handle.launch(...) with plain Python values (addresses, numbers, a stream handle)",
+    "bare": "the compiled code's entry point called directly on argument storage prepared once, the way the DSL itself calls it: no argument handling at all",
+    "bare_int": "the same, with the storage's address computed in advance",
+    "floor": "the same entry point through the cheapest calling form Python has (the one launch uses): the lowest cost any call into this compiled code can have",
+    "tvm_ffi": "the DSL's optional TVM-FFI calling convention (compiled with --enable-tvm-ffi), plain Python values",
+    "torch": "the same arithmetic done by PyTorch (torch.mul), for scale",
+    "culaunch": "the very same GPU kernel launched with cuda-bindings' cuLaunchKernel, parameters prepared once",
+    "tvm_ffi_tensors": "the DSL's TVM-FFI path given torch tensors, the stream taken from torch",
+}
+
+
 def format_table(report: Report) -> str:
+    bare = report.median("bare")
+    floor = min(r.median_us for r in report.rows if r.key in ("bare", "bare_int", "floor"))
+    direct = report.median("direct")
+    launch = report.median("launch")
     rows = report.rows
-    bare = next(r.median_us for r in rows if r.path == "bare engine call")
-    floor = min(r.median_us for r in rows if r.path.startswith("bare"))
-    direct = next(r.median_us for r in rows if r.path == "direct call, args reused")
     has_events = any(r.event_us is not None for r in rows)
     head = f"| path | host us/launch (median) | min | vs bare | direct reused / path |{' CUDA-event us/launch |' if has_events else ''}"
     sep = "|---|---:|---:|---:|---:|" + ("---:|" if has_events else "")
@@ -265,12 +276,35 @@ def format_table(report: Report) -> str:
     for r in rows:
         ev = f" {r.event_us:.2f} |" if has_events and r.event_us is not None else (" - |" if has_events else "")
         lines.append(f"| {r.path} | {r.median_us:.2f} | {r.min_us:.2f} | {r.median_us - bare:+.2f} | {direct / r.median_us:.1f}x |{ev}")
-    launch = next(r.median_us for r in rows if r.path == "PreparedLaunch.launch")
     lines += [
         "",
         f"launch - bare engine call = {launch - bare:+.3f} us; launch - cheapest entry call = {launch - floor:+.3f} us; "
         f"direct reused / launch = {direct / launch:.1f}x",
         "checks: " + ", ".join(f"{k}: {v}" for k, v in report.checks.items() if not k.startswith("_")),
+        "",
+        "What each path is:",
+        *legend(report, MEANINGS),
+        "",
+        "A negative 'launch - bare engine call' is expected, not an error: the bare row calls the compiled code "
+        "the way the DSL does, and launch uses a cheaper way to call the same code (the 'cheapest ctypes form' row). "
+        "Within about 0.05 us of that row, launch costs nothing measurable beyond the call itself.",
+        "",
+        verdict(report),
     ]
     return "\n".join(lines)
 
+
+def verdict(report: Report) -> str:
+    """One sentence a newcomer can act on."""
+    direct, launch = report.median("direct"), report.median("launch")
+    floor = min(r.median_us for r in report.rows if r.key in ("bare", "bare_int", "floor"))
+    extra = launch - floor
+    overhead = "no measurable cost of its own" if extra <= 0.05 else f"{extra:.2f} us of its own"
+    failed = [k for k, v in report.checks.items() if v is False]
+    if failed:
+        return f"Verdict: NOT OK: these paths wrote different bytes from the direct call: {', '.join(failed)}."
+    return (
+        f"Verdict: a prepared launch took {launch:.2f} us per call, {direct / launch:.0f}x less than calling the compiled "
+        f"function directly ({direct:.2f} us), with {overhead} on top of the cheapest possible call ({floor:.2f} us); "
+        "every path wrote the same bytes."
+    )

@@ -30,7 +30,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from .timing import Report, Row, TimedPath, machine, time_rows
+from .. import diagnostics as D
+from .timing import Report, Row, TimedPath, fast_path_words, legend, machine, time_rows
 
 __all__ = ["run_tensors", "format_tensor_table"]
 
@@ -150,15 +151,15 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
         return (time.perf_counter() - t0) / iters * 1e6
 
     paths: list[TimedPath] = [
-        ("direct call, dlpack tensors reused", _cycle_loop(compiled, direct_args[:1]), "from_dlpack(...).mark_layout_dynamic() built once"),
-        ("direct call, dlpack tensors rebuilt", _cycle_loop(rebuilt, new), "from_dlpack + mark_layout_dynamic per call"),
-        ("PreparedLaunch.launch, new tensors each step", _cycle_loop(launch, new), f"torch tensors, {POOL} pairs cycled"),
-        ("PreparedLaunch.launch, same tensors", _cycle_loop(launch, same), ""),
+        TimedPath("direct", "direct call, dlpack tensors reused", _cycle_loop(compiled, direct_args[:1]), "from_dlpack(...).mark_layout_dynamic() built once"),
+        TimedPath("rebuilt", "direct call, dlpack tensors rebuilt", _cycle_loop(rebuilt, new), "from_dlpack + mark_layout_dynamic per call"),
+        TimedPath("launch_new", "PreparedLaunch.launch, new tensors each step", _cycle_loop(launch, new), f"{POOL} pairs cycled"),
+        TimedPath("launch_same", "PreparedLaunch.launch, same tensors", _cycle_loop(launch, same)),
     ]
     if torch is not None:
-        paths.append(("pointer kernel launch, data_ptr()/numel() each step", from_tensors, "the pointer-only equivalent, fed from the same tensors"))
+        paths.append(TimedPath("pointer_from_tensors", "pointer kernel launch, data_ptr()/numel() each step", from_tensors, "the pointer-only equivalent, fed from the same tensors"))
     if not gpu:
-        paths.append(("pointer kernel launch, precomputed ints", _cycle_loop(plaunch, ints), "the pointer-only equivalent, int arguments ready"))
+        paths.append(TimedPath("pointer_ints", "pointer kernel launch, precomputed ints", _cycle_loop(plaunch, ints), "the pointer-only equivalent, int arguments ready"))
     if gpu:
         paths += _gpu_paths(compiled, direct_args[0], pool, refs, alpha, torch_stream, poison, out_bytes, checks)
     rows: list[Row] = time_rows(paths, repeats, iters, torch_stream if gpu else None)
@@ -167,8 +168,9 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
     from ..launch.prepared import fast_path
 
     what = "GPU: 2-tensor dynamic-layout scale kernel, ~4096 f32" if gpu else "CPU: host-only 2-tensor function, ~64 f32"
-    mode = f"{what}, {POOL} tensor pairs cycled; launch fast path: {fast_path()}"
-    return Report(machine=machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
+    mode = f"{what}, {POOL} tensor pairs cycled; launch fast path: {fast_path_words(fast_path())}"
+    notes = [] if torch is not None else [NO_TORCH]
+    return Report(machine=machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks, notes=notes)
 
 
 def _gpu_paths(compiled: Any, direct: tuple[Any, ...], pool: list[Any], refs: list[bytes], alpha: float, stream: Any, poison: Any, out_bytes: Any, checks: dict[str, Any]) -> list[TimedPath]:
@@ -178,18 +180,11 @@ def _gpu_paths(compiled: Any, direct: tuple[Any, ...], pool: list[Any], refs: li
 
     paths: list[TimedPath] = []
     entry, packed, _, _, _ = _dsl.bare_call(compiled, direct)
-    paths.append(("bare engine call (tensor kernel)", _cycle_loop(entry, [(packed,)]), "the DSL's ctypes entry on its packed array"))
+    paths.append(TimedPath("bare", "bare engine call (tensor kernel)", _cycle_loop(entry, [(packed,)]), "the DSL's ctypes entry on its packed array"))
     try:
-        import tvm_ffi  # noqa: F401
+        from .kernels import tvm_ffi_tensor_function
 
-        import cutlass
-        import cutlass.cute as cute
-        from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
-
-        from .kernels import scale_tensors
-
-        fake = make_fake_compact_tensor(cutlass.Float32, (cute.sym_int(),), assumed_align=16)
-        fn = cute.compile(scale_tensors, fake, fake, cutlass.Float32(alpha), make_fake_stream(use_tvm_ffi_env_stream=True), options="--enable-tvm-ffi")
+        fn: Any = tvm_ffi_tensor_function()
         ok = True
         with torch.cuda.stream(stream):
             for (o, i), ref in zip(pool, refs):
@@ -197,17 +192,40 @@ def _gpu_paths(compiled: Any, direct: tuple[Any, ...], pool: list[Any], refs: li
                 fn(o, i, alpha)
                 ok = ok and out_bytes(o) == ref
         checks[f"tvm-ffi tensors == direct (bitwise, {POOL} tensor pairs)"] = ok
-        paths.append(("DSL TVM-FFI path, torch tensors + env stream", _cycle_loop(fn, [(o, i, alpha) for o, i in pool]), "stream from torch's current stream"))
+        loop = _cycle_loop(fn, [(o, i, alpha) for o, i in pool])
+        paths.append(TimedPath("tvm_ffi_tensors", "DSL TVM-FFI path, torch tensors + env stream", loop, "stream from torch's current stream"))
     except ImportError:
         checks["tvm-ffi tensors"] = "apache-tvm-ffi not importable: path skipped"
     except Exception as exc:  # report, don't hide
-        checks["tvm-ffi tensors"] = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+        checks["tvm-ffi tensors"] = f"failed: {D.exception_summary(exc, 200)}"
     return paths
 
 
+#: Why the tensor launch is slower without torch, and how to get the fast path.
+NO_TORCH = (
+    "torch is not installed, so the tensors here are NumPy arrays. NumPy offers no C-level way to read an "
+    "array's address, shape and strides (the DLPack exchange torch provides), so every launch reads both arrays "
+    "through Python's __dlpack__ protocol, which is what makes 'new tensors each step' slower than the direct "
+    "call here; the direct-call row converts its tensors once and reuses them, doing none of that per call. "
+    "For the fast path, install torch (`pip install torch`, the CPU build is enough) and pass torch tensors, "
+    "or bind the kernel's pointer version (cute_bind.Pointer[...] parameters) and pass array.ctypes.data."
+)
+
+#: Each row of the tensor table in plain words.
+MEANINGS: dict[str, str] = {
+    "direct": "calling the function cute.compile returned, with tensors converted once (from_dlpack) and reused every call: the cheapest way to call it directly, but it always sees the same tensors",
+    "rebuilt": "the same direct call converting the new tensors (from_dlpack + mark_layout_dynamic) each time, as code that gets new tensors every step must",
+    "launch_new": "cute_bind's prepared launch given a different tensor pair each step (different addresses and sizes), each checked against the compiled layout",
+    "launch_same": "the prepared launch given the same tensors every call",
+    "pointer_from_tensors": "the same work as a pointer kernel, its arguments read from the tensors each step (data_ptr(), numel())",
+    "pointer_ints": "the pointer kernel with its integer arguments ready: the cost of a launch with no tensors to read",
+    "bare": "the compiled code's entry point called directly on argument storage prepared once: no argument handling at all",
+    "tvm_ffi_tensors": "the DSL's optional TVM-FFI calling convention given torch tensors, the stream taken from torch",
+}
+
+
 def format_tensor_table(report: Report) -> str:
-    rows = {r.path: r for r in report.rows}
-    direct = rows["direct call, dlpack tensors reused"].median_us
+    direct = report.median("direct")
     has_events = any(r.event_us is not None for r in report.rows)
     lines = [
         f"machine: {report.machine}",
@@ -219,15 +237,39 @@ def format_tensor_table(report: Report) -> str:
     for r in report.rows:
         ev = (f" {r.event_us:.2f} |" if r.event_us is not None else " - |") if has_events else ""
         lines.append(f"| {r.path} | {r.median_us:.2f} | {r.min_us:.2f} | {direct / r.median_us:.1f}x |{ev}")
-    launch = rows["PreparedLaunch.launch, new tensors each step"].median_us
+    launch = report.median("launch_new")
     lines.append("")
     summary = [f"direct reused / launch(new tensors) = {direct / launch:.1f}x"]
-    tvm = rows.get("DSL TVM-FFI path, torch tensors + env stream")
+    tvm = report.row("tvm_ffi_tensors")
     if tvm is not None:
         summary.append(f"launch(new tensors) - TVM-FFI(torch tensors) = {launch - tvm.median_us:+.2f} us")
-    for name in ("pointer kernel launch, data_ptr()/numel() each step", "pointer kernel launch, precomputed ints"):
-        if name in rows:
-            summary.append(f"launch(new tensors) / {name.removeprefix('pointer kernel launch, ')} = {launch / rows[name].median_us:.2f}x")
+    for key in ("pointer_from_tensors", "pointer_ints"):
+        row = report.row(key)
+        if row is not None:
+            summary.append(f"launch(new tensors) / {row.path.removeprefix('pointer kernel launch, ')} = {launch / row.median_us:.2f}x")
     lines.append("; ".join(summary))
     lines.append("checks: " + ", ".join(f"{k}: {v}" for k, v in report.checks.items()))
+    lines += ["", "What each path is:", *legend(report, MEANINGS)]
+    lines += [line for note in report.notes for line in ("", note)]
+    lines += ["", tensor_verdict(report)]
     return "\n".join(lines)
+
+
+def tensor_verdict(report: Report) -> str:
+    """One sentence a newcomer can act on."""
+    direct, rebuilt, launch = report.median("direct"), report.median("rebuilt"), report.median("launch_new")
+    failed = [k for k, v in report.checks.items() if v is False]
+    if failed:
+        return f"Verdict: NOT OK: these paths wrote different bytes from the direct call: {', '.join(failed)}."
+    head = f"Verdict: a prepared launch with new tensors each step took {launch:.2f} us per call"
+    if launch <= direct:
+        return (
+            f"{head}, {direct / launch:.0f}x less than the direct call even when that call reuses its tensors ({direct:.2f} us), "
+            f"and {rebuilt / launch:.0f}x less than a direct call given new tensors ({rebuilt:.2f} us); every path wrote the same bytes."
+        )
+    why = "; see the note above on torch" if report.notes else ""
+    return (
+        f"{head}: slower than the direct call that reuses tensors ({direct:.2f} us{why}), "
+        f"but {rebuilt / launch:.1f}x less than a direct call given new tensors ({rebuilt:.2f} us), which is the fair comparison; "
+        "every path wrote the same bytes."
+    )

@@ -16,17 +16,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Row", "Report", "TimedPath", "fixed_loop", "machine", "time_rows"]
+__all__ = ["Row", "Report", "TimedPath", "fast_path_words", "fixed_loop", "legend", "machine", "time_rows"]
 
 
 @dataclass
 class Row:
+    """One timed path. ``key`` names it in code (tables, JSON readers); ``path`` is its display label."""
+
     path: str
     median_us: float
     min_us: float
     event_us: float | None = None
     note: str = ""
     samples: list[float] = field(default_factory=list, repr=False)
+    key: str = ""
 
 
 @dataclass
@@ -38,6 +41,18 @@ class Report:
     iters: int
     rows: list[Row]
     checks: dict[str, Any]
+    notes: list[str] = field(default_factory=list)  # plain-words remarks printed under the table
+
+    def row(self, key: str) -> Row | None:
+        """The row of path ``key`` (``None`` when the path was not timed on this machine)."""
+        return next((r for r in self.rows if r.key == key), None)
+
+    def median(self, key: str) -> float:
+        """Median microseconds of path ``key``, which every run times."""
+        found = self.row(key)
+        if found is None:
+            raise KeyError(f"no row {key!r} in the report")
+        return found.median_us
 
 
 
@@ -63,8 +78,14 @@ def machine() -> str:
     return f"{platform.node()} / {cpu} / {os.cpu_count()} cores / Python {platform.python_version()}"
 
 
-#: A timed path: (name, loop(iters) -> host microseconds per launch, note).
-TimedPath = tuple[str, Callable[[int], float], str]
+@dataclass(frozen=True)
+class TimedPath:
+    """A path to time: ``loop(iters)`` returns host microseconds per launch."""
+
+    key: str  # stable name used in code and JSON
+    label: str  # what the table shows
+    loop: Callable[[int], float]
+    note: str = ""
 
 
 def fixed_loop(fn: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[int], float]:
@@ -85,38 +106,50 @@ def time_rows(paths: list[TimedPath], repeats: int, iters: int, torch_stream: An
     gc_was = gc.isenabled()
     gc.disable()
     stream_ctx.__enter__()
-    samples: dict[str, list[float]] = {r[0]: [] for r in paths}
-    events: dict[str, list[float]] = {r[0]: [] for r in paths}
+    samples: dict[str, list[float]] = {p.key: [] for p in paths}
+    events: dict[str, list[float]] = {p.key: [] for p in paths}
+    if len(samples) != len(paths):
+        raise ValueError("two timed paths share a key")
     try:
-        for _, loop, _ in paths:  # warm-up
-            loop(max(100, iters // 20))
+        for p in paths:  # warm-up
+            p.loop(max(100, iters // 20))
         if gpu:
             torch.cuda.synchronize()
         for _ in range(repeats):
-            for path, loop, _ in paths:
+            for p in paths:
                 if gpu:
                     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                     start.record(torch_stream)
-                    samples[path].append(loop(iters))
+                    samples[p.key].append(p.loop(iters))
                     end.record(torch_stream)
                     end.synchronize()
-                    events[path].append(start.elapsed_time(end) * 1e3 / iters)
+                    events[p.key].append(start.elapsed_time(end) * 1e3 / iters)
                     torch.cuda.synchronize()
                 else:
-                    samples[path].append(loop(iters))
+                    samples[p.key].append(p.loop(iters))
     finally:
         stream_ctx.__exit__(None, None, None)
         if gc_was:
             gc.enable()
     return [
         Row(
-            path=path,
-            median_us=statistics.median(samples[path]),
-            min_us=min(samples[path]),
-            event_us=statistics.median(events[path]) if events[path] else None,
-            note=note,
-            samples=samples[path],
+            path=p.label,
+            median_us=statistics.median(samples[p.key]),
+            min_us=min(samples[p.key]),
+            event_us=statistics.median(events[p.key]) if events[p.key] else None,
+            note=p.note,
+            samples=samples[p.key],
+            key=p.key,
         )
-        for path, _, note in paths
+        for p in paths
     ]
 
+
+def legend(report: Report, meanings: dict[str, str]) -> list[str]:
+    """``- label: meaning`` for every row of the report, in table order."""
+    return [f"- {r.path}: {meanings[r.key]}" for r in report.rows if r.key in meanings]
+
+
+def fast_path_words(name: str) -> str:
+    """The launch fast path in words: "c" -> "C extension"."""
+    return {"c": "C extension", "python": "generated Python (no C compiler at install)"}.get(name, name)

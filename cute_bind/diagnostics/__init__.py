@@ -14,11 +14,15 @@ from .errors import (
     CudaLaunchError,
     CuteBindError,
     DSLCompatibilityError,
+    KernelCompileError,
     KernelDefinitionError,
     LaunchArgumentError,
     LaunchRuntimeError,
     LaunchValueError,
     PreparedLaunchError,
+    did_you_mean,
+    exception_summary,
+    exception_text,
 )
 
 __all__ = [
@@ -26,9 +30,13 @@ __all__ = [
     "CudaLaunchError",
     "CuteBindError",
     "DSLCompatibilityError",
+    "KernelCompileError",
     "KernelDefinitionError",
     "LaunchArgumentError",
     "LaunchRuntimeError",
     "LaunchValueError",
     "PreparedLaunchError",
+    "did_you_mean",
+    "exception_summary",
+    "exception_text",
 ]

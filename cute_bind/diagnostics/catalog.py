@@ -27,6 +27,8 @@ __all__ = [
     "format_message",
     "lookup",
     "render_entry",
+    "render_template",
+    "SUPPORTED_DSL_VERSIONS",
     "MISSING_ANNOTATION",
     "UNSUPPORTED_ANNOTATION",
     "TENSOR_PARAMETER",
@@ -40,6 +42,8 @@ __all__ = [
     "NOT_PREPROCESSED",
     "INVALID_TENSOR_ANNOTATION",
     "INELIGIBLE_SEQUENCE_ELEMENT",
+    "DSL_DECORATOR_ABOVE",
+    "DEVICE_KERNEL",
     "MISSING_ARGUMENT",
     "UNEXPECTED_ARGUMENT",
     "DUPLICATE_ARGUMENT",
@@ -60,6 +64,7 @@ __all__ = [
     "WORKSPACE_ARGUMENTS",
     "NO_ENGINE",
     "SNAPSHOT_MISMATCH",
+    "COMPILE_FAILED",
     "CUDA_ERROR",
     "MODULE_UNLOADED",
     "CONCURRENT_USE",
@@ -70,6 +75,11 @@ __all__ = [
 
 
 CATALOG: dict[str, Diagnostic] = {}
+
+#: The nvidia-cutlass-dsl versions cute_bind is tested with (mirrors
+#: pyproject.toml; ``cute_bind._dsl.SUPPORTED_VERSIONS`` is this value). Here so
+#: that CB501's fix names the range on its page too, not only in a message.
+SUPPORTED_DSL_VERSIONS = ">=4.8.0,<4.9"
 
 
 def _entry(
@@ -178,9 +188,10 @@ def scale(out: cute.Pointer, params: Params):   # custom type -> CB102
     pass
 """,
     fix="""
-    Pass the fields as separate eligible parameters (pointers, numeric
-    scalars, streams), mark compile-time values `cutlass.Constexpr[...]`, or
-    call the compiled function directly instead of through cute_bind.
+    For an array or tensor, annotate `cute.Tensor` (or
+    `cute_bind.Tensor[dtype, rank]`), or `cute_bind.Pointer[dtype]` to pass
+    its data address; for a struct, pass its fields as separate parameters;
+    mark compile-time values `cutlass.Constexpr[...]`.
     """,
 )
 
@@ -213,7 +224,7 @@ NON_CTYPES_SCALAR = _entry(
     E.KernelDefinitionError,
     summary="A scalar type has no storage the DSL can pass at run time (Float8/6/4, Int4, 128-bit, abstract types).",
     message="kernel '{kernel}', parameter '{parameter}': scalar type {got} cannot be passed as a runtime "
-    "scalar; expected one of {expected}",
+    "scalar; expected {expected}",
     explanation="""
     The DSL passes a runtime scalar through one plain C value: `c_bool`,
     `c_intN`, `c_uintN`, `c_float`, `c_double`, or a 16-bit pattern for
@@ -373,32 +384,34 @@ NOT_PREPROCESSED = _entry(
     "CB111",
     "not-preprocessed",
     E.KernelDefinitionError,
-    summary="Compiling failed for a function the DSL did not preprocess (no @cute.jit in its source).",
-    message="kernel '{kernel}': compiling failed ({got}); the DSL rewrites Python control flow only for "
-    "functions whose innermost decorator in the source is spelled `@<module>.jit` or `@<module>.kernel` "
-    "without options, and this one's is {detail}",
+    summary="Compiling failed for a function whose source the DSL cannot read (made by exec() or at a prompt).",
+    message="kernel '{kernel}': compiling failed ({got}); the DSL rewrites Python control flow by re-reading "
+    "the function's source, and {detail}",
     explanation="""
-    The DSL turns `for`/`if` over runtime values into staged code by
-    rewriting the function's source, and it only does so when the source's
-    innermost decorator looks like `@cute.jit` (any `@<name>.jit` or
-    `@<name>.kernel`, without unknown options). A plain function decorated
-    as `@cute_bind.kernel` qualifies; `@cute_bind.kernel(checked=True)`,
-    `@kernel` (imported name) or no decorator in the source do not, and
-    compiling such a function fails on its first dynamic loop or branch.
+    The DSL turns `for`/`if`/`while` over runtime values into staged code by
+    re-reading the function's source file and rewriting it, exactly as for
+    `@cute.jit`. Every decorator form works (`@cute_bind.kernel` alone or with
+    options, over `@cute.jit`, `@kernel` after a from-import, or the call
+    `cute_bind.kernel(fn)`), but a function made by `exec()` or typed at an
+    interactive prompt has no source file, so the DSL cannot compile it.
     This entry is raised from the DSL's compile error, which is chained.
     """,
     example=_PRELUDE
     + """
-@cute_bind.kernel(checked=True)          # options hide the function from the DSL's rewriter
-def fill(out: cute_bind.Pointer[cutlass.Int32], n: cutlass.Int32):
-    t = cute.make_tensor(out, cute.make_layout(1))
-    for k in range(n):                   # a loop over a runtime value
-        t[0] = k
+lines = [
+    "def fill(out: cute_bind.Pointer[cutlass.Int32], n: cutlass.Int32):",
+    "    t = cute.make_tensor(out, cute.make_layout(1))",
+    "    for k in range(n):",
+    "        t[0] = k",
+]
+namespace = {"cute": cute, "cutlass": cutlass, "cute_bind": cute_bind}
+exec(chr(10).join(lines), namespace)          # a function without a source file
+fill = cute_bind.kernel(namespace["fill"])
 
 buf = (ctypes.c_int32 * 1)()
-fill.bind(ctypes.addressof(buf), 3)      # -> CB111
+fill.bind(ctypes.addressof(buf), 3)          # -> CB111
 """,
-    fix="Put `@cute.jit` directly above the function, under `@cute_bind.kernel(...)`.",
+    fix="Define the function in a `.py` file (a module or a script) and import or run it from there.",
 )
 
 INVALID_TENSOR_ANNOTATION = _entry(
@@ -453,6 +466,59 @@ def scale(out: cute.Pointer, sizes: tuple[int, tuple[int, int]]):   # nested seq
     Flatten the sequence (`tuple[int, int, int]`), pass the odd element as a
     separate parameter, or mark the whole sequence `cutlass.Constexpr[...]`
     if its values are fixed at compile time.
+    """,
+)
+
+DSL_DECORATOR_ABOVE = _entry(
+    "CB116",
+    "dsl-decorator-above",
+    E.KernelDefinitionError,
+    summary="@cute.jit or @cute.kernel is stacked above @cute_bind.kernel.",
+    message="kernel '{kernel}': {got}, so the result would be a DSL function without bind(); expected {expected}",
+    explanation="""
+    Decorators apply from the bottom up. With `@cute.jit` above
+    `@cute_bind.kernel`, the DSL would wrap the cute_bind kernel in a DSL
+    function of its own: it has no `bind()`, and the DSL cannot compile an
+    object that is not a Python function. `@cute_bind.kernel` must be the
+    outermost decorator; `@cute.jit` under it is optional (the function
+    compiles exactly as under a plain `@cute.jit` either way).
+    """,
+    example=_PRELUDE
+    + """
+@cute.jit                                 # a DSL decorator above cute_bind's -> CB116
+@cute_bind.kernel
+def fill(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = value
+""",
+    fix="""
+    Put `@cute_bind.kernel` (with or without options) outermost, above
+    `@cute.jit`, or drop `@cute.jit`.
+    """,
+)
+
+DEVICE_KERNEL = _entry(
+    "CB117",
+    "device-kernel",
+    E.KernelDefinitionError,
+    summary="@cute_bind.kernel was applied to a @cute.kernel (a device function).",
+    message="kernel '{kernel}': got {got}; expected {expected} that launches it",
+    explanation="""
+    A `@cute.kernel` function runs on the GPU and is launched from a host
+    function (`my_kernel(...).launch(grid=..., block=...)` inside a
+    `@cute.jit` function). A prepared launch binds and calls that host
+    function: decorate the launcher, not the device kernel.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel                         # on the device kernel itself -> CB117
+@cute.kernel
+def fill_kernel(out: cute.Pointer, n: cutlass.Int32):
+    pass
+""",
+    fix="""
+    Decorate the host function that launches the kernel, e.g.
+    `@cute_bind.kernel` over `def fill(out, n): fill_kernel(out, n).launch(...)`.
     """,
 )
 
@@ -531,7 +597,11 @@ WRONG_KIND = _entry(
 handle = fill.bind(addr, 1)
 handle.launch(addr, 2.5)   # float for an Int32 slot -> CB204
 """,
-    fix="Pass {expected}.",
+    fix="""
+    Pass a value of the kind the message expects; convert explicitly where a
+    conversion is meant (`int(x)` for an integer slot, an address or a tensor
+    for a pointer slot).
+    """,
 )
 
 INTEGER_OUT_OF_RANGE = _entry(
@@ -935,6 +1005,37 @@ raise cute_bind.error(cute_bind.CATALOG["CB305"], kernel="k", parameter="n",
     fix="Report it with your nvidia-cutlass-dsl version; until fixed, call the compiled function directly.",
 )
 
+COMPILE_FAILED = _entry(
+    "CB310",
+    "compile-failed",
+    E.KernelCompileError,
+    summary="The DSL reported an error while compiling the function for these arguments.",
+    message="kernel '{kernel}': the DSL could not compile the function for these arguments ({got}):\n{detail}",
+    explanation="""
+    `bind()`, `compile()` and calling a kernel compile the function with
+    `cute.compile(...)` the first time they see a new compile key. When the
+    DSL rejects the function (a type error in the body, an unsupported
+    construct, a name it cannot find), its error is reported here with the
+    DSL's whole text, and the DSL's exception is chained (`__cause__`), so
+    the traceback still points at the line in the function.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def fill(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = value + undefined_name          # an error in the body
+
+buf = (ctypes.c_int32 * 1)()
+fill.bind(ctypes.addressof(buf), 1)      # -> CB310, with the DSL's text
+""",
+    fix="""
+    Fix the function where the DSL's text (after the first line of the
+    message) points; the same function fails the same way under a plain
+    `@cute.jit`.
+    """,
+)
+
 # ---------------------------------------------------------------- CB4xx: launch runtime
 CUDA_ERROR = _entry(
     "CB401",
@@ -1062,7 +1163,7 @@ def fill(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
 buf = (ctypes.c_int32 * 1)()
 fill.bind(ctypes.addressof(buf), 1)   # an untested DSL version -> CB501
 """,
-    fix="Install a supported version: `pip install 'nvidia-cutlass-dsl{expected}'`.",
+    fix=f"Install a supported version: `pip install 'nvidia-cutlass-dsl{SUPPORTED_DSL_VERSIONS}'`.",
 )
 
 DSL_MISSING = _entry(
@@ -1107,7 +1208,9 @@ def format_message(diagnostic: Diagnostic, **fields: Any) -> tuple[str, str]:
     body = diagnostic.message.format_map(values)
     # the catalog's fix text is wrapped for the docs; a message keeps it on one line
     fix = " ".join(diagnostic.fix.format_map(values).split())
-    text = f"[{diagnostic.code}] {body}.\n  fix: {fix}\n  (python -m cute_bind explain {diagnostic.code})"
+    # a body that ends in quoted text (a DSL error's) may already end a sentence
+    stop = "" if body.endswith((".", "!", "?")) else "."
+    text = f"[{diagnostic.code}] {body}{stop}\n  fix: {fix}\n  (python -m cute_bind explain {diagnostic.code})"
     return text, fix
 
 
@@ -1137,6 +1240,20 @@ def error(
     )
 
 
+def render_template(text: str) -> str:
+    """A message or fix template as read without an occurrence: ``{expected}`` becomes ``<expected>``.
+
+    Pages and ``explain`` show an entry with no call behind it; a placeholder
+    there reads as a word to fill in, never as raw format syntax.
+    """
+    return text.format_map(_Placeholders())
+
+
+class _Placeholders(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return f"<{key}>"
+
+
 def render_entry(diagnostic: Diagnostic) -> str:
     """Plain-text rendering of an entry, as printed by ``python -m cute_bind explain``."""
     status = " (retired)" if diagnostic.retired else ""
@@ -1153,6 +1270,6 @@ def render_entry(diagnostic: Diagnostic) -> str:
         textwrap.indent(diagnostic.example.rstrip(), "    "),
         "",
         "Fix:",
-        textwrap.indent(diagnostic.fix, "    "),
+        textwrap.indent(render_template(diagnostic.fix), "    "),
     ]
     return "\n".join(lines) + "\n"

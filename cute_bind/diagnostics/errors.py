@@ -8,6 +8,8 @@ also subclasses the builtin a caller would naturally catch (``TypeError``,
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +23,26 @@ __all__ = [
     "LaunchRuntimeError",
     "CudaLaunchError",
     "DSLCompatibilityError",
+    "KernelCompileError",
+    "exception_text",
+    "exception_summary",
+    "did_you_mean",
 ]
+
+# terminal colour and cursor codes (the DSL colours its diagnostics)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def exception_text(exc: BaseException) -> str:
+    """An exception's whole text, without terminal colour codes and surrounding blank space."""
+    return _ANSI.sub("", str(exc)).strip()
+
+
+def exception_summary(exc: BaseException, limit: int = 160) -> str:
+    """``"TypeName: first line of the text"`` (at most ``limit`` characters of text), for a message's ``got``."""
+    text = exception_text(exc)
+    first = text.splitlines()[0][:limit].rstrip() if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -41,6 +62,12 @@ class Diagnostic:
     @property
     def title(self) -> str:
         return f"{self.code} {self.slug}"
+
+
+def did_you_mean(word: str, choices: "list[str] | tuple[str, ...]") -> str:
+    """``" (did you mean 'value'?)"`` for the closest of ``choices`` to a misspelt ``word``, else ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 class CuteBindError(Exception):
@@ -132,3 +159,7 @@ class CudaLaunchError(LaunchRuntimeError):
 
 class DSLCompatibilityError(CuteBindError, RuntimeError):
     """The installed nvidia-cutlass-dsl lacks an internal cute_bind relies on."""
+
+
+class KernelCompileError(CuteBindError, RuntimeError):
+    """The DSL failed to compile the function for the given arguments (its error is chained)."""

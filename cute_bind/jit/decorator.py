@@ -7,6 +7,7 @@ import threading
 from typing import Any, Callable, Generic, ParamSpec, overload
 
 from .. import _dsl
+from .. import _whitelist as W
 from .. import diagnostics as D
 from ..launch.arguments import bind_arguments
 from ..launch.prepared import PreparedLaunch, build
@@ -33,7 +34,7 @@ class Kernel(Generic[P]):
         self.checked = checked
         self.signature: KernelSignature = read_signature(fn, self.name)
         self._jit: Any = None
-        self._preprocessing: tuple[bool, str] = (True, "")
+        self._no_source: str | None = None
         self._cache: dict[Any, Any] = {}
         self._lock = threading.Lock()
         functools.update_wrapper(self, unwrap(fn))
@@ -47,15 +48,22 @@ class Kernel(Generic[P]):
         params = ", ".join(f"{p.name}: {p.slot.describe() if p.slot else 'Constexpr'}" for p in self.signature.params)
         return f"<cute_bind.Kernel {self.name}({params})>"
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # @cute.jit / @cute.kernel stacked *above* @cute_bind.kernel marks this
+        # object as its function; the result would be a DSL wrapper without bind()
+        if name in _dsl.DSL_DECORATION_MARKS:
+            got, expected = W.DECORATOR_ORDER
+            raise D.error(D.DSL_DECORATOR_ABOVE, kernel=self.name, got=got, expected=expected)
+        object.__setattr__(self, name, value)
+
     # ------------------------------------------------------------------ compile
     def _jit_function(self) -> Any:
         if self._jit is None:
-            fn = self.fn
-            # read before wrapping: cute.jit marks the function object itself
-            self._preprocessing = _dsl.preprocessing_decorator(fn)
-            if getattr(fn, "_decorator_kind", None) is None:
-                fn = _dsl.dsl().cute.jit(fn)
-            self._jit = fn
+            # The function compiles exactly as under a plain @cute.jit, whatever the
+            # source spells above `def` (see _dsl.jit); only a source the DSL cannot
+            # read stops it from rewriting Python control flow (CB111).
+            self._no_source = _dsl.preprocessing_source(unwrap(self.fn))
+            self._jit = _dsl.jit(self.fn, unwrap(self.fn))
         return self._jit
 
     def _bind_values(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[Bound], dict[str, Any]]:
@@ -96,12 +104,12 @@ class Kernel(Generic[P]):
                 jit_fn = self._jit_function()
                 try:
                     compiled = _dsl.dsl().cute.compile(jit_fn, *pos, **kw)
-                except Exception as exc:
-                    ok, spelled = self._preprocessing
-                    if ok:
-                        raise
-                    summary = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                    raise D.error(D.NOT_PREPROCESSED, kernel=self.name, got=f"{type(exc).__name__}: {summary[:120]}", detail=spelled) from exc
+                except D.CuteBindError:
+                    raise
+                except Exception as exc:  # the DSL's own error, kept whole and chained
+                    if self._no_source is not None:
+                        raise D.error(D.NOT_PREPROCESSED, kernel=self.name, got=D.exception_summary(exc), detail=self._no_source) from exc
+                    raise D.error(D.COMPILE_FAILED, kernel=self.name, got=type(exc).__name__, detail=D.exception_text(exc)) from exc
                 self._cache[compile_key] = compiled
         return compiled
 
@@ -172,10 +180,20 @@ def kernel(fn: Any = None, /, **options: Any) -> Any:
     for key, value in options.items():
         where = getattr(fn, "__name__", "kernel") if fn is not None else options.get("name") or "kernel"
         if key not in _OPTIONS:
-            raise D.error(D.INVALID_OPTION, kernel=str(where), parameter=key, expected=f"one of {', '.join(_OPTIONS)}", got=f"{key}=...")
+            hint = D.did_you_mean(key, tuple(_OPTIONS))
+            raise D.error(D.INVALID_OPTION, kernel=str(where), parameter=key, expected=f"one of {', '.join(_OPTIONS)}{hint}", got=f"{key}=...")
         if isinstance(value, bool) and bool not in _OPTIONS[key] or not isinstance(value, _OPTIONS[key]):
             expected = " or ".join("None" if t is type(None) else t.__name__ for t in _OPTIONS[key])
             raise D.error(D.INVALID_OPTION, kernel=str(where), parameter=key, expected=expected, got=describe_value(value))
     if fn is None:
-        return lambda f: Kernel(f, **options)
+        return lambda f: _make(f, options)
+    return _make(fn, options)
+
+
+def _make(fn: Any, options: dict[str, Any]) -> Kernel[Any]:
+    if _dsl.is_dsl_decorated(fn) == "kernel":
+        # a device kernel runs on the GPU; a prepared launch calls a host function
+        name = options.get("name") or getattr(unwrap(fn), "__name__", "kernel")
+        got, expected = W.DEVICE_KERNEL
+        raise D.error(D.DEVICE_KERNEL, kernel=str(name), got=got, expected=expected)
     return Kernel(fn, **options)

@@ -107,7 +107,7 @@ def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None
             continue
         found = classify(annotation)
         if isinstance(found, Rejected):
-            problems.append(D.error(found.diagnostic, kernel=name, parameter=p.name, expected=W.ELIGIBLE_SUMMARY, got=found.got, detail=found.detail))
+            problems.append(D.error(found.diagnostic, kernel=name, parameter=p.name, expected=W.expected_for(found.diagnostic.code), got=found.got, detail=found.detail))
             continue
         params.append(
             Param(

@@ -45,7 +45,13 @@ def bind_arguments(
                 got=f"{key}=...",
             )
         if key not in names:
-            raise D.error(D.UNEXPECTED_ARGUMENT, kernel=kernel, parameter=key, expected=f"one of ({', '.join(names)})", got=f"{key}=...")
+            raise D.error(
+                D.UNEXPECTED_ARGUMENT,
+                kernel=kernel,
+                parameter=key,
+                expected=f"one of ({', '.join(names)}){D.did_you_mean(key, tuple(names))}",
+                got=f"{key}=...",
+            )
         if key in values:
             raise D.error(D.DUPLICATE_ARGUMENT, kernel=kernel, parameter=key)
         values[key] = value

@@ -44,7 +44,7 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
         else:
             found = classify(annotation)
             if isinstance(found, Rejected):
-                raise D.error(found.diagnostic, kernel=name, parameter=pname, expected=W.ELIGIBLE_SUMMARY, got=found.got, detail=found.detail)
+                raise D.error(found.diagnostic, kernel=name, parameter=pname, expected=W.expected_for(found.diagnostic.code), got=found.got, detail=found.detail)
             if not isinstance(found, SlotKind):  # pragma: no cover - constexprs are not runtime parameters
                 continue
             slot = found

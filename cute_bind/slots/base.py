@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import struct
+import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -55,15 +56,39 @@ class Where:
 
 
 def describe_value(value: Any) -> str:
-    text = repr(value)
+    """A value as a message's ``got`` shows it: one short line (an array by its shape and dtype, not its items)."""
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None and not isinstance(value, (bool, int, float)):
+        try:
+            dims = tuple(int(d) for d in shape)
+        except (TypeError, ValueError):
+            dims = None
+        if dims:  # an array or tensor (a 0-d NumPy scalar shows its value below)
+            return f"{type(value).__name__} of shape {dims} and dtype {dtype}"
+    text = " ".join(repr(value).split())
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}"
 
 
+#: Public packages a DSL type is spelled from in messages, as the static tools
+#: spell it (``cutlass.Float8E4M3FN``, not its defining ``cutlass.base_dsl.typing``).
+_PUBLIC_DSL_PACKAGES = ("cutlass", "cutlass.cute")
+
+
 def describe_annotation(annotation: Any) -> str:
     if isinstance(annotation, type):
-        return f"{annotation.__module__}.{annotation.__qualname__}".replace("builtins.", "")
+        module = annotation.__module__
+        if module.startswith("cutlass."):
+            # the innermost package the type is defined under: cute.Layout (also cutlass.Layout)
+            # is cutlass.cute.Layout, Float8E4M3FN (defined in cutlass.base_dsl) cutlass.Float8E4M3FN
+            owners = [p for p in _PUBLIC_DSL_PACKAGES if module.startswith(p + ".")]
+            for package in sorted(owners, key=len, reverse=True):
+                owner = sys.modules.get(package)
+                name = annotation.__qualname__
+                if owner is not None and getattr(owner, name, None) is annotation:
+                    return f"{package}.{name}"
+        return f"{module}.{annotation.__qualname__}".replace("builtins.", "")
     return repr(annotation)
 
 

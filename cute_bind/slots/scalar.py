@@ -76,10 +76,11 @@ class ScalarKind(SlotKind):
     def expected(self) -> str:
         if self.is_bool:
             return "a bool (or 0/1) for a Boolean slot"
+        article = "an" if self.dtype_name.startswith("Int") else "a"
         if self.is_float:
-            return f"a real number (float or int) for a {self.dtype_name} slot"
+            return f"a real number (float or int) for {article} {self.dtype_name} slot"
         lo, hi = self.range or (0, 0)
-        return f"an int in [{lo}, {hi}] for a {self.dtype_name} slot"
+        return f"an int in [{lo}, {hi}] for {article} {self.dtype_name} slot"
 
     def guard(self, var: str) -> str | None:
         # struct's '?' accepts any object (truthiness); only real bools take the fast path.

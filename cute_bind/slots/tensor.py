@@ -35,11 +35,6 @@ _RANGE = {32: (-(1 << 31), (1 << 31) - 1), 64: (-(1 << 63), (1 << 63) - 1)}
 _INT32_MAX = (1 << 31) - 1
 
 
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:160].rstrip(".") if text else ""
-
-
 def _footprint(view: _dlpack.DLView) -> int:
     """Elements spanned by a tensor's layout: 1 + sum of (extent - 1) * |stride| (0 when empty)."""
     if any(e == 0 for e in view.shape):
@@ -194,7 +189,7 @@ class TensorKind(SlotKind):
                     parameter=where.parameter,
                     detail="the DSL cannot mark this tensor's layout",
                     expected=self.spec.describe(),
-                    got=f"{type(exc).__name__}: {_first_line(exc)}",
+                    got=D.exception_summary(exc),
                 ) from None
         try:
             layout = _dsl.tensor_layout(tensor)
@@ -206,7 +201,7 @@ class TensorKind(SlotKind):
                 kernel=where.kernel,
                 parameter=where.parameter,
                 expected="a tensor of an element type the DSL takes",
-                got=f"{type(exc).__name__}: {_first_line(exc)}",
+                got=D.exception_summary(exc),
             ) from None
         if tensor is value and self.spec.align is not None and layout.assumed_align != self.spec.align:
             # the annotation promises an alignment the compiled code would not assume

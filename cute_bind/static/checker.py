@@ -20,7 +20,7 @@ import os
 import sys
 from typing import Iterator, Sequence, TextIO
 
-from .rules import REPORTED_CODES, StaticDiagnostic, analyze_source, module_name_for_path
+from .rules import DECORATOR_CODES, REPORTED_CODES, StaticDiagnostic, analyze_source, module_name_for_path
 
 __all__ = ["main", "check_file", "iter_python_files"]
 
@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cute-bind check",
         description="Report @cute_bind.kernel parameters that are not eligible runtime slots "
-        f"({', '.join(sorted(REPORTED_CODES))}), without importing the code.",
+        f"({', '.join(sorted(REPORTED_CODES | DECORATOR_CODES))}), without importing the code.",
         epilog="Exit status: 0 nothing found, 1 problems found, 2 usage error or unreadable file. "
         "'python -m cute_bind explain CODE' explains a code.",
     )

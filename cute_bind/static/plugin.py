@@ -1,4 +1,5 @@
-"""mypy plugin: cute_bind's eligibility errors (CB101, CB102, CB104, CB106, CB107, CB113) in editors and CI.
+"""mypy plugin: cute_bind's eligibility errors (CB101, CB102, CB104, CB106, CB107, CB113)
+and decorator-form errors (CB116, CB117) in editors and CI.
 
 Enable it in the mypy configuration::
 
@@ -33,7 +34,11 @@ comes back to the same hook. The function's parameters are then checked by
 
 Limitations: functions inside an unannotated function are only checked with
 ``check_untyped_defs``, as mypy skips their bodies otherwise; code mypy reads
-from a string (``mypy -c``) has no file to read and is not checked. A string
+from a string (``mypy -c``) has no file to read: its kernels are reported as
+not checked. When mypy cannot find the ``cute_bind`` package at all, the
+plugin stops the run with the fix rather than check nothing. A kernel's
+parameters are typed ``Any`` in ``bind``/``launch``/calls (slots take Python
+values for DSL-typed parameters); their number and names are still checked. A string
 argument of ``cute_bind.Tensor[...]`` (the layout ``"dynamic"`` or ``"static"``)
 is read by mypy as a forward reference and looked up as a name before any
 plugin hook runs, so mypy reports ``Name "static" is not defined
@@ -51,10 +56,11 @@ from mypy.errorcodes import ErrorCode
 from mypy.nodes import CallExpr, Context, Decorator, RefExpr, StrExpr
 from mypy.options import Options
 from mypy.plugin import AnalyzeTypeContext, CheckerPluginInterface, FunctionContext, Plugin, ReportConfigContext
-from mypy.types import AnyType, CallableType, Type, TypeOfAny, get_proper_type
+from mypy.types import AnyType, CallableType, Instance, Parameters, TupleType, Type, TypeOfAny, get_proper_type
 
 from .rules import (
     KERNEL_DECORATORS,
+    DECORATOR_CODES,
     REPORTED_CODES,
     SUBSCRIPTED_POINTERS,
     SUBSCRIPTED_TENSORS,
@@ -67,7 +73,7 @@ from .rules import (
 __all__ = ["CUTE_BIND", "CuteBindPlugin", "plugin"]
 
 #: The mypy error code of every eligibility error (``# type: ignore[cute-bind]``).
-CUTE_BIND = ErrorCode("cute-bind", f"cute_bind kernel eligibility (catalog codes {', '.join(sorted(REPORTED_CODES))})", "cute_bind")
+CUTE_BIND = ErrorCode("cute-bind", f"cute_bind kernel eligibility (catalog codes {', '.join(sorted(REPORTED_CODES | DECORATOR_CODES))})", "cute_bind")
 
 # The name given to the callable ``@cute_bind.kernel(...)`` returns: mypy calls a
 # callable's function hook by its name, so applying it comes back to this plugin.
@@ -87,6 +93,11 @@ class CuteBindPlugin(Plugin):
         # path -> (file signature, analysis): each file is parsed once per run
         # (and once per change under dmypy), however many kernels it has.
         self._analyses: dict[str, tuple[tuple[int, int], ModuleAnalysis | None]] = {}
+        problem = _not_visible(options)
+        if problem is not None:
+            # Never inert in silence: a run that cannot see cute_bind would type
+            # `cute_bind.kernel` as Any and report nothing, however wrong the kernels.
+            raise SystemExit(problem)
 
     # ------------------------------------------------------------------ hooks
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
@@ -107,12 +118,12 @@ class CuteBindPlugin(Plugin):
     def _kernel_hook(self, ctx: FunctionContext) -> Type:
         if isinstance(ctx.context, Decorator):
             self._check_kernel(ctx.context, ctx.api)
-            return ctx.default_return_type
+            return _runtime_values(ctx.default_return_type)
         returned = get_proper_type(ctx.default_return_type)
         if isinstance(returned, CallableType):
             # ``kernel(name=...)``: the decorator proper is what this returns.
             return returned.copy_modified(name=_DECORATOR_NAME)
-        return ctx.default_return_type  # ``kernel(fn)`` called directly: not a definition
+        return _runtime_values(ctx.default_return_type)  # ``kernel(fn)`` called directly: not a definition
 
     def _check_kernel(self, dec: Decorator, api: CheckerPluginInterface) -> None:
         # The bare form is an overloaded call: mypy first tries the overload item
@@ -122,11 +133,17 @@ class CuteBindPlugin(Plugin):
         # "no overload variant" error of its own (tests/static/test_plugin.py checks
         # this for the pinned mypy).
         analysis = self._analysis(api.path, api.options)
-        if analysis is None:
-            return
         func = dec.func
-        found = analysis.check_def(func.line, func.name, _kernel_name(dec))
-        for d in found or ():
+        found = None if analysis is None else analysis.check_def(func.line, func.name, _kernel_name(dec))
+        if found is None:  # no file to read (mypy -c), or it changed under mypy: say so, never pass silently
+            api.fail(
+                f"cute_bind: the source of '{func.name}' could not be read from {api.path!r}, so its parameters "
+                "were not checked; run mypy on files (not -c) or run `cute-bind check` on them",
+                dec,
+                code=CUTE_BIND,
+            )
+            return
+        for d in found:
             where = Context(line=d.line, column=d.column)
             where.end_line, where.end_column = d.end_line, d.end_column
             api.fail(d.message, where, code=CUTE_BIND)
@@ -152,6 +169,64 @@ class CuteBindPlugin(Plugin):
             analysis = None  # mypy reports the syntax error itself
         self._analyses[source_path] = (signature, analysis)
         return analysis
+
+
+def _not_visible(options: Options) -> str | None:
+    """Why mypy, run with ``options``, cannot find the ``cute_bind`` package (``None`` when it can).
+
+    The same search mypy makes for an ``import cute_bind`` (the current folder,
+    ``mypy_path``, site-packages and their ``.pth`` path entries), except the
+    folders of the files on the command line.
+    """
+    from mypy.build import default_data_dir
+    from mypy.modulefinder import FindModuleCache, ModuleNotFoundReason, compute_search_paths
+
+    paths = compute_search_paths([], options, default_data_dir())
+    found = FindModuleCache(paths, None, options).find_module("cute_bind")
+    if not isinstance(found, ModuleNotFoundReason):
+        return None
+    return (
+        "cute_bind.mypy: error: the plugin is enabled but mypy cannot find the cute_bind package "
+        f"({found.name.lower().replace('_', ' ')}), so @cute_bind.kernel would be typed Any and nothing "
+        "would be checked. Install cute_bind where mypy looks (`pip install -e .` from a current "
+        "checkout writes a plain path entry mypy reads; from an older one add "
+        "`--config-settings editable_mode=compat`), or add the folder holding cute_bind/ to mypy_path."
+    )
+
+
+def _runtime_values(kernel_type: Type) -> Type:
+    """``Kernel[P]`` with the DSL types in ``P`` typed ``Any``, keeping names, kinds and count.
+
+    A slot takes Python values where the function declares DSL types: ``2.0``
+    for ``cutlass.Float32``, an address or an array for a pointer, any DLPack
+    tensor for ``cute.Tensor`` (the runtime checks each value, CB204). Typed as
+    declared, ``kernel.bind(out, x, 2.0, n, s)`` would be flagged as passing
+    ``float`` where ``Float32`` is expected. Python's own types (``int``,
+    ``float``, ``bool``, tuples and lists of them) mean what they say and stay;
+    a wrong number of arguments or an unknown keyword is still an error.
+    """
+    proper = get_proper_type(kernel_type)
+    if not isinstance(proper, Instance) or not proper.args:
+        return kernel_type
+    args = []
+    for arg in proper.args:
+        params = get_proper_type(arg)
+        if isinstance(params, Parameters):
+            arg = params.copy_modified(arg_types=[_slot_value_type(t) for t in params.arg_types])
+        args.append(arg)
+    return proper.copy_modified(args=args)
+
+
+def _slot_value_type(declared: Type) -> Type:
+    """What a slot declared ``declared`` takes: Python types as they are, DSL (and other) types as ``Any``."""
+    proper = get_proper_type(declared)
+    if isinstance(proper, Instance) and proper.type.fullname.startswith("builtins."):
+        return proper.copy_modified(args=[_slot_value_type(a) for a in proper.args])
+    if isinstance(proper, TupleType):
+        return proper.copy_modified(items=[_slot_value_type(t) for t in proper.items])
+    if isinstance(proper, AnyType):
+        return declared
+    return AnyType(TypeOfAny.special_form)
 
 
 def _kernel_name(dec: Decorator) -> str | None:

@@ -48,6 +48,7 @@ __all__ = [
     "SUBSCRIPTED_POINTERS",
     "SUBSCRIPTED_TENSORS",
     "REPORTED_CODES",
+    "DECORATOR_CODES",
     "StaticDiagnostic",
     "ModuleAnalysis",
     "analyze_source",
@@ -72,6 +73,11 @@ SUBSCRIPTED_TENSORS: frozenset[str] = frozenset(n for n in W.TENSOR_NAMES if n.p
 #: gives (CB109/CB112: the parameters of ``cute_bind.Pointer[...]``/``Tensor[...]``,
 #: raised at run time where the annotation is evaluated, before the decorator runs).
 REPORTED_CODES: frozenset[str] = frozenset({"CB101", "CB102", "CB104", "CB106", "CB107", "CB113"})
+
+#: Catalog codes the static tools report about a kernel's decorators (on the
+#: decorator's line, without a parameter): a DSL decorator above
+#: ``@cute_bind.kernel`` (CB116) or ``@cute.kernel`` under it (CB117).
+DECORATOR_CODES: frozenset[str] = frozenset({"CB116", "CB117"})
 
 _ANNOTATED = frozenset({"typing.Annotated", "typing_extensions.Annotated"})
 # Kinds ``classify`` accepts, and those it accepts as a sequence's elements.
@@ -603,7 +609,7 @@ class ModuleAnalysis:
         params += [(p, "") for p in a.kwonlyargs]
         if a.kwarg is not None:
             params.append((a.kwarg, "**"))
-        found: list[StaticDiagnostic] = []
+        found: list[StaticDiagnostic] = self._decorator_forms(site, kernel)
         for param, star in params:
             expected = W.ELIGIBLE_SUMMARY
             verdict: _Verdict | None
@@ -615,6 +621,8 @@ class ModuleAnalysis:
                 verdict = self._annotation(param.annotation, site)
             if verdict is None:
                 continue
+            if not star:
+                expected = W.expected_for(verdict.code)
             found.append(
                 StaticDiagnostic(
                     code=verdict.code,
@@ -627,6 +635,40 @@ class ModuleAnalysis:
                     expected=expected,
                     got=verdict.got,
                     detail=verdict.detail,
+                )
+            )
+        return found
+
+    def _decorator_forms(self, site: _Site, kernel: str) -> list[StaticDiagnostic]:
+        """CB116 for a DSL decorator above ``@cute_bind.kernel``, CB117 for ``@cute.kernel`` under it."""
+        names = []
+        for dec in site.node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            names.append(self._qualname(target, site.scope, site.before) or "")
+        ours = [i for i, q in enumerate(names) if q in KERNEL_DECORATORS]
+        if not ours:
+            return []
+        found = []
+        for i, (dec, q) in enumerate(zip(site.node.decorator_list, names)):
+            if not (_in_cutlass(q) and _last(q) in ("jit", "kernel")):
+                continue
+            if i < ours[0]:
+                code, (got, expected) = "CB116", W.DECORATOR_ORDER
+            elif _last(q) == "kernel":
+                code, (got, expected) = "CB117", W.DEVICE_KERNEL
+            else:
+                continue
+            found.append(
+                StaticDiagnostic(
+                    code=code,
+                    kernel=kernel,
+                    parameter="",
+                    line=dec.lineno,
+                    column=dec.col_offset,
+                    end_line=dec.end_lineno or dec.lineno,
+                    end_column=dec.end_col_offset if dec.end_col_offset is not None else dec.col_offset,
+                    expected=expected,
+                    got=got,
                 )
             )
         return found

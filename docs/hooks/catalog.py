@@ -102,15 +102,15 @@ def render_page(diagnostic: Any) -> str:
         f"- **Range:** CB{d.code[2:3]}xx {group}, {when}",
         f"- **Raised as:** {_raised_as(d)}, a [`CuteBindError`][cute_bind.CuteBindError]"
         f" with `.code == \"{d.code}\"`",
-        f"- **Message:** {_code_span('[' + d.code + '] ' + d.message)}",
+        f"- **Message:** {_code_span('[' + d.code + '] ' + cute_bind.diagnostics.render_template(d.message))}",
         f"- **In a terminal:** `python -m cute_bind explain {d.code}`",
         "",
         "## What",
         "",
         d.summary,
         "",
-        "The message names the kernel and the parameter concerned; the words in braces",
-        "in the template above are filled in from the actual call.",
+        "The message names the kernel and the parameter concerned; the words in angle",
+        "brackets in the template above are filled in from the actual call.",
         "",
         "## Why",
         "",
@@ -135,9 +135,10 @@ def render_page(diagnostic: Any) -> str:
             "    than a REPL.)",
             "",
         ]
-    lines += ["```python", d.example.rstrip("\n"), "```", "", "## Fix", "", d.fix, ""]
-    if "{" in d.fix:
-        lines += ["(Words in braces are filled in from the actual error.)", ""]
+    fix = cute_bind.diagnostics.render_template(d.fix)
+    lines += ["```python", d.example.rstrip("\n"), "```", "", "## Fix", "", fix, ""]
+    if fix != d.fix:
+        lines += ["(Words in angle brackets are filled in from the actual error.)", ""]
     lines += ["---", "", "[All diagnostics](index.md)", ""]
     return "\n".join(lines)
 
@@ -145,7 +146,7 @@ def render_page(diagnostic: Any) -> str:
 def _sample_message(entries: dict[str, Any]) -> str:
     """A real rendered message (built by cute_bind.error from the catalog template)."""
     d = entries.get("CB204") or next(iter(entries.values()))
-    expected = "an int in [-2147483648, 2147483647] for a Int32 slot"
+    expected = "an int in [-2147483648, 2147483647] for an Int32 slot"
     return str(cute_bind.error(d, kernel="fill", parameter="value", expected=expected, got="float 2.5"))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cute_bind.bench.timing import fixed_loop, time_rows
+from cute_bind.bench.timing import TimedPath, fixed_loop, time_rows
 
 
 def test_time_rows_gives_one_row_per_path_with_every_round():
@@ -11,9 +11,9 @@ def test_time_rows_gives_one_row_per_path_with_every_round():
     def count(name: str) -> None:
         calls[name] += 1
 
-    paths = [("a", fixed_loop(count, ("a",)), "first"), ("b", fixed_loop(count, ("b",)), "")]
+    paths = [TimedPath("a", "path a", fixed_loop(count, ("a",)), "first"), TimedPath("b", "path b", fixed_loop(count, ("b",)))]
     rows = time_rows(paths, repeats=3, iters=50)
-    assert [r.path for r in rows] == ["a", "b"] and rows[0].note == "first"
+    assert [(r.key, r.path) for r in rows] == [("a", "path a"), ("b", "path b")] and rows[0].note == "first"
     for r in rows:
         assert len(r.samples) == 3 and r.min_us <= r.median_us and r.event_us is None
     # warm-up (100 calls, the minimum) plus 3 rounds of 50 for each path

@@ -13,10 +13,10 @@ from cute_bind.diagnostics import errors as E
 # Every code ever published. Codes are never reused or deleted, only retired:
 # this list only grows.
 KNOWN_CODES = [
-    "CB101", "CB102", "CB103", "CB104", "CB105", "CB106", "CB107", "CB108", "CB109", "CB110", "CB111", "CB112", "CB113",
+    "CB101", "CB102", "CB103", "CB104", "CB105", "CB106", "CB107", "CB108", "CB109", "CB110", "CB111", "CB112", "CB113", "CB116", "CB117",
     "CB201", "CB202", "CB203", "CB204", "CB205", "CB206", "CB207", "CB208", "CB209", "CB210",
     "CB211", "CB212", "CB213", "CB214", "CB215",
-    "CB301", "CB302", "CB303", "CB304", "CB305",
+    "CB301", "CB302", "CB303", "CB304", "CB305", "CB310",
     "CB401", "CB402", "CB403", "CB404",
     "CB501", "CB502",
 ]  # fmt: skip
@@ -107,3 +107,25 @@ def test_retired_codes_stay_and_say_so():
         entry = D.CATALOG[code]
         assert entry.retired and "retired" in entry.summary.lower()
         assert "(retired)" in D.render_entry(entry)
+
+
+_PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+
+
+@pytest.mark.parametrize("code", KNOWN_CODES)
+def test_pages_and_explain_show_no_raw_placeholders(code):
+    """Without an occurrence, a template's fields read as words to fill in (<expected>), never {expected}."""
+    import importlib.util
+    from pathlib import Path
+
+    d = D.CATALOG[code]
+    assert not _PLACEHOLDER.search(D.render_entry(d)), code
+    hook_path = Path(__file__).resolve().parents[2] / "docs" / "hooks" / "catalog.py"
+    spec = importlib.util.spec_from_file_location("docs_catalog_hook", hook_path)
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = hook.render_page(d)
+    prose = re.sub(r"```python\n.*?```", "", page, flags=re.S)  # the example is code, not a template
+    assert not _PLACEHOLDER.search(prose), code
+    assert D.render_template("Pass {expected} to '{parameter}'.") == "Pass <expected> to '<parameter>'."

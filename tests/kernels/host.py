@@ -110,7 +110,7 @@ def fill_i32(out: cute_bind.Pointer[cutlass.Int32, 16], value: cutlass.Int32):
 
 
 def looping_undecorated(out: cute_bind.Pointer[cutlass.Int32], n: cutlass.Int32):
-    """Dynamic control flow in a function the DSL will not preprocess (no @cute.jit in its source)."""
+    """Dynamic control flow in a function with no decorator in its source (cute_bind.kernel(fn) still rewrites it)."""
     o = cute.make_tensor(out, cute.make_layout(1))
     for k in range(n):
         o[0] = k

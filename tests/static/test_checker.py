@@ -285,3 +285,36 @@ def test_pre_commit_hook_definition() -> None:
     assert hook["language"] == "python"
     assert hook["types"] == ["python"]
 
+
+
+DECORATOR_PRELUDE = """\
+import cutlass
+import cutlass.cute as cute
+import cute_bind
+import cute_bind as cb
+from cute_bind import kernel
+"""
+
+
+@pytest.mark.parametrize(
+    "decorators, codes",
+    [
+        ("@cute.jit\n@cute_bind.kernel", ["CB116"]),
+        ("@cute.jit()\n@cb.kernel(checked=True)", ["CB116"]),
+        ("@cute.kernel\n@kernel", ["CB116"]),
+        ("@cute_bind.kernel\n@cute.kernel", ["CB117"]),
+        ("@kernel(checked=True)\n@cute.kernel", ["CB117"]),
+        ("@cute_bind.kernel\n@cute.jit", []),
+        ("@cb.kernel(checked=True)\n@cute.jit(preprocess=True)", []),
+        ("@kernel", []),
+        ("@cute.jit", []),  # not a cute_bind kernel: nothing to say
+    ],
+)
+def test_decorator_forms_that_cannot_work(decorators: str, codes: list[str]) -> None:
+    """CB116/CB117 as the decorator raises them at import, on the decorator's line, with the runtime's text."""
+    source = DECORATOR_PRELUDE + decorators + "\ndef f(n: cutlass.Int32):\n    pass\n"
+    found = analyze_source(source).diagnostics()
+    assert [d.code for d in found] == codes
+    for d in found:
+        assert source.splitlines()[d.line - 1].lstrip().startswith("@cute.")
+        assert d.message.startswith(f"[{d.code}] kernel 'f': ")

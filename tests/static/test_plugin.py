@@ -62,7 +62,12 @@ def layouts(
     pass
 
 
+def plain(in_tuple: tuple[cute_bind.Tensor[cutlass.Float32, 1], int]) -> None:
+    pass
+
+
 reveal_type(layouts)
+reveal_type(plain)
 """
 
 # On disk: an eligible kernel. The editor's unsaved buffer (``--shadow-file``): not.
@@ -191,7 +196,11 @@ def test_tensor_annotations_are_any_and_string_layouts_are_the_documented_gap(re
     string_line = TENSOR_LAYOUTS.splitlines().index('    string: cute_bind.Tensor[cutlass.Float32, 2, 16, "static"],') + 1
     assert errors == [(string_line, "name-defined", 'Name "static" is not defined')]
     notes = [r.message for r in mine if r.severity == "note"]
-    assert notes == ['Revealed type is "cute_bind.jit.decorator.Kernel[[constant: Any, leading: Any, string: Any, in_tuple: tuple[Any, int]]]"']
+    # in a kernel's parameters and in any other annotation alike
+    assert notes == [
+        'Revealed type is "cute_bind.jit.decorator.Kernel[[constant: Any, leading: Any, string: Any, in_tuple: tuple[Any, int]]]"',
+        'Revealed type is "def (in_tuple: tuple[Any, int])"',
+    ]
 
 
 def test_shadow_file_is_what_gets_checked(reports: list[Report], workdir: Path) -> None:
@@ -216,3 +225,70 @@ def test_entry_point_and_error_code() -> None:
 
     assert plugin("2.4.1") is CuteBindPlugin
     assert CUTE_BIND.code == "cute-bind"
+
+
+# A type mypy can see where the function declares a DSL numeric type: typed as
+# declared, bind(2.0, ...) would be "float, expected Float32" on correct code.
+SLOT_VALUES = """\
+import cute_bind
+
+
+class Float32:
+    \"\"\"Stands in for a DSL numeric type whose stubs mypy reads.\"\"\"
+
+
+@cute_bind.kernel
+def k(alpha: Float32, n: int) -> None:
+    pass
+
+
+k.bind(2.0, 3)
+k.bind(2.0, 3).launch(4.0, 5)
+k(2.0, n=3)
+k.compile(2.0, 3)
+k.bind(2.0)  # expect: call-arg
+k.bind(2.0, 3, 4)  # expect: call-arg
+k.bind(alpha=2.0, m=3)  # expect: call-arg
+"""
+
+
+def test_slots_take_python_values_and_the_arity_is_still_checked(workdir: Path) -> None:
+    folder = workdir / "slot_values"
+    folder.mkdir()
+    (folder / "slot_values.py").write_text(SLOT_VALUES)
+    config = folder / "mypy.ini"
+    config.write_text(mypy_config())
+    found = run_mypy(config, str(folder / "slot_values.py"))
+    lines = SLOT_VALUES.splitlines()
+    assert not [r for r in found if r.code == "arg-type"], found
+    flagged = {r.line for r in found if r.code == "call-arg"}
+    assert flagged == {i for i, line in enumerate(lines, 1) if "# expect: call-arg" in line}, found
+
+
+def test_plugin_that_cannot_see_cute_bind_stops_mypy_with_the_fix(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.static.corpus_support import ROOT
+
+    (tmp_path / "user.py").write_text("import cute_bind\n\n\n@cute_bind.kernel\ndef f(n):\n    pass\n")
+    (tmp_path / "mypy.ini").write_text("[mypy]\nplugins = cute_bind.mypy\nignore_missing_imports = True\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))  # the plugin imports; mypy's own search does not see it
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-site-packages", "--config-file", "mypy.ini", "user.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "cannot find the cute_bind package" in output, output
+    assert "mypy_path" in output and "pip install -e ." in output
+
+
+def test_source_that_cannot_be_read_is_reported_not_skipped(workdir: Path) -> None:
+    config = workdir / "from_string" / "mypy.ini"
+    config.parent.mkdir()
+    config.write_text(mypy_config())
+    stdout, _, status = mypy_api.run(
+        ["--config-file", str(config), "--cache-dir", str(config.parent / "cache"), "-c", "import cute_bind\n@cute_bind.kernel\ndef f(n): pass\n"]
+    )
+    assert status == 1 and "could not be read" in stdout and "[cute-bind]" in stdout, stdout
