@@ -21,6 +21,8 @@ from .diagnostics.errors import (
 )
 from .jit import Kernel, check_function, kernel
 from .launch import PreparedLaunch, prepare
+from . import graph as _graph_room  # noqa: F401  (the room first: the name below is its recording function)
+from .graph import Graph, graph
 from ._types import Pointer, PointerSpec, Tensor, TensorSpec
 
 __version__ = "0.2.0"
@@ -31,6 +33,7 @@ __all__ = [
     "CuteBindError",
     "DSLCompatibilityError",
     "Diagnostic",
+    "Graph",
     "Kernel",
     "KernelDefinitionError",
     "LaunchArgumentError",
@@ -45,6 +48,7 @@ __all__ = [
     "__version__",
     "check_function",
     "error",
+    "graph",
     "kernel",
     "lookup",
     "prepare",
