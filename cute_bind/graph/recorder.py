@@ -76,7 +76,7 @@ class Finding:
         return D.format_message(D.lookup(self.code), **self._fields())[0]
 
     def _fields(self) -> dict[str, str]:
-        what = "; ".join(f"{item}: {how}" + (f" ({detail})" if detail else "") for item, how, detail in self.effects)
+        what = "; ".join(("" if item == "value" else f"{item}: ") + how + (f" ({detail})" if detail else "") for item, how, detail in self.effects)
         return {
             "kernel": self.kernel,
             "parameter": self.parameter,
@@ -85,7 +85,9 @@ class Finding:
         }
 
     def error(self) -> CuteBindError:
-        return D.error(D.lookup(self.code), **self._fields())
+        """The finding as its catalog error (what ``derived="error"`` raises)."""
+        f = self._fields()
+        return D.error(D.lookup(self.code), kernel=f["kernel"], parameter=f["parameter"], expected=f["expected"], got=f["got"])
 
 
 class _NodeBuffer:
