@@ -1108,9 +1108,8 @@ fake.kernel(1, "scale", (8, 8, 4, 4))
 F32 = cute_bind.Pointer[cutlass.Float32]
 
 @cute_bind.kernel
-@cute.jit
 def scale(out: F32, inp: F32, alpha: cutlass.Float32, n: cutlass.Int32, box: cutlass.Constexpr[int]):
-    # one kernel: its grid comes from n, it receives out, inp, alpha and n * 2
+    # one kernel: grid (n + 127) // 128, parameters out, inp, alpha, n * 2
     fake_launch(box, 1, (n + 127) // 128, 128, ("ptr", out), ("ptr", inp), ("f32", alpha), ("i32", n * 2))
 
 handle = scale.bind(0x10000, 0x20000, 1.0, 256, fake.mailbox)
@@ -1134,7 +1133,7 @@ GRAPH_VALUE_TRANSFORMED = _entry(
     record time (`graph.findings`); by default the value is held fixed.
     `derived="error"` raises this error at record time instead.
     """,
-    example=_GRAPH
+    example=_GRAPH.replace("(n + 127) // 128", "4")
     + """
 with cute_bind.graph(0, driver=fake, derived="error") as g:   # n reaches the kernel as n * 2 -> CB801
     g.launch(handle, 0x10000, 0x20000, 2.0, 256)
@@ -1187,10 +1186,9 @@ GRAPH_FIXED_VALUE_CHANGED = _entry(
     """,
     example=_GRAPH.replace("(n + 127) // 128", "4").replace("n * 2", "n")
     + """
-fake.kernel(2, "twice", (8,))
+fake.kernel(2, "twice", (8, 4))
 
 @cute_bind.kernel
-@cute.jit
 def twice(out: F32, alpha: cutlass.Float32, box: cutlass.Constexpr[int]):
     fake_launch(box, 2, 1, 32, ("ptr", out), ("f32", alpha * 2.0))   # alpha reaches the kernel doubled
 
@@ -1212,7 +1210,7 @@ GRAPH_DRIVER_ERROR = _entry(
     "graph-driver-error",
     E.LaunchRuntimeError,
     summary="A CUDA driver call made by a graph failed.",
-    message="graph of kernel '{kernel}': a driver call failed: {got}; expected {expected}",
+    message="{kernel}: a driver call failed: {got}; expected {expected}",
     explanation="""
     Recording, instantiating, rewriting node parameters and launching are
     driver calls (`cuStreamBeginCapture`, `cuGraphInstantiate`,

@@ -51,7 +51,7 @@ class Node:
 def driver_error(call: str, code: int, name: str, kernel: str | None = None) -> Exception:
     return D.error(
         D.GRAPH_DRIVER_ERROR,
-        kernel=kernel or "graph",
+        kernel=kernel or "cute_bind.graph",
         expected="CUDA_SUCCESS (0)",
         got=f"{name} ({code}) from {call}",
         details={"cuda_error": code, "cuda_error_name": name, "call": call},

@@ -440,18 +440,18 @@ class Graph:
         self._findings = self._collect_findings()
 
     def _check_rerecordable(self, step: int, parameter: str) -> None:
-        why = ""
+        why, got = "", ""
         if self._torch_graph is not None:
-            why = "the graph was recorded through torch.cuda.graph (pool=...)"
+            why, got = "the graph was recorded through torch.cuda.graph (pool=...)", "a torch-recorded graph"
         elif self._foreign:
-            why = f"the graph holds {self._foreign} nodes besides the recorded launches"
+            why, got = f"the graph holds {self._foreign} nodes besides the recorded launches", f"{self._foreign} other nodes"
         if why:
             raise D.error(
                 D.GRAPH_CAPTURE_MISMATCH,
                 kernel=self._steps[step].kernel,
                 detail=f"parameter '{parameter}' of step {step} cannot be re-recorded: {why}",
                 expected="a graph of prepared launches only",
-                got=why,
+                got=got,
             )
 
     # ------------------------------------------------------------------ replay
