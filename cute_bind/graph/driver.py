@@ -150,20 +150,25 @@ class CudaDriver(Driver):
         if known is not None:
             return known
         kern = int(getattr(params, "kern", 0) or 0)
-        sizes: list[int] = []
-        for i in range(4096):
-            try:
-                if kern:
-                    res = self._d.cuKernelGetParamInfo(self._d.CUkernel(kern), i)
-                else:
-                    res = self._d.cuFuncGetParamInfo(params.func, i)
-            except Exception:
-                break
-            if int(res[0]) != 0:
-                break
-            sizes.append(int(res[2]))
-        self._param_sizes[func] = tuple(sizes)
-        return tuple(sizes)
+        best: list[int] = []
+        # a node names its kernel by CUfunction, or by CUkernel (library loading): ask both ways
+        queries: list[tuple[Any, Any]] = [(self._d.cuFuncGetParamInfo, params.func)] if func else []
+        if kern:
+            queries.append((self._d.cuKernelGetParamInfo, self._d.CUkernel(kern)))
+        for query, target in queries:
+            sizes: list[int] = []
+            for i in range(4096):
+                try:
+                    res = query(target, i)
+                except Exception:
+                    break
+                if int(res[0]) != 0:
+                    break
+                sizes.append(int(res[2]))
+            if len(sizes) > len(best):
+                best = sizes
+        self._param_sizes[func] = tuple(best)
+        return tuple(best)
 
     def nodes(self, graph: Any) -> list[Node]:
         _nodes, count = self._call("cuGraphGetNodes", graph, 0)
