@@ -93,9 +93,9 @@ class Finding:
 class _NodeBuffer:
     """One kernel node's parameters as the graph will next set them: our buffer, our ``void*`` array."""
 
-    __slots__ = ("handle", "buf", "cbuf", "argv", "offsets", "params")
+    __slots__ = ("handle", "buf", "cbuf", "argv", "offsets", "params", "key", "pair")
 
-    def __init__(self, driver: Driver, node: Node) -> None:
+    def __init__(self, driver: Driver, node: Node, index: int) -> None:
         assert node.kernel is not None
         blobs = node.kernel.params
         self.offsets = []
@@ -112,6 +112,8 @@ class _NodeBuffer:
         self.argv = (ctypes.c_void_p * max(1, len(blobs)))(*[base + off for off in self.offsets])
         self.handle = node.handle
         self.params = driver.params_object(node, ctypes.addressof(self.argv))
+        self.key = index  # the dirty set's key (an int hashes fast)
+        self.pair = (self.handle, self.params)  # what the replay loop passes to the driver
 
 
 class Step:
@@ -142,6 +144,7 @@ class Step:
         self.noise: dict[tuple[int, int], set[int]] = {}
         self.nodes: list[int] = []  # graph node index of each of the step's kernel nodes
         self.plan: dict[Item, list[tuple[_NodeBuffer, int]]] = {}
+        self.fast: dict[Item, list[Any]] = {}  # the pointer fast paths' targets (see Graph.updater)
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -194,7 +197,7 @@ class Graph:
         self._exec: Any = None
         self._nodes: list[Node] = []
         self._buffers: dict[int, _NodeBuffer] = {}
-        self._dirty: dict[_NodeBuffer, None] = {}
+        self._dirty: dict[int, tuple[Any, Any]] = {}  # node index -> (node handle, parameter record) to rewrite
         self._pending: set[int] = set()
         self._policy: dict[tuple[int, int], str] = {}
         self._foreign = 0
@@ -374,7 +377,7 @@ class Graph:
                 cursor = found + 1
                 step.nodes.append(found)
         self._foreign = len(nodes) - len(claimed)
-        self._buffers = {i: _NodeBuffer(self._driver, nodes[i]) for i in sorted(claimed)}
+        self._buffers = {i: _NodeBuffer(self._driver, nodes[i], i) for i in sorted(claimed)}
         self._dirty.clear()
         for step in self._steps:
             step.plan = {}
@@ -383,6 +386,18 @@ class Graph:
                     step.plan[it] = [
                         (buf, buf.offsets[loc.param] + loc.offset) for loc in eff.locations for buf in (self._buffers[step.nodes[loc.node]],)
                     ]
+            self._refresh_fast(step)
+
+    @staticmethod
+    def _refresh_fast(step: Step) -> None:
+        """Point the pointer fast paths of ``step`` at the current node buffers (one location each)."""
+        for it, ref in step.fast.items():
+            where = step.plan.get(it, [])
+            if len(where) == 1:
+                buf, off = where[0]
+                ref[:] = [buf.buf, off, buf.key, buf.pair]
+            else:
+                ref[:] = [None, 0, 0, None]
 
     @staticmethod
     def _find(nodes: Sequence[Node], kp: KernelParams, step: Step, k: int, claimed: set[int], start: int) -> int | None:
@@ -489,7 +504,18 @@ class Graph:
         for name, value in values.items():
             self._set(st, self._slot_index(st, name), value)
 
+    @staticmethod
+    def _sync(st: Step, items: Sequence[Item]) -> None:
+        """Read in-place items back from their first node location (the pointer fast path writes only there)."""
+        data = st.data
+        for it in items:
+            where = st.plan.get(it)
+            if where:
+                buf, off = where[0]
+                data[it.start : it.end] = buf.buf[off : off + it.end - it.start]
+
     def _set(self, st: Step, j: int, value: Any) -> None:
+        self._sync(st, st.slot_items[j])
         slot = st.slots[j]
         packed = slot.coerce(value, st.wheres[j])
         vals = packed if slot.packs_tuple else (packed,)
@@ -520,7 +546,7 @@ class Graph:
             data[it.start : it.end] = new
             for buf, off in st.plan.get(it, ()):
                 buf.buf[off : off + len(new)] = new
-                dirty[buf] = None
+                dirty[buf.key] = buf.pair
         scratch[:] = data
 
     def updater(self, step: Step | int | PreparedLaunch[Any], parameter: str) -> Callable[[Any], None]:
@@ -535,23 +561,38 @@ class Graph:
         set_slow = self._set
         if st.slots[j].kind == "pointer" and len(items) == 1 and st.effects[items[0]].in_place:
             it = items[0]
-            targets = tuple(st.plan.get(it, ()))
             pack = struct.Struct("<Q").pack_into
             dirty = self._dirty
-            data, start = st.data, it.start
-            bufs = dict.fromkeys(b for b, _ in targets)
+            # (bytearray, offset) pairs: the step's own copy first, then each node buffer
+            targets = ((st.data, it.start), *((buf.buf, off) for buf, off in st.plan.get(it, ())))
+            keys = tuple({buf.key: buf.pair for buf, _ in st.plan.get(it, ())}.items())
+            if len(targets) == 2 and len(keys) == 1:  # the common case: one location in one node
+                # only the node buffer is written: the step's copy is read back from it when
+                # needed (_sync), so the fast path is one pack and one dict store. ``ref``
+                # ([buffer, offset, node index, (node, record)]) is rewritten by every
+                # (re-)recording, so this function stays valid across re-records.
+                ref = st.fast.setdefault(it, [None, 0, 0, None])
 
-            def set_pointer(value: Any) -> None:
+                def set_pointer(value: Any) -> None:
+                    r = ref
+                    if value.__class__ is not int or not 0 <= value < _U64 or r[0] is None:
+                        set_slow(st, j, value)
+                        return
+                    pack(r[0], r[1], value)
+                    dirty[r[2]] = r[3]
+
+                self._refresh_fast(st)
+                return set_pointer
+
+            def set_pointer_n(value: Any) -> None:
                 if value.__class__ is not int or not 0 <= value < _U64:
                     set_slow(st, j, value)
                     return
-                for buf, off in targets:
-                    pack(buf.buf, off, value)
-                pack(data, start, value)
-                st.scratch[start : start + 8] = data[start : start + 8]
-                dirty.update(bufs)
+                for b, off in targets:
+                    pack(b, off, value)
+                dirty.update(keys)
 
-            return set_pointer
+            return set_pointer_n
 
         def set_value(value: Any) -> None:
             set_slow(st, j, value)
@@ -579,8 +620,8 @@ class Graph:
         graph_exec = self._exec
         if dirty:
             set_params = self._driver.set_kernel_params
-            for buf in dirty:
-                set_params(graph_exec, buf.handle, buf.params)
+            for node, params in dirty.values():
+                set_params(graph_exec, node, params)
             self.stats.nodes_updated += len(dirty)
             dirty.clear()
         if stream is None:
@@ -598,6 +639,8 @@ class Graph:
         t0 = time.perf_counter()
         first = min(self._pending)
         self._check_rerecordable(first, "?")
+        for s in self._steps:
+            self._sync(s, s.items)
         for index in sorted(self._pending):
             self._map(self._steps[index])
         drv = self._driver

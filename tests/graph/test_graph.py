@@ -354,3 +354,18 @@ def test_recording_leaves_the_handle_usable():
     assert np.array_equal(out, inp * np.float32(5.0))
     assert "in place" in repr(g.steps[0].effect("alpha").values()) and g.report() == ""
     g.close()
+
+
+def test_updater_stays_valid_across_rerecords():
+    out, inp, other = arr(0), arr(1), arr(2)
+    h = bind(K.scale_grid, addr(out), addr(inp), 2.0, N, 0)
+    g, (step,) = record([(h, (addr(out), addr(inp), 2.0, N, 0))], derived="rerecord")
+    set_out = g.updater(step, "out")
+    g.replay({step: {"n": 32}})  # the grid changes: re-recorded, new nodes
+    assert g.stats.rerecords == 1
+    set_out(addr(other))
+    g.replay()
+    assert np.array_equal(other[:32], inp[:32] * np.float32(2.0)) and np.array_equal(other[32:], arr(2)[32:])
+    g.replay({step: {"n": N}})  # re-records with the pointer the fast path wrote
+    assert g.stats.rerecords == 2 and np.array_equal(other, inp * np.float32(2.0))
+    g.close()

@@ -45,6 +45,7 @@ def _f32(b):
 
 # ------------------------------------------------------------------ kernel bodies (what the "device" runs)
 def _scale_body(grid, block, p):  # out[k] = inp[k] * alpha, k < n
+    np.seterr(over="ignore", invalid="ignore")
     n = _i32(p[3])
     out, inp = f32(_u64(p[0]), n), f32(_u64(p[1]), n)
     out[:] = inp * _f32(p[2])
