@@ -118,8 +118,21 @@ class CudaDriver(Driver):
         self._d = drv
         self._kernel_type = drv.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL
         self._param_sizes: dict[int, tuple[int, ...]] = {}
-        self.set_kernel_params = self._set_kernel_params  # type: ignore[method-assign]
-        self.launch = self._launch  # type: ignore[method-assign]
+        # the hot calls as closures over the binding's functions: no attribute look-ups per call
+        set_params, graph_launch = drv.cuGraphExecKernelNodeSetParams, drv.cuGraphLaunch
+
+        def set_kernel_params(graph_exec: Any, node: Any, params: Any) -> None:
+            (err,) = set_params(graph_exec, node, params)
+            if err:  # CUresult is an int enum: CUDA_SUCCESS is falsy
+                raise driver_error("cuGraphExecKernelNodeSetParams", int(err), str(getattr(err, "name", err)))
+
+        def launch(graph_exec: Any, stream: Any) -> None:
+            (err,) = graph_launch(graph_exec, stream)
+            if err:
+                raise driver_error("cuGraphLaunch", int(err), str(getattr(err, "name", err)))
+
+        self.set_kernel_params = set_kernel_params  # type: ignore[method-assign]
+        self.launch = launch  # type: ignore[method-assign]
 
     def _check(self, call: str, result: Any) -> Any:
         err = result[0]
@@ -213,22 +226,12 @@ class CudaDriver(Driver):
         p.extra = 0
         return p
 
-    def _set_kernel_params(self, graph_exec: Any, node: Any, params: Any) -> None:
-        (err,) = self._d.cuGraphExecKernelNodeSetParams(graph_exec, node, params)
-        if err:
-            raise driver_error("cuGraphExecKernelNodeSetParams", int(err), str(getattr(err, "name", err)))
-
-    def _launch(self, graph_exec: Any, stream: Any) -> None:
-        (err,) = self._d.cuGraphLaunch(graph_exec, stream)
-        if err:
-            raise driver_error("cuGraphLaunch", int(err), str(getattr(err, "name", err)))
-
-    # the abstract methods, bound per instance in __init__ to skip a dispatch on the hot path
+    # replaced per instance in __init__ by closures (no dispatch on the hot path)
     def set_kernel_params(self, graph_exec: Any, node: Any, params: Any) -> None:
-        self._set_kernel_params(graph_exec, node, params)
+        raise NotImplementedError
 
     def launch(self, graph_exec: Any, stream: Any) -> None:
-        self._launch(graph_exec, stream)
+        raise NotImplementedError
 
     def destroy_graph(self, graph: Any) -> None:
         self._call("cuGraphDestroy", graph)
