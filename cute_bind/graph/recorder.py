@@ -117,7 +117,7 @@ class _NodeBuffer:
 
 
 class Step:
-    """One recorded launch: ``g.launch(handle, ...)`` returns it; pass it to :meth:`Graph.replay` to update it."""
+    """One recorded launch: ``g.launch(handle, ...)`` returns it; name it in ``g.replay(...)`` to update it."""
 
     def __init__(self, graph: Graph, index: int, handle: PreparedLaunch[Any], data: bytes) -> None:
         sh = handle._shared
@@ -165,8 +165,8 @@ def _stream_handle(stream: Any) -> int:
 class Graph:
     """Prepared launches recorded as one CUDA graph, replayable with new values.
 
-    Made by :func:`cute_bind.graph`. Inside its ``with`` block,
-    :meth:`launch` records; afterwards :meth:`replay` launches the graph,
+    Made by ``cute_bind.graph(...)``. Inside its ``with`` block,
+    ``launch`` records; afterwards ``replay`` launches the graph,
     optionally with new values for some parameters of some steps. One thread
     at a time; the recorded handles must not be launched by others while the
     graph records or re-records (it writes their storage to capture them).
@@ -497,7 +497,7 @@ class Graph:
             ) from None
 
     def update(self, step: Step | int | PreparedLaunch[Any], /, **values: Any) -> None:
-        """Stage new values for parameters of ``step``; the next :meth:`replay` runs with them."""
+        """Stage new values for parameters of ``step``; the next ``replay`` runs with them."""
         if self._state != "ready":
             raise self._misuse("updates apply to a recorded graph", "a recorded graph", f"a graph that is {self._state}")
         st = self._step(step)
@@ -553,7 +553,7 @@ class Graph:
         """A function that stages a new value of ``parameter`` of ``step`` (the replay loop's fast path).
 
         For a pointer rewritten in place it writes an int address straight
-        into the node buffers; other values go through :meth:`update`'s checks.
+        into the node buffers; other values go through ``update``'s checks.
         """
         st = self._step(step)
         j = self._slot_index(st, parameter)
@@ -715,6 +715,6 @@ def graph(stream: Any = None, *, derived: Policy = "fixed", pool: Any = None, dr
     ``pool``: a torch graph pool (``torch.cuda.graph_pool_handle()``) to
     record through ``torch.cuda.graph``, so torch allocations inside the
     block come from it. ``driver``: the driver calls (default: CUDA through
-    ``cuda.bindings``; :class:`cute_bind.graph.fake.FakeDriver` on a CPU).
+    ``cuda.bindings``; ``cute_bind.graph.fake.FakeDriver`` on a CPU).
     """
     return Graph(stream, derived=derived, pool=pool, driver=driver)
