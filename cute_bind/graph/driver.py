@@ -222,8 +222,7 @@ class CudaDriver(Driver):
         for field in ("kern", "ctx"):
             if hasattr(src, field) and hasattr(p, field):
                 setattr(p, field, getattr(src, field))
-        p.kernelParams = argv_address
-        p.extra = 0
+        p.kernelParams = argv_address  # ``extra`` stays NULL: the arguments come from our array
         return p
 
     # replaced per instance in __init__ by closures (no dispatch on the hot path)

@@ -87,7 +87,8 @@ class Finding:
     def error(self) -> CuteBindError:
         """The finding as its catalog error (what ``derived="error"`` raises)."""
         f = self._fields()
-        return D.error(D.lookup(self.code), kernel=f["kernel"], parameter=f["parameter"], expected=f["expected"], got=f["got"])
+        diagnostic = D.GRAPH_VALUE_SHAPES_LAUNCH if self.code == "CB802" else D.GRAPH_VALUE_TRANSFORMED
+        return D.error(diagnostic, kernel=f["kernel"], parameter=f["parameter"], expected=f["expected"], got=f["got"])
 
 
 class _NodeBuffer:
