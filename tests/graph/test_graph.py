@@ -369,3 +369,11 @@ def test_updater_stays_valid_across_rerecords():
     g.replay({step: {"n": N}})  # re-records with the pointer the fast path wrote
     assert g.stats.rerecords == 2 and np.array_equal(other, inp * np.float32(2.0))
     g.close()
+
+
+def test_a_launch_that_captures_differently_each_time_is_cb805():
+    out = arr(0)
+    h = cute_bind.kernel(K.flaky).bind(addr(out), N, 0, K.BOX, K.COUNTER)
+    with pytest.raises(cute_bind.LaunchRuntimeError) as info:
+        record([(h, (addr(out), N, 0))])
+    assert info.value.code == "CB805" and "captured twice alike" in str(info.value)

@@ -134,3 +134,17 @@ def tensor_scale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, str
     """A dynamic 1-D tensor: address passes through, the extent sizes the grid (CB802)."""
     m = cute.size(out)
     fake_launch(box, 6, (m + 127) // 128, 128, ("ptr", out.iterator), ("ptr", inp.iterator), ("i32", m), ("f32", alpha))
+
+
+_COUNTER = (ctypes.c_int64 * 1)()
+COUNTER = ctypes.addressof(_COUNTER)
+
+
+@cute.jit
+def flaky(out: F32, n: cutlass.Int32, stream: cuda.CUstream, box: cutlass.Constexpr[int], counter: cutlass.Constexpr[int]):
+    """Launches one kernel, and a second one every other call: not reproducible (CB805)."""
+    c = cute.make_tensor(cute.make_ptr(cutlass.Int64, counter, cute.AddressSpace.generic, assumed_align=8), cute.make_layout(1))
+    c[0] = c[0] + 1
+    fake_launch(box, 1, 1, 32, ("ptr", out), ("ptr", out), ("f32", cutlass.Float32(1.0)), ("i32", n))
+    if c[0] % 2 == 0:
+        fake_launch(box, 1, 1, 32, ("ptr", out), ("ptr", out), ("f32", cutlass.Float32(1.0)), ("i32", n))
