@@ -168,18 +168,28 @@ class CudaDriver(Driver):
         queries: list[tuple[Any, Any]] = [(self._d.cuFuncGetParamInfo, params.func)] if func else []
         if kern:
             queries.append((self._d.cuKernelGetParamInfo, self._d.CUkernel(kern)))
+        failure: tuple[int, str] | None = None
         for query, target in queries:
             sizes: list[int] = []
             for i in range(4096):
                 try:
                     res = query(target, i)
-                except Exception:
+                except Exception as exc:
+                    failure = failure or (-1, f"{type(exc).__name__}: {exc}"[:160])
                     break
                 if int(res[0]) != 0:
+                    # past the last parameter the call answers CUDA_ERROR_INVALID_VALUE (1);
+                    # anything else at the first one means the sizes cannot be read at all
+                    if i == 0 and int(res[0]) != 1:
+                        failure = failure or (int(res[0]), str(getattr(res[0], "name", res[0])))
                     break
                 sizes.append(int(res[2]))
             if len(sizes) > len(best):
                 best = sizes
+        if not best and failure is not None and int(params.kernelParams or 0):
+            # without the sizes no value could be found in the parameters: refuse rather than
+            # report every value as unused (replays would then silently change nothing)
+            raise driver_error("cuFuncGetParamInfo", *failure)
         self._param_sizes[func] = tuple(best)
         return tuple(best)
 

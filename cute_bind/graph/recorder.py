@@ -338,6 +338,14 @@ class Graph:
                     expected="the same kernel nodes for the same values",
                     got=base.failed or again.failed or f"{len(base.nodes)} and {len(again.nodes)} nodes",
                 )
+            if not base.nodes:
+                raise D.error(
+                    D.GRAPH_CAPTURE_MISMATCH,
+                    kernel=step.kernel,
+                    detail=f"step {step.index} put no node into the capture (did it launch on the graph's stream?)",
+                    expected=f"kernel launches on stream {self._stream_handle}",
+                    got="no nodes",
+                )
             noise = noise_mask(base, again)
             effects: dict[Item, Effect] = {}
             for it in step.items:

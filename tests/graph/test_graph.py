@@ -377,3 +377,11 @@ def test_a_launch_that_captures_differently_each_time_is_cb805():
     with pytest.raises(cute_bind.LaunchRuntimeError) as info:
         record([(h, (addr(out), N, 0))])
     assert info.value.code == "CB805" and "captured twice alike" in str(info.value)
+
+
+def test_a_launch_that_adds_no_node_is_cb805():
+    out = arr(0)
+    h = bind(K.no_launch, addr(out), 3, 0)
+    with pytest.raises(cute_bind.LaunchRuntimeError) as info:
+        record([(h, (addr(out), 3, 0))])
+    assert info.value.code == "CB805" and "no node" in str(info.value)

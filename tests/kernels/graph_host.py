@@ -148,3 +148,10 @@ def flaky(out: F32, n: cutlass.Int32, stream: cuda.CUstream, box: cutlass.Conste
     fake_launch(box, 1, 1, 32, ("ptr", out), ("ptr", out), ("f32", cutlass.Float32(1.0)), ("i32", n))
     if c[0] % 2 == 0:
         fake_launch(box, 1, 1, 32, ("ptr", out), ("ptr", out), ("f32", cutlass.Float32(1.0)), ("i32", n))
+
+
+@cute.jit
+def no_launch(out: F32, n: cutlass.Int32, stream: cuda.CUstream, box: cutlass.Constexpr[int]):
+    """Launches nothing (as a launch on another stream would leave the capture empty)."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    o[0] = cutlass.Float32(n)
