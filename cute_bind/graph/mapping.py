@@ -37,9 +37,9 @@ LAUNCH_EFFECTS = ("launches", "grid", "block", "shared memory")
 IN_PLACE = ("in place", "unused")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Item:
-    """One value in a handle's storage."""
+    """One value in a handle's storage (compared and hashed by identity: each step has its own)."""
 
     slot: int  # index of the parameter
     parameter: str

@@ -146,6 +146,8 @@ class Step:
         self.nodes: list[int] = []  # graph node index of each of the step's kernel nodes
         self.plan: dict[Item, list[tuple[_NodeBuffer, int]]] = {}
         self.fast: dict[Item, list[Any]] = {}  # the pointer fast paths' targets (see Graph.updater)
+        # per parameter: (item, effect, node locations) of each non-stream item, for updates
+        self.state: list[list[tuple[Item, Effect, list[tuple[_NodeBuffer, int]]]]] = []
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -395,6 +397,9 @@ class Graph:
                     step.plan[it] = [
                         (buf, buf.offsets[loc.param] + loc.offset) for loc in eff.locations for buf in (self._buffers[step.nodes[loc.node]],)
                     ]
+            step.state = [
+                [(it, step.effects[it], step.plan.get(it, [])) for it in items if it in step.effects] for items in step.slot_items
+            ]
             self._refresh_fast(step)
 
     @staticmethod
@@ -524,7 +529,6 @@ class Graph:
                 data[it.start : it.end] = buf.buf[off : off + it.end - it.start]
 
     def _set(self, st: Step, j: int, value: Any) -> None:
-        self._sync(st, st.slot_items[j])
         slot = st.slots[j]
         packed = slot.coerce(value, st.wheres[j])
         vals = packed if slot.packs_tuple else (packed,)
@@ -533,30 +537,36 @@ class Graph:
         for s, off, n in st.writers[j]:
             s.pack_into(scratch, off, *vals[k : k + n])
             k += n
-        changed = [it for it in st.slot_items[j] if it.role != "stream" and scratch[it.start : it.end] != data[it.start : it.end]]
-        derived = [it for it in changed if not st.effects[it].in_place]
+        changed = []
+        for it, eff, where in st.state[j]:  # stream items are not in it
+            a, b = it.start, it.end
+            new = scratch[a:b]
+            # an in-place item's current value is in its node buffer (the pointer fast path writes only there)
+            cur = where[0][0].buf[where[0][1] : where[0][1] + b - a] if where else data[a:b]
+            if new != cur:
+                changed.append((it, eff, where, new))
+        if not changed:
+            return
+        derived = [c for c in changed if not c[1].in_place]
         if derived:
             policy = self._policy.get((st.index, j), "rerecord" if self._derived == "rerecord" else "fixed")
             if policy != "rerecord":
-                scratch[:] = data
-                it = derived[0]
+                it, eff = derived[0][0], derived[0][1]
                 raise D.error(
                     D.GRAPH_FIXED_VALUE_CHANGED,
                     kernel=st.kernel,
                     parameter=st.names[j],
-                    detail=f"{it.name}: {st.effects[it].how}, in step {st.index}",
+                    detail=f"{it.name}: {eff.how}, in step {st.index}",
                     expected="the recorded value (policy 'fixed')",
                     got=repr(value),
                 )
             self._pending.add(st.index)
         dirty = self._dirty
-        for it in changed:
-            new = bytes(scratch[it.start : it.end])
+        for it, _eff, where, new in changed:
             data[it.start : it.end] = new
-            for buf, off in st.plan.get(it, ()):
+            for buf, off in where:
                 buf.buf[off : off + len(new)] = new
                 dirty[buf.key] = buf.pair
-        scratch[:] = data
 
     def updater(self, step: Step | int | PreparedLaunch[Any], parameter: str) -> Callable[[Any], None]:
         """A function that stages a new value of ``parameter`` of ``step`` (the replay loop's fast path).
