@@ -380,7 +380,7 @@ class Graph:
                     raise D.error(
                         D.GRAPH_CAPTURE_MISMATCH,
                         kernel=step.kernel,
-                        detail=f"kernel node {k} of step {step.index} is not in the recorded graph",
+                        detail=f"kernel node {k} of step {step.index} is not in the recorded graph (was it launched on the graph's stream?)",
                         expected="the launch's nodes, as captured on their own",
                         got=f"{sum(n.kernel is not None for n in nodes)} kernel nodes, none with these parameters",
                     )
