@@ -77,6 +77,8 @@ MAPPING = [
     # narrow signed integers widened by the host function are not their own bytes; unsigned and bool are
     (K.mix, lambda b: (addr(b[3]), -5, 300, 7, -(2**40), 0.25, True, 0),
      {"out": "in place", "i8": "transformed", "i16": "transformed", "u32": "in place", "i64": "in place", "d": "in place", "flag": "in place"}),
+    (K.axpby, lambda b: (addr(b[0]), (addr(b[1]), addr(b[2])), (0.5, -2.0), N, 0),
+     {"out": "in place", "ins[0]": "in place", "ins[1]": "in place", "scales[0]": "in place", "scales[1]": "in place", "n": "in place"}),
     (K.tensor_scale, lambda b: (b[0], b[1], 2.0, 0),
      {"out.address": "in place", "out.extent[0]": "grid", "inp.address": "in place", "inp.extent[0]": "unused", "alpha": "in place"}),
 ]  # fmt: skip
@@ -385,3 +387,15 @@ def test_a_launch_that_adds_no_node_is_cb805():
     with pytest.raises(cute_bind.LaunchRuntimeError) as info:
         record([(h, (addr(out), 3, 0))])
     assert info.value.code == "CB805" and "no node" in str(info.value)
+
+
+def test_sequence_slots_update_per_element():
+    out, a, b, c = arr(0), arr(1), arr(2), arr(3)
+    h = bind(K.axpby, addr(out), (addr(a), addr(b)), (1.0, 1.0), N, 0)
+    g, (step,) = record([(h, (addr(out), (addr(a), addr(b)), (1.0, 1.0), N, 0))])
+    before = FAKE.calls["set_kernel_params"]
+    g.replay({step: {"ins": (addr(a), addr(c)), "scales": [0.5, -2.0]}})
+    ref = np.zeros_like(out)
+    eager([(h, (addr(ref), (addr(a), addr(c)), (0.5, -2.0), N, 0))])
+    assert out.tobytes() == ref.tobytes() and FAKE.calls["set_kernel_params"] == before + 1
+    g.close()

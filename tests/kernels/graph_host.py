@@ -82,7 +82,14 @@ def _tensor_body(grid, block, p):  # out[k] = inp[k] * alpha over a 1-D tensor o
     f32(_u64(p[0]), m)[:] = f32(_u64(p[1]), m) * _f32(p[3])
 
 
+def _axpby_body(grid, block, p):  # out[k] = a[k] * sa + b[k] * sb, k < n
+    n = _i32(p[5])
+    a, b = f32(_u64(p[1]), n), f32(_u64(p[2]), n)
+    f32(_u64(p[0]), n)[:] = a * _f32(p[3]) + b * _f32(p[4])
+
+
 FAKE.kernel(1, "scale", (8, 8, 4, 4), _scale_body)
+FAKE.kernel(7, "axpby", (8, 8, 8, 4, 4, 4), _axpby_body)
 FAKE.kernel(2, "scale_doubled_n", (8, 8, 4, 4), _scale2_body)
 FAKE.kernel(3, "add", (8, 8, 8, 4), _add_body)
 FAKE.kernel(4, "tensor_map", (8, 128, 4), _map_body)
@@ -155,3 +162,10 @@ def no_launch(out: F32, n: cutlass.Int32, stream: cuda.CUstream, box: cutlass.Co
     """Launches nothing (as a launch on another stream would leave the capture empty)."""
     o = cute.make_tensor(out, cute.make_layout(1))
     o[0] = cutlass.Float32(n)
+
+
+@cute.jit
+def axpby(out: F32, ins: tuple[F32, F32], scales: tuple[cutlass.Float32, cutlass.Float32], n: cutlass.Int32, stream: cuda.CUstream,
+          box: cutlass.Constexpr[int]):  # fmt: skip
+    """Sequence slots: a tuple of pointers and a tuple of scalars, every element passing straight through."""
+    fake_launch(box, 7, 2, 64, ("ptr", out), ("ptr", ins[0]), ("ptr", ins[1]), ("f32", scales[0]), ("f32", scales[1]), ("i32", n))
