@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+from collections import abc
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 from .. import diagnostics as D
 from ..diagnostics.errors import CuteBindError
 from ..launch import PreparedLaunch
+from ..launch.arguments import bind_arguments
 from ..slots import StreamKind, Where
 from .driver import CudaDriver, Driver, KernelParams, Node
 from .mapping import LAUNCH_EFFECTS, Capture, Effect, Item, classify, combine, items_of, noise_mask, probe_values
@@ -510,6 +512,11 @@ class Graph:
                 f"step {step.index} has no runtime parameter '{parameter}'", ", ".join(step.names), repr(parameter)
             ) from None
 
+    @staticmethod
+    def _bind_all(st: Step, args: Sequence[Any]) -> dict[str, Any]:
+        sh = st.handle._shared
+        return bind_arguments(sh.kernel, sh.names, frozenset(), sh.defaults, tuple(args), {}, sh.hints, sh.constexpr_names)
+
     def update(self, step: Step | int | PreparedLaunch[Any], /, **values: Any) -> None:
         """Stage new values for parameters of ``step``; the next ``replay`` runs with them."""
         if self._state != "ready":
@@ -618,8 +625,11 @@ class Graph:
 
         return set_value
 
-    def replay(self, updates: Mapping[Step | int | PreparedLaunch[Any], Mapping[str, Any]] | None = None, /, *, stream: Any = None) -> None:
-        """Launch the graph, after applying ``updates`` ({step: {parameter: value}}).
+    def replay(
+        self, updates: Mapping[Step | int | PreparedLaunch[Any], Mapping[str, Any] | Sequence[Any]] | None = None, /, *, stream: Any = None
+    ) -> None:
+        """Launch the graph, after applying ``updates``: ``{step: {parameter: value}}``, or
+        ``{step: (arguments...)}`` with the step's whole argument list as its handle's ``launch`` takes it.
 
         Values that pass straight through are rewritten in the executable
         graph's kernel nodes; a changed derived value raises CB803 or, under
@@ -631,7 +641,9 @@ class Graph:
         if updates:
             for key, values in updates.items():
                 st = self._step(key)
-                for name, value in values.items():
+                # the whole argument list (as handle.launch takes it), or some parameters by name
+                named = values if isinstance(values, abc.Mapping) else self._bind_all(st, values)
+                for name, value in named.items():
                     self._set(st, self._slot_index(st, name), value)
         if self._pending:
             self._rerecord()

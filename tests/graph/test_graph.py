@@ -399,3 +399,19 @@ def test_sequence_slots_update_per_element():
     eager([(h, (addr(ref), (addr(a), addr(c)), (0.5, -2.0), N, 0))])
     assert out.tobytes() == ref.tobytes() and FAKE.calls["set_kernel_params"] == before + 1
     g.close()
+
+
+def test_updates_as_whole_argument_lists():
+    handles = _chain_handles()
+    args = _chain_args(((0, 1.0, N), (1.0, N), (1.0, N)))
+    g, steps = record(list(zip(handles, args)))
+    new = _chain_args(((2, -1.5, 40), (0.25, 33), (3.0, N)))
+    _reset()
+    g.replay({s: a for s, a in zip(steps, new)})
+    replayed = _snapshot()
+    _reset()
+    eager(list(zip(handles, new)))
+    assert all(x.tobytes() == y.tobytes() for x, y in zip(replayed, _snapshot()))
+    with pytest.raises(cute_bind.LaunchArgumentError):
+        g.replay({steps[0]: new[0][:2]})  # too few arguments: the handle's own CB201
+    g.close()
