@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 import cute_bind  # noqa: E402
 from cute_bind.bench.kernels import scale  # noqa: E402
-from tests.kernels.gpu import scale_fixed_grid, tensor2d  # noqa: E402
+from tests.kernels.gpu import scale_fixed_grid, scale_twice, tensor2d  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -200,4 +200,27 @@ def test_replay_on_another_torch_stream_orders_with_torch_work():
             results.append(y.sum())
     t.synchronize()
     assert [float(r) for r in results] == [float(i) * (i + 1) * N for i in range(10)]
+    g.close()
+
+
+def test_two_kernels_in_one_launch_bitwise():
+    """One host function, two kernel nodes; inp reaches the first, tmp both."""
+    k = cute_bind.kernel(scale_twice)
+    s = torch.cuda.Stream()
+    x, t, y = fresh(5), torch.empty(N, device="cuda"), torch.empty(N, device="cuda")
+    h = k.bind(y, t, x, 1.0, 1.0, N, s)
+    h.launch(y, t, x, 1.0, 1.0, N, s)
+    s.synchronize()
+    with cute_bind.graph(s) as g:
+        step = g.launch(h, y, t, x, 2.0, 3.0, N, s)
+    assert g.findings == () and len(step.nodes) == 2
+    for r in range(3):
+        x2, t2, y2 = fresh(60 + r), torch.empty(N, device="cuda"), nan_like(x)
+        g.replay({step: {"out": y2, "tmp": t2, "inp": x2, "a": 0.5 + r, "b": -1.5 - r}})
+        s.synchronize()
+        ref, tref = nan_like(x), torch.empty(N, device="cuda")
+        h.launch(ref, tref, x2, 0.5 + r, -1.5 - r, N, s)
+        s.synchronize()
+        assert same_bits(y2, ref)
+    assert g.stats.nodes_updated == 6  # both nodes each round
     g.close()

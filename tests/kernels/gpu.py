@@ -133,3 +133,12 @@ def scale_fixed_grid(out: cute_bind.Pointer[cutlass.Float32, 16, G], inp: cute_b
                      n: cutlass.Int32, stream: cuda.CUstream):  # fmt: skip
     """out[k] = inp[k] * alpha for k < n with a fixed grid (a grid-stride loop): n is an ordinary kernel parameter."""
     _scale_strided_kernel(out, inp, alpha, n).launch(grid=(FIXED_BLOCKS, 1, 1), block=(T, 1, 1), stream=stream)
+
+
+@cute.jit
+def scale_twice(out: cute_bind.Pointer[cutlass.Float32, 16, G], tmp: cute_bind.Pointer[cutlass.Float32, 16, G],
+                inp: cute_bind.Pointer[cutlass.Float32, 16, G], a: cutlass.Float32, b: cutlass.Float32, n: cutlass.Int32,
+                stream: cuda.CUstream):  # fmt: skip
+    """Two kernels from one host function: tmp = inp * a, then out = tmp * b (fixed grids)."""
+    _scale_strided_kernel(tmp, inp, a, n).launch(grid=(FIXED_BLOCKS, 1, 1), block=(T, 1, 1), stream=stream)
+    _scale_strided_kernel(out, tmp, b, n).launch(grid=(FIXED_BLOCKS, 1, 1), block=(T, 1, 1), stream=stream)
