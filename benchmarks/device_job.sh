@@ -7,6 +7,10 @@
 # Writes env.txt, pytest.txt, authoring.txt, tutorials.txt, bench.txt/json (C fast path) and
 # bench_pure.txt/json (pure-Python fast path) under $OUT (or ./device-out),
 # and prints a short summary last.
+# Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path),
+# bench_pure.txt/json (pure-Python fast path) and graph_bench.txt/json
+# (cute_bind.graph host cost per kernel) under $OUT (or ./device-out), and
+# prints a short summary last.
 set -u
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
@@ -29,6 +33,9 @@ pytest_rc=$?
 python3 -m pytest -q -p no:cacheprovider -rs tests/docs/test_readme.py tests/jit/test_decorator_forms.py \
   tests/gpu/test_decorator_forms_gpu.py > "$OUT/authoring.txt" 2>&1
 authoring_rc=$?
+echo "==== graph recording through the fake driver: tests/graph (own run: needs numpy and hypothesis)" >> "$OUT/pytest.txt"
+python3 -m pytest -q -p no:cacheprovider tests/graph >> "$OUT/pytest.txt" 2>&1
+graph_tests_rc=$?
 echo "==== pure-Python fast path: tests/gpu" >> "$OUT/pytest.txt"
 CUTE_BIND_PURE_PYTHON=1 python3 -m pytest -q -p no:cacheprovider tests/gpu >> "$OUT/pytest.txt" 2>&1
 pure_rc=$?
@@ -43,9 +50,15 @@ R=${BENCH_REPEATS:-21} I=${BENCH_ITERS:-2000}
 python3 -m cute_bind bench --repeats "$R" --iters "$I" --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
 bench_rc=$?
 CUTE_BIND_PURE_PYTHON=1 python3 -m cute_bind bench --repeats "$R" --iters "$I" --json "$OUT/bench_pure.json" > "$OUT/bench_pure.txt" 2>&1
+timeout 900 python3 benchmarks/graph_bench.py --chains 1,10,100 --repeats "${GRAPH_REPEATS:-7}" --iters "${GRAPH_ITERS:-300}" \
+  --json "$OUT/graph_bench.json" > "$OUT/graph_bench.txt" 2>&1
+graph_rc=$?
 echo "---- env";       cat "$OUT/env.txt"
 echo "---- pytest rc=$pytest_rc (pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 4
 echo "---- README examples on the GPU + decorator forms rc=$authoring_rc"; grep -E "passed|failed|error|SKIPPED" "$OUT/authoring.txt" | tail -n 5
 echo "---- tutorials failed=$tut_fail"; grep -E "^=== .*: (ok|FAILED)" "$OUT/tutorials.txt"
 echo "---- bench rc=$bench_rc"; cat "$OUT/bench.txt"
 echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|bare engine call|TVM|^launch|^direct|^Verdict" "$OUT/bench_pure.txt"
+echo "---- pytest rc=$pytest_rc (tests/graph rc=$graph_tests_rc, pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 6
+echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|bare engine call|TVM|^launch|^direct" "$OUT/bench_pure.txt"
+echo "---- graph bench rc=$graph_rc (us per kernel, host; bitwise = replay vs one-by-one)"; cat "$OUT/graph_bench.txt"

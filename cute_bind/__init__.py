@@ -22,6 +22,8 @@ from .diagnostics.errors import (
 )
 from .jit import Kernel, check_function, kernel
 from .launch import PreparedLaunch, prepare
+from . import graph as _graph_room  # noqa: F401  (the room first: the name below is its recording function)
+from .graph import Graph, graph
 from ._types import Pointer, PointerSpec, Tensor, TensorSpec
 
 __version__ = "0.2.0"
@@ -32,6 +34,7 @@ __all__ = [
     "CuteBindError",
     "DSLCompatibilityError",
     "Diagnostic",
+    "Graph",
     "Kernel",
     "KernelCompileError",
     "KernelDefinitionError",
@@ -47,6 +50,7 @@ __all__ = [
     "__version__",
     "check_function",
     "error",
+    "graph",
     "kernel",
     "lookup",
     "prepare",

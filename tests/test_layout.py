@@ -112,6 +112,7 @@ ALLOWED = {
     "static": {"diagnostics", "_whitelist"},
     "mypy": {"static"},
     "bench": {"diagnostics", "_dsl", "_types", "slots", "launch", "jit"},
+    "graph": {"diagnostics", "_dsl", "slots", "launch"},
 }
 
 

@@ -375,6 +375,18 @@ class PreparedLaunch(Generic[P]):
             self._owner = None
             self._lock.release()
 
+    def _call_with(self, data: bytes) -> None:
+        """Write ``data`` (``storage_bytes()``-shaped) over the runtime slots and call the entry point.
+
+        For ``cute_bind.graph``, which replays a recorded launch's bytes (and
+        probe variants of them) under stream capture; raises like ``launch``
+        (CB401 on a CUDA result, CB402/CB404 once unloaded or closed).
+        """
+        self._storage[: len(data)] = data
+        self._call(self._argv_address)
+        if self._shared.entry.result_ctype is not None and self._result_view[0]:
+            self._fail()
+
     def _fail(self) -> None:
         code = int(self._result_view[0])
         self._result_view[0] = 0

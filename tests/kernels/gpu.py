@@ -112,3 +112,33 @@ def seq_axpby(out: cute_bind.Pointer[cutlass.Float32, 16, G], ins: tuple[cute_bi
               scales: tuple[cutlass.Float32, cutlass.Float32], n: cutlass.Int32, stream: cuda.CUstream):  # fmt: skip
     """out = ins[0] * scales[0] + ins[1] * scales[1] (a tuple of pointers and a tuple of scalars)."""
     _seq_kernel(out, ins[0], ins[1], scales[0], scales[1], n).launch(grid=((n + T - 1) // T, 1, 1), block=(T, 1, 1), stream=stream)
+
+
+# ------------------------------------------------------------------ graphs: every value passes straight through
+FIXED_BLOCKS = 16
+
+
+@cute.kernel
+def _scale_strided_kernel(out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32):
+    o = cute.make_tensor(out, cute.make_layout(n))
+    x = cute.make_tensor(inp, cute.make_layout(n))
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    for k in cutlass.range(bidx * T + tidx, n, FIXED_BLOCKS * T):
+        o[k] = x[k] * alpha
+
+
+@cute.jit
+def scale_fixed_grid(out: cute_bind.Pointer[cutlass.Float32, 16, G], inp: cute_bind.Pointer[cutlass.Float32, 16, G], alpha: cutlass.Float32,
+                     n: cutlass.Int32, stream: cuda.CUstream):  # fmt: skip
+    """out[k] = inp[k] * alpha for k < n with a fixed grid (a grid-stride loop): n is an ordinary kernel parameter."""
+    _scale_strided_kernel(out, inp, alpha, n).launch(grid=(FIXED_BLOCKS, 1, 1), block=(T, 1, 1), stream=stream)
+
+
+@cute.jit
+def scale_twice(out: cute_bind.Pointer[cutlass.Float32, 16, G], tmp: cute_bind.Pointer[cutlass.Float32, 16, G],
+                inp: cute_bind.Pointer[cutlass.Float32, 16, G], a: cutlass.Float32, b: cutlass.Float32, n: cutlass.Int32,
+                stream: cuda.CUstream):  # fmt: skip
+    """Two kernels from one host function: tmp = inp * a, then out = tmp * b (fixed grids)."""
+    _scale_strided_kernel(tmp, inp, a, n).launch(grid=(FIXED_BLOCKS, 1, 1), block=(T, 1, 1), stream=stream)
+    _scale_strided_kernel(out, tmp, b, n).launch(grid=(FIXED_BLOCKS, 1, 1), block=(T, 1, 1), stream=stream)

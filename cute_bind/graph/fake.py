@@ -1,0 +1,254 @@
+"""A CPU emulation of the driver calls a graph makes, for tests and examples without a GPU.
+
+Host functions "launch" a kernel by writing a launch record into the
+driver's mailbox, a host array at a fixed address they receive as a
+compile-time constant (``cutlass.Constexpr[int]``), so that the mailbox is no
+runtime slot. A record is :data:`RECORD` 64-bit cells: the kernel id, grid x, y,
+z, block x, dynamic shared memory, then the parameters, each starting on a new
+cell (a 4-byte parameter in the low half, a 128-byte one over 16 cells), and
+cell 0 of the mailbox counts the records. While a stream captures, new records
+become kernel nodes of its graph; otherwise :meth:`FakeDriver.synchronize`
+runs them. Running a kernel node calls the Python body registered for its id
+with the node's parameter bytes.
+
+Executable graphs copy the node parameters, :meth:`FakeDriver.set_kernel_params`
+reads the new ones through the ``void*`` array it is given (as the driver
+does), :meth:`FakeDriver.launch` runs the nodes in order. ``fail(call, code)``
+makes the next such call fail with that ``CUresult``; ``calls`` counts every
+call by name.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .driver import Driver, KernelParams, Node, driver_error
+
+__all__ = ["FakeDriver", "FakeKernel", "RECORD", "HEADER"]
+
+#: Cells (int64) per launch record.
+RECORD = 40
+#: Cells before a record's parameters: kernel id, grid x/y/z, block x, shared memory.
+HEADER = 6
+
+Body = Callable[[tuple[int, int, int], tuple[int, int, int], list[bytes]], None]
+
+
+@dataclass(frozen=True)
+class FakeKernel:
+    """A kernel the fake can run: its parameter sizes and a Python body over their bytes."""
+
+    kid: int
+    name: str
+    param_sizes: tuple[int, ...]
+    body: Body | None = None
+
+
+@dataclass
+class _FakeGraph:
+    nodes: list[Node] = field(default_factory=list)
+    destroyed: bool = False
+
+
+@dataclass
+class _FakeExec:
+    graph: _FakeGraph
+    params: dict[int, KernelParams]  # id(node handle) -> current parameters
+    destroyed: bool = False
+
+
+class _FakeNodeHandle:
+    __slots__ = ("serial",)
+
+    def __init__(self, serial: int) -> None:
+        self.serial = serial
+
+    def __repr__(self) -> str:
+        return f"<fake node {self.serial}>"
+
+
+class FakeDriver(Driver):
+    """The driver calls of a graph, emulated on host memory."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._box = (ctypes.c_int64 * (1 + capacity * RECORD))()
+        self._capacity = capacity
+        #: address of the mailbox (pass it to host functions as a Constexpr)
+        self.mailbox = ctypes.addressof(self._box)
+        self.kernels: dict[int, FakeKernel] = {}
+        self.calls: Counter[str] = Counter()
+        self._capturing: dict[int, list[Node]] = {}
+        self._fail: dict[str, int] = {}
+        self._serial = itertools.count(1)
+        #: kernel nodes run so far (by launches and synchronize)
+        self.executed = 0
+
+    # ------------------------------------------------------------------ set-up
+    def kernel(self, kid: int, name: str, param_sizes: tuple[int, ...], body: Body | None = None) -> FakeKernel:
+        """Register the kernel that records with id ``kid`` launch."""
+        k = FakeKernel(kid, name, tuple(param_sizes), body)
+        self.kernels[kid] = k
+        return k
+
+    def fail(self, call: str, code: int = 1) -> None:
+        """Make the next call named ``call`` (e.g. ``"launch"``) fail with CUresult ``code``."""
+        self._fail[call] = code
+
+    def _enter(self, call: str) -> None:
+        self.calls[call] += 1
+        code = self._fail.pop(call, None)
+        if code is not None:
+            raise driver_error(call, code, "CUDA_ERROR_FAKE")
+
+    # ------------------------------------------------------------------ the mailbox
+    def _drain(self) -> list[Node]:
+        box = self._box
+        count = int(box[0])
+        if count > self._capacity:
+            raise driver_error("launch record", 2, "CUDA_ERROR_OUT_OF_MEMORY (mailbox full)")
+        nodes = []
+        raw = ctypes.string_at(self.mailbox + 8, count * RECORD * 8)
+        for r in range(count):
+            cells = raw[r * RECORD * 8 : (r + 1) * RECORD * 8]
+            word = [int.from_bytes(cells[8 * i : 8 * i + 8], "little", signed=True) for i in range(HEADER)]
+            kid = word[0]
+            kernel = self.kernels.get(kid)
+            if kernel is None:
+                raise driver_error("cuLaunchKernel", 98, f"CUDA_ERROR_INVALID_HANDLE (no fake kernel {kid})")
+            params, cell = [], HEADER
+            for size in kernel.param_sizes:
+                params.append(cells[8 * cell : 8 * cell + size])
+                cell += (size + 7) // 8
+            kp = KernelParams(kid, (word[1], word[2], word[3]), (word[4], 1, 1), word[5], tuple(params))
+            nodes.append(Node(_FakeNodeHandle(next(self._serial)), "kernel", kp))
+        box[0] = 0
+        return nodes
+
+    def _run(self, kp: KernelParams) -> None:
+        kernel = self.kernels[kp.func]
+        if kp.grid[0] <= 0 or kp.block[0] <= 0:
+            raise driver_error("cuLaunchKernel", 1, "CUDA_ERROR_INVALID_VALUE (empty grid)")
+        if kernel.body is not None:
+            kernel.body(kp.grid, kp.block, list(kp.params))
+        self.executed += 1
+
+    def synchronize(self) -> None:
+        """Run the launches recorded outside any capture (what a stream synchronize waits for)."""
+        if self._capturing:
+            return
+        for node in self._drain():
+            assert node.kernel is not None
+            self._run(node.kernel)
+
+    # ------------------------------------------------------------------ Driver
+    def stream(self, handle: int) -> Any:
+        return int(handle)
+
+    def begin_capture(self, stream: Any) -> None:
+        self._enter("begin_capture")
+        if self._capturing:
+            raise driver_error("cuStreamBeginCapture", 900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (one capture at a time)")
+        self.synchronize()  # launched before the capture began
+        self._capturing[int(stream)] = []
+
+    def end_capture(self, stream: Any) -> Any:
+        self._enter("end_capture")
+        if int(stream) not in self._capturing:
+            raise driver_error("cuStreamEndCapture", 901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (not capturing)")
+        nodes = self._capturing.pop(int(stream)) + self._drain()
+        return _FakeGraph(nodes)
+
+    def nodes(self, graph: Any) -> list[Node]:
+        self._enter("nodes")
+        return list(graph.nodes)
+
+    def instantiate(self, graph: Any) -> Any:
+        self._enter("instantiate")
+        return _FakeExec(graph, {id(n.handle): n.kernel for n in graph.nodes if n.kernel is not None})
+
+    def params_object(self, node: Node, argv_address: int) -> Any:
+        assert node.kernel is not None
+        return (node.kernel, argv_address)
+
+    def set_kernel_params(self, graph_exec: Any, node: Any, params: Any) -> None:
+        self._enter("set_kernel_params")
+        kernel, argv = params
+        if graph_exec.destroyed or id(node) not in graph_exec.params:
+            raise driver_error("cuGraphExecKernelNodeSetParams", 400, "CUDA_ERROR_INVALID_HANDLE")
+        blobs = []
+        for i, old in enumerate(kernel.params):
+            addr = ctypes.c_void_p.from_address(argv + 8 * i).value
+            blobs.append(ctypes.string_at(addr, len(old)) if addr else bytes(len(old)))
+        graph_exec.params[id(node)] = KernelParams(kernel.func, kernel.grid, kernel.block, kernel.shared_mem, tuple(blobs))
+
+    def launch(self, graph_exec: Any, stream: Any) -> None:
+        self._enter("launch")
+        if graph_exec.destroyed:
+            raise driver_error("cuGraphLaunch", 400, "CUDA_ERROR_INVALID_HANDLE")
+        if self._capturing:
+            raise driver_error("cuGraphLaunch", 900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED")
+        self.synchronize()
+        for node in graph_exec.graph.nodes:
+            if node.kernel is not None:
+                self._run(graph_exec.params[id(node.handle)])
+
+    def destroy_graph(self, graph: Any) -> None:
+        self._enter("destroy_graph")
+        graph.destroyed = True
+
+    def destroy_exec(self, graph_exec: Any) -> None:
+        self._enter("destroy_exec")
+        graph_exec.destroyed = True
+
+
+def fake_launch(mailbox: int, kernel: int, grid: Any, block: int, *params: tuple[str, Any], shared_mem: int = 0) -> None:
+    """Write one launch record from inside a ``@cute.jit`` host function (called while it is traced).
+
+    ``grid`` is an x extent (an int or an Int32 value) or an (x, y, z) tuple;
+    each parameter is ``(kind, value)`` with kind ``"ptr"`` (a pointer: its
+    address), ``"i32"``, ``"i64"``, ``"f32"``, ``"f64"`` or ``"map"`` (an
+    Int64 value spread over a 128-byte block the way a TMA descriptor mixes
+    its address in: every cell holds a different function of it).
+    """
+    import cutlass
+    import cutlass.cute as cute
+
+    space = cute.AddressSpace.generic
+    cells = cute.make_tensor(cute.make_ptr(cutlass.Int64, mailbox, space, assumed_align=8), cute.make_layout(RECORD * 4096 + 1))
+    halves32 = cute.make_tensor(cute.make_ptr(cutlass.Int32, mailbox, space, assumed_align=8), cute.make_layout(2 * RECORD * 4096 + 2))
+    floats32 = cute.make_tensor(cute.make_ptr(cutlass.Float32, mailbox, space, assumed_align=8), cute.make_layout(2 * RECORD * 4096 + 2))
+    floats64 = cute.make_tensor(cute.make_ptr(cutlass.Float64, mailbox, space, assumed_align=8), cute.make_layout(RECORD * 4096 + 1))
+    base = cells[0] * RECORD + 1
+    xyz = tuple(grid) if isinstance(grid, tuple) else (grid, 1, 1)
+    cells[base] = cutlass.Int64(kernel)
+    for i in range(3):
+        cells[base + 1 + i] = cutlass.Int64(xyz[i])
+    cells[base + 4] = cutlass.Int64(block)
+    cells[base + 5] = cutlass.Int64(shared_mem)
+    cell = HEADER
+    for kind, value in params:
+        if kind == "ptr":
+            cells[base + cell] = value.toint()
+        elif kind == "i64":
+            cells[base + cell] = cutlass.Int64(value)
+        elif kind == "i32":
+            cells[base + cell] = cutlass.Int64(0)
+            halves32[(base + cell) * 2] = cutlass.Int32(value)
+        elif kind == "f32":
+            cells[base + cell] = cutlass.Int64(0)
+            floats32[(base + cell) * 2] = cutlass.Float32(value)
+        elif kind == "f64":
+            floats64[base + cell] = cutlass.Float64(value)
+        elif kind == "map":
+            v = cutlass.Int64(value)
+            for k in range(16):
+                cells[base + cell + k] = (v >> (k % 5)) * (2 * k + 1) + k
+            cell += 15
+        else:
+            raise ValueError(f"unknown fake parameter kind {kind!r}")
+        cell += 1
+    cells[0] = cells[0] + 1

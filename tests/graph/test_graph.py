@@ -1,0 +1,417 @@
+"""cute_bind.graph on the CPU: recording, mapping, in-place updates and re-recording through the fake driver.
+
+The host functions (tests/kernels/graph_host.py) are real compiled CuTe DSL
+functions; they "launch" kernels by writing launch records that the fake
+driver turns into kernel nodes under capture, or runs at once otherwise. So
+the recorder's probing sees what the compiled code really does with each
+value, and replays run the fake kernels on host memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cute_bind
+from tests.kernels import graph_host as K
+
+FAKE = K.FAKE
+N = 64
+
+
+@pytest.fixture(autouse=True)
+def _clean_fake():
+    FAKE.synchronize()
+    FAKE._fail.clear()
+    yield
+    assert not FAKE._capturing, "a test left the fake driver capturing"
+    FAKE.synchronize()
+
+
+def arr(seed, n=N):
+    return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+
+
+def addr(a):
+    return a.ctypes.data
+
+
+_HANDLES = {}
+
+
+def bind(fn, *args):
+    key = fn.__name__
+    if key not in _HANDLES:
+        _HANDLES[key] = cute_bind.kernel(fn).bind(*args, K.BOX)
+    return _HANDLES[key].clone()
+
+
+def record(steps, **options):
+    """steps: [(handle, args)] -> (graph, [Step])."""
+    with cute_bind.graph(0, driver=FAKE, **options) as g:
+        recorded = [g.launch(h, *args) for h, args in steps]
+    return g, recorded
+
+
+def eager(steps):
+    for h, args in steps:
+        h.launch(*args)
+    FAKE.synchronize()
+
+
+# ------------------------------------------------------------------ mapping: what each value does
+def _scale_args(out, inp, alpha=2.0, n=N):
+    return (addr(out), addr(inp), alpha, n, 0)
+
+
+MAPPING = [
+    # (host function, bind/launch args factory, {item: effect})
+    (K.scale, lambda b: _scale_args(*b[:2]), {"out": "in place", "inp": "in place", "alpha": "in place", "n": "in place"}),
+    (K.scale_grid, lambda b: _scale_args(*b[:2]), {"out": "in place", "inp": "in place", "alpha": "in place", "n": "grid"}),
+    (K.scale_doubled, lambda b: _scale_args(*b[:2]), {"out": "in place", "inp": "in place", "alpha": "in place", "n": "transformed"}),
+    (K.plus_one_map, lambda b: (addr(b[0]), addr(b[1]), N, 0), {"out": "in place", "inp": "tensor map", "n": "in place"}),
+    (K.scale_then_add, lambda b: (addr(b[0]), addr(b[1]), addr(b[2]), 1.5, N, 0),
+     {"out": "in place", "tmp": "in place", "inp": "in place", "alpha": "in place", "n": "in place"}),
+    # narrow signed integers widened by the host function are not their own bytes; unsigned and bool are
+    (K.mix, lambda b: (addr(b[3]), -5, 300, 7, -(2**40), 0.25, True, 0),
+     {"out": "in place", "i8": "transformed", "i16": "transformed", "u32": "in place", "i64": "in place", "d": "in place", "flag": "in place"}),
+    (K.axpby, lambda b: (addr(b[0]), (addr(b[1]), addr(b[2])), (0.5, -2.0), N, 0),
+     {"out": "in place", "ins[0]": "in place", "ins[1]": "in place", "scales[0]": "in place", "scales[1]": "in place", "n": "in place"}),
+    (K.tensor_scale, lambda b: (b[0], b[1], 2.0, 0),
+     {"out.address": "in place", "out.extent[0]": "grid", "inp.address": "in place", "inp.extent[0]": "unused", "alpha": "in place"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("fn, args, expected", MAPPING, ids=[m[0].__name__ for m in MAPPING])
+def test_each_value_is_classified(fn, args, expected):
+    bufs = [arr(1), arr(2), arr(3), np.zeros(1, np.float64)]
+    h = bind(fn, *args(bufs))
+    g, (step,) = record([(h, args(bufs))])
+    got = {it.name: e.how for it, e in step.effects.items()}
+    assert got == expected
+    codes = {f.parameter: f.code for f in g.findings}
+    derived = {name.split(".")[0] for name, how in expected.items() if how not in ("in place", "unused")}
+    assert set(codes) == derived
+    for f in g.findings:
+        launch_effect = any(how in ("grid", "block", "shared memory", "launches") for _, how, _ in f.effects)
+        assert f.code == ("CB802" if launch_effect else "CB801")
+        assert f.policy == "fixed" and f"[{f.code}]" in f.message
+    g.close()
+
+
+def test_a_value_in_two_kernels_is_rewritten_in_both():
+    out, tmp, inp = arr(0), arr(0), arr(1)
+    h = bind(K.scale_then_add, addr(out), addr(tmp), addr(inp), 1.5, N, 0)
+    g, (step,) = record([(h, (addr(out), addr(tmp), addr(inp), 1.5, N, 0))])
+    [inp_item] = [it for it in step.items if it.parameter == "inp"]
+    assert [(loc.node, loc.param) for loc in step.effects[inp_item].locations] == [(0, 1), (1, 2)]
+    other = arr(7)
+    g.replay({step: {"inp": addr(other)}})
+    assert np.array_equal(out, other * np.float32(1.5) + other)
+    g.close()
+
+
+# ------------------------------------------------------------------ replay == one-by-one launches
+OUTS = [arr(100 + i) for i in range(4)]
+INS = [arr(200 + i) for i in range(4)]
+
+
+def _chain_handles():
+    a = bind(K.scale, addr(OUTS[0]), addr(INS[0]), 1.0, N, 0)
+    b = bind(K.scale_then_add, addr(OUTS[1]), addr(OUTS[2]), addr(OUTS[0]), 1.0, N, 0)
+    c = bind(K.scale, addr(OUTS[3]), addr(OUTS[1]), 1.0, N, 0)
+    return a, b, c
+
+
+def _chain_args(values):
+    (i0, a0, n0), (a1, n1), (a2, n2) = values
+    return [
+        (addr(OUTS[0]), addr(INS[i0]), a0, n0, 0),
+        (addr(OUTS[1]), addr(OUTS[2]), addr(OUTS[0]), a1, n1, 0),
+        (addr(OUTS[3]), addr(OUTS[1]), a2, n2, 0),
+    ]
+
+
+def _snapshot():
+    return [o.copy() for o in OUTS]
+
+
+def _reset():
+    for i, o in enumerate(OUTS):
+        o[:] = arr(100 + i)
+
+
+alphas = st.floats(-4, 4, allow_nan=False, width=32)
+ns = st.integers(1, N)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.tuples(st.integers(0, 3), alphas, ns), st.tuples(alphas, ns), st.tuples(alphas, ns)), min_size=1, max_size=4))
+def test_chain_replays_equal_one_by_one_launches(rounds):
+    handles = _chain_handles()
+    _reset()
+    g, steps = record(list(zip(handles, _chain_args(rounds[0]))))
+    for values in rounds:
+        (i0, a0, n0), (a1, n1), (a2, n2) = values
+        _reset()
+        g.replay({steps[0]: {"inp": INS[i0], "alpha": a0, "n": n0}, steps[1]: {"alpha": a1, "n": n1}, steps[2]: {"alpha": a2, "n": n2}})
+        replayed = _snapshot()
+        _reset()
+        eager(list(zip(handles, _chain_args(values))))
+        for x, y in zip(replayed, _snapshot()):
+            assert x.tobytes() == y.tobytes()
+    assert g.stats.rerecords == 0 and g.stats.replays == len(rounds)
+    g.close()
+
+
+def test_only_changed_nodes_are_rewritten():
+    handles = _chain_handles()
+    g, steps = record(list(zip(handles, _chain_args(((0, 1.0, N), (1.0, N), (1.0, N))))))
+    before = FAKE.calls["set_kernel_params"]
+    g.replay()
+    assert FAKE.calls["set_kernel_params"] == before
+    g.replay({steps[1]: {"alpha": 2.0}})  # one step, two kernel nodes: only the one alpha reaches
+    assert FAKE.calls["set_kernel_params"] == before + 1
+    g.replay({steps[1]: {"alpha": 2.0}})  # same value: nothing to rewrite
+    assert FAKE.calls["set_kernel_params"] == before + 1
+    assert g.stats.nodes_updated == 1
+    g.close()
+
+
+def test_updater_writes_like_update():
+    handles = _chain_handles()
+    g, steps = record(list(zip(handles, _chain_args(((0, 2.0, N), (1.0, N), (1.0, N))))))
+    set_inp = g.updater(steps[0], "inp")
+    for i in (1, 2, 3):
+        set_inp(addr(INS[i]))
+        g.replay()
+        assert np.array_equal(OUTS[0], INS[i] * np.float32(2.0))
+    set_inp(INS[0])  # not an int: the checked path
+    g.replay()
+    assert np.array_equal(OUTS[0], INS[0] * np.float32(2.0))
+    with pytest.raises(cute_bind.CuteBindError):
+        set_inp("nope")
+    g.close()
+
+
+def test_scalars_bitwise():
+    out = np.zeros(1, np.float64)
+    h = bind(K.mix, addr(out), 1, 2, 3, 4, 0.5, False, 0)
+    g, (step,) = record([(h, (addr(out), 1, 2, 3, 4, 0.5, False, 0))], derived="rerecord")
+    cases = [(1, 2, 2**32 - 1, -(2**63), -0.0, True), (-128, -32768, 0, 2**63 - 1, 1e300, False), (127, 32767, 12345, -1, float("inf"), True)]
+    for i8, i16, u32, i64, d, flag in cases:
+        g.replay({step: dict(i8=i8, i16=i16, u32=u32, i64=i64, d=d, flag=flag)})
+        replayed = out.copy()
+        eager([(h, (addr(out), i8, i16, u32, i64, d, flag, 0))])
+        assert replayed.tobytes() == out.tobytes()
+    assert g.stats.rerecords == 2  # i8/i16 are widened: each change re-records (the first case keeps them)
+    g.close()
+
+
+# ------------------------------------------------------------------ derived values: fixed, error, re-record
+def test_fixed_value_change_raises_and_launches_nothing():
+    out, inp = arr(0), arr(1)
+    h = bind(K.scale_grid, addr(out), addr(inp), 2.0, N, 0)
+    g, (step,) = record([(h, (addr(out), addr(inp), 2.0, N, 0))])
+    launches = FAKE.calls["launch"]
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        g.replay({step: {"n": 32}})
+    assert info.value.code == "CB803" and info.value.parameter == "n"
+    assert FAKE.calls["launch"] == launches
+    g.replay({step: {"n": N, "alpha": 3.0}})  # the recorded n: fine
+    assert np.array_equal(out, inp * np.float32(3.0))
+    g.close()
+
+
+@pytest.mark.parametrize("fn, code", [(K.scale_grid, "CB802"), (K.scale_doubled, "CB801")])
+def test_derived_error_raises_at_record(fn, code):
+    out, inp = arr(0), arr(1)
+    h = bind(fn, addr(out), addr(inp), 2.0, N, 0)
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        record([(h, (addr(out), addr(inp), 2.0, N, 0))], derived="error")
+    assert info.value.code == code and info.value.parameter == "n"
+
+
+def test_rerecord_on_other_extents_matches_one_by_one():
+    """Dynamic-layout tensors of other extents: the extent sizes the grid, so the graph re-records."""
+    x, y = arr(10, 200), np.zeros(200, np.float32)
+    h = bind(K.tensor_scale, y, x, 2.0, 0)
+    g, (step,) = record([(h, (y, x, 2.0, 0))], derived="rerecord")
+    assert {f.parameter for f in g.findings} == {"out"}
+    for seed, m in enumerate((200, 77, 1000, 1000, 3)):
+        xi, yi, ref = arr(20 + seed, m), np.full(m, np.nan, np.float32), np.full(m, np.nan, np.float32)
+        g.replay({step: {"out": yi, "inp": xi, "alpha": 0.5 + seed}})
+        eager([(h, (ref, xi, 0.5 + seed, 0))])
+        assert yi.tobytes() == ref.tobytes()
+    assert g.stats.rerecords == 3  # 200 -> 77 -> 1000, 1000 again is in place, -> 3
+    g.close()
+
+
+def test_set_policy_per_parameter():
+    out, inp = arr(0), arr(1)
+    h = bind(K.scale_doubled, addr(out), addr(inp), 2.0, N, 0)
+    g, (step,) = record([(h, (addr(out), addr(inp), 2.0, N, 0))])
+    g.set_policy(step, "n", "rerecord")
+    assert g.findings[0].policy == "rerecord"
+    g.replay({step: {"n": 10}})
+    ref = arr(1)
+    ref[:10] *= np.float32(2.0)
+    assert g.stats.rerecords == 1 and np.array_equal(out[:10], ref[:10])
+    g.set_policy(0, "n", "fixed")
+    with pytest.raises(cute_bind.LaunchValueError, match="CB803"):
+        g.replay({0: {"n": 11}})
+    g.close()
+
+
+def test_graph_with_other_work_cannot_rerecord():
+    out, inp = arr(0), arr(1)
+    h = bind(K.scale_grid, addr(out), addr(inp), 2.0, N, 0)
+    other = h.clone()
+    with cute_bind.graph(0, driver=FAKE) as g:
+        step = g.launch(h, addr(out), addr(inp), 2.0, N, 0)
+        other.launch(addr(inp), addr(inp), 1.0, N, 0)  # captured, but not a recorded step
+    with pytest.raises(cute_bind.LaunchRuntimeError) as info:
+        g.set_policy(step, "n", "rerecord")
+    assert info.value.code == "CB805"
+    g.close()
+
+
+# ------------------------------------------------------------------ misuse and driver failures
+def test_misuse_is_cb806():
+    out, inp = arr(0), arr(1)
+    h = bind(K.scale, addr(out), addr(inp), 2.0, N, 0)
+    args = (addr(out), addr(inp), 2.0, N, 0)
+    g = cute_bind.graph(0, driver=FAKE)
+    cases = [
+        lambda: g.launch(h, *args),  # not recording yet
+        lambda: g.replay(),  # not recorded yet
+    ]
+    for case in cases:
+        with pytest.raises(cute_bind.LaunchRuntimeError, match="CB806"):
+            case()
+    with g:
+        a = g.launch(h, *args)
+        b = g.launch(h, *args)
+        with pytest.raises(cute_bind.LaunchRuntimeError, match="CB806"):
+            g.replay()
+        with pytest.raises(cute_bind.LaunchRuntimeError, match="CB806"):
+            g.launch(object(), *args)
+    for updates in ({a: {"beta": 1.0}}, {h: {"alpha": 1.0}}, {7: {"alpha": 1.0}}, {"a": {"alpha": 1.0}}):
+        with pytest.raises(cute_bind.LaunchRuntimeError, match="CB806"):
+            g.replay(updates)
+    g.replay({b: {"alpha": 4.0}})
+    assert np.array_equal(out, inp * np.float32(4.0))
+    with pytest.raises(cute_bind.LaunchRuntimeError, match="CB806"):
+        g.__enter__()
+    g.close()
+    with pytest.raises(cute_bind.LaunchRuntimeError, match="CB806"):
+        g.replay()
+    with pytest.raises(cute_bind.LaunchRuntimeError, match="CB806"):
+        cute_bind.graph(0, driver=FAKE, derived="sometimes")
+
+
+@pytest.mark.parametrize("call", ["launch", "set_kernel_params"])
+def test_driver_failure_on_replay_is_cb804(call):
+    out, inp = arr(0), arr(1)
+    h = bind(K.scale, addr(out), addr(inp), 2.0, N, 0)
+    g, (step,) = record([(h, (addr(out), addr(inp), 2.0, N, 0))])
+    FAKE.fail(call, 700)
+    with pytest.raises(cute_bind.LaunchRuntimeError) as info:
+        g.replay({step: {"alpha": 3.0}})
+    assert info.value.code == "CB804" and info.value.details["cuda_error"] == 700 and call in str(info.value)
+    g.close()
+
+
+def test_driver_failure_while_recording_closes_the_graph():
+    out, inp = arr(0), arr(1)
+    h = bind(K.scale, addr(out), addr(inp), 2.0, N, 0)
+    FAKE.fail("instantiate", 2)
+    with pytest.raises(cute_bind.LaunchRuntimeError, match="CB804"):
+        record([(h, (addr(out), addr(inp), 2.0, N, 0))])
+    assert FAKE.calls["destroy_graph"] > 0
+
+
+def test_exception_in_the_block_ends_the_capture():
+    out, inp = arr(0), arr(1)
+    h = bind(K.scale, addr(out), addr(inp), 2.0, N, 0)
+    with pytest.raises(cute_bind.LaunchArgumentError):
+        with cute_bind.graph(0, driver=FAKE) as g:
+            g.launch(h, addr(out), addr(inp), 2.0)  # n missing: the handle's own error
+    assert not FAKE._capturing
+    with pytest.raises(cute_bind.LaunchRuntimeError, match="CB806"):
+        g.replay()
+
+
+def test_recording_leaves_the_handle_usable():
+    out, inp = arr(0), arr(1)
+    h = bind(K.scale, addr(out), addr(inp), 2.0, N, 0)
+    g, _ = record([(h, (addr(out), addr(inp), 2.0, N, 0))])
+    before = h.storage_bytes()
+    g.replay({0: {"alpha": 9.0}})
+    assert h.storage_bytes() == before  # replays never touch the handle
+    h.launch(addr(out), addr(inp), 5.0, N, 0)
+    FAKE.synchronize()
+    assert np.array_equal(out, inp * np.float32(5.0))
+    assert "in place" in repr(g.steps[0].effect("alpha").values()) and g.report() == ""
+    g.close()
+
+
+def test_updater_stays_valid_across_rerecords():
+    out, inp, other = arr(0), arr(1), arr(2)
+    h = bind(K.scale_grid, addr(out), addr(inp), 2.0, N, 0)
+    g, (step,) = record([(h, (addr(out), addr(inp), 2.0, N, 0))], derived="rerecord")
+    set_out = g.updater(step, "out")
+    g.replay({step: {"n": 32}})  # the grid changes: re-recorded, new nodes
+    assert g.stats.rerecords == 1
+    set_out(addr(other))
+    g.replay()
+    assert np.array_equal(other[:32], inp[:32] * np.float32(2.0)) and np.array_equal(other[32:], arr(2)[32:])
+    g.replay({step: {"n": N}})  # re-records with the pointer the fast path wrote
+    assert g.stats.rerecords == 2 and np.array_equal(other, inp * np.float32(2.0))
+    g.close()
+
+
+def test_a_launch_that_captures_differently_each_time_is_cb805():
+    out = arr(0)
+    h = cute_bind.kernel(K.flaky).bind(addr(out), N, 0, K.BOX, K.COUNTER)
+    with pytest.raises(cute_bind.LaunchRuntimeError) as info:
+        record([(h, (addr(out), N, 0))])
+    assert info.value.code == "CB805" and "captured twice alike" in str(info.value)
+
+
+def test_a_launch_that_adds_no_node_is_cb805():
+    out = arr(0)
+    h = bind(K.no_launch, addr(out), 3, 0)
+    with pytest.raises(cute_bind.LaunchRuntimeError) as info:
+        record([(h, (addr(out), 3, 0))])
+    assert info.value.code == "CB805" and "no node" in str(info.value)
+
+
+def test_sequence_slots_update_per_element():
+    out, a, b, c = arr(0), arr(1), arr(2), arr(3)
+    h = bind(K.axpby, addr(out), (addr(a), addr(b)), (1.0, 1.0), N, 0)
+    g, (step,) = record([(h, (addr(out), (addr(a), addr(b)), (1.0, 1.0), N, 0))])
+    before = FAKE.calls["set_kernel_params"]
+    g.replay({step: {"ins": (addr(a), addr(c)), "scales": [0.5, -2.0]}})
+    ref = np.zeros_like(out)
+    eager([(h, (addr(ref), (addr(a), addr(c)), (0.5, -2.0), N, 0))])
+    assert out.tobytes() == ref.tobytes() and FAKE.calls["set_kernel_params"] == before + 1
+    g.close()
+
+
+def test_updates_as_whole_argument_lists():
+    handles = _chain_handles()
+    args = _chain_args(((0, 1.0, N), (1.0, N), (1.0, N)))
+    g, steps = record(list(zip(handles, args)))
+    new = _chain_args(((2, -1.5, 40), (0.25, 33), (3.0, N)))
+    _reset()
+    g.replay({s: a for s, a in zip(steps, new)})
+    replayed = _snapshot()
+    _reset()
+    eager(list(zip(handles, new)))
+    assert all(x.tobytes() == y.tobytes() for x, y in zip(replayed, _snapshot()))
+    with pytest.raises(cute_bind.LaunchArgumentError):
+        g.replay({steps[0]: new[0][:2]})  # too few arguments: the handle's own CB201
+    g.close()
