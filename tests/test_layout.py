@@ -111,7 +111,8 @@ ALLOWED = {
     "jit": {"diagnostics", "_dsl", "_whitelist", "slots", "launch"},
     "static": {"diagnostics", "_whitelist"},
     "mypy": {"static"},
-    "bench": {"diagnostics", "_dsl", "_types", "slots", "launch", "jit"},
+    "bench": {"diagnostics", "_dsl", "_types", "slots", "launch", "jit", "torch"},
+    "torch": {"diagnostics", "_dsl", "slots", "launch", "jit"},
 }
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "LaunchRuntimeError",
     "CudaLaunchError",
     "DSLCompatibilityError",
+    "OptionalDependencyError",
 ]
 
 
@@ -132,3 +133,7 @@ class CudaLaunchError(LaunchRuntimeError):
 
 class DSLCompatibilityError(CuteBindError, RuntimeError):
     """The installed nvidia-cutlass-dsl lacks an internal cute_bind relies on."""
+
+
+class OptionalDependencyError(CuteBindError, ImportError):
+    """A feature needs an optional dependency that cannot be imported (PyTorch for ``cute_bind.torch``)."""
