@@ -13,7 +13,7 @@ cute_bind`` never imports torch.
 
 from __future__ import annotations
 
-from .op import Like, OutputSpec, TorchOp, like, op
+from .custom_op import Like, OutputSpec, TorchOp, like, op
 from .schema import OpParam, OpPlan
 
 __all__ = ["Like", "OpParam", "OpPlan", "OutputSpec", "TorchOp", "like", "op"]

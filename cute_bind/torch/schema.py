@@ -124,7 +124,7 @@ def parse_name(name: Any, kernel: str) -> tuple[str, str]:
     """``"ns::name"`` into its two identifiers, or CB704."""
     if isinstance(name, str) and name.count("::") == 1:
         ns, op = name.split("::")
-        if ns.isidentifier() and op.isidentifier() and not keyword.iskeyword(op) and "." not in op:
+        if ns.isidentifier() and op.isidentifier() and not keyword.iskeyword(op):
             return ns, op
     raise D.error(
         D.OP_NAME_INVALID,

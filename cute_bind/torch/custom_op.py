@@ -251,10 +251,8 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], overload: Any, al
     body.append(f"_cb_device = {device_expr}")
     kernel_args = []
     for p in plan.params:
-        if p.role == "stream":
-            kernel_args.append("_cb_stream")
-        else:
-            kernel_args.append(p.name)
+        value = "_cb_stream" if p.role == "stream" else p.name
+        kernel_args.append(f"{p.name}={value}" if p.keyword_only else value)
     if plan.stream is not None:
         body.append("_cb_stream = 0 if _cb_device < 0 else _cb_cuda_stream(_cb_device)")
     else:
@@ -364,8 +362,11 @@ def _fake(rt: _Runtime, plan: OpPlan, allocs: dict[str, tuple[str, Any]]) -> Cal
             check = _output_checker(rt, plan, out)
             makers.append(lambda values, args, f=obj, c=check: c(f(*args)))
 
+    defaults = {p.name: p.default for p in inputs if p.has_default}
+
     def fake_functional(*args: Any, **kwargs: Any) -> Any:
-        values = dict(zip(names, args))
+        values = dict(defaults)
+        values.update(zip(names, args))
         values.update(kwargs)
         ordered = tuple(values[n] for n in names)
         made = [m(values, ordered) for m in makers]
