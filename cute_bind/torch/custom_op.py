@@ -21,13 +21,14 @@ imported when an op is made, never by ``import cute_bind``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, Union, overload
 
 from .. import diagnostics as D
 from ..jit import Kernel
-from .schema import OpParam, OpPlan, plan_op
+from .schema import OpParam, OpPlan, parse_name, plan_op
 
 __all__ = ["TorchOp", "Like", "like", "op"]
 
@@ -222,8 +223,8 @@ def _stream_functions(rt: _Runtime, plan: OpPlan) -> tuple[Callable[[int], int],
     return cuda_stream, default_stream_only
 
 
-def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], overload: Any, allocs: dict[str, tuple[str, Any]]) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """The generated ``__call__`` (eager checks, then the kernel) and the dispatcher implementation."""
+def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str, tuple[str, Any]]) -> tuple[Callable[..., Any], Callable[..., Any], dict[str, Any]]:
+    """The generated ``__call__`` (eager checks, then the kernel), the dispatcher implementation, their globals."""
     inputs = plan.inputs
     sig_parts: list[str] = []
     star = False
@@ -311,7 +312,7 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], overload: Any, al
         "_cb_function_modes": rt.function_modes,
         "_cb_functorch": rt.functorch,
         "_cb_grad_enabled": rt.grad_enabled,
-        "_cb_overload": overload,
+        "_cb_overload": None,  # set once torch has registered the op
         "_cb_kernel": kernel,
         "_cb_Tensor": tensor_cls,
         "_cb_Parameter": param_cls,
@@ -338,7 +339,7 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], overload: Any, al
     call = namespace["__call__"]
     call.__doc__ = f"Call {plan.qualname}{plan.schema()} (eagerly: the kernel {plan.kernel} directly)."
     call.__cute_bind_source__ = code
-    return call, namespace["_cb_impl"]
+    return call, namespace["_cb_impl"], namespace
 
 
 def _fake(rt: _Runtime, plan: OpPlan, allocs: dict[str, tuple[str, Any]]) -> Callable[..., Any]:
@@ -351,16 +352,19 @@ def _fake(rt: _Runtime, plan: OpPlan, allocs: dict[str, tuple[str, Any]]) -> Cal
             return None
 
         return fake_mutating
+    def from_like(spec: Like, values: dict[str, Any], args: tuple[Any, ...]) -> Any:
+        return rt.empty_like(values[spec.source], dtype=spec.dtype, memory_format=rt.contiguous)
+
+    def from_function(fn: Callable[..., Any], check: Callable[[Any], Any], values: dict[str, Any], args: tuple[Any, ...]) -> Any:
+        return check(fn(*args))
+
     makers: list[Callable[[dict[str, Any], tuple[Any, ...]], Any]] = []
     for out in plan.outputs:
         _, obj = allocs[out]
         if isinstance(obj, Like):
-            makers.append(
-                lambda values, args, s=obj: rt.empty_like(values[s.source], dtype=s.dtype, memory_format=rt.contiguous)
-            )
+            makers.append(functools.partial(from_like, obj))
         else:
-            check = _output_checker(rt, plan, out)
-            makers.append(lambda values, args, f=obj, c=check: c(f(*args)))
+            makers.append(functools.partial(from_function, obj, _output_checker(rt, plan, out)))
 
     defaults = {p.name: p.default for p in inputs if p.has_default}
 
@@ -394,13 +398,8 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
     ns, opname = plan.namespace, plan.opname
     if hasattr(torch.ops, ns) and hasattr(getattr(torch.ops, ns), opname):
         raise D.error(D.OP_NAME_INVALID, kernel=plan.kernel, expected="a name no other op has", got=f"{name!r}, already registered with torch")
-    holder: dict[str, Any] = {}
-
-    def impl(*args: Any, **kwargs: Any) -> Any:
-        return holder["impl"](*args, **kwargs)
-
-    impl.__name__ = opname
-    impl.__qualname__ = opname
+    call, impl, namespace = _generate(plan, rt, kernel, allocs)
+    impl.__name__ = impl.__qualname__ = opname
     impl.__module__ = getattr(kernel, "__module__", __name__)
     mutated = tuple(p.name for p in inputs if p.mutated)
     try:
@@ -411,8 +410,7 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
         ) from exc
     custom.register_fake(_fake(rt, plan, allocs))
     overload = custom._opoverload
-    call, raw_impl = _generate(plan, rt, kernel, overload, allocs)
-    holder["impl"] = raw_impl
+    namespace["_cb_overload"] = overload  # the generated call reads it at call time
     cls = type(f"TorchOp_{ns}_{opname}", (TorchOp,), {"__call__": call, "__module__": __name__, "__doc__": TorchOp.__doc__})
     obj: TorchOp = object.__new__(cls)
     obj.name = name
@@ -421,7 +419,7 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
     obj.plan = plan
     obj.custom_op = custom
     obj.overload = overload
-    obj._impl = raw_impl
+    obj._impl = impl
     obj.__signature__ = _python_signature(plan)  # type: ignore[attr-defined]
     return obj
 
@@ -463,10 +461,7 @@ def op(name: str, kernel: Any = None, /, *, mutates_args: Sequence[str] | str = 
     op passes torch's current stream for the device of its first tensor.
     Definition errors are CB702-CB704; without torch, CB701.
     """
-    if not isinstance(name, str) or (kernel is not None and isinstance(kernel, str)):
-        from .schema import parse_name
-
-        parse_name(name, getattr(kernel, "name", getattr(kernel, "__name__", "kernel")))
+    parse_name(name, str(getattr(kernel, "name", getattr(kernel, "__name__", "kernel"))))
     if kernel is None:
         return lambda k: _make(name, k, mutates_args, outputs, tags)
     return _make(name, kernel, mutates_args, outputs, tags)
