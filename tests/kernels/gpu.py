@@ -112,3 +112,27 @@ def seq_axpby(out: cute_bind.Pointer[cutlass.Float32, 16, G], ins: tuple[cute_bi
               scales: tuple[cutlass.Float32, cutlass.Float32], n: cutlass.Int32, stream: cuda.CUstream):  # fmt: skip
     """out = ins[0] * scales[0] + ins[1] * scales[1] (a tuple of pointers and a tuple of scalars)."""
     _seq_kernel(out, ins[0], ins[1], scales[0], scales[1], n).launch(grid=((n + T - 1) // T, 1, 1), block=(T, 1, 1), stream=stream)
+
+
+# ------------------------------------------------------------------ torch ops (tests/gpu/test_torch_ops.py)
+@cute.kernel
+def _tscale_kernel(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    k = bidx * T + tidx
+    if k < cute.size(out):
+        out[k] = inp[k] * alpha
+
+
+@cute.jit
+def tscale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream = None):
+    """out = inp * alpha over a rank-1 dynamic-layout tensor, on `stream` (a torch op fills it)."""
+    n = cute.size(out)
+    _tscale_kernel(out, inp, alpha).launch(grid=((n + T - 1) // T, 1, 1), block=(T, 1, 1), stream=stream)
+
+
+@cute.jit
+def tscale_default_stream(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
+    """The same kernel without a stream parameter: it launches on the default stream."""
+    n = cute.size(out)
+    _tscale_kernel(out, inp, alpha).launch(grid=((n + T - 1) // T, 1, 1), block=(T, 1, 1))
