@@ -4,9 +4,10 @@
 #   ../shared/device/stage.sh            # once, on the development machine
 #   device run (carry .device):  bash benchmarks/device_job.sh
 #
-# Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path) and
-# bench_pure.txt/json (pure-Python fast path) under $OUT (or ./device-out),
-# and prints a short summary last.
+# Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path),
+# bench_pure.txt/json (pure-Python fast path) and bench_torch.txt/json (kernels as
+# cute_bind.torch ops: eager, torch.compile, reduce-overhead) under $OUT (or
+# ./device-out), and prints a short summary last.
 set -u
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
@@ -22,7 +23,7 @@ export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 } > "$OUT/env.txt" 2>&1
 python3 -m pytest -q -p no:cacheprovider -rs tests/gpu tests/launch/test_prepared.py tests/slots/test_slots.py tests/jit/test_decorator.py \
   tests/launch/test_prepare.py tests/dsl/test_contract.py tests/jit/test_signature.py tests/slots/test_tensor.py \
-  tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py > "$OUT/pytest.txt" 2>&1
+  tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py tests/torch > "$OUT/pytest.txt" 2>&1
 pytest_rc=$?
 echo "==== pure-Python fast path: tests/gpu" >> "$OUT/pytest.txt"
 CUTE_BIND_PURE_PYTHON=1 python3 -m pytest -q -p no:cacheprovider tests/gpu >> "$OUT/pytest.txt" 2>&1
@@ -38,8 +39,13 @@ R=${BENCH_REPEATS:-21} I=${BENCH_ITERS:-2000}
 python3 -m cute_bind bench --repeats "$R" --iters "$I" --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
 bench_rc=$?
 CUTE_BIND_PURE_PYTHON=1 python3 -m cute_bind bench --repeats "$R" --iters "$I" --json "$OUT/bench_pure.json" > "$OUT/bench_pure.txt" 2>&1
+# torch ops: eager op vs kernel(...) vs handle.launch vs hand-written custom ops (handle.launch, TVM-FFI);
+# torch.compile(fullgraph) and reduce-overhead against torch.mul; every path checked bitwise against handle.launch
+python3 -m cute_bind bench --workload torch --repeats "$R" --iters "$I" --json "$OUT/bench_torch.json" > "$OUT/bench_torch.txt" 2>&1
+torch_rc=$?
 echo "---- env";       cat "$OUT/env.txt"
 echo "---- pytest rc=$pytest_rc (pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 4
 echo "---- tutorials failed=$tut_fail"; grep -E "^=== .*: (ok|FAILED)" "$OUT/tutorials.txt"
 echo "---- bench rc=$bench_rc"; cat "$OUT/bench.txt"
+echo "---- bench torch ops rc=$torch_rc"; cat "$OUT/bench_torch.txt"
 echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|bare engine call|TVM|^launch|^direct" "$OUT/bench_pure.txt"

@@ -68,6 +68,10 @@ def _torch() -> Any:
     return torch
 
 
+def _always() -> bool:
+    return True
+
+
 class _Runtime:
     """torch's entry points the generated call uses, looked up once."""
 
@@ -77,9 +81,10 @@ class _Runtime:
         self.Tensor = torch.Tensor
         self.Parameter = torch.nn.Parameter
         self.compiling = torch.compiler.is_compiling
-        self.dispatch_modes = C._len_torch_dispatch_stack
-        self.function_modes = C._is_torch_function_mode_enabled
-        self.functorch = C._are_functorch_transforms_active
+        # a torch without one of these checks takes the dispatcher every time (always correct)
+        self.dispatch_modes: Callable[[], Any] = getattr(C, "_len_torch_dispatch_stack", _always)
+        self.function_modes: Callable[[], Any] = getattr(C, "_is_torch_function_mode_enabled", _always)
+        self.functorch: Callable[[], Any] = getattr(C, "_are_functorch_transforms_active", _always)
         self.grad_enabled = C.is_grad_enabled
         self.bump = C._increment_version
         self.empty_like = torch.empty_like
