@@ -17,6 +17,7 @@ from .diagnostics.errors import (
     LaunchArgumentError,
     LaunchRuntimeError,
     LaunchValueError,
+    OptionalDependencyError,
     PreparedLaunchError,
 )
 from .jit import Kernel, check_function, kernel
@@ -36,6 +37,7 @@ __all__ = [
     "LaunchArgumentError",
     "LaunchRuntimeError",
     "LaunchValueError",
+    "OptionalDependencyError",
     "Pointer",
     "PointerSpec",
     "PreparedLaunch",

@@ -15,6 +15,7 @@ EXPECTED = {
     "LaunchArgumentError",
     "LaunchRuntimeError",
     "LaunchValueError",
+    "OptionalDependencyError",
     "Pointer",
     "PointerSpec",
     "PreparedLaunch",
