@@ -196,23 +196,20 @@ def _output_checker(rt: _Runtime, plan: OpPlan, name: str) -> Callable[[Any], An
     return check
 
 
-def _stream_functions(rt: _Runtime, plan: OpPlan) -> tuple[Callable[[int], int], Callable[[int], None]]:
-    """(current stream for a CUDA device, check for a kernel without a stream parameter)."""
+def _stream_errors(rt: _Runtime, plan: OpPlan) -> tuple[Callable[[int], None], Callable[[int], None]]:
+    """The generated call's CB705 raisers: (tensors off the capturing device, no stream parameter)."""
     raw, current, capturing = rt.raw_stream, rt.current_device, rt.capturing
 
-    def cuda_stream(device: int) -> int:
-        stream = raw(device)
+    def other_device(device: int) -> None:
         # A capture records the current stream of the current device; a tensor on
         # another device would put the kernel outside the graph being captured.
-        if device != current() and capturing():
-            raise D.error(
-                D.OP_STREAM_MISMATCH,
-                kernel=plan.kernel,
-                parameter=plan.stream.name if plan.stream else None,
-                expected=f"tensors on the capturing device cuda:{current()}",
-                got=f"tensors on cuda:{device} while a CUDA graph is being captured on cuda:{current()}",
-            )
-        return stream
+        raise D.error(
+            D.OP_STREAM_MISMATCH,
+            kernel=plan.kernel,
+            parameter=plan.stream.name if plan.stream else None,
+            expected=f"tensors on the capturing device cuda:{current()}",
+            got=f"tensors on cuda:{device} while a CUDA graph is being captured on cuda:{current()}",
+        )
 
     def default_stream_only(device: int) -> None:
         stream = raw(device)
@@ -225,7 +222,7 @@ def _stream_functions(rt: _Runtime, plan: OpPlan) -> tuple[Callable[[int], int],
                 got=f"no stream parameter (the kernel launches on the default stream) while {what} (stream {stream:#x})",
             )
 
-    return cuda_stream, default_stream_only
+    return other_device, default_stream_only
 
 
 def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str, tuple[str, Any]]) -> tuple[Callable[..., Any], Callable[..., Any], dict[str, Any]]:
@@ -260,7 +257,12 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
         value = "_cb_stream" if p.role == "stream" else p.name
         kernel_args.append(f"{p.name}={value}" if p.keyword_only else value)
     if plan.stream is not None:
-        body.append("_cb_stream = 0 if _cb_device < 0 else _cb_cuda_stream(_cb_device)")
+        # torch's current stream of the tensors' device (0 for host tensors); inline, it is per call
+        body.append("if _cb_device < 0:")
+        body.append("    _cb_stream = 0")
+        body.append("else:")
+        body.append("    _cb_stream = _cb_raw_stream(_cb_device)")
+        body.append("    if _cb_device != _cb_current_device() and _cb_capturing(): _cb_other_device(_cb_device)")
     else:
         body.append("if _cb_device >= 0: _cb_default_stream_only(_cb_device)")
     body.append(f"_cb_kernel({', '.join(kernel_args)})")
@@ -297,7 +299,7 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
     src.append(f"def _cb_impl({signature}):")
     src += [ind + line for line in body]
     src.append(f"{ind}return {ret}")
-    cuda_stream, default_stream_only = _stream_functions(rt, plan)
+    other_device, default_stream_only = _stream_errors(rt, plan)
     tensor_cls, param_cls = rt.Tensor, rt.Parameter
 
     def plain_seq(seq: Any) -> bool:
@@ -322,7 +324,10 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
         "_cb_Tensor": tensor_cls,
         "_cb_Parameter": param_cls,
         "_cb_bump": rt.bump,
-        "_cb_cuda_stream": cuda_stream,
+        "_cb_raw_stream": rt.raw_stream,
+        "_cb_current_device": rt.current_device,
+        "_cb_capturing": rt.capturing,
+        "_cb_other_device": other_device,
         "_cb_default_stream_only": default_stream_only,
         "_cb_empty_like": rt.empty_like,
         "_cb_contiguous": rt.contiguous,
