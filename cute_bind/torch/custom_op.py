@@ -80,7 +80,9 @@ class _Runtime:
         self.torch = torch
         self.Tensor = torch.Tensor
         self.Parameter = torch.nn.Parameter
-        self.compiling = torch.compiler.is_compiling
+        # constant False eagerly, folded to True by torch.compile's tracer (cheaper than
+        # is_compiling; the other tracers are caught by the mode checks below)
+        self.compiling = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
         # a torch without one of these checks takes the dispatcher every time (always correct)
         self.dispatch_modes: Callable[[], Any] = getattr(C, "_len_torch_dispatch_stack", _always)
         self.function_modes: Callable[[], Any] = getattr(C, "_is_torch_function_mode_enabled", _always)
