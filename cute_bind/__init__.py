@@ -23,6 +23,7 @@ from .diagnostics.errors import (
 from .jit import Kernel, check_function, kernel
 from .launch import PreparedLaunch, prepare
 from ._types import Pointer, PointerSpec, Tensor, TensorSpec
+from . import torch as torch  # cute_bind.torch.op(...); imports torch itself only when an op is made
 
 __version__ = "0.2.0"
 
