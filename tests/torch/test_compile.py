@@ -7,6 +7,8 @@ inductor's CPU backend end to end (it compiles C++ with the machine's compiler).
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -82,6 +84,7 @@ def test_dynamic_shapes_no_recompile_of_graph_or_kernel(ops):
     assert ops["kernel"].cache_info()["compiled"] - before <= 1  # and one kernel compile
 
 
+@pytest.mark.skipif(not any(shutil.which(c) for c in ("g++", "c++", "clang++")), reason="inductor's CPU backend needs a C++ compiler")
 def test_inductor_cpu_dynamic_fullgraph(ops):
     """The real backend: inductor generates C++ around the op, dynamic extents, one compile of each."""
     counter = CompileCounterWithBackend("inductor")

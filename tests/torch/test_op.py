@@ -299,3 +299,31 @@ def test_import_cute_bind_does_not_import_torch():
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+# ------------------------------------------------------------------ CB705 (the GPU suite runs the real thing)
+@pytest.mark.parametrize(
+    ("raw", "capturing", "raises", "words"),
+    [
+        (0, False, False, ""),
+        (0x1234, False, True, "another stream is current (stream 0x1234)"),
+        (0x1234, True, True, "a CUDA graph is being captured"),
+    ],
+)
+def test_kernel_without_stream_parameter_only_on_the_default_stream(raw, capturing, raises, words):
+    from types import SimpleNamespace
+
+    from cute_bind.torch.schema import plan_op
+
+    plan = plan_op("cbtest::streamless", cute_bind.kernel(host.tscale).signature, ("out",), ())
+    rt = SimpleNamespace(raw_stream=lambda d: raw, current_device=lambda: 0, capturing=lambda: capturing)
+    other_device, default_only = op_module._stream_errors(rt, plan)
+    if not raises:
+        default_only(0)
+        return
+    with pytest.raises(cute_bind.LaunchRuntimeError, match=r"\[CB705\]") as info:
+        default_only(0)
+    assert words in info.value.got and info.value.kernel == "tscale"
+    with pytest.raises(cute_bind.LaunchRuntimeError, match=r"\[CB705\]") as info:
+        other_device(1)
+    assert "cuda:1" in info.value.got and "cuda:0" in info.value.expected
