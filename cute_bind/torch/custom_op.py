@@ -1,9 +1,9 @@
 """A cute_bind kernel as a torch custom op: eager at the kernel's own call speed, traceable by torch.
 
-:func:`op` registers a ``torch.library.custom_op`` whose schema it writes from
-the kernel's signature (:mod:`cute_bind.torch.schema`), whose implementation
-calls the kernel, and whose fake implementation it generates (``None`` for a
-mutating op, the output allocators for a functional one). It returns a
+:func:`op` defines a torch operator (``torch.library``) whose schema it
+writes from the kernel's signature (:mod:`cute_bind.torch.schema`), whose
+implementation calls the kernel, and whose fake implementation it generates
+(``None`` for a mutating op, the output allocators for a functional one). It returns a
 :class:`TorchOp`, and calling that object is where the two worlds split:
 
 - **eager** (plain tensors, no torch mode or transform active, no input that
@@ -101,6 +101,9 @@ class _Runtime:
 
 _RUNTIME: _Runtime | None = None
 
+#: every op's torch.library.Library (an op is unregistered when its Library is collected)
+_LIBRARIES: list[Any] = []
+
 
 def _runtime() -> _Runtime:
     global _RUNTIME
@@ -118,17 +121,19 @@ class TorchOp:
     ``vmap`` or autograd it is the registered op.
 
     Attributes: ``name`` (``"ns::name"``), ``kernel`` (the :class:`cute_bind.Kernel`),
-    ``schema`` (the op's schema string), ``custom_op`` (torch's ``CustomOpDef``),
-    ``overload`` (``torch.ops.<ns>.<name>.default``), ``plan`` (every parameter's role).
+    ``schema`` (the op's schema string), ``library`` (the ``torch.library.Library``
+    holding its registrations), ``overload`` (``torch.ops.<ns>.<name>.default``),
+    ``plan`` (every parameter's role).
     """
 
     name: str
     kernel: Kernel[Any]
     schema: str
     plan: OpPlan
-    custom_op: Any
+    library: Any
     overload: Any
     _impl: Callable[..., Any]
+    _fake: list[Callable[..., Any]]
 
     def __init__(self) -> None:  # pragma: no cover - instances come from op()
         raise TypeError("make a TorchOp with cute_bind.torch.op(...)")
@@ -145,13 +150,19 @@ class TorchOp:
         ``backward(ctx, *grads)`` returns one gradient per op input (``None`` for
         non-tensors); ``setup_context(ctx, inputs, output)`` saves what it needs.
         Eager calls with an input that requires grad then go through torch's
-        dispatcher, so the formula runs.
+        dispatcher, so the formula runs. Register it before the op is first
+        compiled: compiled graphs keep what they traced. Only a functional op
+        (one with ``outputs``, no ``mutates_args``) can have one, as in torch.
         """
-        self.custom_op.register_autograd(backward, setup_context=setup_context)
+        self._torch().library.register_autograd(self.name, backward, setup_context=setup_context, lib=self.library)
 
     def register_fake(self, fn: Callable[..., Any], /) -> None:
         """Replace the generated fake implementation (rarely needed: it is generated from the output specs)."""
-        self.custom_op.register_fake(fn)
+        self._fake[0] = fn
+
+    @staticmethod
+    def _torch() -> Any:
+        return _runtime().torch
 
 
 def _alloc_source(p: OpParam, spec: OutputSpec, plan: OpPlan, inputs: Sequence[OpParam]) -> tuple[str, Any]:
@@ -300,6 +311,8 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
     src.append("")
     src.append(f"def _cb_impl({signature}):")
     src += [ind + line for line in body]
+    if bump:  # the op has no ADInplaceOrView kernel: its implementation bumps the versions itself
+        src.append(ind + bump)
     src.append(f"{ind}return {ret}")
     other_device, default_stream_only = _stream_errors(rt, plan)
     tensor_cls, param_cls = rt.Tensor, rt.Parameter
@@ -413,15 +426,24 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
     call, impl, namespace = _generate(plan, rt, kernel, allocs)
     impl.__name__ = impl.__qualname__ = opname
     impl.__module__ = getattr(kernel, "__module__", __name__)
-    mutated = tuple(p.name for p in inputs if p.mutated)
+    # torch.library's own layers, not torch.library.custom_op: a custom_op adds Python
+    # kernels at the Autograd and ADInplaceOrView keys to every call, which is most of
+    # its per-call cost through the dispatcher (so under torch.compile). Here the only
+    # Python on that path is the implementation; autograd is added by register_autograd.
+    user_tags = () if tags is None else tuple(tags) if isinstance(tags, (tuple, list)) else (tags,)
+    lib = torch.library.Library(ns, "FRAGMENT")
     try:
-        custom = torch.library.custom_op(name, impl, mutates_args=mutated, schema=schema, tags=tags)
+        lib.define(opname + schema, tags=(torch.Tag.pt2_compliant_tag, *user_tags))
     except Exception as exc:
+        lib._destroy()
         raise D.error(
             D.OP_NAME_INVALID, kernel=plan.kernel, expected="a name and schema torch.library accepts", got=f"{name!r}{schema}", detail=str(exc)[:200]
         ) from exc
-    custom.register_fake(_fake(rt, plan, allocs))
-    overload = custom._opoverload
+    lib.impl(opname, impl, "CompositeExplicitAutograd")
+    fake: list[Callable[..., Any]] = [_fake(rt, plan, allocs)]
+    torch.library.register_fake(name, lambda *args, **kwargs: fake[0](*args, **kwargs), lib=lib)
+    _LIBRARIES.append(lib)  # registrations live as long as their Library: keep it for the process
+    overload = getattr(getattr(torch.ops, ns), opname).default
     namespace["_cb_overload"] = overload  # the generated call reads it at call time
     cls = type(f"TorchOp_{ns}_{opname}", (TorchOp,), {"__call__": call, "__module__": __name__, "__doc__": TorchOp.__doc__})
     obj: TorchOp = object.__new__(cls)
@@ -429,9 +451,10 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
     obj.kernel = kernel
     obj.schema = schema
     obj.plan = plan
-    obj.custom_op = custom
+    obj.library = lib
     obj.overload = overload
     obj._impl = impl
+    obj._fake = fake
     obj.__signature__ = _python_signature(plan)  # type: ignore[attr-defined]
     return obj
 
@@ -467,7 +490,7 @@ def op(name: str, kernel: Any = None, /, *, mutates_args: Sequence[str] | str = 
       (``like("inp", dtype=torch.float16)``), or a function of the op's inputs
       (in order) returning the new tensor. The same spec is the fake
       implementation under tracing.
-    - ``tags``: passed to ``torch.library.custom_op``.
+    - ``tags``: more ``torch.Tag`` values for the op (it is always ``pt2_compliant_tag``).
 
     The stream parameter, if the kernel has one, is not part of the op: the
     op passes torch's current stream for the device of its first tensor.
