@@ -1,6 +1,6 @@
 """cute_bind kernels as torch custom ops: ``cute_bind.torch.op("mylib::scale", scale, mutates_args=("out",))``.
 
-An op made here is an ordinary ``torch.library`` custom op
+An op made here is an ordinary ``torch.library`` operator
 (``torch.ops.mylib.scale``) with a schema, fake implementation and autograd
 hook torch understands, so ``torch.compile(fullgraph=True)``, FakeTensor,
 ``torch.library.opcheck`` and CUDA graphs work with it. Called eagerly, the
