@@ -435,7 +435,7 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
     try:
         lib.define(opname + schema, tags=(torch.Tag.pt2_compliant_tag, *user_tags))
     except Exception as exc:
-        lib._destroy()
+        getattr(lib, "_destroy", lambda: None)()  # drop the half-made Library
         raise D.error(
             D.OP_NAME_INVALID, kernel=plan.kernel, expected="a name and schema torch.library accepts", got=f"{name!r}{schema}", detail=str(exc)[:200]
         ) from exc
