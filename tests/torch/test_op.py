@@ -327,3 +327,14 @@ def test_kernel_without_stream_parameter_only_on_the_default_stream(raw, capturi
     with pytest.raises(cute_bind.LaunchRuntimeError, match=r"\[CB705\]") as info:
         other_device(1)
     assert "cuda:1" in info.value.got and "cuda:0" in info.value.expected
+
+
+def test_register_fake_replaces_the_generated_one(opname):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    op = cbt.op(opname("refake"), host.tscale, outputs={"out": "inp"})
+    with FakeTensorMode() as mode:
+        assert op(mode.from_tensor(torch.ones(6)), 2.0).shape == (6,)
+    op.register_fake(lambda inp, alpha: inp.new_empty(inp.shape[0] * 2))
+    with FakeTensorMode() as mode:
+        assert op(mode.from_tensor(torch.ones(6)), 2.0).shape == (12,)
