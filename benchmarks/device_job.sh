@@ -6,8 +6,8 @@
 #
 # Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path),
 # bench_pure.txt/json (pure-Python fast path) and bench_torch.txt/json (kernels as
-# cute_bind.torch ops: eager, torch.compile, reduce-overhead) under $OUT (or
-# ./device-out), and prints a short summary last.
+# cute_bind.torch ops: eager, torch.compile, reduce-overhead) plus
+# torch_op_overhead.txt under $OUT (or ./device-out), and prints a short summary last.
 set -u
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
@@ -43,9 +43,11 @@ CUTE_BIND_PURE_PYTHON=1 python3 -m cute_bind bench --repeats "$R" --iters "$I" -
 # torch.compile(fullgraph) and reduce-overhead against torch.mul; every path checked bitwise against handle.launch
 python3 -m cute_bind bench --workload torch --repeats "$R" --iters "$I" --json "$OUT/bench_torch.json" > "$OUT/bench_torch.txt" 2>&1
 torch_rc=$?
+python3 benchmarks/torch_op_overhead.py --repeats "$R" --iters 5000 > "$OUT/torch_op_overhead.txt" 2>&1
 echo "---- env";       cat "$OUT/env.txt"
 echo "---- pytest rc=$pytest_rc (pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 4
 echo "---- tutorials failed=$tut_fail"; grep -E "^=== .*: (ok|FAILED)" "$OUT/tutorials.txt"
 echo "---- bench rc=$bench_rc"; cat "$OUT/bench.txt"
 echo "---- bench torch ops rc=$torch_rc"; cat "$OUT/bench_torch.txt"
+echo "---- torch op overhead (no-op kernel)"; cat "$OUT/torch_op_overhead.txt"
 echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|bare engine call|TVM|^launch|^direct" "$OUT/bench_pure.txt"
