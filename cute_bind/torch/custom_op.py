@@ -262,9 +262,16 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
     elif seqs:
         device_expr = f"(_cb_seq_device({seqs[0].name}))"
     body: list[str] = []
+    if tensors:
+        # the device first: a meta tensor (no data) takes the registered op, whose fake runs
+        body.append(f"_cb_device = {device_expr}")
+        meta_check = f"if _cb_device < 0 and {tensors[0].name}.is_meta: return _cb_overload({schema_args})"
+    else:
+        meta_check = ""
     for name in plan.outputs:
         body.append(f"{name} = {allocs[name][0]}")
-    body.append(f"_cb_device = {device_expr}")
+    if not tensors:
+        body.append(f"_cb_device = {device_expr}")
     kernel_args = []
     for p in plan.params:
         value = "_cb_stream" if p.role == "stream" else p.name
@@ -304,7 +311,10 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
     src.append(f"{ind * 2}return _cb_overload({schema_args})")
     src.append(f"{ind}if not ({eager_guard}):")
     src.append(f"{ind * 2}return _cb_overload({schema_args})")
-    src += [ind + line for line in body]
+    src += [ind + line for line in body[:1]]
+    if meta_check:
+        src.append(ind + meta_check)
+    src += [ind + line for line in body[1:]]
     if bump:
         src.append(ind + bump)
     src.append(f"{ind}return {ret}")

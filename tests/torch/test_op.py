@@ -338,3 +338,13 @@ def test_register_fake_replaces_the_generated_one(opname):
     op.register_fake(lambda inp, alpha: inp.new_empty(inp.shape[0] * 2))
     with FakeTensorMode() as mode:
         assert op(mode.from_tensor(torch.ones(6)), 2.0).shape == (12,)
+
+
+def test_meta_tensors_take_the_registered_op(opname):
+    """Meta tensors are plain torch.Tensor objects without data: the fake implementation answers."""
+    name = opname("meta")
+    scaled = cbt.op(name, host.tscale, outputs={"out": cbt.like("inp", dtype=torch.float64)})
+    y, calls = dispatcher_calls(name, scaled, torch.empty(7, device="meta"), 2.0)
+    assert calls >= 1 and y.device.type == "meta" and y.shape == (7,) and y.dtype == torch.float64
+    scale = cbt.op(opname("meta_"), host.tscale, mutates_args=("out",))
+    assert scale(torch.empty(3, device="meta"), torch.empty(3, device="meta"), 2.0) is None
