@@ -11,7 +11,7 @@ implementation calls the kernel, and whose fake implementation it generates
   with torch's current stream for the stream parameter and the version counter
   of every mutated tensor bumped, as torch's dispatcher would;
 - **anything else** (``torch.compile``, FakeTensor, functionalization,
-  ``make_fx``, ``vmap``, an input that requires grad, a tensor subclass):
+  ``make_fx``, ``vmap``, an input that requires grad, a tensor subclass, a meta tensor):
   the registered op through the dispatcher, ``torch.ops.<ns>.<name>``.
 
 The call is generated per op (plain Python, the op's own parameter names), so
