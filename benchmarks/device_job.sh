@@ -11,6 +11,10 @@
 # bench_pure.txt/json (pure-Python fast path) and graph_bench.txt/json
 # (cute_bind.graph host cost per kernel) under $OUT (or ./device-out), and
 # prints a short summary last.
+# Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path),
+# bench_pure.txt/json (pure-Python fast path) and bench_torch.txt/json (kernels as
+# cute_bind.torch ops: eager, torch.compile, reduce-overhead) plus
+# torch_op_overhead.txt under $OUT (or ./device-out), and prints a short summary last.
 set -u
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
@@ -26,7 +30,7 @@ export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 } > "$OUT/env.txt" 2>&1
 python3 -m pytest -q -p no:cacheprovider -rs tests/gpu tests/launch/test_prepared.py tests/slots/test_slots.py tests/jit/test_decorator.py \
   tests/launch/test_prepare.py tests/dsl/test_contract.py tests/jit/test_signature.py tests/slots/test_tensor.py \
-  tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py > "$OUT/pytest.txt" 2>&1
+  tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py tests/torch > "$OUT/pytest.txt" 2>&1
 pytest_rc=$?
 # authoring: the README's examples run whole on the GPU (without one they only compile), and every
 # decorator form launches a device kernel as plain @cute.jit does (CPU forms x bodies too)
@@ -53,6 +57,11 @@ CUTE_BIND_PURE_PYTHON=1 python3 -m cute_bind bench --repeats "$R" --iters "$I" -
 timeout 900 python3 benchmarks/graph_bench.py --chains 1,10,100 --repeats "${GRAPH_REPEATS:-7}" --iters "${GRAPH_ITERS:-300}" \
   --json "$OUT/graph_bench.json" > "$OUT/graph_bench.txt" 2>&1
 graph_rc=$?
+# torch ops: eager op vs kernel(...) vs handle.launch vs hand-written custom ops (handle.launch, TVM-FFI);
+# torch.compile(fullgraph) and reduce-overhead against torch.mul; every path checked bitwise against handle.launch
+python3 -m cute_bind bench --workload torch --repeats "$R" --iters "$I" --json "$OUT/bench_torch.json" > "$OUT/bench_torch.txt" 2>&1
+torch_rc=$?
+python3 benchmarks/torch_op_overhead.py --repeats "$R" --iters 5000 > "$OUT/torch_op_overhead.txt" 2>&1
 echo "---- env";       cat "$OUT/env.txt"
 echo "---- pytest rc=$pytest_rc (pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 4
 echo "---- README examples on the GPU + decorator forms rc=$authoring_rc"; grep -E "passed|failed|error|SKIPPED" "$OUT/authoring.txt" | tail -n 5
@@ -60,5 +69,7 @@ echo "---- tutorials failed=$tut_fail"; grep -E "^=== .*: (ok|FAILED)" "$OUT/tut
 echo "---- bench rc=$bench_rc"; cat "$OUT/bench.txt"
 echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|bare engine call|TVM|^launch|^direct|^Verdict" "$OUT/bench_pure.txt"
 echo "---- pytest rc=$pytest_rc (tests/graph rc=$graph_tests_rc, pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 6
+echo "---- bench torch ops rc=$torch_rc"; cat "$OUT/bench_torch.txt"
+echo "---- torch op overhead (no-op kernel)"; cat "$OUT/torch_op_overhead.txt"
 echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|bare engine call|TVM|^launch|^direct" "$OUT/bench_pure.txt"
 echo "---- graph bench rc=$graph_rc (us per kernel, host; bitwise = replay vs one-by-one)"; cat "$OUT/graph_bench.txt"

@@ -18,6 +18,7 @@ from .diagnostics.errors import (
     LaunchArgumentError,
     LaunchRuntimeError,
     LaunchValueError,
+    OptionalDependencyError,
     PreparedLaunchError,
 )
 from .jit import Kernel, check_function, kernel
@@ -25,6 +26,7 @@ from .launch import PreparedLaunch, prepare
 from . import graph as _graph_room  # noqa: F401  (the room first: the name below is its recording function)
 from .graph import Graph, graph
 from ._types import Pointer, PointerSpec, Tensor, TensorSpec
+from . import torch as torch  # cute_bind.torch.op(...); imports torch itself only when an op is made
 
 __version__ = "0.2.0"
 
@@ -41,6 +43,7 @@ __all__ = [
     "LaunchArgumentError",
     "LaunchRuntimeError",
     "LaunchValueError",
+    "OptionalDependencyError",
     "Pointer",
     "PointerSpec",
     "PreparedLaunch",

@@ -107,9 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host-only", action="store_true", help="use the host-only function even when a GPU is present")
     p.add_argument(
         "--workload",
-        choices=("all", "pointers", "tensors"),
+        choices=("all", "pointers", "tensors", "torch"),
         default="all",
-        help="pointers: the 5-argument pointer scale kernel; tensors: the 2-tensor dynamic-layout kernel with new tensors each step",
+        help="pointers: the 5-argument pointer scale kernel; tensors: the 2-tensor dynamic-layout kernel with new tensors each step; "
+        "torch: that kernel as a cute_bind.torch op, eager and under torch.compile (not part of all; needs torch)",
     )
     p.set_defaults(func=_bench)
     sub.add_parser("check", help="static eligibility check of source files (see cute-bind check --help)")

@@ -111,8 +111,9 @@ ALLOWED = {
     "jit": {"diagnostics", "_dsl", "_whitelist", "slots", "launch"},
     "static": {"diagnostics", "_whitelist"},
     "mypy": {"static"},
-    "bench": {"diagnostics", "_dsl", "_types", "slots", "launch", "jit"},
     "graph": {"diagnostics", "_dsl", "slots", "launch"},
+    "bench": {"diagnostics", "_dsl", "_types", "slots", "launch", "jit", "torch"},
+    "torch": {"diagnostics", "_dsl", "slots", "launch", "jit"},
 }
 
 

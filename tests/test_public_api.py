@@ -17,6 +17,7 @@ EXPECTED = {
     "LaunchArgumentError",
     "LaunchRuntimeError",
     "LaunchValueError",
+    "OptionalDependencyError",
     "Pointer",
     "PointerSpec",
     "PreparedLaunch",

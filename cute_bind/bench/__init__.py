@@ -1,7 +1,9 @@
 """``python -m cute_bind bench``: host overhead per launch, side by side, from one run.
 
 One module per workload (``pointers``: the 5-argument scale kernel;
-``tensors``: a 2-tensor dynamic-layout kernel with new tensors every step)
+``tensors``: a 2-tensor dynamic-layout kernel with new tensors every step;
+``torch``: that kernel as a ``cute_bind.torch`` op, eager and compiled, run
+only when asked for with ``--workload torch``)
 over shared timing code (``timing``); ``kernels`` holds the kernels they time.
 """
 
@@ -31,6 +33,12 @@ def main(args: argparse.Namespace) -> int:
         reports["tensors"] = run_tensors(host_only=host_only, repeats=args.repeats, iters=args.iters)
         print("\n## tensor workload (2-tensor dynamic-layout scale kernel, new tensors each step)\n")
         print(format_tensor_table(reports["tensors"]))
+    if workload == "torch":
+        from .torch_ops import format_torch_table, run_torch_ops
+
+        reports["torch"] = run_torch_ops(host_only=host_only, repeats=args.repeats, iters=args.iters)
+        print("## torch workload (a 2-tensor scale kernel as a cute_bind.torch op, eager and compiled)\n")
+        print(format_torch_table(reports["torch"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({name: asdict(r) for name, r in reports.items()}, f, indent=1)

@@ -10,7 +10,8 @@ longer applies is marked ``retired=True`` and stays in the catalog.
 Code ranges: ``CB1xx`` definition (decoration) time, ``CB2xx`` argument
 binding (bind and launch), ``CB3xx`` preparing a compiled function, ``CB4xx``
 launch runtime, ``CB5xx`` environment, ``CB8xx`` prepared graphs
-(``cute_bind.graph``: recording, mapping slots to kernel-node parameters, replay).
+(``cute_bind.graph``: recording, mapping slots to kernel-node parameters, replay),
+``CB7xx`` PyTorch integration (kernels as torch custom ops, ``cute_bind.torch``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,12 @@ __all__ = [
     "GRAPH_DRIVER_ERROR",
     "GRAPH_CAPTURE_MISMATCH",
     "GRAPH_MISUSE",
+    "TORCH_MISSING",
+    "OP_PARAMETER_UNSUPPORTED",
+    "OP_SPEC_INVALID",
+    "OP_NAME_INVALID",
+    "OP_STREAM_MISMATCH",
+    "OP_OUTPUT_INVALID",
 ]
 
 
@@ -1382,6 +1389,198 @@ with cute_bind.graph(0, driver=fake) as g:
 g.replay({step: {"beta": 1.0}})    # no parameter 'beta' -> CB806
 """,
     fix="Record inside the `with` block, replay after it; name a recorded step and one of its parameters.",
+)
+
+
+# ---------------------------------------------------------------- CB7xx: PyTorch integration
+# A host-only tensor function: the op examples below run on the CPU with CPU tensors.
+_TSCALE = (
+    _PRELUDE
+    + """
+import torch
+import cute_bind.torch
+
+@cute_bind.kernel
+def tscale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * alpha
+"""
+)
+
+TORCH_MISSING = _entry(
+    "CB701",
+    "torch-missing",
+    E.OptionalDependencyError,
+    summary="cute_bind.torch was used where PyTorch cannot be imported.",
+    message="cute_bind.torch needs {expected}, which cannot be imported ({got})",
+    explanation="""
+    `cute_bind.torch` registers kernels as torch custom ops, so it needs
+    PyTorch. It imports torch only when an op is made: `import cute_bind` and
+    `import cute_bind.torch` work without it, and so does everything outside
+    `cute_bind.torch`.
+    """,
+    example="""\
+import sys
+sys.modules["torch"] = None   # as on a machine without PyTorch
+import cutlass
+import cutlass.cute as cute
+import cute_bind
+import cute_bind.torch
+
+@cute_bind.kernel
+def tscale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * alpha
+
+cute_bind.torch.op("demo::tscale", tscale, mutates_args=("out",))   # no torch -> CB701
+""",
+    fix="Install PyTorch (`pip install torch`), or call the kernel or its handle without an op.",
+)
+
+OP_PARAMETER_UNSUPPORTED = _entry(
+    "CB702",
+    "op-parameter-unsupported",
+    E.KernelDefinitionError,
+    summary="A kernel parameter has no torch operator schema type.",
+    message="kernel '{kernel}', parameter '{parameter}': {got} cannot be an argument of a torch op ({detail}); expected {expected}",
+    explanation="""
+    A torch custom op has a schema: each argument is a `Tensor`, an integer
+    (`SymInt`), a `float`, a `bool`, a `str` or a list of one of them.
+    `cute_bind.torch.op` writes that schema from the kernel's signature:
+    tensors and pointers become `Tensor`, integer scalars `SymInt`, float and
+    half scalars `float`, `Constexpr[int|float|bool|str]` the plain type, a
+    sequence the list of its one element type; the stream is left out (the op
+    passes torch's current stream). A parameter outside that (a tuple mixing
+    tensors and scalars, a bare `Constexpr`, a keyword-only tensor, a default
+    that is not a number, a slot kind registered outside cute_bind) has no
+    schema type.
+    """,
+    example=_TSCALE
+    + """
+F32 = cute_bind.Pointer[cutlass.Float32]
+
+@cute_bind.kernel
+def mixed(out: F32, args: tuple[F32, cutlass.Float32], n: cutlass.Int32):
+    o = cute.make_tensor(out, cute.make_layout(n))
+    a = cute.make_tensor(args[0], cute.make_layout(n))
+    for k in range(n):
+        o[k] = a[k] * args[1]
+
+cute_bind.torch.op("demo::mixed", mixed, mutates_args=("out",))   # tensor and float in one tuple -> CB702
+""",
+    fix="""
+    Split the parameter into parameters the schema can carry (here a
+    `tuple[F32, F32]` of tensors and a separate `cutlass.Float32`), or call
+    the kernel itself outside the op.
+    """,
+)
+
+OP_SPEC_INVALID = _entry(
+    "CB703",
+    "op-spec-invalid",
+    E.KernelDefinitionError,
+    summary="mutates_args or outputs of a torch op do not fit the kernel.",
+    message="kernel '{kernel}', parameter '{parameter}': expected {expected}, got {got}",
+    explanation="""
+    `mutates_args` names the tensor (or pointer) parameters the kernel
+    writes; `outputs` maps tensor parameters the op allocates to how they are
+    allocated (`like("inp")` or a function of the inputs). torch relies on
+    both: a write it was not told about is a silent wrong result under
+    `torch.compile`, and an op with neither is removed from a compiled graph
+    as dead code. So an unknown name, a scalar or stream, a parameter in both
+    lists, an output spec that names no tensor input, or neither list given
+    is refused when the op is made.
+    """,
+    example=_TSCALE
+    + """
+cute_bind.torch.op("demo::tscale", tscale, mutates_args=("alpha",))   # a scalar is not written -> CB703
+""",
+    fix="""
+    List in `mutates_args` exactly the tensors the kernel writes (here
+    `mutates_args=("out",)`), or let the op allocate them with
+    `outputs=dict(out=cute_bind.torch.like("inp"))`.
+    """,
+)
+
+OP_NAME_INVALID = _entry(
+    "CB704",
+    "op-name-invalid",
+    E.KernelDefinitionError,
+    summary="A torch op name is malformed or already registered.",
+    message="kernel '{kernel}': cannot register the op {got}; expected {expected}",
+    explanation="""
+    A torch custom op is named `"namespace::opname"` (two identifiers) and
+    is registered once per process: `torch.ops.namespace.opname` then refers
+    to it from anywhere, including compiled graphs. A name without the
+    namespace, with extra parts, or already taken by another op is refused.
+    """,
+    example=_TSCALE
+    + """
+cute_bind.torch.op("tscale", tscale, mutates_args=("out",))   # no namespace -> CB704
+""",
+    fix="""
+    Use `"yourlib::opname"` with your project's namespace, and make each op
+    once (at import of your module, not inside a function called repeatedly).
+    """,
+)
+
+OP_STREAM_MISMATCH = _entry(
+    "CB705",
+    "op-stream-mismatch",
+    E.LaunchRuntimeError,
+    summary="A torch op would launch its kernel on a stream other than the one torch is using.",
+    message="kernel '{kernel}': the op cannot launch on torch's current stream: {got}; expected {expected}",
+    explanation="""
+    An op launches on torch's current stream of its first tensor's device,
+    which is also the stream `torch.cuda.graph` captures. Two cases would put
+    the kernel elsewhere, so they raise this instead of running: a kernel
+    without a stream parameter (it launches on the default stream) called
+    while another stream is current, for instance inside a CUDA graph
+    capture (the graph would miss the kernel, or the capture would fail); and
+    tensors on another device than the one being captured. The condition
+    needs a GPU, so the example below raises the error itself (an
+    illustration).
+    """,
+    example="""\
+import cute_bind
+
+raise cute_bind.error(
+    cute_bind.CATALOG["CB705"],
+    kernel="scale",
+    expected="a stream parameter (stream: cuda.CUstream = None) so the op can launch on torch's current stream",
+    got="no stream parameter (the kernel launches on the default stream) while a CUDA graph is being captured",
+)
+""",
+    fix="""
+    Give the kernel a stream parameter (`stream: cuda.CUstream = None`) and
+    launch its device code with `stream=stream`; the op fills it. Keep the
+    op's tensors on the capturing device.
+    """,
+)
+
+OP_OUTPUT_INVALID = _entry(
+    "CB706",
+    "op-output-invalid",
+    E.LaunchArgumentError,
+    summary="A torch op's output function did not return a tensor.",
+    message="kernel '{kernel}', output '{parameter}': expected {expected}, got {got}",
+    explanation="""
+    A functional op allocates each output with its spec: `like(...)`, or a
+    function called with the op's inputs (real tensors eagerly, fake ones
+    under tracing) that must return the new `torch.Tensor` the kernel
+    writes. Anything else (`None`, a NumPy array, a shape) is refused before
+    the kernel runs.
+    """,
+    example=_TSCALE
+    + """
+op = cute_bind.torch.op("demo::scaled", tscale, outputs={"out": lambda inp, alpha: inp.shape})
+op(torch.ones(4), 2.0)   # the function returned a shape, not a tensor -> CB706
+""",
+    fix="""
+    Return a new tensor from the function, e.g.
+    `lambda inp, alpha: torch.empty_like(inp)`, or use
+    `cute_bind.torch.like("inp")`.
+    """,
 )
 
 

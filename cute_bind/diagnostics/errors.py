@@ -27,6 +27,7 @@ __all__ = [
     "exception_text",
     "exception_summary",
     "did_you_mean",
+    "OptionalDependencyError",
 ]
 
 # terminal colour and cursor codes (the DSL colours its diagnostics)
@@ -163,3 +164,7 @@ class DSLCompatibilityError(CuteBindError, RuntimeError):
 
 class KernelCompileError(CuteBindError, RuntimeError):
     """The DSL failed to compile the function for the given arguments (its error is chained)."""
+
+
+class OptionalDependencyError(CuteBindError, ImportError):
+    """A feature needs an optional dependency that cannot be imported (PyTorch for ``cute_bind.torch``)."""

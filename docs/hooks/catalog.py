@@ -47,8 +47,9 @@ RANGES = {
     "3": ("Preparing", "raised by `bind()` / `prepare()` while preparing a compiled function"),
     "4": ("Launch runtime", "raised by `launch()` when the handle cannot launch or CUDA reports an error"),
     "5": ("Environment", "raised when the installed CuTe DSL is missing or incompatible"),
+    "7": ("PyTorch integration", "raised by `cute_bind.torch` when a kernel is made a torch op or the op is called"),
 }
-_BUILTINS = (TypeError, ValueError, RuntimeError)
+_BUILTINS = (TypeError, ValueError, RuntimeError, ImportError)
 
 
 def catalog() -> dict[str, Any]:

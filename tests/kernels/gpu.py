@@ -142,3 +142,25 @@ def scale_twice(out: cute_bind.Pointer[cutlass.Float32, 16, G], tmp: cute_bind.P
     """Two kernels from one host function: tmp = inp * a, then out = tmp * b (fixed grids)."""
     _scale_strided_kernel(tmp, inp, a, n).launch(grid=(FIXED_BLOCKS, 1, 1), block=(T, 1, 1), stream=stream)
     _scale_strided_kernel(out, tmp, b, n).launch(grid=(FIXED_BLOCKS, 1, 1), block=(T, 1, 1), stream=stream)
+# ------------------------------------------------------------------ torch ops (tests/gpu/test_torch_ops.py)
+@cute.kernel
+def _tscale_kernel(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    k = bidx * T + tidx
+    if k < cute.size(out):
+        out[k] = inp[k] * alpha
+
+
+@cute.jit
+def tscale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream = None):
+    """out = inp * alpha over a rank-1 dynamic-layout tensor, on `stream` (a torch op fills it)."""
+    n = cute.size(out)
+    _tscale_kernel(out, inp, alpha).launch(grid=((n + T - 1) // T, 1, 1), block=(T, 1, 1), stream=stream)
+
+
+@cute.jit
+def tscale_default_stream(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
+    """The same kernel without a stream parameter: it launches on the default stream."""
+    n = cute.size(out)
+    _tscale_kernel(out, inp, alpha).launch(grid=((n + T - 1) // T, 1, 1), block=(T, 1, 1))

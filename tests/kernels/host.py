@@ -201,3 +201,34 @@ def tlead0(out: cute_bind.Tensor[cutlass.Float32, 2, 16, 0], inp: cute_bind.Tens
     """out = inp + beta for column-major rank-2 tensors (leading dimension 0, 16-byte aligned)."""
     for i in range(cute.size(out)):
         out[i] = inp[i] + beta
+
+
+# ------------------------------------------------------------------ torch ops (tests/torch)
+@cute.jit
+def tscale_stream(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream = None):
+    """out[i] = inp[i] * alpha with a stream parameter (ignored on the host) that defaults to None."""
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * alpha
+
+
+@cute.jit
+def tsplit(lo: cute.Tensor, hi: cute.Tensor, inp: cute.Tensor, *, cut: cutlass.Float32 = 0.0):
+    """lo[i] = min(inp[i], cut), hi[i] = max(inp[i], cut): two outputs and a keyword-only scalar."""
+    for i in range(cute.size(inp)):
+        v = inp[i]
+        lo[i] = v if v < cut else cut
+        hi[i] = cut if v < cut else v
+
+
+@cute.jit
+def tsum_list(out: cute.Tensor, ins: tuple[cute.Tensor, cute.Tensor], weights: tuple[cutlass.Float32, cutlass.Float32]):
+    """out[i] = ins[0][i] * weights[0] + ins[1][i] * weights[1]: sequences of tensors and of floats."""
+    for i in range(cute.size(out)):
+        out[i] = ins[0][i] * weights[0] + ins[1][i] * weights[1]
+
+
+@cute.jit
+def taxpy_inplace(y: cute.Tensor, x: cute.Tensor, a: cutlass.Float32, k: cutlass.Constexpr[int]):
+    """y[i] += a * x[i] + k, in place (k is compile-time)."""
+    for i in range(cute.size(y)):
+        y[i] = y[i] + a * x[i] + cutlass.Float32(k)

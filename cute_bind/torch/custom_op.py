@@ -1,0 +1,512 @@
+"""A cute_bind kernel as a torch custom op: eager at the kernel's own call speed, traceable by torch.
+
+:func:`op` defines a torch operator (``torch.library``) whose schema it
+writes from the kernel's signature (:mod:`cute_bind.torch.schema`), whose
+implementation calls the kernel, and whose fake implementation it generates
+(``None`` for a mutating op, the output allocators for a functional one). It returns a
+:class:`TorchOp`, and calling that object is where the two worlds split:
+
+- **eager** (plain tensors, no torch mode or transform active, no input that
+  needs autograd): straight to ``kernel(*args)``, the kernel's own call path,
+  with torch's current stream for the stream parameter and the version counter
+  of every mutated tensor bumped, as torch's dispatcher would;
+- **anything else** (``torch.compile``, FakeTensor, functionalization,
+  ``make_fx``, ``vmap``, an input that requires grad, a tensor subclass, a meta tensor):
+  the registered op through the dispatcher, ``torch.ops.<ns>.<name>``.
+
+The call is generated per op (plain Python, the op's own parameter names), so
+the eager checks cost a handful of attribute reads and C calls. torch is
+imported when an op is made, never by ``import cute_bind``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence, Union, overload
+
+from .. import diagnostics as D
+from ..jit import Kernel
+from .schema import OpParam, OpPlan, parse_name, plan_op
+
+__all__ = ["TorchOp", "Like", "like", "op"]
+
+
+@dataclass(frozen=True)
+class Like:
+    """An output allocated like one of the op's tensor inputs.
+
+    ``torch.empty_like(source, dtype=dtype or source.dtype, memory_format=torch.contiguous_format)``:
+    same extents and device, contiguous. Made by :func:`like`.
+    """
+
+    source: str
+    dtype: Any = None
+
+    def describe(self) -> str:
+        return f"like({self.source!r}" + (f", dtype={self.dtype}" if self.dtype is not None else "") + ")"
+
+
+def like(source: str, *, dtype: Any = None) -> Like:
+    """Output spec: a contiguous tensor with ``source``'s extents and device (and its dtype unless given)."""
+    return Like(source, dtype)
+
+
+#: What ``outputs`` maps a parameter name to: an input's name (``like(name)``), a :class:`Like`,
+#: or a function of the op's inputs (in schema order) returning the allocated tensor.
+OutputSpec = Union[str, Like, Callable[..., Any]]
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:
+        raise D.error(
+            D.TORCH_MISSING, expected="PyTorch (pip install torch)", got=f"{type(exc).__name__}: {exc}"
+        ) from exc
+    return torch
+
+
+def _always() -> bool:
+    return True
+
+
+class _Runtime:
+    """torch's entry points the generated call uses, looked up once."""
+
+    def __init__(self, torch: Any) -> None:
+        C = torch._C
+        self.torch = torch
+        self.Tensor = torch.Tensor
+        self.Parameter = torch.nn.Parameter
+        # constant False eagerly, folded to True by torch.compile's tracer (cheaper than
+        # is_compiling; the other tracers are caught by the mode checks below)
+        self.compiling = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
+        # a torch without one of these checks takes the dispatcher every time (always correct)
+        self.dispatch_modes: Callable[[], Any] = getattr(C, "_len_torch_dispatch_stack", _always)
+        self.function_modes: Callable[[], Any] = getattr(C, "_is_torch_function_mode_enabled", _always)
+        self.functorch: Callable[[], Any] = getattr(C, "_are_functorch_transforms_active", _always)
+        self.grad_enabled = C.is_grad_enabled
+        self.bump = C._increment_version
+        self.empty_like = torch.empty_like
+        self.contiguous = torch.contiguous_format
+        raw = getattr(C, "_cuda_getCurrentRawStream", None)
+        self.raw_stream: Callable[[int], int] = raw if raw is not None else (lambda d: int(torch.cuda.current_stream(d).cuda_stream))
+        device = getattr(C, "_cuda_getDevice", None)
+        self.current_device: Callable[[], int] = device if device is not None else torch.cuda.current_device
+        capturing = getattr(C, "_cuda_isCurrentStreamCapturing", None)
+        self.capturing: Callable[[], bool] = capturing if capturing is not None else torch.cuda.is_current_stream_capturing
+
+
+_RUNTIME: _Runtime | None = None
+
+#: every op's torch.library.Library (an op is unregistered when its Library is collected)
+_LIBRARIES: list[Any] = []
+
+
+def _runtime() -> _Runtime:
+    global _RUNTIME
+    if _RUNTIME is None:
+        _RUNTIME = _Runtime(_torch())
+    return _RUNTIME
+
+
+class TorchOp:
+    """A cute_bind kernel registered as the torch custom op ``torch.ops.<namespace>.<name>``.
+
+    Made by :func:`op`. Call it like the kernel, without the stream and output
+    parameters: eagerly it calls the kernel directly (its own fast path, torch's
+    current stream); under ``torch.compile``, FakeTensor, functionalization,
+    ``vmap`` or autograd it is the registered op.
+
+    Attributes: ``name`` (``"ns::name"``), ``kernel`` (the :class:`cute_bind.Kernel`),
+    ``schema`` (the op's schema string), ``library`` (the ``torch.library.Library``
+    holding its registrations), ``overload`` (``torch.ops.<ns>.<name>.default``),
+    ``plan`` (every parameter's role).
+    """
+
+    name: str
+    kernel: Kernel[Any]
+    schema: str
+    plan: OpPlan
+    library: Any
+    overload: Any
+    _impl: Callable[..., Any]
+    _fake: list[Callable[..., Any]]
+
+    def __init__(self) -> None:  # pragma: no cover - instances come from op()
+        raise TypeError("make a TorchOp with cute_bind.torch.op(...)")
+
+    def __repr__(self) -> str:
+        return f"<cute_bind.torch op {self.name}{self.schema} -> kernel {self.kernel.name}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - replaced per op by the generated call
+        raise NotImplementedError
+
+    def register_autograd(self, backward: Callable[..., Any], /, *, setup_context: Callable[..., Any] | None = None) -> None:
+        """Register the op's backward formula (``torch.library.register_autograd`` on the generated op).
+
+        ``backward(ctx, *grads)`` returns one gradient per op input (``None`` for
+        non-tensors); ``setup_context(ctx, inputs, output)`` saves what it needs.
+        Eager calls with an input that requires grad then go through torch's
+        dispatcher, so the formula runs. Register it before the op is first
+        compiled: compiled graphs keep what they traced. Only a functional op
+        (one with ``outputs``, no ``mutates_args``) can have one, as in torch.
+        """
+        self._torch().library.register_autograd(self.name, backward, setup_context=setup_context, lib=self.library)
+
+    def register_fake(self, fn: Callable[..., Any], /) -> None:
+        """Replace the generated fake implementation (rarely needed: it is generated from the output specs)."""
+        self._fake[0] = fn
+
+    @staticmethod
+    def _torch() -> Any:
+        return _runtime().torch
+
+
+def _alloc_source(p: OpParam, spec: OutputSpec, plan: OpPlan, inputs: Sequence[OpParam]) -> tuple[str, Any]:
+    """(Python expression allocating output ``p``, the object it names), checked against the plan."""
+    names = ", ".join(i.name for i in inputs)
+    if isinstance(spec, Like):
+        src = next((i for i in inputs if i.name == spec.source), None)
+        if src is None or not src.tensor or src.sequence:
+            tensors = ", ".join(i.name for i in inputs if i.tensor and not i.sequence) or "none"
+            raise D.error(
+                D.OP_SPEC_INVALID,
+                kernel=plan.kernel,
+                parameter=p.name,
+                expected=f"outputs[{p.name!r}]: like() of one of the op's tensor inputs ({tensors})",
+                got=spec.describe(),
+            )
+        dtype = "" if spec.dtype is None else f", dtype=_cb_dtype_{p.name}"
+        return f"_cb_empty_like({spec.source}{dtype}, memory_format=_cb_contiguous)", spec
+    if callable(spec):
+        return f"_cb_check_{p.name}(_cb_alloc_{p.name}({names}))", spec
+    raise D.error(
+        D.OP_SPEC_INVALID,
+        kernel=plan.kernel,
+        parameter=p.name,
+        expected=f"outputs[{p.name!r}]: an input's name, cute_bind.torch.like(...), or a function of the inputs returning a tensor",
+        got=repr(spec)[:80],
+    )
+
+
+def _output_checker(rt: _Runtime, plan: OpPlan, name: str) -> Callable[[Any], Any]:
+    tensor = rt.Tensor
+
+    def check(value: Any) -> Any:
+        if not isinstance(value, tensor):
+            raise D.error(
+                D.OP_OUTPUT_INVALID,
+                kernel=plan.kernel,
+                parameter=name,
+                expected="the output function to return a torch.Tensor",
+                got=f"{type(value).__name__} {value!r}"[:80],
+            )
+        return value
+
+    return check
+
+
+def _stream_errors(rt: _Runtime, plan: OpPlan) -> tuple[Callable[[int], None], Callable[[int], None]]:
+    """The generated call's CB705 raisers: (tensors off the capturing device, no stream parameter)."""
+    raw, current, capturing = rt.raw_stream, rt.current_device, rt.capturing
+
+    def other_device(device: int) -> None:
+        # A capture records the current stream of the current device; a tensor on
+        # another device would put the kernel outside the graph being captured.
+        raise D.error(
+            D.OP_STREAM_MISMATCH,
+            kernel=plan.kernel,
+            parameter=plan.stream.name if plan.stream else None,
+            expected=f"tensors on the capturing device cuda:{current()}",
+            got=f"tensors on cuda:{device} while a CUDA graph is being captured on cuda:{current()}",
+        )
+
+    def default_stream_only(device: int) -> None:
+        stream = raw(device)
+        if stream != 0:
+            what = "a CUDA graph is being captured" if capturing() else "another stream is current"
+            raise D.error(
+                D.OP_STREAM_MISMATCH,
+                kernel=plan.kernel,
+                expected="a stream parameter (stream: cuda.CUstream = None) so the op can launch on torch's current stream",
+                got=f"no stream parameter (the kernel launches on the default stream) while {what} (stream {stream:#x})",
+            )
+
+    return other_device, default_stream_only
+
+
+def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str, tuple[str, Any]]) -> tuple[Callable[..., Any], Callable[..., Any], dict[str, Any]]:
+    """The generated ``__call__`` (eager checks, then the kernel), the dispatcher implementation, their globals."""
+    inputs = plan.inputs
+    sig_parts: list[str] = []
+    star = False
+    for p in inputs:
+        if p.keyword_only and not star:
+            sig_parts.append("*")
+            star = True
+        sig_parts.append(f"{p.name}=_cb_default_{p.name}" if p.has_default else p.name)
+    signature = ", ".join(sig_parts)
+    # keyword-only parameters are keyword-only in the schema too
+    schema_args = ", ".join(f"{p.name}={p.name}" if p.keyword_only else p.name for p in inputs)
+    tensors = [p for p in inputs if p.tensor and not p.sequence]
+    seqs = [p for p in inputs if p.tensor and p.sequence]
+    # the device (and so the stream) is the first tensor input's, else the first output's
+    device_expr = "-1"
+    if tensors:
+        device_expr = f"{tensors[0].name}.get_device()"
+    elif plan.outputs:
+        device_expr = f"{plan.outputs[0]}.get_device()"
+    elif seqs:
+        device_expr = f"(_cb_seq_device({seqs[0].name}))"
+    body: list[str] = []
+    if tensors:
+        # the device first: a meta tensor (no data) takes the registered op, whose fake runs
+        body.append(f"_cb_device = {device_expr}")
+        meta_check = f"if _cb_device < 0 and {tensors[0].name}.is_meta: return _cb_overload({schema_args})"
+    else:
+        meta_check = ""
+    for name in plan.outputs:
+        body.append(f"{name} = {allocs[name][0]}")
+    if not tensors:
+        body.append(f"_cb_device = {device_expr}")
+    kernel_args = []
+    for p in plan.params:
+        value = "_cb_stream" if p.role == "stream" else p.name
+        kernel_args.append(f"{p.name}={value}" if p.keyword_only else value)
+    if plan.stream is not None:
+        # torch's current stream of the tensors' device (0 for host tensors); inline, it is per call
+        body.append("if _cb_device < 0:")
+        body.append("    _cb_stream = 0")
+        body.append("else:")
+        body.append("    _cb_stream = _cb_raw_stream(_cb_device)")
+        body.append("    if _cb_device != _cb_current_device() and _cb_capturing(): _cb_other_device(_cb_device)")
+    else:
+        body.append("if _cb_device >= 0: _cb_default_stream_only(_cb_device)")
+    body.append(f"_cb_kernel({', '.join(kernel_args)})")
+    mutated = [p.name for p in inputs if p.mutated and not p.sequence]
+    mutated_seqs = [p.name for p in inputs if p.mutated and p.sequence]
+    if len(plan.outputs) == 1:
+        ret = plan.outputs[0]
+    elif plan.outputs:
+        ret = "(" + ", ".join(plan.outputs) + ")"
+    else:
+        ret = "None"
+    plain = []
+    for p in tensors:
+        plain.append(f"({p.name}.__class__ is _cb_Tensor or {p.name}.__class__ is _cb_Parameter)")
+    for p in seqs:
+        plain.append(f"_cb_plain_seq({p.name})")
+    grads = [f"{p.name}.requires_grad" for p in tensors] + [f"_cb_seq_grad({p.name})" for p in seqs]
+    eager_guard = " and ".join(plain) if plain else "True"
+    if grads:
+        eager_guard += f" and not (({' or '.join(grads)}) and _cb_grad_enabled())"
+    bump_items = mutated + [f"*{n}" for n in mutated_seqs]
+    bump = f"_cb_bump(({', '.join(bump_items)},))" if bump_items else None
+    ind = "    "
+    src = [f"def __call__(_cb_self, {signature}):" if signature else "def __call__(_cb_self):"]
+    src.append(f"{ind}if _cb_compiling() or _cb_dispatch_modes() or _cb_function_modes() or _cb_functorch():")
+    src.append(f"{ind * 2}return _cb_overload({schema_args})")
+    src.append(f"{ind}if not ({eager_guard}):")
+    src.append(f"{ind * 2}return _cb_overload({schema_args})")
+    src += [ind + line for line in body[:1]]
+    if meta_check:
+        src.append(ind + meta_check)
+    src += [ind + line for line in body[1:]]
+    if bump:
+        src.append(ind + bump)
+    src.append(f"{ind}return {ret}")
+    src.append("")
+    src.append(f"def _cb_impl({signature}):")
+    src += [ind + line for line in body]
+    if bump:  # the op has no ADInplaceOrView kernel: its implementation bumps the versions itself
+        src.append(ind + bump)
+    src.append(f"{ind}return {ret}")
+    other_device, default_stream_only = _stream_errors(rt, plan)
+    tensor_cls, param_cls = rt.Tensor, rt.Parameter
+
+    def plain_seq(seq: Any) -> bool:
+        return isinstance(seq, (tuple, list)) and all(t.__class__ is tensor_cls or t.__class__ is param_cls for t in seq)
+
+    def seq_grad(seq: Any) -> bool:
+        return any(t.requires_grad for t in seq)
+
+    def seq_device(seq: Any) -> int:
+        return int(seq[0].get_device()) if len(seq) else -1
+
+    # no __name__: torch.compile reads the globals of an inlined function from
+    # its module when it has one, and this generated scope is no module
+    namespace: dict[str, Any] = {
+        "_cb_compiling": rt.compiling,
+        "_cb_dispatch_modes": rt.dispatch_modes,
+        "_cb_function_modes": rt.function_modes,
+        "_cb_functorch": rt.functorch,
+        "_cb_grad_enabled": rt.grad_enabled,
+        "_cb_overload": None,  # set once torch has registered the op
+        "_cb_kernel": kernel,
+        "_cb_Tensor": tensor_cls,
+        "_cb_Parameter": param_cls,
+        "_cb_bump": rt.bump,
+        "_cb_raw_stream": rt.raw_stream,
+        "_cb_current_device": rt.current_device,
+        "_cb_capturing": rt.capturing,
+        "_cb_other_device": other_device,
+        "_cb_default_stream_only": default_stream_only,
+        "_cb_empty_like": rt.empty_like,
+        "_cb_contiguous": rt.contiguous,
+        "_cb_plain_seq": plain_seq,
+        "_cb_seq_grad": seq_grad,
+        "_cb_seq_device": seq_device,
+    }
+    for p in inputs:
+        if p.has_default:
+            namespace[f"_cb_default_{p.name}"] = p.default
+    for name, (_, obj) in allocs.items():
+        if isinstance(obj, Like):
+            namespace[f"_cb_dtype_{name}"] = obj.dtype
+        else:
+            namespace[f"_cb_alloc_{name}"] = obj
+            namespace[f"_cb_check_{name}"] = _output_checker(rt, plan, name)
+    code = "\n".join(src) + "\n"
+    exec(compile(code, f"<cute_bind op {plan.qualname}>", "exec"), namespace)  # noqa: S102 - generated from the kernel's parameter names only
+    call = namespace["__call__"]
+    call.__doc__ = f"Call {plan.qualname}{plan.schema()} (eagerly: the kernel {plan.kernel} directly)."
+    call.__cute_bind_source__ = code
+    return call, namespace["_cb_impl"], namespace
+
+
+def _fake(rt: _Runtime, plan: OpPlan, allocs: dict[str, tuple[str, Any]]) -> Callable[..., Any]:
+    """The fake implementation: nothing for a mutating op, the allocations of a functional one."""
+    inputs = plan.inputs
+    names = [p.name for p in inputs]
+    if not plan.outputs:
+
+        def fake_mutating(*args: Any, **kwargs: Any) -> None:
+            return None
+
+        return fake_mutating
+    def from_like(spec: Like, values: dict[str, Any], args: tuple[Any, ...]) -> Any:
+        return rt.empty_like(values[spec.source], dtype=spec.dtype, memory_format=rt.contiguous)
+
+    def from_function(fn: Callable[..., Any], check: Callable[[Any], Any], values: dict[str, Any], args: tuple[Any, ...]) -> Any:
+        return check(fn(*args))
+
+    makers: list[Callable[[dict[str, Any], tuple[Any, ...]], Any]] = []
+    for out in plan.outputs:
+        _, obj = allocs[out]
+        if isinstance(obj, Like):
+            makers.append(functools.partial(from_like, obj))
+        else:
+            makers.append(functools.partial(from_function, obj, _output_checker(rt, plan, out)))
+
+    defaults = {p.name: p.default for p in inputs if p.has_default}
+
+    def fake_functional(*args: Any, **kwargs: Any) -> Any:
+        values = dict(defaults)
+        values.update(zip(names, args))
+        values.update(kwargs)
+        ordered = tuple(values[n] for n in names)
+        made = [m(values, ordered) for m in makers]
+        return made[0] if len(made) == 1 else tuple(made)
+
+    return fake_functional
+
+
+def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, OutputSpec] | None, tags: Any) -> TorchOp:
+    if not isinstance(kernel, Kernel):
+        from ..jit import kernel as decorate
+
+        kernel = decorate(kernel)
+    outputs = dict(outputs or {})
+    plan = plan_op(name, kernel.signature, mutates_args, tuple(outputs))
+    rt = _runtime()
+    torch = rt.torch
+    inputs = plan.inputs
+    allocs: dict[str, tuple[str, Any]] = {}
+    for p in plan.params:
+        if p.role == "output":
+            spec = outputs[p.name]
+            allocs[p.name] = _alloc_source(p, Like(spec) if isinstance(spec, str) else spec, plan, inputs)
+    schema = plan.schema()
+    ns, opname = plan.namespace, plan.opname
+    if hasattr(torch.ops, ns) and hasattr(getattr(torch.ops, ns), opname):
+        raise D.error(D.OP_NAME_INVALID, kernel=plan.kernel, expected="a name no other op has", got=f"{name!r}, already registered with torch")
+    call, impl, namespace = _generate(plan, rt, kernel, allocs)
+    impl.__name__ = impl.__qualname__ = opname
+    impl.__module__ = getattr(kernel, "__module__", __name__)
+    # torch.library's own layers, not torch.library.custom_op: a custom_op adds Python
+    # kernels at the Autograd and ADInplaceOrView keys to every call, which is most of
+    # its per-call cost through the dispatcher (so under torch.compile). Here the only
+    # Python on that path is the implementation; autograd is added by register_autograd.
+    user_tags = () if tags is None else tuple(tags) if isinstance(tags, (tuple, list)) else (tags,)
+    lib = torch.library.Library(ns, "FRAGMENT")
+    try:
+        lib.define(opname + schema, tags=(torch.Tag.pt2_compliant_tag, *user_tags))
+    except Exception as exc:
+        getattr(lib, "_destroy", lambda: None)()  # drop the half-made Library
+        raise D.error(
+            D.OP_NAME_INVALID, kernel=plan.kernel, expected="a name and schema torch.library accepts", got=f"{name!r}{schema}", detail=str(exc)[:200]
+        ) from exc
+    lib.impl(opname, impl, "CompositeExplicitAutograd")
+    fake: list[Callable[..., Any]] = [_fake(rt, plan, allocs)]
+    torch.library.register_fake(name, lambda *args, **kwargs: fake[0](*args, **kwargs), lib=lib)
+    _LIBRARIES.append(lib)  # registrations live as long as their Library: keep it for the process
+    overload = getattr(getattr(torch.ops, ns), opname).default
+    namespace["_cb_overload"] = overload  # the generated call reads it at call time
+    cls = type(f"TorchOp_{ns}_{opname}", (TorchOp,), {"__call__": call, "__module__": __name__, "__doc__": TorchOp.__doc__})
+    obj: TorchOp = object.__new__(cls)
+    obj.name = name
+    obj.kernel = kernel
+    obj.schema = schema
+    obj.plan = plan
+    obj.library = lib
+    obj.overload = overload
+    obj._impl = impl
+    obj._fake = fake
+    obj.__signature__ = _python_signature(plan)  # type: ignore[attr-defined]
+    return obj
+
+
+def _python_signature(plan: OpPlan) -> inspect.Signature:
+    kinds = inspect.Parameter
+    params = [
+        kinds(p.name, kinds.KEYWORD_ONLY if p.keyword_only else kinds.POSITIONAL_OR_KEYWORD, default=p.default)
+        for p in plan.inputs
+    ]
+    return inspect.Signature(params)
+
+
+@overload
+def op(name: str, kernel: Any, /, *, mutates_args: Sequence[str] | str = (), outputs: Mapping[str, OutputSpec] | None = None, tags: Any = None) -> TorchOp: ...
+
+
+@overload
+def op(name: str, /, *, mutates_args: Sequence[str] | str = (), outputs: Mapping[str, OutputSpec] | None = None, tags: Any = None) -> Callable[[Any], TorchOp]: ...
+
+
+def op(name: str, kernel: Any = None, /, *, mutates_args: Sequence[str] | str = (), outputs: Mapping[str, OutputSpec] | None = None, tags: Any = None) -> Any:
+    """Register a cute_bind kernel as the torch custom op ``name`` (``"namespace::opname"``).
+
+    ``op(name, kernel, ...)`` returns the :class:`TorchOp`; ``op(name, ...)`` is
+    a decorator over a kernel (a :class:`cute_bind.Kernel`, or a ``@cute.jit``
+    function, which is wrapped with :func:`cute_bind.kernel` first).
+
+    - ``mutates_args``: the tensor (or pointer) parameters the kernel writes.
+      A mutating op returns ``None`` and needs no fake implementation.
+    - ``outputs``: tensor parameters the op allocates and returns instead of
+      taking them, each mapped to how: an input's name or :func:`like`
+      (``like("inp", dtype=torch.float16)``), or a function of the op's inputs
+      (in order) returning the new tensor. The same spec is the fake
+      implementation under tracing.
+    - ``tags``: more ``torch.Tag`` values for the op (it is always ``pt2_compliant_tag``).
+
+    The stream parameter, if the kernel has one, is not part of the op: the
+    op passes torch's current stream for the device of its first tensor.
+    Definition errors are CB702-CB704; without torch, CB701.
+    """
+    parse_name(name, str(getattr(kernel, "name", getattr(kernel, "__name__", "kernel"))))
+    if kernel is None:
+        return lambda k: _make(name, k, mutates_args, outputs, tags)
+    return _make(name, kernel, mutates_args, outputs, tags)

@@ -1,0 +1,265 @@
+"""A kernel's signature as a torch operator schema, read once when the op is made.
+
+Every runtime parameter of a :class:`cute_bind.Kernel` becomes one role:
+
+- an **input** of the op: tensors and pointers are ``Tensor`` (``Tensor(aN!)``
+  when listed in ``mutates_args``), integer scalars ``SymInt`` (so a size taken
+  from a dynamic shape stays symbolic under ``torch.compile``), float and half
+  scalars ``float``, booleans ``bool``, ``Constexpr[int|float|bool|str]`` the
+  plain schema type (a compile-time value is always concrete), and a
+  homogeneous sequence the list of its element type;
+- an **output**: a tensor parameter named in ``outputs``, allocated by the op
+  and returned, so it is not in the schema's arguments;
+- the **stream**: never in the schema; the op passes torch's current stream.
+
+Nothing here imports torch: the plan is plain data, and the schema a string.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import math
+import typing
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from .. import diagnostics as D
+from ..jit.signature import KernelSignature, Param
+from ..slots import PointerKind, ScalarKind, SequenceKind, SlotKind, StreamKind, TensorKind
+
+__all__ = ["OpParam", "OpPlan", "plan_op", "parse_name"]
+
+_EMPTY = inspect.Parameter.empty
+
+#: names the generated call code uses for itself; a kernel parameter may not take them
+RESERVED_PREFIX = "_cb_"
+
+_CONSTEXPR_TYPES = {int: "int", float: "float", bool: "bool", str: "str"}
+
+
+@dataclass(frozen=True)
+class OpParam:
+    """One kernel parameter as the op sees it.
+
+    ``role`` is ``"input"``, ``"output"`` or ``"stream"``; ``schema_type`` the
+    schema type of an input (``None`` otherwise); ``tensor`` is true for a
+    ``Tensor`` or ``Tensor[]`` input or an output; ``sequence`` for a list type.
+    """
+
+    name: str
+    role: str
+    schema_type: str | None = None
+    tensor: bool = False
+    sequence: bool = False
+    mutated: bool = False
+    default: Any = _EMPTY
+    keyword_only: bool = False
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not _EMPTY
+
+
+@dataclass(frozen=True)
+class OpPlan:
+    """The whole op: its qualified name, every kernel parameter's role, the schema string."""
+
+    qualname: str
+    kernel: str
+    params: tuple[OpParam, ...]
+    outputs: tuple[str, ...]
+
+    @property
+    def namespace(self) -> str:
+        return self.qualname.split("::")[0]
+
+    @property
+    def opname(self) -> str:
+        return self.qualname.split("::")[1]
+
+    @property
+    def inputs(self) -> tuple[OpParam, ...]:
+        return tuple(p for p in self.params if p.role == "input")
+
+    @property
+    def stream(self) -> OpParam | None:
+        return next((p for p in self.params if p.role == "stream"), None)
+
+    def schema(self) -> str:
+        """The schema without the op name, e.g. ``(Tensor(a0!) out, Tensor inp, float alpha) -> ()``."""
+        args = []
+        alias = 0
+        star = False
+        for p in self.inputs:
+            if p.keyword_only and not star:
+                args.append("*")
+                star = True
+            t = p.schema_type or ""
+            if p.mutated:
+                t = f"Tensor(a{alias}!)" + ("[]" if p.sequence else "")
+                alias += 1
+            text = f"{t} {p.name}"
+            if p.has_default:
+                text += "=" + _default_text(p.default)
+            args.append(text)
+        if not self.outputs:
+            ret = "()"
+        elif len(self.outputs) == 1:
+            ret = "Tensor"
+        else:
+            ret = "(" + ", ".join("Tensor" for _ in self.outputs) + ")"
+        return "(" + ", ".join(args) + ") -> " + ret
+
+
+def _default_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, float):
+        return repr(value)
+    return str(int(value))
+
+
+def parse_name(name: Any, kernel: str) -> tuple[str, str]:
+    """``"ns::name"`` into its two identifiers, or CB704."""
+    if isinstance(name, str) and name.count("::") == 1:
+        ns, op = name.split("::")
+        if ns.isidentifier() and op.isidentifier() and not keyword.iskeyword(op):
+            return ns, op
+    raise D.error(
+        D.OP_NAME_INVALID,
+        kernel=kernel,
+        expected='a name "namespace::opname" of two Python identifiers, e.g. "mylib::scale"',
+        got=repr(name),
+    )
+
+
+def _scalar_type(slot: ScalarKind) -> str:
+    if slot.is_bool:
+        return "bool"
+    return "float" if slot.is_float else "SymInt"
+
+
+def _element_type(slot: SlotKind) -> tuple[str, bool] | None:
+    """(schema type, is a tensor) of one element kind, or None where no schema type fits."""
+    if isinstance(slot, (TensorKind, PointerKind)):
+        return "Tensor", True
+    if isinstance(slot, ScalarKind):
+        return _scalar_type(slot), False
+    return None
+
+
+def _unsupported(kernel: str, p: Param, got: str, why: str) -> Exception:
+    return D.error(
+        D.OP_PARAMETER_UNSUPPORTED,
+        kernel=kernel,
+        parameter=p.name,
+        expected="a tensor, pointer, scalar, stream, homogeneous sequence of those, or Constexpr[int|float|bool|str]",
+        got=got,
+        detail=why,
+    )
+
+
+def _input(kernel: str, p: Param) -> OpParam:
+    """The schema view of one input parameter, or CB702."""
+    slot = p.slot
+    schema_type: str | None = None
+    tensor = sequence = False
+    if slot is None:  # Constexpr
+        args = typing.get_args(p.annotation)
+        schema_type = _CONSTEXPR_TYPES.get(args[0]) if len(args) == 1 and isinstance(args[0], type) else None
+        if schema_type is None:
+            raise _unsupported(kernel, p, repr(p.annotation), "a compile-time value needs a plain type the schema can carry")
+    elif isinstance(slot, SequenceKind):
+        kinds = set()
+        if slot.homogeneous is not None:
+            kinds.add(_element_type(slot.homogeneous))
+        for e in slot.elements or ():
+            kinds.add(_element_type(e))
+        if len(kinds) != 1 or None in kinds:
+            raise _unsupported(
+                kernel, p, slot.describe(), "a sequence must have one element kind (tensors, pointers or one scalar type) to be a schema list"
+            )
+        ((schema_type, tensor),) = kinds  # type: ignore[misc]
+        schema_type = f"{schema_type}[]"
+        sequence = True
+    else:
+        element = _element_type(slot)
+        if element is None:
+            raise _unsupported(kernel, p, slot.describe(), f"the {slot.kind} slot kind has no torch schema type")
+        schema_type, tensor = element
+    if p.keyword_only and tensor:
+        raise _unsupported(kernel, p, "a keyword-only tensor parameter", "torch custom ops take tensors positionally; make it an ordinary parameter")
+    default = p.default
+    if p.has_default:
+        ok = not tensor and not sequence and isinstance(default, (bool, int, float)) and not (isinstance(default, float) and not math.isfinite(default))
+        if not ok:
+            raise _unsupported(kernel, p, f"default {default!r}", "a schema default must be a finite number or a bool on a scalar parameter")
+    return OpParam(name=p.name, role="input", schema_type=schema_type, tensor=tensor, sequence=sequence, default=default, keyword_only=p.keyword_only)
+
+
+def _names(value: Any, what: str, kernel: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = (value,)
+    try:
+        names = tuple(value)
+    except TypeError:
+        names = (value,)
+    for n in names:
+        if not isinstance(n, str):
+            raise D.error(D.OP_SPEC_INVALID, kernel=kernel, parameter=repr(n), expected=f"{what}: parameter names (strings)", got=repr(value))
+    return names
+
+
+def plan_op(qualname: str, sig: KernelSignature, mutates_args: Iterable[str] | str, outputs: Iterable[str]) -> OpPlan:
+    """Every parameter's role and schema type; CB702/CB703/CB704 for what cannot be an op."""
+    kernel = sig.name
+    parse_name(qualname, kernel)
+    mutated = _names(mutates_args, "mutates_args", kernel)
+    outs = _names(outputs, "outputs", kernel)
+    by_name = {p.name: p for p in sig.params}
+    for what, names in (("mutates_args", mutated), ("outputs", outs)):
+        for n in names:
+            p = by_name.get(n)
+            if p is None:
+                raise D.error(
+                    D.OP_SPEC_INVALID, kernel=kernel, parameter=n, expected=f"{what}: names of the kernel's parameters ({', '.join(by_name)})", got=repr(n)
+                )
+            element = _element_type(p.slot) if p.slot is not None and not isinstance(p.slot, SequenceKind) else None
+            is_tensor = element is not None and element[1]
+            if isinstance(p.slot, SequenceKind) and what == "mutates_args":
+                inner = {_element_type(e) for e in ((p.slot.homogeneous,) if p.slot.homogeneous else p.slot.elements or ())}
+                is_tensor = inner == {("Tensor", True)}
+            if not is_tensor:
+                kind = "Constexpr" if p.slot is None else p.slot.describe()
+                need = "a tensor or pointer parameter" + (" (or a sequence of them)" if what == "mutates_args" else "")
+                raise D.error(D.OP_SPEC_INVALID, kernel=kernel, parameter=n, expected=f"{what}: {need}", got=f"a {kind} parameter")
+    both = sorted(set(mutated) & set(outs))
+    if both:
+        raise D.error(
+            D.OP_SPEC_INVALID, kernel=kernel, parameter=both[0], expected="a parameter in mutates_args or in outputs, not both", got="listed in both"
+        )
+    if not mutated and not outs:
+        raise D.error(
+            D.OP_SPEC_INVALID,
+            kernel=kernel,
+            expected="mutates_args naming the tensors the kernel writes, or outputs for the tensors the op allocates",
+            got="neither",
+        )
+    params: list[OpParam] = []
+    for p in sig.params:
+        if p.name.startswith(RESERVED_PREFIX):
+            raise _unsupported(kernel, p, repr(p.name), f"names starting with {RESERVED_PREFIX!r} are used by the generated op")
+        if isinstance(p.slot, StreamKind):
+            params.append(OpParam(name=p.name, role="stream", keyword_only=p.keyword_only))
+        elif p.name in outs:
+            params.append(OpParam(name=p.name, role="output", tensor=True, keyword_only=p.keyword_only))
+        else:
+            op_param = _input(kernel, p)
+            if p.name in mutated:
+                op_param = OpParam(**{**op_param.__dict__, "mutated": True})
+            params.append(op_param)
+    if sum(p.role == "stream" for p in params) > 1:
+        extra = [p.name for p in params if p.role == "stream"][1]
+        raise _unsupported(kernel, by_name[extra], "a second stream parameter", "the op passes torch's current stream to one stream parameter")
+    return OpPlan(qualname=qualname, kernel=kernel, params=tuple(params), outputs=outs)

@@ -1,0 +1,350 @@
+"""cute_bind.torch.op eagerly on CPU tensors: results, the eager/dispatcher split, outputs, autograd, opcheck."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import cutlass.cute as cute  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import cute_bind  # noqa: E402
+import cute_bind.torch as cbt  # noqa: E402
+from cute_bind.torch import custom_op as op_module  # noqa: E402
+from tests.kernels import host  # noqa: E402
+from tests.torch.conftest import dispatcher_calls  # noqa: E402
+
+
+def arange(n, dtype=torch.float32):
+    return torch.arange(n, dtype=dtype) - n / 3
+
+
+# ------------------------------------------------------------------ eager results
+def test_mutating_op_eagerly_writes_what_the_kernel_writes(opname):
+    k = cute_bind.kernel(host.tscale)
+    scale = cbt.op(opname("tscale"), k, mutates_args=("out",))
+    for n in (1, 7, 64, 333):
+        x = arange(n)
+        y, ref = torch.full_like(x, float("nan")), torch.full_like(x, float("nan"))
+        assert scale(y, x, 1.5) is None
+        k(ref, x, 1.5)
+        assert torch.equal(y, ref) and torch.equal(y, x * 1.5)
+    assert k.cache_info() == {"compiled": 1}  # one dynamic-layout compile for every extent
+
+
+def test_dispatcher_path_gives_the_same_bytes(opname):
+    name = opname("tscale")
+    scale = cbt.op(name, host.tscale, mutates_args=("out",))
+    x = arange(50)
+    a, b = torch.zeros_like(x), torch.zeros_like(x)
+    scale(a, x, -0.3)
+    getattr(getattr(torch.ops, name.split("::")[0]), name.split("::")[1])(b, x, -0.3)
+    assert torch.equal(a.view(torch.int32), b.view(torch.int32))
+
+
+def test_pointer_kernel_with_stream_gets_stream_zero_on_cpu(opname, monkeypatch):
+    """host.scale takes pointers, an Int32 and a stream: the op passes tensors, n and stream 0."""
+    k = cute_bind.kernel(host.scale)
+    seen = []
+    real_call = type(k).__call__
+
+    def spy(self, *args, **kwargs):
+        seen.append(args)
+        return real_call(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(k), "__call__", spy)
+    op = cbt.op(opname("scale"), k, mutates_args=("out",))
+    x = arange(64)
+    y = torch.zeros_like(x)
+    op(y, x, 2.0, 40)
+    assert torch.equal(y[:40], x[:40] * 2) and not y[40:].any()
+    assert len(seen) == 1 and seen[0][-1] == 0 and seen[0][0] is y
+
+
+def test_defaults_keywords_constexpr_and_sequences(opname):
+    split = cbt.op(opname("tsplit"), host.tsplit, outputs={"lo": "inp", "hi": cbt.like("inp")})
+    x = arange(20)
+    lo, hi = split(x)
+    assert torch.equal(lo, x.clamp(max=0.0)) and torch.equal(hi, x.clamp(min=0.0))
+    lo, hi = split(x, cut=1.0)
+    assert torch.equal(lo, x.clamp(max=1.0)) and torch.equal(hi, x.clamp(min=1.0))
+
+    axpy = cbt.op(opname("axpy"), host.taxpy_inplace, mutates_args=("y",))
+    y = torch.ones(9)
+    axpy(y, arange(9), 2.0, 3)
+    assert torch.equal(y, 1 + 2 * arange(9) + 3)
+
+    total = cbt.op(opname("tsum"), host.tsum_list, mutates_args=("out",))
+    out = torch.zeros(5)
+    total(out, [torch.ones(5), arange(5)], (2.0, 0.5))
+    assert torch.equal(out, 2 + 0.5 * arange(5))
+
+
+def test_functional_outputs_like_with_dtype_and_function(opname):
+    k = cute_bind.kernel(host.tcopy_any)
+    x = arange(12)
+    same = cbt.op(opname("copy"), k, outputs={"out": cbt.like("inp")})
+    assert torch.equal(same(x, 1.0), x + 1)
+    to64 = cbt.op(opname("copy64"), k, outputs={"out": cbt.like("inp", dtype=torch.float64)})
+    y = to64(x, 1.0)
+    assert y.dtype == torch.float64 and torch.equal(y, (x + 1).double())
+    half_len = cbt.op(opname("head"), k, outputs={"out": lambda inp, beta: inp.new_empty(inp.shape[0] // 2)})
+    y = half_len(x, 0.0)
+    assert y.shape == (6,) and torch.equal(y, x[:6])
+    # a fresh tensor each call, never an input
+    assert same(x, 0.0).data_ptr() != x.data_ptr()
+
+
+def test_output_function_returning_no_tensor_is_cb706(opname):
+    op = cbt.op(opname("bad"), host.tscale, outputs={"out": lambda inp, alpha: inp.shape})
+    with pytest.raises(cute_bind.LaunchArgumentError, match=r"\[CB706\]") as info:
+        op(torch.ones(3), 2.0)
+    assert info.value.parameter == "out" and "torch.Size" in info.value.got
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode, pytest.raises(cute_bind.LaunchArgumentError, match=r"\[CB706\]"):
+        op(mode.from_tensor(torch.ones(3)), 2.0)
+
+
+def test_mutated_tensors_get_their_version_bumped(opname):
+    """As torch's in-place ops do, so autograd notices a tensor it saved was overwritten."""
+    scale = cbt.op(opname("tscale"), host.tscale, mutates_args=("out",))
+    w = torch.ones(4, requires_grad=True)
+    y = torch.ones(4)
+    z = (w * y).sum()  # saves y for backward
+    before = y._version
+    scale(y, torch.ones(4), 3.0)
+    assert y._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+
+
+# ------------------------------------------------------------------ eager vs dispatcher
+def _plain(x):
+    return x
+
+
+class Sub(torch.Tensor):
+    pass
+
+
+#: (case, how to call, goes through the dispatcher?)
+ROUTES = [
+    ("plain tensors", lambda op, y, x: op(y, x, 2.0), False),
+    ("keyword arguments", lambda op, y, x: op(out=y, inp=x, alpha=2.0), False),
+    ("under no_grad with requires_grad input", lambda op, y, x: _no_grad(op, y, x.requires_grad_()), False),
+    ("inference_mode", lambda op, y, x: _inference(op, y, x), False),
+    ("nn.Parameter without grad", lambda op, y, x: op(y, torch.nn.Parameter(x, requires_grad=False), 2.0), False),
+    ("input requires grad", lambda op, y, x: op(y, x.requires_grad_(), 2.0), True),
+    ("tensor subclass", lambda op, y, x: op(y, x.as_subclass(Sub), 2.0), True),
+    ("dispatch mode active", lambda op, y, x: _in_mode(op, y, x), True),
+    ("torch function mode active", lambda op, y, x: _in_function_mode(op, y, x), True),
+]
+
+
+def _no_grad(op, y, x):
+    with torch.no_grad():
+        return op(y, x, 2.0)
+
+
+def _inference(op, y, x):
+    with torch.inference_mode():
+        y2, x2 = y.clone(), x.clone()
+        op(y2, x2, 2.0)
+    y.copy_(y2)
+
+
+def _in_mode(op, y, x):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Passthrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with Passthrough():
+        return op(y, x, 2.0)
+
+
+def _in_function_mode(op, y, x):
+    from torch.overrides import TorchFunctionMode
+
+    class Passthrough(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with Passthrough():
+        return op(y, x, 2.0)
+
+
+@pytest.fixture(scope="module")
+def routed_op():
+    return cbt.op("cbtest::routed", host.tscale, mutates_args=("out",))
+
+
+@pytest.mark.parametrize(("case", "call", "dispatched"), ROUTES, ids=[r[0] for r in ROUTES])
+def test_eager_calls_skip_the_dispatcher_everything_else_uses_it(routed_op, case, call, dispatched):
+    x = arange(16)
+    y = torch.zeros(16)
+    _, calls = dispatcher_calls("cbtest::routed", call, routed_op, y, x)
+    assert (calls >= 1) if dispatched else (calls == 0), case
+    assert torch.equal(y, arange(16) * 2.0), case
+
+
+def test_fake_tensors_take_the_registered_op(opname):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    scale = cbt.op(opname("tscale"), host.tscale, mutates_args=("out",))
+    scaled = cbt.op(opname("tscaled"), host.tscale, outputs={"out": "inp"})
+    with FakeTensorMode() as mode:
+        x = mode.from_tensor(arange(10))
+        assert scale(torch.empty_like(x), x, 2.0) is None
+        y = scaled(x, 2.0)
+        assert type(y).__name__ == "FakeTensor" and y.shape == (10,) and y.dtype == torch.float32
+
+
+# ------------------------------------------------------------------ autograd
+def test_register_autograd_on_a_functional_op(opname):
+    scaled = cbt.op(opname("scaled"), host.tscale, outputs={"out": "inp"})
+
+    def setup_context(ctx, inputs, output):
+        ctx.alpha = inputs[1]
+
+    def backward(ctx, grad):
+        return scaled(grad.contiguous(), ctx.alpha), None
+
+    scaled.register_autograd(backward, setup_context=setup_context)
+    x = arange(8).requires_grad_()
+    y, calls = dispatcher_calls(scaled.name, scaled, x, 3.0)
+    assert calls >= 1  # an input requires grad: the dispatcher, so autograd records the op
+    (y * torch.arange(8.0)).sum().backward()
+    assert torch.equal(x.grad, 3.0 * torch.arange(8.0))
+    torch.autograd.gradcheck(lambda t: scaled(t, 0.5), (torch.randn(5, dtype=torch.float32, requires_grad=True),), eps=1e-2, atol=1e-2)
+
+
+# ------------------------------------------------------------------ opcheck
+def _ops_and_args():
+    """(op factory, sample args, sample kwargs) for every kind of op the module makes."""
+    x = arange(12)
+    return [
+        ("mutating", lambda n: cbt.op(n, host.tscale, mutates_args=("out",)), (torch.zeros(12), x, 2.0), {}),
+        ("functional like", lambda n: cbt.op(n, host.tscale, outputs={"out": "inp"}), (x, 2.0), {}),
+        ("functional fn", lambda n: cbt.op(n, host.tcopy_any, outputs={"out": lambda inp, beta: torch.empty_like(inp)}), (x.reshape(3, 4), 1.0), {}),
+        ("two outputs, kw-only", lambda n: cbt.op(n, host.tsplit, outputs={"lo": "inp", "hi": "inp"}), (x,), {"cut": 0.5}),
+        ("mixed", lambda n: cbt.op(n, host.tsplit, mutates_args=("hi",), outputs={"lo": "inp"}), (torch.zeros(12), x), {}),
+        ("sequences", lambda n: cbt.op(n, host.tsum_list, mutates_args=("out",)), (torch.zeros(12), [x, x + 1], [1.0, 2.0]), {}),
+        ("constexpr", lambda n: cbt.op(n, host.taxpy_inplace, mutates_args=("y",)), (torch.zeros(12), x, 2.0, 4), {}),
+        ("pointers and stream", lambda n: cbt.op(n, host.scale, mutates_args=("out",)), (torch.zeros(64), arange(64), 2.0, 64), {}),
+        ("stream default", lambda n: cbt.op(n, host.tscale_stream, mutates_args=("out",)), (torch.zeros(12), x, 2.0), {}),
+    ]
+
+
+@pytest.mark.parametrize(("case", "make", "args", "kwargs"), _ops_and_args(), ids=[c[0] for c in _ops_and_args()])
+def test_opcheck_passes_on_every_kind_of_generated_op(opname, case, make, args, kwargs):
+    op = make(opname("checked"))
+    result = torch.library.opcheck(op.overload, args, kwargs)
+    assert set(result.values()) == {"SUCCESS"}, result
+    assert len(result) >= 4  # schema, autograd registration, fake tensor, AOT dispatch
+
+
+# ------------------------------------------------------------------ making ops
+def test_decorator_form_and_plain_jit_function(opname):
+    name = opname("deco")
+
+    @cbt.op(name, mutates_args=("out",))
+    @cute_bind.kernel
+    def _unused(out: cute.Tensor, inp: cute.Tensor):  # never compiled
+        pass
+
+    assert isinstance(_unused, cbt.TorchOp) and _unused.name == name
+    assert _unused.schema == "(Tensor(a0!) out, Tensor inp) -> ()"
+    plain = cbt.op(opname("plain"), host.tscale, mutates_args=("out",))  # a @cute.jit function: wrapped
+    assert isinstance(plain.kernel, cute_bind.Kernel) and plain.kernel.name == "tscale"
+    assert plain.name in repr(plain) and "tscale" in repr(plain)
+
+
+def test_op_name_taken_is_cb704(opname):
+    name = opname("twice")
+    cbt.op(name, host.tscale, mutates_args=("out",))
+    with pytest.raises(cute_bind.KernelDefinitionError, match=r"\[CB704\]") as info:
+        cbt.op(name, host.tscale, mutates_args=("out",))
+    assert "already registered" in info.value.got
+
+
+@pytest.mark.parametrize("name", ["tscale", "a::b::c", "1x::y", "x::", 7])
+def test_malformed_names_are_cb704(name):
+    with pytest.raises(cute_bind.KernelDefinitionError, match=r"\[CB704\]"):
+        cbt.op(name, host.tscale, mutates_args=("out",))
+
+
+def test_like_naming_no_tensor_input_is_cb703(opname):
+    for spec in (cbt.like("alpha"), "nope", 3):
+        with pytest.raises(cute_bind.KernelDefinitionError, match=r"\[CB703\]"):
+            cbt.op(opname("badlike"), host.tscale, outputs={"out": spec})
+
+
+def test_without_torch_is_cb701(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setattr(op_module, "_RUNTIME", None)
+    with pytest.raises(ImportError, match=r"\[CB701\]") as info:
+        cbt.op("cbtest::notorch", host.tscale, mutates_args=("out",))
+    assert isinstance(info.value, cute_bind.CuteBindError) and info.value.code == "CB701"
+
+
+def test_import_cute_bind_does_not_import_torch():
+    code = "import sys, cute_bind, cute_bind.torch; assert 'torch' not in sys.modules, 'torch imported'; print('ok')"
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+# ------------------------------------------------------------------ CB705 (the GPU suite runs the real thing)
+@pytest.mark.parametrize(
+    ("raw", "capturing", "raises", "words"),
+    [
+        (0, False, False, ""),
+        (0x1234, False, True, "another stream is current (stream 0x1234)"),
+        (0x1234, True, True, "a CUDA graph is being captured"),
+    ],
+)
+def test_kernel_without_stream_parameter_only_on_the_default_stream(raw, capturing, raises, words):
+    from types import SimpleNamespace
+
+    from cute_bind.torch.schema import plan_op
+
+    plan = plan_op("cbtest::streamless", cute_bind.kernel(host.tscale).signature, ("out",), ())
+    rt = SimpleNamespace(raw_stream=lambda d: raw, current_device=lambda: 0, capturing=lambda: capturing)
+    other_device, default_only = op_module._stream_errors(rt, plan)
+    if not raises:
+        default_only(0)
+        return
+    with pytest.raises(cute_bind.LaunchRuntimeError, match=r"\[CB705\]") as info:
+        default_only(0)
+    assert words in info.value.got and info.value.kernel == "tscale"
+    with pytest.raises(cute_bind.LaunchRuntimeError, match=r"\[CB705\]") as info:
+        other_device(1)
+    assert "cuda:1" in info.value.got and "cuda:0" in info.value.expected
+
+
+def test_register_fake_replaces_the_generated_one(opname):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    op = cbt.op(opname("refake"), host.tscale, outputs={"out": "inp"})
+    with FakeTensorMode() as mode:
+        assert op(mode.from_tensor(torch.ones(6)), 2.0).shape == (6,)
+    op.register_fake(lambda inp, alpha: inp.new_empty(inp.shape[0] * 2))
+    with FakeTensorMode() as mode:
+        assert op(mode.from_tensor(torch.ones(6)), 2.0).shape == (12,)
+
+
+def test_meta_tensors_take_the_registered_op(opname):
+    """Meta tensors are plain torch.Tensor objects without data: the fake implementation answers."""
+    name = opname("meta")
+    scaled = cbt.op(name, host.tscale, outputs={"out": cbt.like("inp", dtype=torch.float64)})
+    y, calls = dispatcher_calls(name, scaled, torch.empty(7, device="meta"), 2.0)
+    assert calls >= 1 and y.device.type == "meta" and y.shape == (7,) and y.dtype == torch.float64
+    scale = cbt.op(opname("meta_"), host.tscale, mutates_args=("out",))
+    assert scale(torch.empty(3, device="meta"), torch.empty(3, device="meta"), 2.0) is None

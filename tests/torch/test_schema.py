@@ -1,0 +1,145 @@
+"""A kernel's signature as a torch op schema: every slot kind's schema type, and what is refused."""
+
+from __future__ import annotations
+
+import keyword
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import cute_bind
+from cute_bind.torch.schema import parse_name, plan_op
+from tests.kernels import host
+
+F32 = cute_bind.Pointer[cutlass.Float32]
+
+
+def _sig(fn):
+    return cute_bind.kernel(fn).signature
+
+
+# Kernels that only need a signature here (nothing compiles them).
+def bare_tuple(out: cute.Tensor, ins: tuple, n: cutlass.Int32):
+    pass
+
+
+def mixed_tuple(out: F32, args: tuple[F32, cutlass.Float32]):
+    pass
+
+
+def bare_constexpr(out: cute.Tensor, mode: cutlass.Constexpr):
+    pass
+
+
+def kw_tensor(out: cute.Tensor, *, inp: cute.Tensor):
+    pass
+
+
+def odd_default(out: cute.Tensor, alpha: cutlass.Float32 = float("inf")):
+    pass
+
+
+def reserved(out: cute.Tensor, _cb_x: cutlass.Int32):
+    pass
+
+
+def two_streams(out: cute.Tensor, s1: cuda.CUstream, s2: cuda.CUstream):
+    pass
+
+
+def list_ptrs(outs: list[F32], n: int, flag: bool, x: float, half: cutlass.Float16, tf: cutlass.TFloat32):
+    pass
+
+
+#: (kernel, mutates_args, outputs, schema)
+SCHEMAS = [
+    (host.tscale, ("out",), (), "(Tensor(a0!) out, Tensor inp, float alpha) -> ()"),
+    (host.tscale, (), ("out",), "(Tensor inp, float alpha) -> Tensor"),
+    (host.tscale, "out", (), "(Tensor(a0!) out, Tensor inp, float alpha) -> ()"),
+    (host.scale, ("out",), (), "(Tensor(a0!) out, Tensor inp, float alpha, SymInt n) -> ()"),
+    (host.tscale_stream, ("out",), (), "(Tensor(a0!) out, Tensor inp, float alpha) -> ()"),
+    (host.with_default, ("out",), (), "(Tensor(a0!) out, SymInt value, SymInt extra=5) -> ()"),
+    (host.with_constexpr, ("out",), (), "(Tensor(a0!) out, SymInt value, int offset) -> ()"),
+    (host.thalf_default, ("out",), (), "(Tensor(a0!) out, float scale=0.5) -> ()"),
+    (host.seq_sum, ("out",), (), "(Tensor(a0!) out, Tensor[] ins, float[] scales, SymInt n) -> ()"),
+    (host.tsplit, (), ("lo", "hi"), "(Tensor inp, *, float cut=0.0) -> (Tensor, Tensor)"),
+    (host.tsplit, ("hi",), ("lo",), "(Tensor(a0!) hi, Tensor inp, *, float cut=0.0) -> Tensor"),
+    (host.tsum_list, ("out", "ins"), (), "(Tensor(a0!) out, Tensor(a1!)[] ins, float[] weights) -> ()"),
+    (list_ptrs, ("outs",), (), "(Tensor(a0!)[] outs, SymInt n, bool flag, float x, float half, float tf) -> ()"),
+    (
+        host.all_scalars,
+        ("out",),
+        (),
+        "(Tensor(a0!) out, bool b, SymInt i8, SymInt i16, SymInt i32, SymInt i64, SymInt u8, SymInt u16, SymInt u32, "
+        "SymInt u64, float f32, float f64, float tf32, bool pb, SymInt pi, float pf) -> ()",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fn", "mutates", "outputs", "schema"), SCHEMAS, ids=[f"{s[0].__name__}-{i}" for i, s in enumerate(SCHEMAS)])
+def test_schema_of_each_slot_kind(fn, mutates, outputs, schema):
+    plan = plan_op("lib::op", _sig(fn), mutates, outputs)
+    assert plan.schema() == schema
+    roles = {p.name: p.role for p in plan.params}
+    assert all(roles[o] == "output" for o in plan.outputs)
+    assert [p.name for p in plan.params] == [p.name for p in _sig(fn).params]  # every parameter, in order
+
+
+def test_stream_is_no_argument_of_the_op():
+    plan = plan_op("lib::op", _sig(host.scale), ("out",), ())
+    assert plan.stream is not None and plan.stream.name == "stream"
+    assert "stream" not in [p.name for p in plan.inputs]
+
+
+#: (kernel, mutates_args, outputs, code, parameter named in the error)
+REFUSED = [
+    (bare_tuple, ("out",), (), "CB702", "ins"),
+    (mixed_tuple, ("out",), (), "CB702", "args"),
+    (bare_constexpr, ("out",), (), "CB702", "mode"),
+    (kw_tensor, ("out",), (), "CB702", "inp"),
+    (odd_default, ("out",), (), "CB702", "alpha"),
+    (reserved, ("out",), (), "CB702", "_cb_x"),
+    (two_streams, ("out",), (), "CB702", "s2"),
+    (host.tscale, ("alpha",), (), "CB703", "alpha"),
+    (host.tscale, ("nope",), (), "CB703", "nope"),
+    (host.tscale, ("out",), ("out",), "CB703", "out"),
+    (host.tscale, (), (), "CB703", None),
+    (host.tscale, (), ("alpha",), "CB703", "alpha"),
+    (host.scale, ("stream",), (), "CB703", "stream"),
+    (host.tsum_list, (), ("ins",), "CB703", "ins"),
+    (host.with_constexpr, ("offset",), (), "CB703", "offset"),
+    (host.tscale, (1,), (), "CB703", "1"),
+]
+
+
+@pytest.mark.parametrize(("fn", "mutates", "outputs", "code", "parameter"), REFUSED, ids=[f"{r[0].__name__}-{r[3]}-{i}" for i, r in enumerate(REFUSED)])
+def test_refused_with_a_catalog_error(fn, mutates, outputs, code, parameter):
+    with pytest.raises(cute_bind.KernelDefinitionError) as info:
+        plan_op("lib::op", _sig(fn), mutates, outputs)
+    err = info.value
+    assert err.code == code and err.kernel == fn.__name__
+    assert err.parameter == parameter
+    assert f"[{code}]" in str(err) and "fix:" in str(err)
+
+
+IDENT = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True).filter(lambda s: not keyword.iskeyword(s))
+
+
+@given(IDENT, IDENT)
+def test_names_of_two_identifiers_parse(ns, name):
+    assert parse_name(f"{ns}::{name}", "k") == (ns, name)
+
+
+@given(st.one_of(st.text(max_size=20), st.integers(), st.none()))
+def test_other_names_are_cb704(name):
+    parts = name.split("::") if isinstance(name, str) else []
+    valid = len(parts) == 2 and all(p.isidentifier() for p in parts) and not keyword.iskeyword(parts[1])
+    if valid:
+        assert parse_name(name, "k") == tuple(parts)
+    else:
+        with pytest.raises(cute_bind.KernelDefinitionError, match=r"\[CB704\]"):
+            parse_name(name, "k")
