@@ -70,10 +70,18 @@ from .rules import (
     rules_fingerprint,
 )
 
-__all__ = ["CUTE_BIND", "CuteBindPlugin", "plugin"]
+__all__ = ["CATALOG_CODES", "CUTE_BIND", "CuteBindPlugin", "plugin"]
 
 #: The mypy error code of every eligibility error (``# type: ignore[cute-bind]``).
 CUTE_BIND = ErrorCode("cute-bind", f"cute_bind kernel eligibility (catalog codes {', '.join(sorted(REPORTED_CODES | DECORATOR_CODES))})", "cute_bind")
+
+#: One mypy error code per catalog code (``cute-bind-cb101``...), each a sub-code of
+#: ``cute-bind``: ``# type: ignore[cute-bind-cb102]`` silences that finding alone,
+#: ``# type: ignore[cute-bind]`` (or ``disable_error_code``) every finding.
+CATALOG_CODES: dict[str, ErrorCode] = {
+    cb: ErrorCode(f"cute-bind-{cb.lower()}", f"cute_bind {cb} (python -m cute_bind explain {cb})", "cute_bind", sub_code_of=CUTE_BIND)
+    for cb in sorted(REPORTED_CODES | DECORATOR_CODES)
+}
 
 # The name given to the callable ``@cute_bind.kernel(...)`` returns: mypy calls a
 # callable's function hook by its name, so applying it comes back to this plugin.
@@ -146,7 +154,7 @@ class CuteBindPlugin(Plugin):
         for d in found:
             where = Context(line=d.line, column=d.column)
             where.end_line, where.end_column = d.end_line, d.end_column
-            api.fail(d.message, where, code=CUTE_BIND)
+            api.fail(d.message, where, code=CATALOG_CODES.get(d.code, CUTE_BIND))
 
     def _analysis(self, path: str, options: Options) -> ModuleAnalysis | None:
         """The analysis of the file mypy is checking, read from disk (or its ``--shadow-file``)."""

@@ -44,7 +44,7 @@ from tests.static.corpus_support import CORPUS, FILES, expected, mypy_config  # 
 
 Finding = tuple[str, str, str, int]  # (code, kernel, parameter, line)
 
-_MYPY = re.compile(r"^(?P<path>.+?):(?P<line>\d+):\d+: error: (?P<message>\[(?P<code>CB\d{3})\] kernel '(?P<kernel>[^']*)', parameter '(?P<parameter>[^']*)': .*?)  \[cute-bind\]$")
+_MYPY = re.compile(r"^(?P<path>.+?):(?P<line>\d+):\d+: error: (?P<message>\[(?P<code>CB\d{3})\] kernel '(?P<kernel>[^']*)', parameter '(?P<parameter>[^']*)': .*?)  \[cute-bind-cb\d{3}\]$")
 
 
 # --------------------------------------------------------------------------- runtime side

@@ -18,7 +18,7 @@ mypy_api = pytest.importorskip("mypy.api")
 
 from tests.static.corpus_support import CORPUS, FILES, expected, mypy_config  # noqa: E402
 
-_REPORT = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<severity>error|note): (?P<message>.*?)(?:  \[(?P<code>[a-z-]+)\])?$")
+_REPORT = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<severity>error|note): (?P<message>.*?)(?:  \[(?P<code>[a-z0-9-]+)\])?$")
 _OURS = re.compile(r"^\[(?P<cb>CB\d{3})\] kernel '(?P<kernel>[^']*)', parameter '(?P<parameter>[^']*)': .+\.$")
 
 
@@ -40,6 +40,16 @@ def still_typed(out: cute.Pointer, n) -> None:
 
 
 reveal_type(still_typed)
+
+
+@cute_bind.kernel
+def silenced_one(n):  # type: ignore[cute-bind-cb101]
+    pass
+
+
+@cute_bind.kernel
+def other_code_ignored(n):  # type: ignore[cute-bind-cb102]
+    pass
 """
 
 # Tensor layouts in the spellings users write: the string form trips mypy's own
@@ -135,7 +145,7 @@ def reports(workdir: Path) -> list[Report]:
 
 
 def ours(reports: list[Report], path: Path) -> list[Report]:
-    return [r for r in reports if r.path == str(path.resolve()) and r.code == "cute-bind"]
+    return [r for r in reports if r.path == str(path.resolve()) and (r.code or "").startswith("cute-bind")]
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
@@ -143,6 +153,8 @@ def test_codes_at_parameter_lines(reports: list[Report], path: Path) -> None:
     found = [(_OURS.match(r.message), r) for r in ours(reports, path)]
     assert all(m for m, _ in found), [r.message for m, r in found if not m]  # '[CBxxx] kernel ..., parameter ...: ...'
     assert Counter((m["cb"], r.line) for m, r in found if m) == expected(path)
+    # each finding carries its own mypy code, a sub-code of cute-bind (one per catalog code)
+    assert all(m and r.code == f"cute-bind-{m['cb'].lower()}" for m, r in found), [(r.code, r.message) for _, r in found]
     assert all(r.severity == "error" for _, r in found)
 
 
@@ -178,12 +190,15 @@ def test_without_the_plugin_helper_annotations_are_errors(workdir: Path) -> None
 
 
 def test_type_ignore_and_decorated_type(reports: list[Report], workdir: Path) -> None:
-    """``# type: ignore[cute-bind]`` silences one error; errors do not break the decorator's typing."""
+    """``# type: ignore[cute-bind]`` silences every finding on its line and ``[cute-bind-cb101]`` that
+    code alone (another code's ignore does not); errors do not break the decorator's typing."""
     path = workdir / "extra" / "plugin_extras.py"
     mine = [r for r in reports if r.path == str(path.resolve())]
     errors = [(r.line, r.code) for r in mine if r.severity == "error"]
-    assert errors == [(12, "cute-bind")]  # ``still_typed``'s ``n``; not ``silenced``, no overload error
-    notes = [r.message for r in mine if r.severity == "note"]
+    other = EXTRA.splitlines().index("def other_code_ignored(n):  # type: ignore[cute-bind-cb102]") + 1
+    # ``still_typed``'s ``n`` and ``other_code_ignored``'s; not ``silenced``/``silenced_one``, no overload error
+    assert errors == [(12, "cute-bind-cb101"), (other, "cute-bind-cb101")]
+    notes = [r.message for r in mine if r.severity == "note" and r.message.startswith("Revealed type")]
     assert notes == ['Revealed type is "cute_bind.jit.decorator.Kernel[[out: Any, n: Any]]"']
 
 
