@@ -40,6 +40,7 @@ __all__ = [
     "NOT_PREPROCESSED",
     "INVALID_TENSOR_ANNOTATION",
     "INELIGIBLE_SEQUENCE_ELEMENT",
+    "INELIGIBLE_OPTIONAL",
     "MISSING_ARGUMENT",
     "UNEXPECTED_ARGUMENT",
     "DUPLICATE_ARGUMENT",
@@ -55,11 +56,14 @@ __all__ = [
     "TENSOR_LAYOUT_MISMATCH",
     "TENSOR_DEVICE_MISMATCH",
     "SEQUENCE_LENGTH_MISMATCH",
+    "OPTIONAL_PRESENCE_MISMATCH",
     "NOT_COMPILED",
     "UNSUPPORTED_MARSHALLING",
     "WORKSPACE_ARGUMENTS",
     "NO_ENGINE",
     "SNAPSHOT_MISMATCH",
+    "COMPILED_DESCRIPTOR_MISMATCH",
+    "NO_ARGUMENT_TYPES",
     "CUDA_ERROR",
     "MODULE_UNLOADED",
     "CONCURRENT_USE",
@@ -456,6 +460,36 @@ def scale(out: cute.Pointer, sizes: tuple[int, tuple[int, int]]):   # nested seq
     """,
 )
 
+INELIGIBLE_OPTIONAL = _entry(
+    "CB114",
+    "ineligible-optional",
+    E.KernelDefinitionError,
+    summary="An Optional[...] / X | None parameter whose other member is not one eligible kind.",
+    message="kernel '{kernel}', parameter '{parameter}': optional annotation {got} is not None or one "
+    "eligible kind ({detail}); expected {expected}",
+    explanation="""
+    `Optional[X]` (or `X | None`) is an optional slot when `X` is a kind
+    cute_bind can rewrite in place (a pointer, scalar, stream, tensor or a
+    sequence of those). The DSL compiles `None` into the code as a constant
+    and a value as an ordinary `X` parameter, so which one a handle holds is
+    fixed at `bind()`. A union of several types (`Int32 | Float32 | None`) or
+    of an ineligible type has no single storage.
+    """,
+    example=_PRELUDE
+    + """
+from typing import Optional
+
+@cute_bind.kernel
+def scale(out: cute.Pointer, mode: Optional[str]):   # str is not an eligible kind -> CB114
+    pass
+""",
+    fix="""
+    Use one eligible type besides None (`Optional[cutlass.Int32]`), or mark
+    the parameter `cutlass.Constexpr[...]` if its value is fixed at compile
+    time.
+    """,
+)
+
 # ---------------------------------------------------------------- CB2xx: arguments
 MISSING_ARGUMENT = _entry(
     "CB201",
@@ -813,6 +847,42 @@ handle.launch(ctypes.addressof(buf), (1, 2, 3))   # 3 elements for a 2-element s
     fix="Pass a sequence of the bound length, or `bind()` again with the new length (a new handle).",
 )
 
+OPTIONAL_PRESENCE_MISMATCH = _entry(
+    "CB225",
+    "optional-presence-mismatch",
+    E.LaunchArgumentError,
+    summary="An optional parameter bound to None got a value, or bound to a value got None.",
+    message="kernel '{kernel}', parameter '{parameter}': the optional slot takes {expected}, got {got}",
+    explanation="""
+    The DSL specialises a compile on `None`: a parameter compiled with
+    `None` is a constant of the compiled code and has no argument at all,
+    one compiled with a value is read from its argument. A handle keeps what
+    it was bound with: a value passed to a `None` slot would be ignored, and
+    `None` passed to a value slot would leave the compiled code reading the
+    previous value. Both are refused.
+    """,
+    example=_PRELUDE
+    + """
+from typing import Optional
+
+@cute_bind.kernel
+def fill(out: cute_bind.Pointer[cutlass.Int32], extra: Optional[cutlass.Int32]):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    if cutlass.const_expr(extra is None):
+        t[0] = 0
+    else:
+        t[0] = extra
+
+buf = (ctypes.c_int32 * 1)()
+handle = fill.bind(ctypes.addressof(buf), None)   # compiled for None
+handle.launch(ctypes.addressof(buf), 7)            # a value for a None slot -> CB225
+""",
+    fix="""
+    Bind one handle per case (`k.bind(..., None)` and `k.bind(..., value)`),
+    or call the kernel itself, which compiles (and caches) each case.
+    """,
+)
+
 # ---------------------------------------------------------------- CB3xx: preparing
 NOT_COMPILED = _entry(
     "CB301",
@@ -933,6 +1003,80 @@ raise cute_bind.error(cute_bind.CATALOG["CB305"], kernel="k", parameter="n",
                       expected="b'\\\\x01\\\\x00\\\\x00\\\\x00'", got="b'\\\\x00\\\\x00\\\\x00\\\\x01'")
 """,
     fix="Report it with your nvidia-cutlass-dsl version; until fixed, call the compiled function directly.",
+)
+
+_PREPARE_TENSOR = (
+    _PRELUDE
+    + """
+import numpy as np
+from cutlass.cute.runtime import from_dlpack
+
+@cute.jit
+def double(out, inp):                  # unannotated: the compile's tensors decide the layout
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * 2
+
+x = np.arange(8, dtype=np.float32)
+y = np.zeros(8, dtype=np.float32)
+"""
+)
+
+COMPILED_DESCRIPTOR_MISMATCH = _entry(
+    "CB306",
+    "compiled-descriptor-mismatch",
+    E.LaunchValueError,
+    summary="prepare(): a tensor would be written with other dynamic modes than the compiled function reads.",
+    message="kernel '{kernel}', parameter '{parameter}': prepare(): the compiled function takes {expected}; "
+    "the value given would be written as {got}; pass the from_dlpack tensor marked as when compiling",
+    explanation="""
+    A tensor reaches a compiled function as a descriptor: the data address,
+    then each dynamic extent and each dynamic stride. How many there are, and
+    their widths, is fixed by the marking the function was compiled with
+    (`from_dlpack(t)` is fully static, `mark_layout_dynamic()` makes all but
+    the unit stride dynamic, `mark_compact_shape_dynamic(mode=...)` one
+    extent). `prepare()` reads this from the compiled function's own argument
+    types (its IR, never the entry's symbol, which the DSL cuts and
+    respells) and compares it with the descriptor the value it is given
+    would be written as. A difference would hand the compiled code values in
+    the wrong fields: a silent wrong result.
+    """,
+    example=_PREPARE_TENSOR
+    + """
+compiled = cute.compile(double, from_dlpack(y), from_dlpack(x))   # static layouts: no dynamic modes
+cute_bind.prepare(compiled, y, x)   # NumPy arrays are read as dynamic -> CB306
+""",
+    fix="""
+    Give `prepare()` the tensors exactly as they were given to `cute.compile`
+    (the same `from_dlpack(...)` marking, e.g. `from_dlpack(y)` for a static
+    layout or `from_dlpack(y).mark_layout_dynamic()`); later launches may then
+    pass plain torch tensors or NumPy arrays.
+    """,
+)
+
+NO_ARGUMENT_TYPES = _entry(
+    "CB307",
+    "no-argument-types",
+    E.LaunchArgumentError,
+    summary="prepare(): the compiled function's argument types are not available, so its tensors cannot be checked.",
+    message="kernel '{kernel}', parameter '{parameter}': prepare() needs {expected} to check tensor "
+    "descriptors, got {got}",
+    explanation="""
+    `prepare()` checks every tensor parameter against the compiled function's
+    own argument types, read from its IR. A `.to(device)` executor and a
+    function loaded from a binary carry no IR, so a tensor's descriptor could
+    not be checked; rather than pass unchecked, `prepare()` refuses them.
+    Functions without tensor parameters need no IR.
+    """,
+    example=_PREPARE_TENSOR
+    + """
+ty, tx = from_dlpack(y).mark_layout_dynamic(), from_dlpack(x).mark_layout_dynamic()
+compiled = cute.compile(double, ty, tx)
+cute_bind.prepare(compiled.to(None), ty, tx)   # an executor holds no IR -> CB307
+""",
+    fix="""
+    Prepare the compiled function itself (`cute.compile`'s result): a handle
+    made from it launches on the current device, as calling it does.
+    """,
 )
 
 # ---------------------------------------------------------------- CB4xx: launch runtime

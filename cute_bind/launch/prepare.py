@@ -7,7 +7,7 @@ from typing import Any
 from .. import _dsl
 from .. import _whitelist as W
 from .. import diagnostics as D
-from ..slots import Bound, PointerKind, Rejected, SequenceKind, SlotKind, TensorKind, Where, classify, describe_value, infer_slot
+from ..slots import Bound, OptionalKind, PointerKind, Rejected, SequenceKind, SlotKind, TensorKind, Where, classify, describe_value, infer_slot
 from .arguments import bind_arguments
 from .prepared import PreparedLaunch, build
 
@@ -48,7 +48,7 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
             if not isinstance(found, SlotKind):  # pragma: no cover - constexprs are not runtime parameters
                 continue
             slot = found
-        bounds.append(slot.prepare(value, where) if isinstance(slot, PointerKind) else slot.bind(value, where))
+        bounds.append(_prepare_slot(slot, value, where))
     _check_tensor_descriptors(name, compiled, list(rsig.names), bounds)
     return build(
         kernel=name,
@@ -59,42 +59,71 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
     )
 
 
+def _prepare_slot(slot: SlotKind, value: Any, where: Where) -> Bound:
+    """Bind one value; a pointer learns its dtype and alignment from the value (``prepare``)."""
+    if isinstance(slot, PointerKind):
+        return slot.prepare(value, where)
+    if isinstance(slot, OptionalKind) and isinstance(slot.element, PointerKind):
+        return slot.bind_with(value, where, slot.element.prepare)
+    return slot.bind(value, where)
+
+
+def _part_leaves(slot: SlotKind) -> list[SlotKind]:
+    """The element kind behind each C argument a bound slot marshals into, in order."""
+    if isinstance(slot, SequenceKind):
+        return list(slot.elements or ())
+    if isinstance(slot, OptionalKind):
+        return [] if slot.inner is None else _part_leaves(slot.inner)
+    return [slot] * len(slot.parts)
+
+
 def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds: list[Bound]) -> None:
-    """A prepared tensor's layout must be the one compiled in.
+    """A prepared tensor's descriptor must be the one the compiled function reads.
 
     ``prepare()`` learns a tensor slot's layout from the value it is given (a
     torch tensor is read as dynamic, as the DSL's direct call reads it); the
-    compiled function may have been built for another marking (e.g. a static
-    layout, another leading dimension, a divisibility). The entry's symbol
-    spells each tensor's layout and its argument types give each descriptor's
-    fields; a tensor whose layout is not the compiled one is refused (the
-    direct call would get it silently wrong). The assumed alignment is in
-    neither: a ``from_dlpack`` tensor must carry the compile's ``assumed_align``.
+    compiled function may have been built for another marking. The compiled
+    function's own argument types (its IR) say, for each tensor argument, how
+    many dynamic extents and strides its descriptor holds and their widths;
+    each bound tensor slot says what it writes (``TensorKind.descriptor_groups``).
+    They must be equal, else CB306. Without IR (an executor from
+    ``.to(device)``, a function loaded from a binary) nothing can be compared,
+    so a function with tensor parameters is refused (CB307), never passed
+    unchecked. Not in an argument type, and so taken from the value given:
+    static extents and strides, divisibilities and the assumed alignment.
     """
-    types = _dsl.entry_argument_types(compiled)
-    symbol = _dsl.mangled_name(compiled)
-    at = 0  # tensor symbols appear in the entry's symbol in parameter order
-    k = 0
-    for pname, b in zip(names, bounds):
-        leaves = list(b.slot.elements or ()) if isinstance(b.slot, SequenceKind) else [b.slot]
-        for i, leaf in enumerate(leaves):
-            for part in leaf.parts:
-                if isinstance(leaf, TensorKind) and leaf.layout is not None:
-                    label = pname if not isinstance(b.slot, SequenceKind) else f"{pname}[{i}]"
-                    ours = ["ptr"] + [{"i": "i32", "q": "i64"}[c] for c in part[1:] if c in "iq"]
-                    theirs = _dsl.descriptor_fields(types[k]) if types is not None and k < len(types) else ours
-                    spelled = _dsl.tensor_symbol(leaf.layout)
-                    found = symbol.find(spelled, at)
-                    if ours != theirs or found < 0:
-                        raise D.error(
-                            D.TENSOR_LAYOUT_MISMATCH,
-                            kernel=name,
-                            parameter=label,
-                            detail="prepare(): the compiled function takes another tensor layout; pass the from_dlpack tensor "
-                            "marked as when compiling",
-                            expected=f"the layout compiled into {symbol}",
-                            got=f"a tensor read as {leaf.layout.text}",
-                        )
-                    at = found + len(spelled)
-                k += 1
+    leaves = [
+        (f"{pname}[{i}]" if isinstance(b.slot, SequenceKind) else pname, leaf)
+        for pname, b in zip(names, bounds)
+        for i, leaf in enumerate(_part_leaves(b.slot))
+    ]
+    tensors = [(k, label, leaf) for k, (label, leaf) in enumerate(leaves) if isinstance(leaf, TensorKind)]
+    if not tensors:
+        return
+    types = _dsl.compiled_argument_types(compiled)
+    if types is None:
+        raise D.error(
+            D.NO_ARGUMENT_TYPES,
+            kernel=name,
+            parameter=tensors[0][1],
+            expected="a compiled function whose IR holds its argument types (cute.compile's result)",
+            got=f"{type(compiled).__name__} without IR",
+        )
+    for k, label, leaf in tensors:
+        ours = leaf.descriptor_groups()
+        theirs = _dsl.tensor_argument_groups(types[k]) if k < len(types) else None
+        if ours != theirs:
+            raise D.error(
+                D.COMPILED_DESCRIPTOR_MISMATCH,
+                kernel=name,
+                parameter=label,
+                expected=_describe_groups(theirs, types[k] if k < len(types) else "no argument"),
+                got=f"{_describe_groups(ours, '')} (a tensor read as {leaf.describe()})",
+            )
 
+
+def _describe_groups(groups: tuple[tuple[int, ...], tuple[int, ...]] | None, raw: str) -> str:
+    if groups is None:
+        return f"a non-tensor argument ({raw})"
+    shape, stride = groups
+    return f"a descriptor with {len(shape)} dynamic extent(s) {list(shape)} and {len(stride)} dynamic stride(s) {list(stride)} (bits)"

@@ -317,6 +317,24 @@ class TensorKind(SlotKind):
             got=f"shape {view.shape}, strides {view.strides}",
         )
 
+    def descriptor_groups(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """What this bound slot writes after the data address: the bit widths of its
+        dynamic extents, then of its dynamic strides, in mode order (``None`` before bind).
+
+        ``prepare()`` compares this with the compiled function's own argument
+        type for the tensor (:func:`cute_bind._dsl.tensor_argument_groups`):
+        equal groups mean the descriptor it writes is the one the compiled code
+        reads, field for field. Static values and divisibilities are not in an
+        argument type; they come from the value given to ``prepare()`` (a
+        ``from_dlpack`` tensor marked as when compiling carries them exactly).
+        """
+        if self.layout is None:
+            return None
+        return (
+            tuple(m.width for m in self.layout.shape if m.static is None),
+            tuple(m.width for m in self.layout.stride if m.static is None),
+        )
+
     def c_spec(self) -> Any:
         """``(function, type, dtype, device, align, modes)`` for the C fast path's class "T".
 
