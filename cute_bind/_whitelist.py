@@ -22,6 +22,7 @@ __all__ = [
     "TENSOR_NAMES",
     "CONSTEXPR_NAMES",
     "SEQUENCE_NAMES",
+    "OPTIONAL_NAMES",
     "ELIGIBLE_SUMMARY",
 ]
 
@@ -116,10 +117,16 @@ SEQUENCE_NAMES: Final[frozenset[str]] = frozenset(
     }
 )
 
+#: Optional annotations, by the origin's qualified name: ``Optional[X]``,
+#: ``Union[X, None]`` (and ``X | None``, spelled with ``|``) are an optional slot
+#: when ``X`` is one eligible runtime kind (a pointer, scalar, stream, tensor or
+#: sequence of those), else CB114; a union without ``None`` is CB102.
+OPTIONAL_NAMES: Final[frozenset[str]] = frozenset({"typing.Optional", "typing.Union", "typing_extensions.Optional", "typing_extensions.Union"})
+
 #: Human-readable summary used as the "expected" part of eligibility messages.
 ELIGIBLE_SUMMARY: Final[str] = (
     "a pointer (cute.Pointer, cute_bind.Pointer[dtype]), a numeric scalar ("
     + ", ".join(f"cutlass.{n}" for n in SCALAR_FORMATS)
     + ", bool, int, float), a stream (cuda.CUstream), a tensor (cute.Tensor, cute_bind.Tensor[dtype, rank]),"
-    " a tuple/list of those, or cutlass.Constexpr[...]"
+    " a tuple/list of those, Optional[...] of one of those, or cutlass.Constexpr[...]"
 )

@@ -49,7 +49,7 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
                 continue
             slot = found
         bounds.append(_prepare_slot(slot, value, where))
-    _check_tensor_descriptors(name, compiled, list(rsig.names), bounds)
+    _check_tensor_descriptors(name, compiled, list(rsig.names), bounds, values)
     return build(
         kernel=name,
         compiled=compiled,
@@ -68,16 +68,16 @@ def _prepare_slot(slot: SlotKind, value: Any, where: Where) -> Bound:
     return slot.bind(value, where)
 
 
-def _part_leaves(slot: SlotKind) -> list[SlotKind]:
-    """The element kind behind each C argument a bound slot marshals into, in order."""
+def _part_leaves(slot: SlotKind, value: Any) -> list[tuple[SlotKind, Any]]:
+    """The element kind (and the value given) behind each C argument a bound slot marshals into, in order."""
     if isinstance(slot, SequenceKind):
-        return list(slot.elements or ())
+        return list(zip(slot.elements or (), value))
     if isinstance(slot, OptionalKind):
-        return [] if slot.inner is None else _part_leaves(slot.inner)
-    return [slot] * len(slot.parts)
+        return [] if slot.inner is None else _part_leaves(slot.inner, value)
+    return [(slot, value)] * len(slot.parts)
 
 
-def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds: list[Bound]) -> None:
+def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds: list[Bound], values: dict[str, Any]) -> None:
     """A prepared tensor's descriptor must be the one the compiled function reads.
 
     ``prepare()`` learns a tensor slot's layout from the value it is given (a
@@ -86,18 +86,22 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
     function's own argument types (its IR) say, for each tensor argument, how
     many dynamic extents and strides its descriptor holds and their widths;
     each bound tensor slot says what it writes (``TensorKind.descriptor_groups``).
-    They must be equal, else CB306. Without IR (an executor from
+    They must be equal, else CB306. Counts and widths do not say which modes
+    are static (``(?,?):(?{i64},1)`` and ``(?,?):(1,?{i64})`` have the same
+    argument type), so a plain tensor (torch, NumPy) whose reading leaves that
+    open is refused too (CB306): only a ``from_dlpack`` tensor, marked as when
+    compiling, states it (``TensorKind.groups_pin_layout``). Without IR (an executor from
     ``.to(device)``, a function loaded from a binary) nothing can be compared,
     so a function with tensor parameters is refused (CB307), never passed
     unchecked. Not in an argument type, and so taken from the value given:
     static extents and strides, divisibilities and the assumed alignment.
     """
     leaves = [
-        (f"{pname}[{i}]" if isinstance(b.slot, SequenceKind) else pname, leaf)
+        (f"{pname}[{i}]" if isinstance(b.slot, SequenceKind) else pname, leaf, given)
         for pname, b in zip(names, bounds)
-        for i, leaf in enumerate(_part_leaves(b.slot))
+        for i, (leaf, given) in enumerate(_part_leaves(b.slot, values[pname]))
     ]
-    tensors = [(k, label, leaf) for k, (label, leaf) in enumerate(leaves) if isinstance(leaf, TensorKind)]
+    tensors = [(k, label, leaf, given) for k, (label, leaf, given) in enumerate(leaves) if isinstance(leaf, TensorKind)]
     if not tensors:
         return
     types = _dsl.compiled_argument_types(compiled)
@@ -109,7 +113,7 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
             expected="a compiled function whose IR holds its argument types (cute.compile's result)",
             got=f"{type(compiled).__name__} without IR",
         )
-    for k, label, leaf in tensors:
+    for k, label, leaf, given in tensors:
         ours = leaf.descriptor_groups()
         theirs = _dsl.tensor_argument_groups(types[k]) if k < len(types) else None
         if ours != theirs:
@@ -119,6 +123,17 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
                 parameter=label,
                 expected=_describe_groups(theirs, types[k] if k < len(types) else "no argument"),
                 got=f"{_describe_groups(ours, '')} (a tensor read as {leaf.describe()})",
+            )
+        if not _dsl.is_dsl_tensor(given) and not leaf.groups_pin_layout():
+            # Equal groups, but which mode is static is not in an argument type: a plain
+            # tensor's reading (its own leading dimension) is a guess prepare() cannot check.
+            raise D.error(
+                D.COMPILED_DESCRIPTOR_MISMATCH,
+                kernel=name,
+                parameter=label,
+                expected=f"{_describe_groups(theirs, types[k])}, whose static mode's position is not in the "
+                "argument type (e.g. the leading dimension)",
+                got=f"a {type(given).__name__} read as {leaf.describe()}, which prepare() cannot check",
             )
 
 

@@ -35,10 +35,9 @@ def optional_element(annotation: Any) -> Any | None:
     Only a union of exactly one type and ``None`` is optional; ``Union[X, Y, None]``
     is not (the DSL cannot marshal a value whose kind changes between calls).
     """
-    base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
-    if not _is_union(base):
+    if not _is_union(annotation):
         return None
-    args = typing.get_args(base)
+    args = typing.get_args(annotation)
     if _NONE not in args:
         return None
     rest = [a for a in args if a is not _NONE]
@@ -116,8 +115,7 @@ class OptionalKind(SlotKind):
     @classmethod
     def rejection(cls, annotation: Any) -> Rejected | None:
         """A union with None whose other member is not eligible (or is several types) is CB114."""
-        base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
-        if not _is_union(base) or _NONE not in typing.get_args(base):
+        if not _is_union(annotation) or _NONE not in typing.get_args(annotation):
             return None
         element = optional_element(annotation)
         if element is None:
