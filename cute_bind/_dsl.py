@@ -775,3 +775,21 @@ def compiled_argument_types(obj: Any) -> list[str] | None:
     if is_executor(obj) or getattr(obj, "ir_module", None) is None:
         return None
     return entry_argument_types(obj)
+
+
+# The DSL appends each argument's spelling to the function name (``mangle_name``):
+# besides the type tokens ``function_name`` knows, a callable object's ``self``
+# (``<pkg.Cls object at 0x...>`` spelled ``pkgCls_object_at_``), fake tensors and
+# streams, ``None`` and Constexpr values.
+_MANGLED_EXTRA = re.compile(r"_(?=[A-Za-z0-9]*_object_at_|Fake(?:Tensor|Stream)|None(?:_|$)|True(?:_|$)|False(?:_|$))")
+
+
+def compiled_display_name(obj: Any) -> str:
+    """The Python name of a compiled function for messages (``__call__`` for a callable object's).
+
+    The entry's symbol is only a display source here: nothing is checked
+    against it (it is cut at 180 characters).
+    """
+    name = function_name(obj)
+    m = _MANGLED_EXTRA.search(name)
+    return name[: m.start()] if m and m.start() > 0 else name

@@ -30,7 +30,7 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
             got=f"{type(compiled).__name__} (a TVM-FFI compiled function)",
         )
     rsig = _dsl.runtime_signature(compiled)
-    name = _dsl.function_name(compiled)
+    name = _dsl.compiled_display_name(compiled)
     values = bind_arguments(name, rsig.names, frozenset(rsig.kwonly), rsig.defaults, args, kwargs, {})
     bounds: list[Bound] = []
     for pname, annotation in zip(rsig.names, rsig.annotations):
