@@ -793,3 +793,90 @@ def compiled_display_name(obj: Any) -> str:
     name = function_name(obj)
     m = _MANGLED_EXTRA.search(name)
     return name[: m.start()] if m and m.start() > 0 else name
+
+
+# ------------------------------------------------------------------ TVM-FFI compiled functions (issue 11)
+@dataclass(frozen=True)
+class TvmFfiEntry:
+    """What a prepared TVM-FFI launch needs to call a compiled function's TVM-FFI entry itself."""
+
+    safe_call: int  # int entry(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *result)
+    handle: int  # the tvm_ffi.Function's object handle, passed as ``self`` (as TVMFFIFunctionCall does)
+    function: Any  # the tvm_ffi.Function (kept alive: it keeps the engine loaded)
+    parameters: tuple[Any, ...]  # inspect.Parameter of each positional argument the entry takes
+    set_stream: int  # TVMFFIEnvSetStream
+    move_error: int  # TVMFFIErrorMoveFromRaised
+    dec_ref: int  # TVMFFIObjectDecRef
+    converts_pointers: bool  # the DSL rewrites pointer arguments before the call
+
+
+@functools.lru_cache(maxsize=None)
+def _tvm_ffi_c_api() -> tuple[int, int, int]:
+    import tvm_ffi
+
+    lib = ctypes.CDLL(tvm_ffi.libinfo.find_libtvm_ffi())
+    return tuple(ctypes.cast(getattr(lib, n), ctypes.c_void_p).value or 0 for n in ("TVMFFIEnvSetStream", "TVMFFIErrorMoveFromRaised", "TVMFFIObjectDecRef"))  # type: ignore[return-value]
+
+
+def tvm_ffi_entry(compiled: Any) -> TvmFfiEntry:
+    """Resolve the TVM-FFI entry of a function compiled with ``--enable-tvm-ffi``.
+
+    The DSL makes either a ``tvm_ffi.Function`` subclass (positional
+    arguments only) or a wrapper holding one in ``_tvm_ffi_function`` with a
+    generated keyword wrapper (``_kwargs_wrapper``, whose signature names the
+    entry's positional arguments in order). The entry symbol is
+    ``__tvm_ffi_<function_name>`` in the compiled function's engine.
+    """
+    import inspect
+
+    import tvm_ffi
+
+    function = compiled if isinstance(compiled, tvm_ffi.Function) else getattr(compiled, "_tvm_ffi_function", None)
+    if function is None or not function.__chandle__():
+        raise ValueError("the TVM-FFI function is not initialised (compiled for another architecture?)")
+    wrapper = getattr(compiled, "_kwargs_wrapper", None)
+    if wrapper is not None:
+        parameters = tuple(inspect.signature(wrapper).parameters.values())
+    else:
+        names = runtime_signature(compiled).names
+        parameters = tuple(inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names)
+    safe_call = int(compiled.engine.lookup("__tvm_ffi_" + compiled.function_name) or 0)
+    if not safe_call:
+        raise ValueError(f"no symbol __tvm_ffi_{compiled.function_name}")
+    set_stream, move_error, dec_ref = _tvm_ffi_c_api()
+    return TvmFfiEntry(
+        safe_call=safe_call,
+        handle=int(function.__chandle__()),
+        function=function,
+        parameters=parameters,
+        set_stream=set_stream,
+        move_error=move_error,
+        dec_ref=dec_ref,
+        converts_pointers=bool(getattr(compiled.execution_args, "has_pointer_address_arg_specs", False)),
+    )
+
+
+def tvm_ffi_missing() -> Any:
+    """The sentinel TVM-FFI's keyword wrapper shows for a default it fills itself."""
+    from tvm_ffi.core import MISSING
+
+    return MISSING
+
+
+def tvm_ffi_error(kind: str, message: str, backtrace: str) -> BaseException:
+    """The Python exception the TVM-FFI call raises for an error of ``kind`` (``ValueError``...)."""
+    import tvm_ffi
+
+    return tvm_ffi.core.Error(kind, message, backtrace).py_error()  # type: ignore[no-any-return]
+
+
+def dlpack_work_stream_function(tp: type) -> int:
+    """Address of ``tp``'s DLPack exchange ``current_work_stream`` (0 when it has none)."""
+    capsule = getattr(tp, "__dlpack_c_exchange_api__", None)
+    if capsule is None:
+        return 0
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    table = get(capsule, b"dlpack_exchange_api")
+    # header (version: 2 x u32, prev_api), then five function pointers; current_work_stream is the fifth
+    return int(ctypes.c_void_p.from_address(table + 8 + ctypes.sizeof(ctypes.c_void_p) * 5).value or 0)

@@ -64,6 +64,8 @@ __all__ = [
     "SNAPSHOT_MISMATCH",
     "COMPILED_DESCRIPTOR_MISMATCH",
     "NO_ARGUMENT_TYPES",
+    "TVM_FFI_UNSUPPORTED_ARGUMENT",
+    "TVM_FFI_CALL_ERROR",
     "CUDA_ERROR",
     "MODULE_UNLOADED",
     "CONCURRENT_USE",
@@ -1077,6 +1079,73 @@ cute_bind.prepare(compiled.to(None), ty, tx)   # an executor holds no IR -> CB30
     Prepare the compiled function itself (`cute.compile`'s result): a handle
     made from it launches on the current device, as calling it does.
     """,
+)
+
+_TVM_FFI = (
+    _PRELUDE
+    + """
+import cuda.bindings.driver as cuda
+import torch
+from cutlass.cute.runtime import from_dlpack, make_fake_stream
+
+@cute.jit
+def scale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream):
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * alpha
+
+x, y = torch.arange(8.0), torch.zeros(8)
+marked = lambda t: from_dlpack(t).mark_layout_dynamic()
+compiled = cute.compile(scale, marked(y), marked(x), cutlass.Float32(1.0), make_fake_stream(),
+                        options="--enable-tvm-ffi")
+"""
+)
+
+TVM_FFI_UNSUPPORTED_ARGUMENT = _entry(
+    "CB308",
+    "tvm-ffi-unsupported-argument",
+    E.LaunchArgumentError,
+    summary="prepare(): a TVM-FFI compiled function was given an argument a prepared TVM-FFI launch does not rewrite.",
+    message="kernel '{kernel}', parameter '{parameter}': prepare() of a TVM-FFI function takes {expected}, got {got}",
+    explanation="""
+    A prepared TVM-FFI launch rewrites a prebuilt TVM-FFI argument array in
+    place: a tensor of a type offering the DLPack exchange API (torch
+    tensors) becomes a `DLTensor` pointer, a Python int, bool or float and
+    `None` become the values TVM-FFI's own call writes. The compiled entry
+    checks everything else. Other values (NumPy arrays, DSL numeric objects
+    such as `cutlass.Float32(1.0)`, stream objects, pointer objects, which
+    the DSL rewrites before each TVM-FFI call) are not prepared.
+    """,
+    example=_TVM_FFI
+    + """
+cute_bind.prepare(compiled, y, x, cutlass.Float32(2.0), 0)   # a DSL numeric object -> CB308
+""",
+    fix="""
+    Pass plain Python values (`2.0`, an `int` stream handle or `0`) and torch
+    tensors, as the TVM-FFI call takes them; or call the compiled function
+    directly.
+    """,
+)
+
+TVM_FFI_CALL_ERROR = _entry(
+    "CB309",
+    "tvm-ffi-call-error",
+    E.LaunchValueError,
+    summary="A prepared TVM-FFI launch: the compiled entry refused the arguments (or its launch failed).",
+    message="kernel '{kernel}': the TVM-FFI entry reported {got}; expected {expected}",
+    explanation="""
+    The entry of a TVM-FFI compiled function checks every argument itself:
+    a tensor's dtype, rank, shape, strides, alignment and device, each
+    scalar's type and range. A prepared launch hands it the values as they
+    are, so it reports exactly what calling the compiled function reports;
+    that exception (`ValueError`, `TypeError`, a CUDA error...) is chained
+    as this error's cause.
+    """,
+    example=_TVM_FFI
+    + """
+handle = cute_bind.prepare(compiled, y, x, 2.0, 0)
+handle.launch(y, x.double(), 2.0, 0)   # a Float64 tensor for a Float32 parameter -> CB309
+""",
+    fix="Pass what the compiled function was compiled for; the chained exception names the argument and the fact.",
 )
 
 # ---------------------------------------------------------------- CB4xx: launch runtime

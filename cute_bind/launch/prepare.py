@@ -10,25 +10,25 @@ from .. import diagnostics as D
 from ..slots import Bound, OptionalKind, PointerKind, Rejected, SequenceKind, SlotKind, TensorKind, Where, classify, describe_value, infer_slot
 from .arguments import bind_arguments
 from .prepared import PreparedLaunch, build
+from .tvm_ffi import PreparedTvmFfiLaunch, prepare_tvm_ffi
 
 __all__ = ["prepare"]
 
 
-def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
+def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any] | PreparedTvmFfiLaunch:
     """Prepare a function compiled with ``cute.compile`` (or its ``.to(device)`` executor).
 
     Takes the same arguments as calling ``compiled``; eligibility comes from
-    the compiled function's declared annotations and the values given.
+    the compiled function's declared annotations and the values given. A
+    function compiled with ``--enable-tvm-ffi`` gives a
+    :class:`~cute_bind.launch.tvm_ffi.PreparedTvmFfiLaunch` (its entry checks
+    the arguments itself).
     """
     if not _dsl.is_compiled(compiled):
         raise D.error(D.NOT_COMPILED, expected="the result of cute.compile(...) or compiled.to(device)", got=describe_value(compiled))
     if _dsl.is_tvm_ffi_compiled(compiled):
-        # TVM-FFI entry points take TVM-FFI packed arguments, not the DSL's void** array.
-        raise D.error(
-            D.NOT_COMPILED,
-            expected="a function compiled without --enable-tvm-ffi",
-            got=f"{type(compiled).__name__} (a TVM-FFI compiled function)",
-        )
+        # TVM-FFI entry points take a TVMFFIAny array, not the DSL's void** array: their own handle.
+        return prepare_tvm_ffi(compiled, _dsl.compiled_display_name(compiled), args, kwargs)
     rsig = _dsl.runtime_signature(compiled)
     name = _dsl.compiled_display_name(compiled)
     values = bind_arguments(name, rsig.names, frozenset(rsig.kwonly), rsig.defaults, args, kwargs, {})
