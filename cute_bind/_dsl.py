@@ -867,7 +867,7 @@ def tvm_ffi_error(kind: str, message: str, backtrace: str) -> BaseException:
     """The Python exception the TVM-FFI call raises for an error of ``kind`` (``ValueError``...)."""
     import tvm_ffi
 
-    return tvm_ffi.core.Error(kind, message, backtrace).py_error()  # type: ignore[no-any-return]
+    return tvm_ffi.core.Error(kind, message, backtrace).py_error()
 
 
 def dlpack_work_stream_function(tp: type) -> int:
