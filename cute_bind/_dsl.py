@@ -807,7 +807,8 @@ class TvmFfiEntry:
     set_stream: int  # TVMFFIEnvSetStream
     move_error: int  # TVMFFIErrorMoveFromRaised
     dec_ref: int  # TVMFFIObjectDecRef
-    converts_pointers: bool  # the DSL rewrites pointer arguments before the call
+    pointer_parameters: frozenset[str]  # parameters whose int addresses the DSL validates before the call
+    converts_sequences: bool  # a sequence parameter holds pointers (rewritten element-wise by the DSL)
 
 
 @functools.lru_cache(maxsize=None)
@@ -844,6 +845,9 @@ def tvm_ffi_entry(compiled: Any) -> TvmFfiEntry:
     if not safe_call:
         raise ValueError(f"no symbol __tvm_ffi_{compiled.function_name}")
     set_stream, move_error, dec_ref = _tvm_ffi_c_api()
+    ea = compiled.execution_args
+    specs = list(getattr(ea, "_pointer_address_arg_specs", ()) or ())
+    pointer_specs = {name: specs[i] for name, i in ea._meta.name_to_index.items() if i < len(specs) and specs[i] is not None}
     return TvmFfiEntry(
         safe_call=safe_call,
         handle=int(function.__chandle__()),
@@ -852,7 +856,8 @@ def tvm_ffi_entry(compiled: Any) -> TvmFfiEntry:
         set_stream=set_stream,
         move_error=move_error,
         dec_ref=dec_ref,
-        converts_pointers=bool(getattr(compiled.execution_args, "has_pointer_address_arg_specs", False)),
+        pointer_parameters=frozenset(n for n, spec in pointer_specs.items() if spec is True),
+        converts_sequences=any(isinstance(spec, (list, tuple)) for spec in pointer_specs.values()),
     )
 
 

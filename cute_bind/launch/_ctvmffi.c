@@ -14,7 +14,9 @@
  *     work stream is made the TVM-FFI environment stream for the call and
  *     restored after it, as the TVM-FFI call does;
  *   - int, bool, float and None exactly as TVM-FFI's own argument setters
- *     write them (kTVMFFIInt, kTVMFFIBool, kTVMFFIFloat, kTVMFFINone).
+ *     write them (kTVMFFIInt, kTVMFFIBool, kTVMFFIFloat, kTVMFFINone); an
+ *     int for a pointer parameter only when it is a valid address (>= 0), the
+ *     one check the DSL makes on it before a TVM-FFI call.
  *
  * The argument array is built once and rewritten in place. Anything else (a
  * keyword, another type, an int outside int64) goes to `slow(args, kwargs)`,
@@ -74,7 +76,7 @@ typedef struct {
     move_error_t move_error;
     dec_ref_t dec_ref;
     Py_ssize_t n;
-    char *kinds;          /* per argument: 'T', 'i', 'b', 'f', 'n' */
+    char *kinds;          /* per argument: 'T' tensor, 'i' int, 'a' address, 'b' bool, 'f' float, 'n' None */
     AnyC *args;
     DLTensorC *tensors;
     from_py_t *readers;   /* per tensor argument: the type's dltensor_from_py_object_no_sync */
@@ -138,6 +140,15 @@ write_one(Launcher *self, Py_ssize_t i, PyObject *v, int32_t *dev_type, int32_t 
         int overflow = 0;
         long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
         if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
+        out->type_index = K_INT; out->zero_padding = 0; out->v_int64 = x;
+        return 1;
+    }
+    case 'a': {
+        /* a pointer parameter: the DSL validates the address (>= 0) and passes the int */
+        if (!PyLong_CheckExact(v)) return 0;
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || x < 0) { PyErr_Clear(); return 0; }
         out->type_index = K_INT; out->zero_padding = 0; out->v_int64 = x;
         return 1;
     }
@@ -252,7 +263,7 @@ Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
     const char *k = PyBytes_AsString(kinds);
     for (Py_ssize_t i = 0; i < n; i++) {
         char c = k[i];
-        if (c != 'T' && c != 'i' && c != 'b' && c != 'f' && c != 'n') { PyErr_Format(PyExc_ValueError, "unknown argument kind %c", c); return -1; }
+        if (c != 'T' && c != 'i' && c != 'a' && c != 'b' && c != 'f' && c != 'n') { PyErr_Format(PyExc_ValueError, "unknown argument kind %c", c); return -1; }
         self->kinds[i] = c;
         PyObject *spec = PyTuple_GetItem(specs, i);
         if (c != 'T') continue;

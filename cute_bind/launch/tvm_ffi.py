@@ -188,7 +188,7 @@ class PreparedTvmFfiLaunch:
         self.close()
 
     def __repr__(self) -> str:
-        names = {"T": "tensor", "i": "int", "b": "bool", "f": "float", "n": "None"}
+        names = {"T": "tensor", "i": "int", "a": "address", "b": "bool", "f": "float", "n": "None"}
         params = ", ".join(f"{p.name}: {names[k]}" for p, k in zip(self._entry.parameters, self._kinds))
         return f"<PreparedTvmFfiLaunch {self._kernel}({params}){' closed' if self._closed else ''}>"
 
@@ -201,13 +201,13 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
         raise D.error(
             D.NO_ENGINE, kernel=kernel, expected="an initialised TVM-FFI function", got=f"{type(exc).__name__}: {exc}"
         ) from exc
-    if entry.converts_pointers:
+    if entry.converts_sequences:
         raise D.error(
             D.TVM_FFI_UNSUPPORTED_ARGUMENT,
             kernel=kernel,
             parameter=", ".join(p.name for p in entry.parameters),
-            expected="tensors, int, bool, float or None (pointer parameters are rewritten by the DSL before each TVM-FFI call)",
-            got="a function with pointer parameters",
+            expected="tensors, int, bool, float or None (a sequence of pointers is rewritten by the DSL before each TVM-FFI call)",
+            got="a function with a sequence of pointers",
         )
     import inspect
 
@@ -226,6 +226,10 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
             default = _REQUIRED
         value = bound.arguments.get(p.name, default)
         kind, spec = _kind_of(value)
+        if p.name in entry.pointer_parameters:
+            # the DSL passes a pointer parameter's int address as is, after checking it is >= 0;
+            # a make_ptr/ctypes pointer is converted by it (the direct call: the slow path)
+            kind = "a" if kind == "i" else ""
         if value is _REQUIRED or not kind:
             raise D.error(
                 D.TVM_FFI_UNSUPPORTED_ARGUMENT,

@@ -209,3 +209,13 @@ def _device_sum12(o, q, k, v, lse, cu_q, cu_k, seq_q, seq_k, page, scale_t, bias
     i = bidx * 128 + tidx
     if i < n:
         o[i] = q[i] + k[i] + v[i] + lse[i] + cu_q[i] + cu_k[i] + seq_q[i] + seq_k[i] + page[i] + scale_t[i] + bias[i]
+
+
+@cute.jit
+def optional_float(out: cute.Tensor, shift: Optional[cutlass.Float32]):
+    """out[i] = shift (or -1 for None): an optional Float32 given a Python float."""
+    for i in range(cute.size(out)):
+        if cutlass.const_expr(shift is None):
+            out[i] = cutlass.Float32(-1.0)
+        else:
+            out[i] = shift

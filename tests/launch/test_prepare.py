@@ -56,15 +56,23 @@ def test_prepare_rejects_uncompiled(obj):
     assert info.value.code == "CB301"
 
 
-def test_prepare_takes_tvm_ffi_compiled():
+def test_prepare_takes_tvm_ffi_compiled_with_pointer_parameters():
+    """A TVM-FFI call takes int addresses for pointer parameters (the DSL converts make_ptr objects)."""
     pytest.importorskip("tvm_ffi")
-    x = np.zeros(64, np.float32)
-    _, args = compiled_scale(x, x)
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    _, args = compiled_scale(y, x)
     tvm = cute.compile(scale_ptr, *args, options="--enable-tvm-ffi")
-    # pointer parameters are rewritten by the DSL before every TVM-FFI call: not prepared (CB308)
     with pytest.raises(cute_bind.LaunchArgumentError) as info:
-        cute_bind.prepare(tvm, *args)
-    assert info.value.code == "CB308"
+        cute_bind.prepare(tvm, *args)  # make_ptr objects: CB308
+    assert (info.value.code, info.value.parameter) == ("CB308", "out")
+    h = cute_bind.prepare(tvm, y.ctypes.data, x.ctypes.data, 1.0, 64, 0)
+    assert "out: int" in repr(h)
+    expected = np.zeros(64, np.float32)
+    for alpha in (0.5, -3.0):
+        tvm(expected.ctypes.data, x.ctypes.data, alpha, 64, 0)
+        h.launch(y.ctypes.data, x.ctypes.data, alpha, 64, 0)
+        assert y.tobytes() == expected.tobytes() and y[1] == alpha
 
 
 def test_prepare_argument_errors():
