@@ -4,8 +4,9 @@
 #   ../shared/device/stage.sh            # once, on the development machine
 #   device run (carry .device):  bash benchmarks/device_job.sh
 #
-# Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path) and
-# bench_pure.txt/json (pure-Python fast path) under $OUT (or ./device-out),
+# Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path),
+# bench_pure.txt/json (pure-Python fast path) and tvm_ffi.txt/json (prepared
+# TVM-FFI launches vs the TVM-FFI call) under $OUT (or ./device-out),
 # and prints a short summary last.
 set -u
 OUT=${OUT:-$PWD/device-out}
@@ -16,13 +17,14 @@ export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   python3 -c "import sys, torch, platform, os; print(sys.version); print('torch', torch.__version__, torch.cuda.get_device_name(), torch.cuda.device_count(), 'GPU(s)'); print(os.cpu_count(), 'cores')"
   grep -m1 'model name' /proc/cpuinfo
-  if [ ! -e cute_bind/launch/_claunch.abi3.so ]; then python3 setup.py -q build_ext --inplace 2>&1 | tail -n 3; fi
+  if [ ! -e cute_bind/launch/_claunch.abi3.so ] || [ ! -e cute_bind/launch/_ctvmffi.abi3.so ]; then python3 setup.py -q build_ext --inplace 2>&1 | tail -n 3; fi
   python3 -c "import cute_bind.launch as p; print("launch fast path:", p.fast_path())"
+  python3 -c "import cute_bind.launch._ctvmffi; print('TVM-FFI launch fast path: c')" || echo "TVM-FFI launch fast path: not built"
   python3 -m cute_bind contract
 } > "$OUT/env.txt" 2>&1
 python3 -m pytest -q -p no:cacheprovider -rs tests/gpu tests/launch/test_prepared.py tests/slots/test_slots.py tests/jit/test_decorator.py \
   tests/launch/test_prepare.py tests/dsl/test_contract.py tests/jit/test_signature.py tests/slots/test_tensor.py \
-  tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py > "$OUT/pytest.txt" 2>&1
+  tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py tests/launch/test_conformance.py tests/launch/test_tvm_ffi.py > "$OUT/pytest.txt" 2>&1
 pytest_rc=$?
 echo "==== pure-Python fast path: tests/gpu" >> "$OUT/pytest.txt"
 CUTE_BIND_PURE_PYTHON=1 python3 -m pytest -q -p no:cacheprovider tests/gpu >> "$OUT/pytest.txt" 2>&1
@@ -38,8 +40,12 @@ R=${BENCH_REPEATS:-21} I=${BENCH_ITERS:-2000}
 python3 -m cute_bind bench --repeats "$R" --iters "$I" --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
 bench_rc=$?
 CUTE_BIND_PURE_PYTHON=1 python3 -m cute_bind bench --repeats "$R" --iters "$I" --json "$OUT/bench_pure.json" > "$OUT/bench_pure.txt" 2>&1
+# prepared TVM-FFI launch vs the TVM-FFI call itself (tensors + env stream, int pointers): bitwise checks, then timings
+python3 benchmarks/tvm_ffi_prepared.py --repeats "$R" --iters "$I" --json "$OUT/tvm_ffi.json" > "$OUT/tvm_ffi.txt" 2>&1
+tvm_rc=$?
 echo "---- env";       cat "$OUT/env.txt"
 echo "---- pytest rc=$pytest_rc (pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 4
 echo "---- tutorials failed=$tut_fail"; grep -E "^=== .*: (ok|FAILED)" "$OUT/tutorials.txt"
 echo "---- bench rc=$bench_rc"; cat "$OUT/bench.txt"
+echo "---- prepared TVM-FFI rc=$tvm_rc"; cat "$OUT/tvm_ffi.txt"
 echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|bare engine call|TVM|^launch|^direct" "$OUT/bench_pure.txt"

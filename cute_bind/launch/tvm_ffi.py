@@ -68,17 +68,10 @@ def _kind_of(value: Any) -> tuple[str, Any]:
     if value.__class__ is float:
         return "f", None
     tp = type(value)
-    reader = _dsl_exchange_reader(tp)
+    reader, stream = _dsl.dlpack_exchange_functions(tp)
     if reader:
-        return "T", (reader, _dsl.dlpack_work_stream_function(tp), tp)
+        return "T", (reader, stream, tp)
     return "", None
-
-
-def _dsl_exchange_reader(tp: type) -> int:
-    from ..slots import dlpack
-
-    found = dlpack.exchange_function(tp)
-    return found[0] if found else 0
 
 
 class PreparedTvmFfiLaunch:
