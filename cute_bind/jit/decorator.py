@@ -28,7 +28,7 @@ class Kernel(Generic[P]):
 
     def __init__(self, fn: Callable[P, Any], *, name: str | None = None, compile_options: str | None = None, checked: bool = False) -> None:
         self.fn = fn
-        self.name: str = str(name or getattr(unwrap(fn), "__name__", "kernel"))
+        self.name: str = str(name or getattr(unwrap(fn), "__name__", None) or type(fn).__name__)
         self.compile_options = compile_options
         self.checked = checked
         self.signature: KernelSignature = read_signature(fn, self.name)
@@ -36,7 +36,8 @@ class Kernel(Generic[P]):
         self._preprocessing: tuple[bool, str] = (True, "")
         self._cache: dict[Any, Any] = {}
         self._lock = threading.Lock()
-        functools.update_wrapper(self, unwrap(fn))
+        # a callable object's own attributes are its configuration, not the wrapper's
+        functools.update_wrapper(self, unwrap(fn), updated=() if _is_jit_object(fn) else functools.WRAPPER_UPDATES)
         p = self.signature.params
         self._names = tuple(x.name for x in p)
         self._kwonly = frozenset(x.name for x in p if x.keyword_only)
@@ -53,7 +54,7 @@ class Kernel(Generic[P]):
             fn = self.fn
             # read before wrapping: cute.jit marks the function object itself
             self._preprocessing = _dsl.preprocessing_decorator(fn)
-            if getattr(fn, "_decorator_kind", None) is None:
+            if getattr(fn, "_decorator_kind", None) is None and not _is_jit_object(fn):
                 fn = _dsl.dsl().cute.jit(fn)
             self._jit = fn
         return self._jit
@@ -142,6 +143,11 @@ class Kernel(Generic[P]):
         """Drop the compiled variants (handles keep theirs alive)."""
         with self._lock:
             self._cache.clear()
+
+
+def _is_jit_object(fn: Any) -> bool:
+    """A callable object whose class's ``__call__`` is ``@cute.jit``: ``cute.compile`` takes it as it is."""
+    return not callable(getattr(fn, "__wrapped__", None)) and getattr(getattr(type(fn), "__call__", None), "_decorator_kind", None) is not None
 
 
 _OPTIONS = {"name": (str, type(None)), "compile_options": (str, type(None)), "checked": (bool,)}

@@ -211,6 +211,7 @@ KERNEL_CASES = [
     ("windowed_value_none", S.windowed_kernel, lambda s: [torch.zeros(_n(s)), _r(s, _n(s)), 1 + s, None, 2, cuda.CUstream(0), 0.5]),
     ("optional_tensor", cute_bind.kernel(S.optional_tensor), lambda s: [torch.zeros(_n(s)), _r(s, _n(s)), _r(s + 3, _n(s))]),
     ("optional_tensor_none", cute_bind.kernel(S.optional_tensor), lambda s: [torch.zeros(_n(s)), _r(s, _n(s)), None, 0.125]),
+    ("callable_object", cute_bind.kernel(S.Scaler(0.25)), lambda s: [torch.zeros(_n(s)), _r(s, _n(s)), True, 0.5 * s, cuda.CUstream(0)]),
     ("list_of_tensors", cute_bind.kernel(S.sum_list), lambda s: [torch.zeros(_n(s)), [_r(s, _n(s)), _r(s + 1, _n(s))]]),
 ]
 
