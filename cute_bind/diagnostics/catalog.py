@@ -41,6 +41,7 @@ __all__ = [
     "INVALID_TENSOR_ANNOTATION",
     "INELIGIBLE_SEQUENCE_ELEMENT",
     "INELIGIBLE_OPTIONAL",
+    "TVM_FFI_KERNEL",
     "MISSING_ARGUMENT",
     "UNEXPECTED_ARGUMENT",
     "DUPLICATE_ARGUMENT",
@@ -489,6 +490,34 @@ def scale(out: cute.Pointer, mode: Optional[str]):   # str is not an eligible ki
     Use one eligible type besides None (`Optional[cutlass.Int32]`), or mark
     the parameter `cutlass.Constexpr[...]` if its value is fixed at compile
     time.
+    """,
+)
+
+TVM_FFI_KERNEL = _entry(
+    "CB115",
+    "tvm-ffi-kernel",
+    E.KernelDefinitionError,
+    summary="@cute_bind.kernel(compile_options=...) asked for --enable-tvm-ffi.",
+    message="kernel '{kernel}': @cute_bind.kernel does not compile with {got}; expected {expected}",
+    explanation="""
+    `@cute_bind.kernel` compiles for the DSL's own calling convention: its
+    handles rewrite the DSL's argument array, built from `from_dlpack`
+    tensors. A TVM-FFI compile takes TVM-FFI arguments instead (TVM-FFI
+    tensors, the environment stream), which a kernel's handles do not hold.
+    Functions compiled with `--enable-tvm-ffi` are prepared by
+    `cute_bind.prepare`, which gives a handle for the TVM-FFI entry.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel(compile_options="--enable-tvm-ffi")   # -> CB115
+def scale(out: cute.Pointer, n: cutlass.Int32):
+    pass
+""",
+    fix="""
+    Drop the option (a bound handle launches without either convention's
+    per-call conversions), or compile with
+    `cute.compile(fn, ..., options="--enable-tvm-ffi")` and prepare the result
+    with `cute_bind.prepare(compiled, *args)`.
     """,
 )
 

@@ -29,6 +29,14 @@ class Kernel(Generic[P]):
     def __init__(self, fn: Callable[P, Any], *, name: str | None = None, compile_options: str | None = None, checked: bool = False) -> None:
         self.fn = fn
         self.name: str = str(name or getattr(unwrap(fn), "__name__", None) or type(fn).__name__)
+        if "--enable-tvm-ffi" in (compile_options or ""):
+            # handles rewrite the DSL's own argument array; TVM-FFI functions are cute_bind.prepare's
+            raise D.error(
+                D.TVM_FFI_KERNEL,
+                kernel=self.name,
+                expected="compile options without it (TVM-FFI compiled functions: cute_bind.prepare)",
+                got=repr(compile_options),
+            )
         self.compile_options = compile_options
         self.checked = checked
         self.signature: KernelSignature = read_signature(fn, self.name)

@@ -19,7 +19,7 @@ KNOWN_CODES = [
     "CB301", "CB302", "CB303", "CB304", "CB305",
     "CB401", "CB402", "CB403", "CB404",
     "CB501", "CB502",
-    "CB114", "CB225", "CB306", "CB307", "CB308", "CB309",  # issue 11: optional slots, compiled argument types, TVM-FFI
+    "CB114", "CB115", "CB225", "CB306", "CB307", "CB308", "CB309",  # issue 11: optional slots, compiled argument types, TVM-FFI
 ]  # fmt: skip
 
 

@@ -166,3 +166,10 @@ def test_callable_objects(make, expected):
     k = cute_bind.kernel(obj)
     assert expected in repr(k) and "self" not in repr(k)
     assert k.fn is obj and not hasattr(k, "offset")  # the object's attributes stay its own
+
+
+@pytest.mark.parametrize("options", ["--enable-tvm-ffi", "--opt-level 2 --enable-tvm-ffi"])
+def test_tvm_ffi_compile_option_is_cb115(options):
+    with pytest.raises(cute_bind.KernelDefinitionError) as info:
+        cute_bind.kernel(compile_options=options)(scale)
+    assert (info.value.code, info.value.kernel) == ("CB115", "scale")
