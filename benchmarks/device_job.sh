@@ -6,6 +6,9 @@
 #
 # Writes env.txt, pytest.txt, authoring.txt, tutorials.txt, bench.txt/json (C fast path) and
 # bench_pure.txt/json (pure-Python fast path) under $OUT (or ./device-out),
+# Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path),
+# bench_pure.txt/json (pure-Python fast path) and tvm_ffi.txt/json (prepared
+# TVM-FFI launches vs the TVM-FFI call) under $OUT (or ./device-out),
 # and prints a short summary last.
 # Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path),
 # bench_pure.txt/json (pure-Python fast path) and graph_bench.txt/json
@@ -26,11 +29,15 @@ export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
   grep -m1 'model name' /proc/cpuinfo
   if [ ! -e cute_bind/launch/_claunch.abi3.so ]; then python3 setup.py -q build_ext --inplace 2>&1 | tail -n 3; fi
   python3 -c "import cute_bind.launch as p; print('launch fast path:', p.fast_path())"
+  if [ ! -e cute_bind/launch/_claunch.abi3.so ] || [ ! -e cute_bind/launch/_ctvmffi.abi3.so ]; then python3 setup.py -q build_ext --inplace 2>&1 | tail -n 3; fi
+  python3 -c "import cute_bind.launch as p; print("launch fast path:", p.fast_path())"
+  python3 -c "import cute_bind.launch._ctvmffi; print('TVM-FFI launch fast path: c')" || echo "TVM-FFI launch fast path: not built"
   python3 -m cute_bind contract
 } > "$OUT/env.txt" 2>&1
 python3 -m pytest -q -p no:cacheprovider -rs tests/gpu tests/launch/test_prepared.py tests/slots/test_slots.py tests/jit/test_decorator.py \
   tests/launch/test_prepare.py tests/dsl/test_contract.py tests/jit/test_signature.py tests/slots/test_tensor.py \
   tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py tests/torch > "$OUT/pytest.txt" 2>&1
+  tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py tests/launch/test_conformance.py tests/launch/test_tvm_ffi.py > "$OUT/pytest.txt" 2>&1
 pytest_rc=$?
 # authoring: the README's examples run whole on the GPU (without one they only compile), and every
 # decorator form launches a device kernel as plain @cute.jit does (CPU forms x bodies too)
@@ -62,6 +69,9 @@ graph_rc=$?
 python3 -m cute_bind bench --workload torch --repeats "$R" --iters "$I" --json "$OUT/bench_torch.json" > "$OUT/bench_torch.txt" 2>&1
 torch_rc=$?
 python3 benchmarks/torch_op_overhead.py --repeats "$R" --iters 5000 > "$OUT/torch_op_overhead.txt" 2>&1
+# prepared TVM-FFI launch vs the TVM-FFI call itself (tensors + env stream, int pointers): bitwise checks, then timings
+python3 benchmarks/tvm_ffi_prepared.py --repeats "$R" --iters "$I" --json "$OUT/tvm_ffi.json" > "$OUT/tvm_ffi.txt" 2>&1
+tvm_rc=$?
 echo "---- env";       cat "$OUT/env.txt"
 echo "---- pytest rc=$pytest_rc (pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 4
 echo "---- README examples on the GPU + decorator forms rc=$authoring_rc"; grep -E "passed|failed|error|SKIPPED" "$OUT/authoring.txt" | tail -n 5
@@ -71,5 +81,6 @@ echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|bare engin
 echo "---- pytest rc=$pytest_rc (tests/graph rc=$graph_tests_rc, pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 6
 echo "---- bench torch ops rc=$torch_rc"; cat "$OUT/bench_torch.txt"
 echo "---- torch op overhead (no-op kernel)"; cat "$OUT/torch_op_overhead.txt"
+echo "---- prepared TVM-FFI rc=$tvm_rc"; cat "$OUT/tvm_ffi.txt"
 echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|bare engine call|TVM|^launch|^direct" "$OUT/bench_pure.txt"
 echo "---- graph bench rc=$graph_rc (us per kernel, host; bitwise = replay vs one-by-one)"; cat "$OUT/graph_bench.txt"

@@ -771,3 +771,203 @@ def raw_kernel_function(compiled: Any) -> tuple[Any, list[int]] | None:
             break
         sizes.append(int(size))
     return function, sizes
+
+
+# ------------------------------------------------------------------ compiled argument types (issue 11)
+def _llvm_type_tree(text: str) -> Any:
+    """An LLVM type as a tree: a struct is a list of its fields, a scalar its name (``ptr``, ``i32``...)."""
+    tokens = re.findall(r"struct<\(|\)>|[A-Za-z_][A-Za-z0-9_.]*|,", text.strip().removeprefix("!llvm."))
+    pos = 0
+
+    def node() -> Any:
+        nonlocal pos
+        if pos >= len(tokens):
+            raise ValueError(f"truncated LLVM type {text!r}")
+        tok = tokens[pos]
+        pos += 1
+        if tok != "struct<(":
+            return tok
+        fields: list[Any] = []
+        while pos < len(tokens) and tokens[pos] != ")>":
+            fields.append(node())
+            if pos < len(tokens) and tokens[pos] == ",":
+                pos += 1
+        if pos >= len(tokens):
+            raise ValueError(f"unbalanced LLVM type {text!r}")
+        pos += 1
+        return fields
+
+    tree = node()
+    if pos != len(tokens):
+        raise ValueError(f"trailing tokens in LLVM type {text!r}")
+    return tree
+
+
+def _int_widths(group: Any) -> tuple[int, ...] | None:
+    """The widths of a descriptor group: a bare ``iN`` (one dynamic mode) or a struct of them."""
+    items = group if isinstance(group, list) else [group]
+    widths = []
+    for item in items:
+        if not isinstance(item, str) or not re.fullmatch(r"i\d+", item):
+            return None
+        widths.append(int(item[1:]))
+    return tuple(widths)
+
+
+def tensor_argument_groups(llvm_type: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """What a compiled tensor argument holds besides its data pointer.
+
+    The DSL lowers a tensor argument to ``!llvm.struct<(ptr, struct<(S, D)>)>``:
+    ``S`` the dynamic extents, ``D`` the dynamic strides, each group a bare
+    ``iN`` when it has one member and a struct otherwise (``struct<()>`` when
+    empty). Returns ``(extent widths, stride widths)`` in bits, or ``None``
+    when the type is not a tensor descriptor. This is the compiled function's
+    own argument type: unlike the entry's symbol it is never cut or respelled.
+    """
+    try:
+        tree = _llvm_type_tree(llvm_type)
+    except ValueError:
+        return None
+    if not (isinstance(tree, list) and len(tree) == 2 and tree[0] == "ptr" and isinstance(tree[1], list) and len(tree[1]) == 2):
+        return None
+    shape, stride = (_int_widths(g) for g in tree[1])
+    if shape is None or stride is None:
+        return None
+    return shape, stride
+
+
+def compiled_argument_types(obj: Any) -> list[str] | None:
+    """The LLVM types of a compiled function's C arguments, from its IR; ``None`` without IR.
+
+    A ``.to(device)`` executor holds no IR (only its module), nor does a
+    function loaded from a binary.
+    """
+    if is_executor(obj) or getattr(obj, "ir_module", None) is None:
+        return None
+    return entry_argument_types(obj)
+
+
+# The DSL appends each argument's spelling to the function name (``mangle_name``):
+# besides the type tokens ``function_name`` knows, a callable object's ``self``
+# (``<pkg.Cls object at 0x...>`` spelled ``pkgCls_object_at_``), fake tensors and
+# streams, ``None`` and Constexpr values.
+_MANGLED_EXTRA = re.compile(r"_(?=[A-Za-z0-9]*_object_at_|Fake(?:Tensor|Stream)|None(?:_|$)|True(?:_|$)|False(?:_|$))")
+
+
+def compiled_display_name(obj: Any) -> str:
+    """The Python name of a compiled function for messages (``__call__`` for a callable object's).
+
+    The entry's symbol is only a display source here: nothing is checked
+    against it (it is cut at 180 characters).
+    """
+    name = function_name(obj)
+    m = _MANGLED_EXTRA.search(name)
+    return name[: m.start()] if m and m.start() > 0 else name
+
+
+# ------------------------------------------------------------------ TVM-FFI compiled functions (issue 11)
+@dataclass(frozen=True)
+class TvmFfiEntry:
+    """What a prepared TVM-FFI launch needs to call a compiled function's TVM-FFI entry itself."""
+
+    safe_call: int  # int entry(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *result)
+    handle: int  # the tvm_ffi.Function's object handle, passed as ``self`` (as TVMFFIFunctionCall does)
+    function: Any  # the tvm_ffi.Function (kept alive: it keeps the engine loaded)
+    parameters: tuple[Any, ...]  # inspect.Parameter of each positional argument the entry takes
+    set_stream: int  # TVMFFIEnvSetStream
+    move_error: int  # TVMFFIErrorMoveFromRaised
+    dec_ref: int  # TVMFFIObjectDecRef
+    pointer_parameters: frozenset[str]  # parameters whose int addresses the DSL validates before the call
+    converts_sequences: bool  # a sequence parameter holds pointers (rewritten element-wise by the DSL)
+
+
+@functools.lru_cache(maxsize=None)
+def _tvm_ffi_c_api() -> tuple[int, int, int]:
+    import tvm_ffi
+
+    lib = ctypes.CDLL(tvm_ffi.libinfo.find_libtvm_ffi())
+    return tuple(ctypes.cast(getattr(lib, n), ctypes.c_void_p).value or 0 for n in ("TVMFFIEnvSetStream", "TVMFFIErrorMoveFromRaised", "TVMFFIObjectDecRef"))  # type: ignore[return-value]
+
+
+def tvm_ffi_entry(compiled: Any) -> TvmFfiEntry:
+    """Resolve the TVM-FFI entry of a function compiled with ``--enable-tvm-ffi``.
+
+    The DSL makes either a ``tvm_ffi.Function`` subclass (positional
+    arguments only) or a wrapper holding one in ``_tvm_ffi_function`` with a
+    generated keyword wrapper (``_kwargs_wrapper``, whose signature names the
+    entry's positional arguments in order). The entry symbol is
+    ``__tvm_ffi_<function_name>`` in the compiled function's engine.
+    """
+    import inspect
+
+    import tvm_ffi
+
+    function = compiled if isinstance(compiled, tvm_ffi.Function) else getattr(compiled, "_tvm_ffi_function", None)
+    if function is None or not function.__chandle__():
+        raise ValueError("the TVM-FFI function is not initialised (compiled for another architecture?)")
+    wrapper = getattr(compiled, "_kwargs_wrapper", None)
+    if wrapper is not None:
+        parameters = tuple(inspect.signature(wrapper).parameters.values())
+    else:
+        names = runtime_signature(compiled).names
+        parameters = tuple(inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names)
+    safe_call = int(compiled.engine.lookup("__tvm_ffi_" + compiled.function_name) or 0)
+    if not safe_call:
+        raise ValueError(f"no symbol __tvm_ffi_{compiled.function_name}")
+    set_stream, move_error, dec_ref = _tvm_ffi_c_api()
+    ea = compiled.execution_args
+    specs = list(getattr(ea, "_pointer_address_arg_specs", ()) or ())
+    pointer_specs = {name: specs[i] for name, i in ea._meta.name_to_index.items() if i < len(specs) and specs[i] is not None}
+    return TvmFfiEntry(
+        safe_call=safe_call,
+        handle=int(function.__chandle__()),
+        function=function,
+        parameters=parameters,
+        set_stream=set_stream,
+        move_error=move_error,
+        dec_ref=dec_ref,
+        pointer_parameters=frozenset(n for n, spec in pointer_specs.items() if spec is True),
+        converts_sequences=any(isinstance(spec, (list, tuple)) for spec in pointer_specs.values()),
+    )
+
+
+def tvm_ffi_missing() -> Any:
+    """The sentinel TVM-FFI's keyword wrapper shows for a default it fills itself."""
+    from tvm_ffi.core import MISSING
+
+    return MISSING
+
+
+def tvm_ffi_error(kind: str, message: str, backtrace: str) -> BaseException:
+    """The Python exception the TVM-FFI call raises for an error of ``kind`` (``ValueError``...)."""
+    import tvm_ffi
+
+    return tvm_ffi.core.Error(kind, message, backtrace).py_error()
+
+
+def dlpack_exchange_functions(tp: type) -> tuple[int, int]:
+    """``(dltensor_from_py_object_no_sync, current_work_stream)`` addresses of ``tp``'s DLPack
+    exchange API (``tp.__dlpack_c_exchange_api__``; importing tvm_ffi installs it on
+    ``torch.Tensor`` where torch lacks it), ``(0, 0)`` when it has none.
+
+    Read from the type each time (not cached): the attribute may appear later.
+    """
+    capsule = getattr(tp, "__dlpack_c_exchange_api__", None)
+    if capsule is None:
+        return 0, 0
+    valid = ctypes.pythonapi.PyCapsule_IsValid
+    valid.restype, valid.argtypes = ctypes.c_int, [ctypes.py_object, ctypes.c_char_p]
+    if not valid(capsule, b"dlpack_exchange_api"):
+        return 0, 0
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    table = int(get(capsule, b"dlpack_exchange_api") or 0)
+    if not table or ctypes.c_uint32.from_address(table).value < 1:  # DLPack major version
+        return 0, 0
+    # DLPackExchangeAPI: header (version: 2 x u32, prev_api), then managed_tensor_allocator,
+    # managed_tensor_from_py_object_no_sync, managed_tensor_to_py_object_no_sync,
+    # dltensor_from_py_object_no_sync, current_work_stream
+    p = ctypes.sizeof(ctypes.c_void_p)
+    reader = ctypes.c_void_p.from_address(table + 8 + p + 3 * p).value or 0
+    stream = ctypes.c_void_p.from_address(table + 8 + p + 4 * p).value or 0
+    return int(reader), int(stream)

@@ -22,6 +22,7 @@ __all__ = [
     "TENSOR_NAMES",
     "CONSTEXPR_NAMES",
     "SEQUENCE_NAMES",
+    "OPTIONAL_NAMES",
     "ELIGIBLE_SUMMARY",
     "RUNTIME_SCALARS_SUMMARY",
     "expected_for",
@@ -120,12 +121,18 @@ SEQUENCE_NAMES: Final[frozenset[str]] = frozenset(
     }
 )
 
+#: Optional annotations, by the origin's qualified name: ``Optional[X]``,
+#: ``Union[X, None]`` (and ``X | None``, spelled with ``|``) are an optional slot
+#: when ``X`` is one eligible runtime kind (a pointer, scalar, stream, tensor or
+#: sequence of those), else CB114; a union without ``None`` is CB102.
+OPTIONAL_NAMES: Final[frozenset[str]] = frozenset({"typing.Optional", "typing.Union", "typing_extensions.Optional", "typing_extensions.Union"})
+
 #: Human-readable summary used as the "expected" part of eligibility messages
 #: (short: the full list is in ``python -m cute_bind explain``'s pages).
 ELIGIBLE_SUMMARY: Final[str] = (
     "cute.Pointer or cute_bind.Pointer[dtype], a numeric scalar (cutlass.Int32, cutlass.Float32, ...,"
     " bool, int, float), cuda.CUstream, cute.Tensor or cute_bind.Tensor[dtype, rank],"
-    " a tuple/list of these, or cutlass.Constexpr[...]"
+    " a tuple/list of these, Optional[...] of one of these, or cutlass.Constexpr[...]"
 )
 
 #: The "expected" part of CB104: the scalar types that have runtime storage.

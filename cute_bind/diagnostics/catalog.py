@@ -46,6 +46,8 @@ __all__ = [
     "INELIGIBLE_SEQUENCE_ELEMENT",
     "DSL_DECORATOR_ABOVE",
     "DEVICE_KERNEL",
+    "INELIGIBLE_OPTIONAL",
+    "TVM_FFI_KERNEL",
     "MISSING_ARGUMENT",
     "UNEXPECTED_ARGUMENT",
     "DUPLICATE_ARGUMENT",
@@ -61,12 +63,17 @@ __all__ = [
     "TENSOR_LAYOUT_MISMATCH",
     "TENSOR_DEVICE_MISMATCH",
     "SEQUENCE_LENGTH_MISMATCH",
+    "OPTIONAL_PRESENCE_MISMATCH",
     "NOT_COMPILED",
     "UNSUPPORTED_MARSHALLING",
     "WORKSPACE_ARGUMENTS",
     "NO_ENGINE",
     "SNAPSHOT_MISMATCH",
     "COMPILE_FAILED",
+    "COMPILED_DESCRIPTOR_MISMATCH",
+    "NO_ARGUMENT_TYPES",
+    "TVM_FFI_UNSUPPORTED_ARGUMENT",
+    "TVM_FFI_CALL_ERROR",
     "CUDA_ERROR",
     "MODULE_UNLOADED",
     "CONCURRENT_USE",
@@ -536,6 +543,64 @@ def fill_kernel(out: cute.Pointer, n: cutlass.Int32):
     """,
 )
 
+INELIGIBLE_OPTIONAL = _entry(
+    "CB114",
+    "ineligible-optional",
+    E.KernelDefinitionError,
+    summary="An Optional[...] / X | None parameter whose other member is not one eligible kind.",
+    message="kernel '{kernel}', parameter '{parameter}': optional annotation {got} is not None or one "
+    "eligible kind ({detail}); expected {expected}",
+    explanation="""
+    `Optional[X]` (or `X | None`) is an optional slot when `X` is a kind
+    cute_bind can rewrite in place (a pointer, scalar, stream, tensor or a
+    sequence of those). The DSL compiles `None` into the code as a constant
+    and a value as an ordinary `X` parameter, so which one a handle holds is
+    fixed at `bind()`. A union of several types (`Int32 | Float32 | None`) or
+    of an ineligible type has no single storage.
+    """,
+    example=_PRELUDE
+    + """
+from typing import Optional
+
+@cute_bind.kernel
+def scale(out: cute.Pointer, mode: Optional[str]):   # str is not an eligible kind -> CB114
+    pass
+""",
+    fix="""
+    Use one eligible type besides None (`Optional[cutlass.Int32]`), or mark
+    the parameter `cutlass.Constexpr[...]` if its value is fixed at compile
+    time.
+    """,
+)
+
+TVM_FFI_KERNEL = _entry(
+    "CB115",
+    "tvm-ffi-kernel",
+    E.KernelDefinitionError,
+    summary="@cute_bind.kernel(compile_options=...) asked for --enable-tvm-ffi.",
+    message="kernel '{kernel}': @cute_bind.kernel does not compile with {got}; expected {expected}",
+    explanation="""
+    `@cute_bind.kernel` compiles for the DSL's own calling convention: its
+    handles rewrite the DSL's argument array, built from `from_dlpack`
+    tensors. A TVM-FFI compile takes TVM-FFI arguments instead (TVM-FFI
+    tensors, the environment stream), which a kernel's handles do not hold.
+    Functions compiled with `--enable-tvm-ffi` are prepared by
+    `cute_bind.prepare`, which gives a handle for the TVM-FFI entry.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel(compile_options="--enable-tvm-ffi")   # -> CB115
+def scale(out: cute.Pointer, n: cutlass.Int32):
+    pass
+""",
+    fix="""
+    Drop the option (a bound handle launches without either convention's
+    per-call conversions), or compile with
+    `cute.compile(fn, ..., options="--enable-tvm-ffi")` and prepare the result
+    with `cute_bind.prepare(compiled, *args)`.
+    """,
+)
+
 # ---------------------------------------------------------------- CB2xx: arguments
 MISSING_ARGUMENT = _entry(
     "CB201",
@@ -897,6 +962,42 @@ handle.launch(ctypes.addressof(buf), (1, 2, 3))   # 3 elements for a 2-element s
     fix="Pass a sequence of the bound length, or `bind()` again with the new length (a new handle).",
 )
 
+OPTIONAL_PRESENCE_MISMATCH = _entry(
+    "CB225",
+    "optional-presence-mismatch",
+    E.LaunchArgumentError,
+    summary="An optional parameter bound to None got a value, or bound to a value got None.",
+    message="kernel '{kernel}', parameter '{parameter}': the optional slot takes {expected}, got {got}",
+    explanation="""
+    The DSL specialises a compile on `None`: a parameter compiled with
+    `None` is a constant of the compiled code and has no argument at all,
+    one compiled with a value is read from its argument. A handle keeps what
+    it was bound with: a value passed to a `None` slot would be ignored, and
+    `None` passed to a value slot would leave the compiled code reading the
+    previous value. Both are refused.
+    """,
+    example=_PRELUDE
+    + """
+from typing import Optional
+
+@cute_bind.kernel
+def fill(out: cute_bind.Pointer[cutlass.Int32], extra: Optional[cutlass.Int32]):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    if cutlass.const_expr(extra is None):
+        t[0] = 0
+    else:
+        t[0] = extra
+
+buf = (ctypes.c_int32 * 1)()
+handle = fill.bind(ctypes.addressof(buf), None)   # compiled for None
+handle.launch(ctypes.addressof(buf), 7)            # a value for a None slot -> CB225
+""",
+    fix="""
+    Bind one handle per case (`k.bind(..., None)` and `k.bind(..., value)`),
+    or call the kernel itself, which compiles (and caches) each case.
+    """,
+)
+
 # ---------------------------------------------------------------- CB3xx: preparing
 NOT_COMPILED = _entry(
     "CB301",
@@ -1048,6 +1149,147 @@ fill.bind(ctypes.addressof(buf), 1)      # -> CB310, with the DSL's text
     message) points; the same function fails the same way under a plain
     `@cute.jit`.
     """,
+)
+
+_PREPARE_TENSOR = (
+    _PRELUDE
+    + """
+import numpy as np
+from cutlass.cute.runtime import from_dlpack
+
+@cute.jit
+def double(out, inp):                  # unannotated: the compile's tensors decide the layout
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * 2
+
+x = np.arange(8, dtype=np.float32)
+y = np.zeros(8, dtype=np.float32)
+"""
+)
+
+COMPILED_DESCRIPTOR_MISMATCH = _entry(
+    "CB306",
+    "compiled-descriptor-mismatch",
+    E.LaunchValueError,
+    summary="prepare(): a tensor would be written with other dynamic modes than the compiled function reads.",
+    message="kernel '{kernel}', parameter '{parameter}': prepare(): the compiled function takes {expected}; "
+    "the value given would be written as {got}; pass the from_dlpack tensor marked as when compiling",
+    explanation="""
+    A tensor reaches a compiled function as a descriptor: the data address,
+    then each dynamic extent and each dynamic stride. How many there are, and
+    their widths, is fixed by the marking the function was compiled with
+    (`from_dlpack(t)` is fully static, `mark_layout_dynamic()` makes all but
+    the unit stride dynamic, `mark_compact_shape_dynamic(mode=...)` one
+    extent). `prepare()` reads this from the compiled function's own argument
+    types (its IR, never the entry's symbol, which the DSL cuts and
+    respells) and compares it with the descriptor the value it is given
+    would be written as. A difference would hand the compiled code values in
+    the wrong fields: a silent wrong result.
+    """,
+    example=_PREPARE_TENSOR
+    + """
+compiled = cute.compile(double, from_dlpack(y), from_dlpack(x))   # static layouts: no dynamic modes
+cute_bind.prepare(compiled, y, x)   # NumPy arrays are read as dynamic -> CB306
+""",
+    fix="""
+    Give `prepare()` the tensors exactly as they were given to `cute.compile`
+    (the same `from_dlpack(...)` marking, e.g. `from_dlpack(y)` for a static
+    layout or `from_dlpack(y).mark_layout_dynamic()`); later launches may then
+    pass plain torch tensors or NumPy arrays.
+    """,
+)
+
+NO_ARGUMENT_TYPES = _entry(
+    "CB307",
+    "no-argument-types",
+    E.LaunchArgumentError,
+    summary="prepare(): the compiled function's argument types are not available, so its tensors cannot be checked.",
+    message="kernel '{kernel}', parameter '{parameter}': prepare() needs {expected} to check tensor "
+    "descriptors, got {got}",
+    explanation="""
+    `prepare()` checks every tensor parameter against the compiled function's
+    own argument types, read from its IR. A `.to(device)` executor and a
+    function loaded from a binary carry no IR, so a tensor's descriptor could
+    not be checked; rather than pass unchecked, `prepare()` refuses them.
+    Functions without tensor parameters need no IR.
+    """,
+    example=_PREPARE_TENSOR
+    + """
+ty, tx = from_dlpack(y).mark_layout_dynamic(), from_dlpack(x).mark_layout_dynamic()
+compiled = cute.compile(double, ty, tx)
+cute_bind.prepare(compiled.to(None), ty, tx)   # an executor holds no IR -> CB307
+""",
+    fix="""
+    Prepare the compiled function itself (`cute.compile`'s result): a handle
+    made from it launches on the current device, as calling it does.
+    """,
+)
+
+_TVM_FFI = (
+    _PRELUDE
+    + """
+import cuda.bindings.driver as cuda
+import torch
+from cutlass.cute.runtime import from_dlpack, make_fake_stream
+
+@cute.jit
+def scale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream):
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * alpha
+
+x, y = torch.arange(8.0), torch.zeros(8)
+marked = lambda t: from_dlpack(t).mark_layout_dynamic()
+compiled = cute.compile(scale, marked(y), marked(x), cutlass.Float32(1.0), make_fake_stream(),
+                        options="--enable-tvm-ffi")
+"""
+)
+
+TVM_FFI_UNSUPPORTED_ARGUMENT = _entry(
+    "CB308",
+    "tvm-ffi-unsupported-argument",
+    E.LaunchArgumentError,
+    summary="prepare(): a TVM-FFI compiled function was given an argument a prepared TVM-FFI launch does not rewrite.",
+    message="kernel '{kernel}', parameter '{parameter}': prepare() of a TVM-FFI function takes {expected}, got {got}",
+    explanation="""
+    A prepared TVM-FFI launch rewrites a prebuilt TVM-FFI argument array in
+    place: a tensor of a type offering the DLPack exchange API (torch
+    tensors) becomes a `DLTensor` pointer, a Python int, bool or float and
+    `None` become the values TVM-FFI's own call writes. The compiled entry
+    checks everything else. Other values (NumPy arrays, DSL numeric objects
+    such as `cutlass.Float32(1.0)`, stream objects, pointer objects, which
+    the DSL rewrites before each TVM-FFI call) are not prepared.
+    """,
+    example=_TVM_FFI
+    + """
+cute_bind.prepare(compiled, y, x, cutlass.Float32(2.0), 0)   # a DSL numeric object -> CB308
+""",
+    fix="""
+    Pass plain Python values (`2.0`, an `int` stream handle or `0`) and torch
+    tensors, as the TVM-FFI call takes them; or call the compiled function
+    directly.
+    """,
+)
+
+TVM_FFI_CALL_ERROR = _entry(
+    "CB309",
+    "tvm-ffi-call-error",
+    E.LaunchValueError,
+    summary="A prepared TVM-FFI launch: the compiled entry refused the arguments (or its launch failed).",
+    message="kernel '{kernel}': the TVM-FFI entry reported {got}; expected {expected}",
+    explanation="""
+    The entry of a TVM-FFI compiled function checks every argument itself:
+    a tensor's dtype, rank, shape, strides, alignment and device, each
+    scalar's type and range. A prepared launch hands it the values as they
+    are, so it reports exactly what calling the compiled function reports;
+    that exception (`ValueError`, `TypeError`, a CUDA error...) is chained
+    as this error's cause.
+    """,
+    example=_TVM_FFI
+    + """
+handle = cute_bind.prepare(compiled, y, x, 2.0, 0)
+handle.launch(y, x.double(), 2.0, 0)   # a Float64 tensor for a Float32 parameter -> CB309
+""",
+    fix="Pass what the compiled function was compiled for; the chained exception names the argument and the fact.",
 )
 
 # ---------------------------------------------------------------- CB4xx: launch runtime

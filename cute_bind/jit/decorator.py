@@ -29,7 +29,15 @@ class Kernel(Generic[P]):
 
     def __init__(self, fn: Callable[P, Any], *, name: str | None = None, compile_options: str | None = None, checked: bool = False) -> None:
         self.fn = fn
-        self.name: str = str(name or getattr(unwrap(fn), "__name__", "kernel"))
+        self.name: str = str(name or getattr(unwrap(fn), "__name__", None) or type(fn).__name__)
+        if "--enable-tvm-ffi" in (compile_options or ""):
+            # handles rewrite the DSL's own argument array; TVM-FFI functions are cute_bind.prepare's
+            raise D.error(
+                D.TVM_FFI_KERNEL,
+                kernel=self.name,
+                expected="compile options without it (TVM-FFI compiled functions: cute_bind.prepare)",
+                got=repr(compile_options),
+            )
         self.compile_options = compile_options
         self.checked = checked
         self.signature: KernelSignature = read_signature(fn, self.name)
@@ -37,7 +45,8 @@ class Kernel(Generic[P]):
         self._no_source: str | None = None
         self._cache: dict[Any, Any] = {}
         self._lock = threading.Lock()
-        functools.update_wrapper(self, unwrap(fn))
+        # a callable object's own attributes are its configuration, not the wrapper's
+        functools.update_wrapper(self, unwrap(fn), updated=() if _is_jit_object(fn) else functools.WRAPPER_UPDATES)
         p = self.signature.params
         self._names = tuple(x.name for x in p)
         self._kwonly = frozenset(x.name for x in p if x.keyword_only)
@@ -59,11 +68,14 @@ class Kernel(Generic[P]):
     # ------------------------------------------------------------------ compile
     def _jit_function(self) -> Any:
         if self._jit is None:
-            # The function compiles exactly as under a plain @cute.jit, whatever the
-            # source spells above `def` (see _dsl.jit); only a source the DSL cannot
-            # read stops it from rewriting Python control flow (CB111).
-            self._no_source = _dsl.preprocessing_source(unwrap(self.fn))
-            self._jit = _dsl.jit(self.fn, unwrap(self.fn))
+            if _is_jit_object(self.fn):  # a callable object with a @cute.jit __call__: cute.compile takes it as it is
+                self._jit = self.fn
+            else:
+                # The function compiles exactly as under a plain @cute.jit, whatever the
+                # source spells above `def` (see _dsl.jit); only a source the DSL cannot
+                # read stops it from rewriting Python control flow (CB111).
+                self._no_source = _dsl.preprocessing_source(unwrap(self.fn))
+                self._jit = _dsl.jit(self.fn, unwrap(self.fn))
         return self._jit
 
     def _bind_values(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[Bound], dict[str, Any]]:
@@ -150,6 +162,11 @@ class Kernel(Generic[P]):
         """Drop the compiled variants (handles keep theirs alive)."""
         with self._lock:
             self._cache.clear()
+
+
+def _is_jit_object(fn: Any) -> bool:
+    """A callable object whose class's ``__call__`` is ``@cute.jit``: ``cute.compile`` takes it as it is."""
+    return not callable(getattr(fn, "__wrapped__", None)) and getattr(getattr(type(fn), "__call__", None), "_decorator_kind", None) is not None
 
 
 _OPTIONS = {"name": (str, type(None)), "compile_options": (str, type(None)), "checked": (bool,)}

@@ -86,6 +86,14 @@ def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None
     if isinstance(fn, type) or not callable(fn):
         return None, [D.error(D.NOT_A_FUNCTION, kernel=str(name), expected="a CuTe DSL host function (plain or @cute.jit)", got=type(fn).__name__ + " " + repr(fn)[:40])]
     base = unwrap(fn)
+    bound_self = False
+    call = getattr(type(fn), "__call__", None)
+    if not inspect.isfunction(base) and getattr(call, "_decorator_kind", None) == "jit" and inspect.isfunction(unwrap(call)):
+        # a callable object (quack and FlashAttention style: ``__call__`` decorated with
+        # @cute.jit): its parameters are those of ``__call__`` after ``self``
+        base, bound_self = unwrap(type(fn).__call__), True
+        if kernel is None:
+            name = type(fn).__name__
     if not inspect.isfunction(base):
         return None, [D.error(D.NOT_A_FUNCTION, kernel=str(name), expected="a CuTe DSL host function (plain or @cute.jit)", got=type(base).__name__)]
     if getattr(fn, "_decorator_kind", None) == "kernel" or getattr(base, "_decorator_kind", None) == "kernel":
@@ -93,7 +101,7 @@ def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None
     sig = inspect.signature(base)
     params: list[Param] = []
     problems: list[CuteBindError] = []
-    for index, p in enumerate(sig.parameters.values()):
+    for index, p in enumerate(list(sig.parameters.values())[1 if bound_self else 0 :]):
         if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             star = "*" if p.kind is inspect.Parameter.VAR_POSITIONAL else "**"
             problems.append(D.error(D.VARIADIC_PARAMETER, kernel=name, parameter=p.name, expected="named parameters, one per slot", got=f"{star}{p.name}"))

@@ -7,30 +7,30 @@ from typing import Any
 from .. import _dsl
 from .. import _whitelist as W
 from .. import diagnostics as D
-from ..slots import Bound, PointerKind, Rejected, SequenceKind, SlotKind, TensorKind, Where, classify, describe_value, infer_slot
+from ..slots import Bound, OptionalKind, PointerKind, Rejected, SequenceKind, SlotKind, TensorKind, Where, classify, describe_value, infer_slot
 from .arguments import bind_arguments
 from .prepared import PreparedLaunch, build
+from .tvm_ffi import PreparedTvmFfiLaunch, prepare_tvm_ffi
 
 __all__ = ["prepare"]
 
 
-def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
+def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any] | PreparedTvmFfiLaunch:
     """Prepare a function compiled with ``cute.compile`` (or its ``.to(device)`` executor).
 
     Takes the same arguments as calling ``compiled``; eligibility comes from
-    the compiled function's declared annotations and the values given.
+    the compiled function's declared annotations and the values given. A
+    function compiled with ``--enable-tvm-ffi`` gives a
+    :class:`~cute_bind.launch.tvm_ffi.PreparedTvmFfiLaunch` (its entry checks
+    the arguments itself).
     """
     if not _dsl.is_compiled(compiled):
         raise D.error(D.NOT_COMPILED, expected="the result of cute.compile(...) or compiled.to(device)", got=describe_value(compiled))
     if _dsl.is_tvm_ffi_compiled(compiled):
-        # TVM-FFI entry points take TVM-FFI packed arguments, not the DSL's void** array.
-        raise D.error(
-            D.NOT_COMPILED,
-            expected="a function compiled without --enable-tvm-ffi",
-            got=f"{type(compiled).__name__} (a TVM-FFI compiled function)",
-        )
+        # TVM-FFI entry points take a TVMFFIAny array, not the DSL's void** array: their own handle.
+        return prepare_tvm_ffi(compiled, _dsl.compiled_display_name(compiled), args, kwargs)
     rsig = _dsl.runtime_signature(compiled)
-    name = _dsl.function_name(compiled)
+    name = _dsl.compiled_display_name(compiled)
     values = bind_arguments(name, rsig.names, frozenset(rsig.kwonly), rsig.defaults, args, kwargs, {})
     bounds: list[Bound] = []
     for pname, annotation in zip(rsig.names, rsig.annotations):
@@ -48,8 +48,8 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
             if not isinstance(found, SlotKind):  # pragma: no cover - constexprs are not runtime parameters
                 continue
             slot = found
-        bounds.append(slot.prepare(value, where) if isinstance(slot, PointerKind) else slot.bind(value, where))
-    _check_tensor_descriptors(name, compiled, list(rsig.names), bounds)
+        bounds.append(_prepare_slot(slot, value, where))
+    _check_tensor_descriptors(name, compiled, list(rsig.names), bounds, values)
     return build(
         kernel=name,
         compiled=compiled,
@@ -59,42 +59,86 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any]:
     )
 
 
-def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds: list[Bound]) -> None:
-    """A prepared tensor's layout must be the one compiled in.
+def _prepare_slot(slot: SlotKind, value: Any, where: Where) -> Bound:
+    """Bind one value; a pointer learns its dtype and alignment from the value (``prepare``)."""
+    if isinstance(slot, PointerKind):
+        return slot.prepare(value, where)
+    if isinstance(slot, OptionalKind) and isinstance(slot.element, PointerKind):
+        return slot.bind_with(value, where, slot.element.prepare)
+    return slot.bind(value, where)
+
+
+def _part_leaves(slot: SlotKind, value: Any) -> list[tuple[SlotKind, Any]]:
+    """The element kind (and the value given) behind each C argument a bound slot marshals into, in order."""
+    if isinstance(slot, SequenceKind):
+        return list(zip(slot.elements or (), value))
+    if isinstance(slot, OptionalKind):
+        return [] if slot.inner is None else _part_leaves(slot.inner, value)
+    return [(slot, value)] * len(slot.parts)
+
+
+def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds: list[Bound], values: dict[str, Any]) -> None:
+    """A prepared tensor's descriptor must be the one the compiled function reads.
 
     ``prepare()`` learns a tensor slot's layout from the value it is given (a
     torch tensor is read as dynamic, as the DSL's direct call reads it); the
-    compiled function may have been built for another marking (e.g. a static
-    layout, another leading dimension, a divisibility). The entry's symbol
-    spells each tensor's layout and its argument types give each descriptor's
-    fields; a tensor whose layout is not the compiled one is refused (the
-    direct call would get it silently wrong). The assumed alignment is in
-    neither: a ``from_dlpack`` tensor must carry the compile's ``assumed_align``.
+    compiled function may have been built for another marking. The compiled
+    function's own argument types (its IR) say, for each tensor argument, how
+    many dynamic extents and strides its descriptor holds and their widths;
+    each bound tensor slot says what it writes (``TensorKind.descriptor_groups``).
+    They must be equal, else CB306. Counts and widths do not say which modes
+    are static (``(?,?):(?{i64},1)`` and ``(?,?):(1,?{i64})`` have the same
+    argument type), so a plain tensor (torch, NumPy) whose reading leaves that
+    open is refused too (CB306): only a ``from_dlpack`` tensor, marked as when
+    compiling, states it (``TensorKind.groups_pin_layout``). Without IR (an executor from
+    ``.to(device)``, a function loaded from a binary) nothing can be compared,
+    so a function with tensor parameters is refused (CB307), never passed
+    unchecked. Not in an argument type, and so taken from the value given:
+    static extents and strides, divisibilities and the assumed alignment.
     """
-    types = _dsl.entry_argument_types(compiled)
-    symbol = _dsl.mangled_name(compiled)
-    at = 0  # tensor symbols appear in the entry's symbol in parameter order
-    k = 0
-    for pname, b in zip(names, bounds):
-        leaves = list(b.slot.elements or ()) if isinstance(b.slot, SequenceKind) else [b.slot]
-        for i, leaf in enumerate(leaves):
-            for part in leaf.parts:
-                if isinstance(leaf, TensorKind) and leaf.layout is not None:
-                    label = pname if not isinstance(b.slot, SequenceKind) else f"{pname}[{i}]"
-                    ours = ["ptr"] + [{"i": "i32", "q": "i64"}[c] for c in part[1:] if c in "iq"]
-                    theirs = _dsl.descriptor_fields(types[k]) if types is not None and k < len(types) else ours
-                    spelled = _dsl.tensor_symbol(leaf.layout)
-                    found = symbol.find(spelled, at)
-                    if ours != theirs or found < 0:
-                        raise D.error(
-                            D.TENSOR_LAYOUT_MISMATCH,
-                            kernel=name,
-                            parameter=label,
-                            detail="prepare(): the compiled function takes another tensor layout; pass the from_dlpack tensor "
-                            "marked as when compiling",
-                            expected=f"the layout compiled into {symbol}",
-                            got=f"a tensor read as {leaf.layout.text}",
-                        )
-                    at = found + len(spelled)
-                k += 1
+    leaves = [
+        (f"{pname}[{i}]" if isinstance(b.slot, SequenceKind) else pname, leaf, given)
+        for pname, b in zip(names, bounds)
+        for i, (leaf, given) in enumerate(_part_leaves(b.slot, values[pname]))
+    ]
+    tensors = [(k, label, leaf, given) for k, (label, leaf, given) in enumerate(leaves) if isinstance(leaf, TensorKind)]
+    if not tensors:
+        return
+    types = _dsl.compiled_argument_types(compiled)
+    if types is None:
+        raise D.error(
+            D.NO_ARGUMENT_TYPES,
+            kernel=name,
+            parameter=tensors[0][1],
+            expected="a compiled function whose IR holds its argument types (cute.compile's result)",
+            got=f"{type(compiled).__name__} without IR",
+        )
+    for k, label, leaf, given in tensors:
+        ours = leaf.descriptor_groups()
+        theirs = _dsl.tensor_argument_groups(types[k]) if k < len(types) else None
+        if ours != theirs:
+            raise D.error(
+                D.COMPILED_DESCRIPTOR_MISMATCH,
+                kernel=name,
+                parameter=label,
+                expected=_describe_groups(theirs, types[k] if k < len(types) else "no argument"),
+                got=f"{_describe_groups(ours, '')} (a tensor read as {leaf.describe()})",
+            )
+        if not _dsl.is_dsl_tensor(given) and not leaf.groups_pin_layout():
+            # Equal groups, but which mode is static is not in an argument type: a plain
+            # tensor's reading (its own leading dimension) is a guess prepare() cannot check.
+            raise D.error(
+                D.COMPILED_DESCRIPTOR_MISMATCH,
+                kernel=name,
+                parameter=label,
+                expected=f"{_describe_groups(theirs, types[k])}, whose static mode's position is not in the "
+                "argument type (e.g. the leading dimension)",
+                got=f"a {type(given).__name__} read as {leaf.describe()}, which prepare() cannot check",
+            )
 
+
+def _describe_groups(groups: tuple[tuple[int, ...], tuple[int, ...]] | None, raw: str) -> str:
+    if groups is None:
+        return f"a non-tensor argument ({raw})"
+    shape, stride = groups
+    return f"a descriptor with {len(shape)} dynamic extent(s) {list(shape)} and {len(stride)} dynamic stride(s) {list(stride)} (bits)"

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from . import pointer, scalar, stream, tensor  # noqa: F401  (element kinds, in order)
 from . import sequence  # noqa: F401  (composite: built from the element kinds)
+from . import optional  # noqa: F401  (composite: None or one eligible kind, fixed at bind)
 from .base import Bound, Constexpr, Rejected, SlotKind, Where, describe_annotation, describe_value, item_ranges
+from .optional import OptionalKind
 from .pointer import PointerKind
 from .registry import classify, element_kinds, infer_slot, kinds, register
 from .scalar import ScalarKind, bfloat16_bits, float16_bits
@@ -22,6 +24,7 @@ from .tensor import TensorKind
 __all__ = [
     "Bound",
     "Constexpr",
+    "OptionalKind",
     "PointerKind",
     "Rejected",
     "ScalarKind",

@@ -312,6 +312,42 @@ class TensorKind(SlotKind):
             got=f"shape {view.shape}, strides {view.strides}",
         )
 
+    def descriptor_groups(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """What this bound slot writes after the data address: the bit widths of its
+        dynamic extents, then of its dynamic strides, in mode order (``None`` before bind).
+
+        ``prepare()`` compares this with the compiled function's own argument
+        type for the tensor (:func:`cute_bind._dsl.tensor_argument_groups`):
+        equal groups mean the descriptor it writes is the one the compiled code
+        reads, field for field. Static values and divisibilities are not in an
+        argument type; they come from the value given to ``prepare()`` (a
+        ``from_dlpack`` tensor marked as when compiling carries them exactly).
+        """
+        if self.layout is None:
+            return None
+        return (
+            tuple(m.width for m in self.layout.shape if m.static is None),
+            tuple(m.width for m in self.layout.stride if m.static is None),
+        )
+
+    def groups_pin_layout(self) -> bool:
+        """Whether equal :meth:`descriptor_groups` also fix which modes are static.
+
+        An argument type holds counts and widths, not positions: a rank-2
+        ``(?,?):(?{i64},1)`` and ``(?,?):(1,?{i64})`` (another leading
+        dimension) have the same groups. They pin the layout when no mode is
+        static beside a dynamic one in the same group (all extents and all
+        strides dynamic, or rank 1).
+        """
+        layout = self.layout
+        if layout is None:
+            return False
+        if len(layout.shape) <= 1:
+            return True
+        return all(
+            all(m.static is None for m in modes) or all(m.static is not None for m in modes) for modes in (layout.shape, layout.stride)
+        ) and all(m.static is None for m in layout.stride)
+
     def c_spec(self) -> Any:
         """``(function, type, dtype, device, align, modes)`` for the C fast path's class "T".
 

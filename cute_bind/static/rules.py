@@ -72,7 +72,7 @@ SUBSCRIPTED_TENSORS: frozenset[str] = frozenset(n for n in W.TENSOR_NAMES if n.p
 #: CB111 compiling) or need the annotation's values, which only evaluating it
 #: gives (CB109/CB112: the parameters of ``cute_bind.Pointer[...]``/``Tensor[...]``,
 #: raised at run time where the annotation is evaluated, before the decorator runs).
-REPORTED_CODES: frozenset[str] = frozenset({"CB101", "CB102", "CB104", "CB106", "CB107", "CB113"})
+REPORTED_CODES: frozenset[str] = frozenset({"CB101", "CB102", "CB104", "CB106", "CB107", "CB113", "CB114"})
 
 #: Catalog codes the static tools report about a kernel's decorators (on the
 #: decorator's line, without a parameter): a DSL decorator above
@@ -82,7 +82,9 @@ DECORATOR_CODES: frozenset[str] = frozenset({"CB116", "CB117"})
 _ANNOTATED = frozenset({"typing.Annotated", "typing_extensions.Annotated"})
 # Kinds ``classify`` accepts, and those it accepts as a sequence's elements.
 _ELEMENT_KINDS = frozenset({"pointer", "scalar", "stream", "tensor"})
-_ELIGIBLE = _ELEMENT_KINDS | {"constexpr", "sequence"}
+_ELIGIBLE = _ELEMENT_KINDS | {"constexpr", "sequence", "optional"}
+# Kinds an optional may hold besides None (``slots/optional.py``: any runtime kind but another optional).
+_OPTIONAL_MEMBERS = _ELEMENT_KINDS | {"sequence"}
 # Sequence origins whose parameters are one annotation per element (``tuple[X, Y]``,
 # ``tuple[X, ...]``); every other sequence origin takes its first parameter as the
 # annotation of all elements (``list[X]``, ``Sequence[X]``).
@@ -486,8 +488,15 @@ class ModuleAnalysis:
         """What ``classify`` makes of ``node``: its rules in their order (Constexpr, pointer,
         scalar, stream, tensor, sequence, then CB104/CB102)."""
         node, scope, before = self._expand(node, scope, before)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return self._union_kind(_union_members(node), scope, before, node)
         if isinstance(node, ast.Subscript):
             head = self._qualname(node.value, scope, before)
+            if head in W.OPTIONAL_NAMES:
+                members = _union_items(node.slice)
+                if head.endswith(".Optional"):
+                    members = members[:1] + [ast.Constant(None)]
+                return self._union_kind(members, scope, before, node)
             if head in W.CONSTEXPR_NAMES:
                 return _Kind("constexpr")
             if head in SUBSCRIPTED_POINTERS:
@@ -515,6 +524,33 @@ class ModuleAnalysis:
         if q in W.SEQUENCE_NAMES:
             return _Kind("sequence")  # unparameterized: the element kinds come from the values at bind
         return _Kind(_rejection(q))
+
+    def _union_kind(self, members: list[ast.expr], scope: _Scope, before: int | None, node: ast.expr) -> _Kind:
+        """``Optional[X]``, ``Union[X, None]``, ``X | None``: optional when ``X`` is one eligible
+        runtime kind; CB114 when ``None`` is there but ``X`` is not one eligible kind; else (no
+        ``None``) CB102, as ``OptionalKind.recognize``/``rejection`` decide."""
+        flat: list[ast.expr] = []
+        for m in members:  # Union[Union[a, b], c] and (a | b) | c are flattened by typing
+            m, _, _ = self._expand(m, scope, before)
+            if isinstance(m, ast.BinOp) and isinstance(m.op, ast.BitOr):
+                flat.extend(_union_members(m))
+            elif isinstance(m, ast.Subscript) and (head := self._qualname(m.value, scope, before)) in W.OPTIONAL_NAMES:
+                inner = _union_items(m.slice)
+                flat.extend(inner[:1] + [ast.Constant(None)] if str(head).endswith(".Optional") else inner)
+            else:
+                flat.append(m)
+        rest = [m for m in flat if not _is_none(m)]
+        if len(rest) == len(flat):
+            return _Kind("CB102")
+        spelled = {self._render(m, scope, before) for m in rest}
+        if len(spelled) != 1:
+            return _Kind("CB114", "only one type besides None is allowed")
+        element = rest[0]
+        found = self._kind(element, scope, before)
+        if found.kind in _OPTIONAL_MEMBERS:
+            return _Kind("optional")
+        spelled_element = self._render(element, scope, before)
+        return _Kind("CB114", f"{spelled_element} is not a pointer, scalar, stream, tensor or sequence of those")
 
     def _annotated_kind(self, base: ast.expr, scope: _Scope, before: int | None) -> _Kind:
         """``Annotated[base, ...]``: the runtime looks through it for pointers and tensors (the
@@ -721,6 +757,22 @@ def _last(qualname: str) -> str:
 def _rejection(qualname: str) -> str:
     """The code for a name no slot kind recognises: CB104 for a DSL numeric type without runtime storage."""
     return "CB104" if _in_cutlass(qualname) and _last(qualname) in W.BITCAST_SCALARS else "CB102"
+
+
+def _union_items(params: ast.expr) -> list[ast.expr]:
+    """The members of ``Union[a, b]`` / ``Optional[a]``."""
+    return list(params.elts) if isinstance(params, ast.Tuple) else [params]
+
+
+def _union_members(node: ast.expr) -> list[ast.expr]:
+    """The members of ``a | b | c``."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _union_members(node.left) + _union_members(node.right)
+    return [node]
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _first_item(params: ast.expr) -> ast.expr:

@@ -139,3 +139,38 @@ def test_call_form_on_a_plain_function_rewrites_its_control_flow():
     out = np.zeros(1, np.int32)
     k.bind(out, 3).launch(out, 3)
     assert out[0] == 2
+
+
+class _PlainCallable:
+    """A callable object whose ``__call__`` is not @cute.jit: not a host function (CB108)."""
+
+    def __call__(self, out: cute.Pointer, n: cutlass.Int32) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda: __import__("tests.kernels.styles", fromlist=["Scaler"]).Scaler(0.5), "Scaler(out: cute.Tensor, inp: cute.Tensor, twice: Constexpr"),
+        (_PlainCallable, "CB108"),
+    ],
+    ids=["jit_call", "plain_call"],
+)
+def test_callable_objects(make, expected):
+    """A callable object whose ``__call__`` is @cute.jit is a kernel over the parameters after ``self``."""
+    obj = make()
+    if expected.startswith("CB"):
+        with pytest.raises(cute_bind.KernelDefinitionError) as info:
+            cute_bind.kernel(obj)
+        assert info.value.code == expected
+        return
+    k = cute_bind.kernel(obj)
+    assert expected in repr(k) and "self" not in repr(k)
+    assert k.fn is obj and not hasattr(k, "offset")  # the object's attributes stay its own
+
+
+@pytest.mark.parametrize("options", ["--enable-tvm-ffi", "--opt-level 2 --enable-tvm-ffi"])
+def test_tvm_ffi_compile_option_is_cb115(options):
+    with pytest.raises(cute_bind.KernelDefinitionError) as info:
+        cute_bind.kernel(compile_options=options)(scale)
+    assert (info.value.code, info.value.kernel) == ("CB115", "scale")

@@ -56,14 +56,23 @@ def test_prepare_rejects_uncompiled(obj):
     assert info.value.code == "CB301"
 
 
-def test_prepare_rejects_tvm_ffi_compiled():
+def test_prepare_takes_tvm_ffi_compiled_with_pointer_parameters():
+    """A TVM-FFI call takes int addresses for pointer parameters (the DSL converts make_ptr objects)."""
     pytest.importorskip("tvm_ffi")
-    x = np.zeros(64, np.float32)
-    _, args = compiled_scale(x, x)
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    _, args = compiled_scale(y, x)
     tvm = cute.compile(scale_ptr, *args, options="--enable-tvm-ffi")
     with pytest.raises(cute_bind.LaunchArgumentError) as info:
-        cute_bind.prepare(tvm, *args)
-    assert info.value.code == "CB301" and "TVM-FFI" in str(info.value)
+        cute_bind.prepare(tvm, *args)  # make_ptr objects: CB308
+    assert (info.value.code, info.value.parameter) == ("CB308", "out")
+    h = cute_bind.prepare(tvm, y.ctypes.data, x.ctypes.data, 1.0, 64, 0)
+    assert "out: int" in repr(h)
+    expected = np.zeros(64, np.float32)
+    for alpha in (0.5, -3.0):
+        tvm(expected.ctypes.data, x.ctypes.data, alpha, 64, 0)
+        h.launch(y.ctypes.data, x.ctypes.data, alpha, 64, 0)
+        assert y.tobytes() == expected.tobytes() and y[1] == alpha
 
 
 def test_prepare_argument_errors():
@@ -87,3 +96,51 @@ def test_prepare_unannotated_parameter_takes_its_kind_from_the_value():
     with pytest.raises(cute_bind.LaunchValueError) as info:
         h.launch(out, 2**31)
     assert info.value.code == "CB205"
+
+
+# ------------------------------------------------------------------ tensor descriptors vs the compiled argument types
+def _descriptor_cases():
+    torch = pytest.importorskip("torch")
+    from cutlass.cute.runtime import from_dlpack
+
+    col = lambda: torch.zeros(4, 6).t()  # noqa: E731 - column major, (6, 4) with strides (1, 6)
+    strided = lambda: torch.zeros(6, 8)[::2, ::2]  # noqa: E731 - no unit stride: every stride dynamic
+    return [
+        # (id, compile-time value, prepare-time value, expected code or None)
+        ("rank1_dynamic_plain", lambda: from_dlpack(torch.zeros(8)).mark_layout_dynamic(), lambda: torch.zeros(8), None),
+        ("static_plain", lambda: from_dlpack(torch.zeros(8)), lambda: torch.zeros(8), "CB306"),
+        ("static_marked", lambda: from_dlpack(torch.zeros(8)), lambda: from_dlpack(torch.zeros(8)), None),
+        ("leading_dim0_plain", lambda: from_dlpack(col()).mark_layout_dynamic(leading_dim=0), col, "CB306"),
+        ("leading_dim0_marked", lambda: from_dlpack(col()).mark_layout_dynamic(leading_dim=0), lambda: from_dlpack(col()).mark_layout_dynamic(leading_dim=0), None),
+        ("compact_mode1_plain", lambda: from_dlpack(torch.zeros(4, 8)).mark_compact_shape_dynamic(mode=1, stride_order=(0, 1), divisibility=4), lambda: torch.zeros(4, 8), "CB306"),
+        ("all_strides_dynamic_plain", lambda: from_dlpack(strided()).mark_layout_dynamic(), strided, None),
+    ]
+
+
+@pytest.mark.parametrize("case", range(7), ids=["rank1_dynamic_plain", "static_plain", "static_marked", "leading_dim0_plain", "leading_dim0_marked", "compact_mode1_plain", "all_strides_dynamic_plain"])
+def test_tensor_descriptors_are_checked_against_the_compiled_argument_types(case):
+    from tests.kernels.styles import add_unannotated
+
+    name, at_compile, at_prepare, code = _descriptor_cases()[case]
+    compiled = cute.compile(add_unannotated, at_compile(), at_compile(), at_compile())
+    args = (at_prepare(), at_prepare(), at_prepare())
+    if code is None:
+        assert len(cute_bind.prepare(compiled, *args).slots) == 3
+        return
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        cute_bind.prepare(compiled, *args)
+    assert (info.value.code, info.value.parameter) == (code, "a")
+
+
+def test_an_executor_has_no_ir_to_check_tensors_against():
+    torch = pytest.importorskip("torch")
+    from cutlass.cute.runtime import from_dlpack
+
+    from tests.kernels.styles import add_unannotated
+
+    t = from_dlpack(torch.zeros(8)).mark_layout_dynamic()
+    compiled = cute.compile(add_unannotated, t, t, t)
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        cute_bind.prepare(compiled.to(None), t, t, t)
+    assert info.value.code == "CB307"
+    assert len(cute_bind.prepare(compiled, t, t, t).slots) == 3  # the compiled function itself has its IR

@@ -343,7 +343,7 @@ def test_prepare_refuses_a_tensor_read_with_another_layout():
     compiled = cute.compile(tscale, from_dlpack(y), from_dlpack(x), 1.0)  # (8):(1), static
     with pytest.raises(cute_bind.LaunchValueError) as info:
         cute_bind.prepare(compiled, y, x, 1.0)
-    assert info.value.code == "CB213" and info.value.parameter == "out" and "prepare()" in str(info.value)
+    assert info.value.code == "CB306" and info.value.parameter == "out" and "prepare()" in str(info.value)
     handle = cute_bind.prepare(compiled, from_dlpack(y), from_dlpack(x), 2.0)
     handle.launch(y, x, 2.0)
     assert torch.equal(y, x * 2)
@@ -405,7 +405,7 @@ def test_prepare_refuses_another_leading_dimension():
     compiled = cute.compile(tcopy_any, col(), col(), 0.0)
     with pytest.raises(cute_bind.LaunchValueError) as info:
         cute_bind.prepare(compiled, torch.zeros(3, 4), torch.zeros(3, 4), 0.0)  # read as row major
-    assert info.value.code == "CB213" and "prepare()" in str(info.value)
+    assert info.value.code == "CB306" and "prepare()" in str(info.value)
     assert cute_bind.prepare(compiled, col(), col(), 0.0).slots["out"].layout.text == "(?,?):(1,?{i64})"
 
 

@@ -148,3 +148,17 @@ def jitted(out: cute.Pointer, n: cutlass.Int32) -> None:
 @passthrough
 def under_another_decorator(out: cute.Pointer, n: int) -> None:
     pass
+
+
+@cute_bind.kernel
+def optionals(
+    a: typing.Optional[cutlass.Int32],
+    b: cutlass.Int32 | None,
+    c: None | cute.Tensor,
+    d: typing.Union[cute_bind.Pointer[cutlass.Float32], None],
+    e: typing.Optional[tuple[int, int]],
+    f: typing.Optional[cuda.CUstream],
+    g: float | None,
+    h: typing.Optional[typing.Optional[Int32]],
+) -> None:
+    pass

@@ -1,5 +1,5 @@
 """Kernels with the definition-time diagnostics the static tools report (CB101, CB102,
-CB104, CB106, CB113; CB107 is in corpus_strings.py and corpus_future.py), then one
+CB104, CB106, CB113, CB114; CB107 is in corpus_strings.py and corpus_future.py), then one
 with several at once."""
 
 import typing
@@ -26,8 +26,8 @@ def missing_annotation(
 @cute_bind.kernel
 def unsupported(
     params: Params,  # expect: CB102
-    maybe: typing.Optional[cutlass.Int32],  # expect: CB102
-    either: cutlass.Int32 | None,  # expect: CB102
+    union: typing.Union[cutlass.Int32, cutlass.Float32],  # expect: CB102
+    piped_union: cutlass.Int32 | cutlass.Float32,  # expect: CB102
     text: str,  # expect: CB102
     layout: cute.Layout,  # expect: CB102
     helper: cute_bind.Pointer,  # expect: CB102
@@ -108,3 +108,16 @@ def several(
 
 def not_a_kernel(a, b: cute.Tensor, *c, **d):
     """Undecorated: nobody checks it."""
+
+
+@cute_bind.kernel
+def ineligible_optionals(
+    text: typing.Optional[str],  # expect: CB114
+    two: typing.Union[cutlass.Int32, cutlass.Float32, None],  # expect: CB114
+    piped_two: cutlass.Int32 | cutlass.Float32 | None,  # expect: CB114
+    layout: cute.Layout | None,  # expect: CB114
+    constexpr: typing.Optional[cutlass.Constexpr[int]],  # expect: CB114
+    user: None | Params,  # expect: CB114
+    nested_bad: typing.Optional[tuple[int, str]],  # expect: CB114
+) -> None:
+    pass

@@ -1,0 +1,390 @@
+/* The C fast path of a prepared TVM-FFI launch (cute_bind.launch.tvm_ffi).
+ *
+ * A function compiled with `--enable-tvm-ffi` is called through its TVM-FFI
+ * safe-call entry: `int entry(void *self, const TVMFFIAny *args, int32_t n,
+ * TVMFFIAny *result)`. The entry itself decodes and checks every argument
+ * (type, dtype, rank, shapes, strides, alignment, device), so a prepared
+ * launch only has to hand it the same values the TVM-FFI Python call would:
+ *
+ *   - a tensor of the type seen at prepare (a type offering the DLPack
+ *     exchange API, e.g. torch.Tensor): one `dltensor_from_py_object_no_sync`
+ *     call fills a DLTensor in the handle's own storage (no allocation; its
+ *     shape and strides point into the tensor, alive for the call), passed as
+ *     kTVMFFIDLTensorPtr. For a tensor not on the CPU the producer's current
+ *     work stream is made the TVM-FFI environment stream for the call and
+ *     restored after it, as the TVM-FFI call does;
+ *   - int, bool, float and None exactly as TVM-FFI's own argument setters
+ *     write them (kTVMFFIInt, kTVMFFIBool, kTVMFFIFloat, kTVMFFINone); an
+ *     int for a pointer parameter only when it is a valid address (>= 0), the
+ *     one check the DSL makes on it before a TVM-FFI call.
+ *
+ * The argument array is built once and rewritten in place. Anything else (a
+ * keyword, another type, an int outside int64) goes to `slow(args, kwargs)`,
+ * the compiled function's own call, so behaviour is the direct call's. A
+ * non-zero return is the entry's error: it is moved out of TVM-FFI's
+ * thread-local slot and handed to `fail(kind, message, backtrace)`, which
+ * raises. Addresses of the TVM-FFI C API come from Python (ctypes), so
+ * nothing here links against libtvm_ffi.
+ */
+#define Py_LIMITED_API 0x030A0000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    void *data;
+    int32_t device_type;
+    int32_t device_id;
+    int32_t ndim;
+    uint8_t code;
+    uint8_t bits;
+    uint16_t lanes;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} DLTensorC;
+
+typedef struct {
+    int32_t type_index;
+    uint32_t zero_padding;
+    union {
+        int64_t v_int64;
+        double v_float64;
+        void *v_ptr;
+    };
+} AnyC;
+
+typedef struct { const char *data; size_t size; } ByteArrayC;
+
+enum { K_NONE = 0, K_INT = 1, K_BOOL = 2, K_FLOAT = 3, K_DLTENSOR_PTR = 7, K_STATIC_OBJECT_BEGIN = 64 };
+/* TVMFFIObject header: ref counts (8), type_index (4), padding (4), deleter (8) */
+#define OBJECT_HEADER 24
+
+typedef int (*safe_call_t)(void *, const AnyC *, int32_t, AnyC *);
+typedef int (*from_py_t)(void *, DLTensorC *);
+typedef int (*work_stream_t)(int32_t, int32_t, void **);
+typedef int (*set_stream_t)(int32_t, int32_t, void *, void **);
+typedef void (*move_error_t)(void **);
+typedef int (*dec_ref_t)(void *);
+
+typedef struct {
+    PyObject_HEAD
+    safe_call_t entry;
+    void *self_handle;
+    set_stream_t set_stream;
+    move_error_t move_error;
+    dec_ref_t dec_ref;
+    Py_ssize_t n;
+    char *kinds;          /* per argument: 'T' tensor, 'i' int, 'a' address, 'b' bool, 'f' float, 'n' None */
+    AnyC *args;
+    DLTensorC *tensors;
+    from_py_t *readers;   /* per tensor argument: the type's dltensor_from_py_object_no_sync */
+    work_stream_t *streams;
+    PyObject **types;     /* per tensor argument: the exact type taken (borrowed from keep) */
+    PyObject *defaults;   /* tuple: per argument its default, or `required` */
+    PyObject *required;
+    PyObject *slow;
+    PyObject *fail;
+    PyObject *keep;
+} Launcher;
+
+static PyObject *
+go_slow(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *tuple = PyTuple_New(nargs - (kwnames ? PyTuple_Size(kwnames) : 0));
+    PyObject *kwargs = PyDict_New();
+    if (!tuple || !kwargs) { Py_XDECREF(tuple); Py_XDECREF(kwargs); return NULL; }
+    Py_ssize_t npos = PyTuple_Size(tuple);
+    for (Py_ssize_t i = 0; i < npos; i++) { Py_INCREF(args[i]); PyTuple_SetItem(tuple, i, args[i]); }
+    if (kwnames) {
+        for (Py_ssize_t k = 0; k < PyTuple_Size(kwnames); k++) {
+            if (PyDict_SetItem(kwargs, PyTuple_GetItem(kwnames, k), args[npos + k]) < 0) {
+                Py_DECREF(tuple); Py_DECREF(kwargs); return NULL;
+            }
+        }
+    }
+    PyObject *res = PyObject_CallFunctionObjArgs(self->slow, tuple, kwargs, NULL);
+    Py_DECREF(tuple);
+    Py_DECREF(kwargs);
+    return res;
+}
+
+/* 1: written; 0: not taken as is (the slow path decides). Never leaves an exception set. */
+static int
+write_one(Launcher *self, Py_ssize_t i, PyObject *v, int32_t *dev_type, int32_t *dev_id, void **stream)
+{
+    AnyC *out = self->args + i;
+    switch (self->kinds[i]) {
+    case 'T': {
+        DLTensorC *dl = self->tensors + i;
+        if ((PyObject *)Py_TYPE(v) != self->types[i]) return 0;
+        if (self->readers[i]((void *)v, dl) != 0) { PyErr_Clear(); return 0; }
+        out->type_index = K_DLTENSOR_PTR;
+        out->zero_padding = 0;
+        out->v_ptr = dl;
+        if (dl->device_type != 1 /* kDLCPU */ && *dev_type == -1 && self->streams[i]) {
+            void *s = NULL;
+            if (self->streams[i](dl->device_type, dl->device_id, &s) == 0) {
+                *dev_type = dl->device_type;
+                *dev_id = dl->device_id;
+                *stream = s;
+            } else {
+                PyErr_Clear();
+            }
+        }
+        return 1;
+    }
+    case 'i': {
+        if (!PyLong_CheckExact(v)) return 0;
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
+        out->type_index = K_INT; out->zero_padding = 0; out->v_int64 = x;
+        return 1;
+    }
+    case 'a': {
+        /* a pointer parameter: the DSL validates the address (>= 0) and passes the int */
+        if (!PyLong_CheckExact(v)) return 0;
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || x < 0) { PyErr_Clear(); return 0; }
+        out->type_index = K_INT; out->zero_padding = 0; out->v_int64 = x;
+        return 1;
+    }
+    case 'b':
+        if (v != Py_True && v != Py_False) return 0;
+        out->type_index = K_BOOL; out->zero_padding = 0; out->v_int64 = v == Py_True;
+        return 1;
+    case 'f':
+        if (!PyFloat_CheckExact(v)) return 0;
+        out->type_index = K_FLOAT; out->zero_padding = 0; out->v_float64 = PyFloat_AsDouble(v);
+        return 1;
+    case 'n':
+        if (v != Py_None) return 0;
+        out->type_index = K_NONE; out->zero_padding = 0; out->v_int64 = 0;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static PyObject *
+raise_entry_error(Launcher *self)
+{
+    void *err = NULL;
+    self->move_error(&err);
+    if (!err) return PyObject_CallFunction(self->fail, "sss", "RuntimeError", "the TVM-FFI entry failed without an error", "");
+    ByteArrayC *cell = (ByteArrayC *)((char *)err + OBJECT_HEADER); /* kind, message, backtrace */
+    PyObject *kind = PyUnicode_DecodeUTF8(cell[0].data, (Py_ssize_t)cell[0].size, "replace");
+    PyObject *msg = PyUnicode_DecodeUTF8(cell[1].data, (Py_ssize_t)cell[1].size, "replace");
+    PyObject *bt = PyUnicode_DecodeUTF8(cell[2].data, (Py_ssize_t)cell[2].size, "replace");
+    self->dec_ref(err);
+    PyObject *res = NULL;
+    if (kind && msg && bt) res = PyObject_CallFunctionObjArgs(self->fail, kind, msg, bt, NULL);
+    Py_XDECREF(kind); Py_XDECREF(msg); Py_XDECREF(bt);
+    return res; /* fail() raises: NULL */
+}
+
+static PyObject *
+Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (!self->entry || !self->slow) {
+        PyErr_SetString(PyExc_RuntimeError, "TVM-FFI launcher not initialised");
+        return NULL;
+    }
+    if (nargs > self->n || kwnames != NULL) return go_slow(self, args, nargs + (kwnames ? PyTuple_Size(kwnames) : 0), kwnames);
+    int32_t dev_type = -1, dev_id = 0;
+    void *stream = NULL;
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        PyObject *v = i < nargs ? args[i] : PyTuple_GetItem(self->defaults, i);
+        if (v == self->required || !write_one(self, i, v, &dev_type, &dev_id, &stream)) return go_slow(self, args, nargs, NULL);
+    }
+    void *prev = NULL;
+    if (dev_type != -1 && self->set_stream(dev_type, dev_id, stream, &prev) != 0) return raise_entry_error(self);
+    AnyC result;
+    result.type_index = K_NONE; result.zero_padding = 0; result.v_int64 = 0;
+    int rc = self->entry(self->self_handle, self->args, (int32_t)self->n, &result);
+    if (dev_type != -1 && prev != stream && self->set_stream(dev_type, dev_id, prev, NULL) != 0 && rc == 0) {
+        return raise_entry_error(self);
+    }
+    if (rc != 0) return raise_entry_error(self);
+    switch (result.type_index) {
+    case K_NONE: Py_RETURN_NONE;
+    case K_INT: return PyLong_FromLongLong(result.v_int64);
+    case K_BOOL: return PyBool_FromLong((long)result.v_int64);
+    case K_FLOAT: return PyFloat_FromDouble(result.v_float64);
+    default:
+        /* a compiled CuTe function returns nothing; anything else is released, not leaked */
+        if (result.type_index >= K_STATIC_OBJECT_BEGIN && result.v_ptr) self->dec_ref(result.v_ptr);
+        PyErr_SetString(PyExc_RuntimeError, "the TVM-FFI entry returned an object; call the compiled function directly");
+        return NULL;
+    }
+}
+
+static void *
+as_pointer(PyObject *v, int *ok)
+{
+    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    if (x == (unsigned long long)-1 && PyErr_Occurred()) { *ok = 0; return NULL; }
+    return (void *)(uintptr_t)x;
+}
+
+/* Launcher(entry, self_handle, set_stream, move_error, dec_ref, kinds, tensor_specs, defaults, required, slow, fail, keep)
+ * tensor_specs: per argument None or (reader_address, work_stream_address_or_0, type). */
+static int
+Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
+{
+    PyObject *entry, *handle, *set_stream, *move_error, *dec_ref, *kinds, *specs, *defaults, *required, *slow, *fail, *keep;
+    if (kw && PyDict_Size(kw)) { PyErr_SetString(PyExc_TypeError, "Launcher takes no keywords"); return -1; }
+    if (!PyArg_ParseTuple(a, "OOOOOSOOOOOO", &entry, &handle, &set_stream, &move_error, &dec_ref, &kinds, &specs, &defaults,
+                          &required, &slow, &fail, &keep))
+        return -1;
+    if (self->entry) { PyErr_SetString(PyExc_RuntimeError, "Launcher already initialised"); return -1; }
+    int ok = 1;
+    void *e = as_pointer(entry, &ok), *h = as_pointer(handle, &ok), *ss = as_pointer(set_stream, &ok);
+    void *me = as_pointer(move_error, &ok), *dr = as_pointer(dec_ref, &ok);
+    if (!ok) return -1;
+    if (!e || !ss || !me || !dr) { PyErr_SetString(PyExc_ValueError, "null entry or TVM-FFI C API address"); return -1; }
+    Py_ssize_t n = PyBytes_Size(kinds);
+    if (!PyTuple_Check(specs) || PyTuple_Size(specs) != n || !PyTuple_Check(defaults) || PyTuple_Size(defaults) != n) {
+        PyErr_SetString(PyExc_ValueError, "kinds, tensor specs and defaults differ in length");
+        return -1;
+    }
+    if (!PyCallable_Check(slow) || !PyCallable_Check(fail)) { PyErr_SetString(PyExc_TypeError, "slow and fail must be callable"); return -1; }
+    Py_ssize_t m = n ? n : 1;
+    self->kinds = PyMem_Calloc((size_t)m, 1);
+    self->args = PyMem_Calloc((size_t)m, sizeof(AnyC));
+    self->tensors = PyMem_Calloc((size_t)m, sizeof(DLTensorC));
+    self->readers = PyMem_Calloc((size_t)m, sizeof(from_py_t));
+    self->streams = PyMem_Calloc((size_t)m, sizeof(work_stream_t));
+    self->types = PyMem_Calloc((size_t)m, sizeof(PyObject *));
+    if (!self->kinds || !self->args || !self->tensors || !self->readers || !self->streams || !self->types) { PyErr_NoMemory(); return -1; }
+    const char *k = PyBytes_AsString(kinds);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char c = k[i];
+        if (c != 'T' && c != 'i' && c != 'a' && c != 'b' && c != 'f' && c != 'n') { PyErr_Format(PyExc_ValueError, "unknown argument kind %c", c); return -1; }
+        self->kinds[i] = c;
+        PyObject *spec = PyTuple_GetItem(specs, i);
+        if (c != 'T') continue;
+        if (!PyTuple_Check(spec) || PyTuple_Size(spec) != 3 || !PyType_Check(PyTuple_GetItem(spec, 2))) {
+            PyErr_SetString(PyExc_ValueError, "a tensor argument needs (reader, work_stream, type)");
+            return -1;
+        }
+        void *r = as_pointer(PyTuple_GetItem(spec, 0), &ok), *w = as_pointer(PyTuple_GetItem(spec, 1), &ok);
+        if (!ok) return -1;
+        if (!r) { PyErr_SetString(PyExc_ValueError, "null DLPack reader"); return -1; }
+        self->readers[i] = (from_py_t)r;
+        self->streams[i] = (work_stream_t)w;
+        self->types[i] = PyTuple_GetItem(spec, 2); /* kept alive by `specs`, held below */
+    }
+    self->n = n;
+    self->self_handle = h;
+    self->set_stream = (set_stream_t)ss;
+    self->move_error = (move_error_t)me;
+    self->dec_ref = (dec_ref_t)dr;
+    Py_INCREF(defaults); self->defaults = defaults;
+    Py_INCREF(required); self->required = required;
+    Py_INCREF(slow); self->slow = slow;
+    Py_INCREF(fail); self->fail = fail;
+    PyObject *held = PyTuple_Pack(2, keep, specs);
+    if (!held) return -1;
+    self->keep = held;
+    self->entry = (safe_call_t)e; /* last: a launcher is usable only when complete */
+    return 0;
+}
+
+static int
+Launcher_traverse(Launcher *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->defaults);
+    Py_VISIT(self->required);
+    Py_VISIT(self->slow);
+    Py_VISIT(self->fail);
+    Py_VISIT(self->keep);
+    return 0;
+}
+
+static int
+Launcher_clear(Launcher *self)
+{
+    self->entry = NULL;
+    Py_CLEAR(self->defaults);
+    Py_CLEAR(self->required);
+    Py_CLEAR(self->slow);
+    Py_CLEAR(self->fail);
+    Py_CLEAR(self->keep);
+    return 0;
+}
+
+static void
+Launcher_dealloc(Launcher *self)
+{
+    PyObject_GC_UnTrack(self);
+    Launcher_clear(self);
+    PyMem_Free(self->kinds);
+    PyMem_Free(self->args);
+    PyMem_Free(self->tensors);
+    PyMem_Free(self->readers);
+    PyMem_Free(self->streams);
+    PyMem_Free(self->types);
+    PyTypeObject *tp = Py_TYPE(self);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *
+Launcher_close(Launcher *self, PyObject *refuse)
+{
+    /* every later launch calls refuse(args, kwargs) (closed handle, unloaded module) */
+    if (!PyCallable_Check(refuse)) { PyErr_SetString(PyExc_TypeError, "refuse must be callable"); return NULL; }
+    PyObject *old = self->slow;
+    Py_INCREF(refuse);
+    self->slow = refuse;
+    Py_XDECREF(old);
+    for (Py_ssize_t i = 0; i < self->n; i++) self->kinds[i] = 'x'; /* nothing is taken as is any more */
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Launcher_methods[] = {
+    {"launch", (PyCFunction)(void (*)(void))Launcher_launch, METH_FASTCALL | METH_KEYWORDS,
+     "launch(*args, **kwargs): rewrite the argument array in place and call the entry."},
+    {"close", (PyCFunction)Launcher_close, METH_O, "close(refuse): every later launch calls refuse(args, kwargs)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot Launcher_slots[] = {
+    {Py_tp_init, Launcher_init},
+    {Py_tp_dealloc, Launcher_dealloc},
+    {Py_tp_traverse, Launcher_traverse},
+    {Py_tp_clear, Launcher_clear},
+    {Py_tp_methods, Launcher_methods},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_doc, "Launcher(entry, self_handle, set_stream, move_error, dec_ref, kinds, tensor_specs, defaults, required, slow, fail, keep)"},
+    {0, NULL},
+};
+
+static PyType_Spec Launcher_spec = {
+    "cute_bind.launch._ctvmffi.Launcher",
+    sizeof(Launcher),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    Launcher_slots,
+};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_ctvmffi", "C fast path of prepared TVM-FFI launches.", -1, NULL};
+
+PyMODINIT_FUNC
+PyInit__ctvmffi(void)
+{
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m) return NULL;
+    PyObject *t = PyType_FromSpec(&Launcher_spec);
+    if (!t || PyModule_AddObject(m, "Launcher", t) < 0) {
+        Py_XDECREF(t);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

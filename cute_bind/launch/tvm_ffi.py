@@ -1,0 +1,238 @@
+"""Prepared launches of functions compiled with ``cute.compile(..., options="--enable-tvm-ffi")``.
+
+A TVM-FFI compiled function is called with torch tensors (any type offering
+the DLPack exchange API), Python scalars and ``None``; its stream is either an
+argument or, compiled with ``make_fake_stream(use_tvm_ffi_env_stream=True)``,
+the TVM-FFI environment stream, which the TVM-FFI call sets to the tensors'
+current stream (``torch.cuda.current_stream()``) for the call.
+
+Its entry decodes and checks every argument itself (dtype, rank, shapes,
+strides, alignment, device, integer ranges), so preparing it needs no
+descriptor of ours: ``prepare()`` classifies each argument by its Python type
+once (tensor, int, bool, float, None; the same classes TVM-FFI's own argument
+setters use), builds the argument array, and a launch rewrites it in place and
+calls the entry directly (``_ctvmffi.c``): a tensor is read with one
+``dltensor_from_py_object_no_sync`` call into the handle's own ``DLTensor``
+(the TVM-FFI call instead allocates a managed tensor and a TVM-FFI tensor
+object per argument), and for a tensor not on the CPU the producer's current
+work stream is the environment stream during the call, as in the TVM-FFI call.
+
+Identity: the entry receives the same values as from the TVM-FFI call (a
+``DLTensor`` pointer instead of a TVM-FFI tensor object holding the same
+``DLTensor`` fields); outputs are bitwise identical. Anything the fast path
+does not take as it is (a keyword, another type, an int beyond int64) is the
+direct call of the compiled function, so behaviour, errors included, is the
+TVM-FFI call's. An error the entry reports is raised as CB309, chained to the
+exception the TVM-FFI call raises for it. Not replicated: the TVM-FFI call
+also installs the producer's tensor allocator for the call; CuTe DSL
+functions never allocate through it.
+
+Without the C extension a prepared TVM-FFI launch is the compiled function's
+own call (correct, no faster).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from .. import _dsl
+from .. import diagnostics as D
+from ..slots import describe_value
+
+__all__ = ["PreparedTvmFfiLaunch", "prepare_tvm_ffi"]
+
+_REQUIRED = object()
+
+
+def _c_launcher_class() -> Any:
+    import os
+
+    if os.environ.get("CUTE_BIND_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from ._ctvmffi import Launcher
+    except ImportError:
+        return None
+    return Launcher
+
+
+def _kind_of(value: Any) -> tuple[str, Any]:
+    """``(kind, tensor spec)`` of one argument, as TVM-FFI's setters class it; ``("", None)`` if not taken."""
+    if value is None:
+        return "n", None
+    if value.__class__ is bool:
+        return "b", None
+    if value.__class__ is int:
+        return "i", None
+    if value.__class__ is float:
+        return "f", None
+    tp = type(value)
+    reader, stream = _dsl.dlpack_exchange_functions(tp)
+    if reader:
+        return "T", (reader, stream, tp)
+    return "", None
+
+
+class PreparedTvmFfiLaunch:
+    """A prepared launch of one TVM-FFI compiled function.
+
+    Made by ``cute_bind.prepare(compiled, *args)`` for a function compiled
+    with ``--enable-tvm-ffi``. ``launch(*args, **kwargs)`` takes what calling
+    ``compiled`` takes and returns what it returns (``None``). Threading: one
+    thread at a time per handle (the argument array is the handle's);
+    :meth:`clone` gives another thread its own.
+    """
+
+    launch: Callable[..., Any]
+    """Launch with new argument values (an instance attribute: the C launcher's bound method)."""
+
+    def __init__(self, kernel: str, compiled: Any, entry: _dsl.TvmFfiEntry, kinds: str, specs: tuple[Any, ...], defaults: tuple[Any, ...]) -> None:
+        self._kernel = kernel
+        self._compiled = compiled
+        self._entry = entry
+        self._kinds = kinds
+        self._specs = specs
+        self._defaults = defaults
+        self._closed = False
+        self._lock = threading.Lock()
+        launcher_class = _c_launcher_class()
+        self._launcher: Any = None
+        if launcher_class is None:
+            self.launch = self._direct
+            return
+        self._launcher = launcher_class(
+            entry.safe_call,
+            entry.handle,
+            entry.set_stream,
+            entry.move_error,
+            entry.dec_ref,
+            kinds.encode(),
+            specs,
+            defaults,
+            _REQUIRED,
+            self._slow,
+            self._fail,
+            (entry.function, compiled),
+        )
+        self.launch = self._launcher.launch
+
+    def _direct(self, *args: Any, **kwargs: Any) -> Any:
+        if self._closed:
+            raise D.error(D.HANDLE_CLOSED, kernel=self._kernel, expected="an open handle")
+        return self._compiled(*args, **kwargs)
+
+    def _slow(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return self._compiled(*args, **kwargs)
+
+    def _fail(self, kind: str, message: str, backtrace: str) -> None:
+        cause = _dsl.tvm_ffi_error(kind, message, backtrace)
+        first = message.strip().splitlines()[0] if message.strip() else kind
+        raise D.error(
+            D.TVM_FFI_CALL_ERROR,
+            kernel=self._kernel,
+            expected="arguments the compiled function takes",
+            got=f"{type(cause).__name__}: {first}",
+        ) from cause
+
+    @property
+    def kernel_name(self) -> str:
+        return self._kernel
+
+    @property
+    def compiled(self) -> Any:
+        return self._compiled
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """The entry's positional arguments, in order."""
+        return tuple(p.name for p in self._entry.parameters)
+
+    @property
+    def fast_path(self) -> str:
+        """``"c"`` when launches call the entry directly, ``"direct"`` when they are the compiled call."""
+        return "c" if self._launcher is not None else "direct"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def clone(self) -> PreparedTvmFfiLaunch:
+        """A new handle with its own argument array (e.g. one per thread)."""
+        return PreparedTvmFfiLaunch(self._kernel, self._compiled, self._entry, self._kinds, self._specs, self._defaults)
+
+    def close(self) -> None:
+        """Later launches raise CB404."""
+        if self._closed:
+            return
+        self._closed = True
+        kernel = self._kernel
+
+        def refuse(*_: Any) -> None:
+            raise D.error(D.HANDLE_CLOSED, kernel=kernel, expected="an open handle")
+
+        if self._launcher is not None:
+            self._launcher.close(refuse)
+
+    def __enter__(self) -> PreparedTvmFfiLaunch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        names = {"T": "tensor", "i": "int", "a": "address", "b": "bool", "f": "float", "n": "None"}
+        params = ", ".join(f"{p.name}: {names[k]}" for p, k in zip(self._entry.parameters, self._kinds))
+        return f"<PreparedTvmFfiLaunch {self._kernel}({params}){' closed' if self._closed else ''}>"
+
+
+def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PreparedTvmFfiLaunch:
+    """Prepare a TVM-FFI compiled function for values like ``args``/``kwargs`` (nothing is launched)."""
+    try:
+        entry = _dsl.tvm_ffi_entry(compiled)
+    except Exception as exc:
+        raise D.error(
+            D.NO_ENGINE, kernel=kernel, expected="an initialised TVM-FFI function", got=f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if entry.converts_sequences:
+        raise D.error(
+            D.TVM_FFI_UNSUPPORTED_ARGUMENT,
+            kernel=kernel,
+            parameter=", ".join(p.name for p in entry.parameters),
+            expected="tensors, int, bool, float or None (a sequence of pointers is rewritten by the DSL before each TVM-FFI call)",
+            got="a function with a sequence of pointers",
+        )
+    import inspect
+
+    try:
+        bound = inspect.Signature(list(entry.parameters)).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise D.error(D.UNEXPECTED_ARGUMENT, kernel=kernel, expected="the compiled function's arguments", got=str(exc)) from None
+    missing = _dsl.tvm_ffi_missing()
+    defaults_given = _dsl.runtime_signature(compiled).defaults
+    kinds, specs, defaults = [], [], []
+    for p in entry.parameters:
+        default = p.default
+        if default is missing:
+            default = defaults_given.get(p.name, _REQUIRED)
+        elif default is inspect.Parameter.empty:
+            default = _REQUIRED
+        value = bound.arguments.get(p.name, default)
+        kind, spec = _kind_of(value)
+        if p.name in entry.pointer_parameters:
+            # the DSL passes a pointer parameter's int address as is, after checking it is >= 0;
+            # a make_ptr/ctypes pointer is converted by it (the direct call: the slow path)
+            kind = "a" if kind == "i" else ""
+        if value is _REQUIRED or not kind:
+            raise D.error(
+                D.TVM_FFI_UNSUPPORTED_ARGUMENT,
+                kernel=kernel,
+                parameter=p.name,
+                expected="a tensor of a DLPack-exchange type (torch.Tensor), an int, bool, float or None",
+                got=describe_value(value) if value is not _REQUIRED else "no value",
+            )
+        kinds.append(kind)
+        specs.append(spec)
+        defaults.append(default)
+    # Nothing is launched here: the entry checks each launch's values itself.
+    return PreparedTvmFfiLaunch(kernel, compiled, entry, "".join(kinds), tuple(specs), tuple(defaults))

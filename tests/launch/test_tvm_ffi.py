@@ -1,0 +1,136 @@
+"""Prepared launches of TVM-FFI compiled functions, on host functions (CPU, torch CPU tensors).
+
+Each launch is checked bitwise against calling the compiled function itself
+on a copy of the same inputs, on the C fast path and on the fallback (the
+compiled call); errors the entry reports are the TVM-FFI call's, chained.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("tvm_ffi")
+import cutlass  # noqa: E402
+import cutlass.cute as cute  # noqa: E402
+from cutlass.cute.runtime import from_dlpack, make_fake_stream  # noqa: E402
+
+import cute_bind  # noqa: E402
+from cute_bind.launch.tvm_ffi import PreparedTvmFfiLaunch  # noqa: E402
+from tests.kernels import styles as S  # noqa: E402
+
+
+def dyn(t: Any) -> Any:
+    return from_dlpack(t).mark_layout_dynamic()
+
+
+@pytest.fixture(params=["c", "direct"])
+def tvm_path(request: Any, monkeypatch: Any) -> str:
+    if request.param == "direct":
+        monkeypatch.setenv("CUTE_BIND_PURE_PYTHON", "1")
+    else:
+        try:
+            from cute_bind.launch import _ctvmffi  # noqa: F401
+        except ImportError:
+            pytest.skip("the TVM-FFI C fast path is not built")
+    return str(request.param)
+
+
+def _r(seed: int, n: int) -> Any:
+    return torch.randn(n, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.fixture(scope="module")
+def windowed() -> Any:
+    """windowed(out, inp, window_left=None, window_right: value, block=4 (Constexpr), stream, softcap=0.0)."""
+    y = torch.zeros(8)
+    return cute.compile(
+        S.windowed, dyn(y), dyn(y), None, cutlass.Int32(1), 4, make_fake_stream(), cutlass.Float32(0.0), options="--enable-tvm-ffi"
+    )
+
+
+def test_prepare_gives_a_tvm_ffi_handle(windowed: Any, tvm_path: str) -> None:
+    h = cute_bind.prepare(windowed, torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5)
+    assert isinstance(h, PreparedTvmFfiLaunch)
+    assert h.parameters == ("out", "inp", "window_left", "window_right", "stream", "softcap")
+    assert h.fast_path == ("c" if tvm_path == "c" else "direct")
+    assert "window_left: None" in repr(h)
+
+
+CALLS = [
+    ("positional", lambda s, n: ((torch.zeros(n), _r(s, n), None, 2 + s, 0, 0.25 * s), {})),
+    ("default_softcap", lambda s, n: ((torch.zeros(n), _r(s, n), None, 5, 0), {})),
+    ("keywords", lambda s, n: ((torch.zeros(n), _r(s, n)), {"window_left": None, "window_right": 7, "stream": 0, "softcap": 1.5})),
+    ("int_for_float", lambda s, n: ((torch.zeros(n), _r(s, n), None, 3, 0, 2), {})),
+]
+
+
+@pytest.mark.parametrize("name, make", CALLS, ids=[c[0] for c in CALLS])
+def test_launch_matches_the_direct_call(windowed: Any, name: str, make: Any, tvm_path: str) -> None:
+    h = cute_bind.prepare(windowed, torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5)
+    for seed, n in ((1, 8), (2, 13)):
+        args, kwargs = make(seed, n)
+        mine = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        windowed(*args, **kwargs)
+        assert h.launch(*mine, **kwargs) is None
+        assert mine[0].numpy().tobytes() == args[0].numpy().tobytes()
+        assert not torch.equal(mine[0], torch.zeros(n))  # the function did write
+
+
+def test_entry_errors_are_cb309_chained_to_the_direct_calls(windowed: Any, tvm_path: str) -> None:
+    h = cute_bind.prepare(windowed, torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5)
+    bad = (torch.zeros(8), torch.zeros(8, dtype=torch.float64), None, 3, 0, 0.5)
+    with pytest.raises(ValueError) as direct:
+        windowed(*bad)
+    with pytest.raises(ValueError) as info:
+        h.launch(*bad)
+    if tvm_path == "c":
+        assert info.value.code == "CB309"  # type: ignore[attr-defined]
+        assert type(info.value.__cause__) is type(direct.value) and str(direct.value) in str(info.value.__cause__)
+    else:
+        assert str(info.value) == str(direct.value)
+
+
+@pytest.mark.parametrize(
+    "position, value",
+    [(2, 5), (3, None), (3, 2**40)],
+    ids=["value_for_none", "none_for_value", "int32_overflow"],
+)
+def test_what_the_entry_refuses_is_refused_as_the_direct_call_refuses_it(windowed: Any, position: int, value: Any, tvm_path: str) -> None:
+    h = cute_bind.prepare(windowed, torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5)
+    args = [torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5]
+    args[position] = value
+    with pytest.raises(Exception) as direct:
+        windowed(*args)
+    with pytest.raises(Exception) as info:
+        h.launch(*args)
+    cause = info.value.__cause__ if tvm_path == "c" and isinstance(info.value, cute_bind.CuteBindError) else info.value
+    assert type(cause) is type(direct.value) and str(cause) == str(direct.value)
+
+
+@pytest.mark.parametrize(
+    "value, parameter",
+    [(cutlass.Float32(1.0), "softcap"), (__import__("numpy").zeros(8, "float32"), "inp")],
+    ids=["dsl_numeric", "numpy_array"],
+)
+def test_prepare_refuses_values_it_does_not_rewrite(windowed: Any, value: Any, parameter: str) -> None:
+    args = [torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5]
+    args[{"softcap": 5, "inp": 1}[parameter]] = value
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        cute_bind.prepare(windowed, *args)
+    assert (info.value.code, info.value.parameter) == ("CB308", parameter)
+
+
+def test_closed_handles_and_clones(windowed: Any, tvm_path: str) -> None:
+    h = cute_bind.prepare(windowed, torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5)
+    c = h.clone()
+    launch = h.launch
+    h.close()
+    with pytest.raises(cute_bind.PreparedLaunchError) as info:
+        launch(torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5)
+    assert info.value.code == "CB404"
+    y = torch.zeros(8)
+    c.launch(y, torch.ones(8), None, 3, 0, 0.5)
+    assert torch.equal(y, torch.full((8,), 3 * 1.5 * 4))
