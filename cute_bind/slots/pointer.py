@@ -139,8 +139,8 @@ class PointerKind(SlotKind):
             return _PointerValue(self._check_range(ctypes.cast(value, ctypes.c_void_p).value or 0, where), None, None, None)
         try:
             address = operator.index(value)  # numpy integer scalars and the like
-        except TypeError:
-            raise wrong_kind(where, self.expected(), value) from None
+        except Exception as exc:  # not an integer, or a hostile __index__ that raised: a typed error
+            raise wrong_kind(where, self.expected(), value) from exc
         return _PointerValue(self._check_range(address, where), None, None, None)
 
     def _torch_dtype(self, value: Any) -> str | None:
@@ -196,7 +196,12 @@ class PointerKind(SlotKind):
             if checked:
                 self._check_alignment(address, where)
             return address
-        pv = self._read(value, where)
+        try:
+            pv = self._read(value, where)
+        except D.CuteBindError:
+            raise
+        except Exception as exc:  # a hostile attribute or protocol method raised: a typed error
+            raise wrong_kind(where, self.expected(), value) from exc
         self._check_matches(pv, where)
         self._check_alignment(pv.address, where)
         return pv.address

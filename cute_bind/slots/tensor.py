@@ -188,7 +188,7 @@ class TensorKind(SlotKind):
             raise D.error(
                 D.READ_ONLY_BUFFER, kernel=where.kernel, parameter=where.parameter, expected="a writable tensor", got=describe_value(value)
             ) from None
-        except (TypeError, BufferError, ValueError, RuntimeError) as exc:
+        except Exception as exc:  # not readable, or a hostile __dlpack__ that raised: a typed error
             raise D.error(
                 D.WRONG_KIND, kernel=where.kernel, parameter=where.parameter, expected=self.expected(), got=f"{describe_value(value)} ({exc})"
             ) from None
