@@ -437,6 +437,8 @@ def model_tensor(value: Any, fmt: str) -> tuple[str, Any]:
         return ("error", "CB211")
     if t.ndim != 1:
         return ("error", "CB212")
+    if t.size == 0:  # any address (torch reports 0 for an empty tensor, NumPy its buffer's), any stride
+        return (OK, None)
     if t.ctypes.data % 4:
         return ("error", "CB207")
     stride = t.strides[0] // 4
