@@ -481,10 +481,10 @@ class PreparedLaunch(Generic[P]):
         if slot.fast == "S":
             # one leaf per element: each element kind is one part at its own offset
             elements = getattr(slot, "elements", None) or ()
-            parts = self._shared.layout.slot_parts[i]
+            leaves = self._shared.layout.slot_parts[i]
             return tuple(
                 (e.fast, e.fmt[:1] or "x", off, struct.calcsize("@" + fmt), e.c_spec() if e.fast == "T" else None)
-                for e, (fmt, off) in zip(elements, parts)
+                for e, (fmt, off) in zip(elements, leaves)
             )
         if slot.fast != "X":
             return None

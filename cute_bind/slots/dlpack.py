@@ -132,10 +132,10 @@ def exchange_function(tp: type) -> tuple[int, Any, Any] | None:
 
     The capsule is returned so holders keep the producer's table alive.
     """
-    found = _EXCHANGE_CACHE.get(tp, _UNKNOWN)
-    if found is not _UNKNOWN:
-        return found  # type: ignore[no-any-return]
-    found = None
+    cached = _EXCHANGE_CACHE.get(tp, _UNKNOWN)
+    if cached is not _UNKNOWN:
+        return cached  # type: ignore[no-any-return]
+    found: tuple[int, Any, Any] | None = None
     capsule = getattr(tp, "__dlpack_c_exchange_api__", None)
     if capsule is not None and _api.PyCapsule_IsValid(capsule, b"dlpack_exchange_api"):
         table = _api.PyCapsule_GetPointer(capsule, b"dlpack_exchange_api")
