@@ -4,7 +4,7 @@
 #   ../shared/device/stage.sh            # once, on the development machine
 #   device run (carry .device):  bash benchmarks/device_job.sh
 #
-# Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path) and
+# Writes env.txt, pytest.txt, hostile.txt, tutorials.txt, bench.txt/json (C fast path) and
 # bench_pure.txt/json (pure-Python fast path) under $OUT (or ./device-out),
 # and prints a short summary last.
 set -u
@@ -24,6 +24,10 @@ python3 -m pytest -q -p no:cacheprovider -rs tests/gpu tests/launch/test_prepare
   tests/launch/test_prepare.py tests/dsl/test_contract.py tests/jit/test_signature.py tests/slots/test_tensor.py \
   tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py > "$OUT/pytest.txt" 2>&1
 pytest_rc=$?
+# hostile input (issue 19): regression tests, fuzzing and device checks (tests/gpu/test_hostile_gpu.py ran above)
+python3 -m pytest -q -p no:cacheprovider -rs -s tests/launch/test_hostile.py tests/slots/test_hostile_values.py tests/slots/test_fuzz.py \
+  tests/gpu/test_hostile_gpu.py > "$OUT/hostile.txt" 2>&1
+hostile_rc=$?
 echo "==== pure-Python fast path: tests/gpu" >> "$OUT/pytest.txt"
 CUTE_BIND_PURE_PYTHON=1 python3 -m pytest -q -p no:cacheprovider tests/gpu >> "$OUT/pytest.txt" 2>&1
 pure_rc=$?
@@ -40,6 +44,7 @@ bench_rc=$?
 CUTE_BIND_PURE_PYTHON=1 python3 -m cute_bind bench --repeats "$R" --iters "$I" --json "$OUT/bench_pure.json" > "$OUT/bench_pure.txt" 2>&1
 echo "---- env";       cat "$OUT/env.txt"
 echo "---- pytest rc=$pytest_rc (pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 4
+echo "---- hostile input rc=$hostile_rc"; grep -E "passed|failed|error|refused with CB403" "$OUT/hostile.txt" | tail -n 4
 echo "---- tutorials failed=$tut_fail"; grep -E "^=== .*: (ok|FAILED)" "$OUT/tutorials.txt"
 echo "---- bench rc=$bench_rc"; cat "$OUT/bench.txt"
 echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|bare engine call|TVM|^launch|^direct" "$OUT/bench_pure.txt"
