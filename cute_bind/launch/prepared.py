@@ -13,6 +13,11 @@ else a Python function generated per slot layout (one ``struct.pack_into`` and
 a ctypes call). Values a fast path cannot write as they are (tensors, stream
 objects, keywords, a wrong kind) go to the shared slow path, which binds the
 arguments, runs each slot's ``coerce`` and raises catalog errors.
+
+Every path takes the handle's one launch token before writing the storage and
+gives it back after the entry point returns (a second launch meanwhile raises
+CB403), holds what the values were read through until then, and re-checks the
+handle's state right before the call (docs/concepts/safety.md).
 """
 
 from __future__ import annotations
@@ -653,10 +658,7 @@ class PreparedLaunch(Generic[P]):
 
         Raises CB404 once the handle is closed (it no longer holds it).
         """
-        pin = self._pin
-        if pin is None:
-            self._pinned()
-        return pin.compiled if pin is not None else None
+        return self._pinned().compiled
 
     @property
     def parameters(self) -> tuple[str, ...]:
