@@ -5,6 +5,7 @@
 #   device run (carry .device):  bash benchmarks/device_job.sh
 #
 # Writes env.txt, pytest.txt, authoring.txt, tutorials.txt, bench.txt/json (C fast path) and
+# Writes env.txt, pytest.txt, hostile.txt, tutorials.txt, bench.txt/json (C fast path) and
 # bench_pure.txt/json (pure-Python fast path) under $OUT (or ./device-out),
 # Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path),
 # bench_pure.txt/json (pure-Python fast path) and tvm_ffi.txt/json (prepared
@@ -47,6 +48,10 @@ authoring_rc=$?
 echo "==== graph recording through the fake driver: tests/graph (own run: needs numpy and hypothesis)" >> "$OUT/pytest.txt"
 python3 -m pytest -q -p no:cacheprovider tests/graph >> "$OUT/pytest.txt" 2>&1
 graph_tests_rc=$?
+# hostile input (issue 19): regression tests, fuzzing and device checks (tests/gpu/test_hostile_gpu.py ran above)
+python3 -m pytest -q -p no:cacheprovider -rs -s tests/launch/test_hostile.py tests/slots/test_hostile_values.py tests/slots/test_fuzz.py \
+  tests/gpu/test_hostile_gpu.py > "$OUT/hostile.txt" 2>&1
+hostile_rc=$?
 echo "==== pure-Python fast path: tests/gpu" >> "$OUT/pytest.txt"
 CUTE_BIND_PURE_PYTHON=1 python3 -m pytest -q -p no:cacheprovider tests/gpu >> "$OUT/pytest.txt" 2>&1
 pure_rc=$?
@@ -75,6 +80,7 @@ tvm_rc=$?
 echo "---- env";       cat "$OUT/env.txt"
 echo "---- pytest rc=$pytest_rc (pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 4
 echo "---- README examples on the GPU + decorator forms rc=$authoring_rc"; grep -E "passed|failed|error|SKIPPED" "$OUT/authoring.txt" | tail -n 5
+echo "---- hostile input rc=$hostile_rc"; grep -E "passed|failed|error|refused with CB403" "$OUT/hostile.txt" | tail -n 4
 echo "---- tutorials failed=$tut_fail"; grep -E "^=== .*: (ok|FAILED)" "$OUT/tutorials.txt"
 echo "---- bench rc=$bench_rc"; cat "$OUT/bench.txt"
 echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|bare engine call|TVM|^launch|^direct|^Verdict" "$OUT/bench_pure.txt"

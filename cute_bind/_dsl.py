@@ -483,7 +483,10 @@ def marshal(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[li
     """Run the DSL's normal marshalling once.
 
     Returns the packed-argument addresses (one per C pointer) and the objects
-    that own the storage they point to (to keep alive while bytes are read).
+    that own the storage they point to (to keep alive while bytes are read):
+    the DSL's execution arguments and adapted values, and the arguments
+    themselves, whose memory (a tensor's descriptor, a capsule) an address
+    may point into.
     """
     exe_args, adapted = execution_args_of(obj).generate_execution_args(args, kwargs)
     addresses = []
@@ -492,7 +495,7 @@ def marshal(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[li
             addresses.append(int(a.value or 0))
         else:
             addresses.append(int(a))
-    return addresses, [exe_args, adapted]
+    return addresses, [exe_args, adapted, args, kwargs]
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,9 @@ __all__ = [
     "TENSOR_DEVICE_MISMATCH",
     "SEQUENCE_LENGTH_MISMATCH",
     "OPTIONAL_PRESENCE_MISMATCH",
+    "NULL_DATA",
+    "READ_ONLY_BUFFER",
+    "INVALID_DLPACK",
     "NOT_COMPILED",
     "UNSUPPORTED_MARSHALLING",
     "WORKSPACE_ARGUMENTS",
@@ -78,6 +81,8 @@ __all__ = [
     "MODULE_UNLOADED",
     "CONCURRENT_USE",
     "HANDLE_CLOSED",
+    "HANDLE_NOT_PICKLABLE",
+    "INCONSISTENT_SLOT_KIND",
     "DSL_INCOMPATIBLE",
     "DSL_MISSING",
     "GRAPH_VALUE_TRANSFORMED",
@@ -998,6 +1003,95 @@ handle.launch(ctypes.addressof(buf), 7)            # a value for a None slot -> 
     """,
 )
 
+NULL_DATA = _entry(
+    "CB216",
+    "null-data",
+    E.LaunchValueError,
+    summary="A tensor or array with elements reports a NULL data address (a meta or fake tensor).",
+    message="kernel '{kernel}', parameter '{parameter}': the value's data address is NULL; expected {expected}, got {got}",
+    explanation="""
+    A torch meta tensor, a `FakeTensor` or a similar stand-in describes a
+    shape without owning memory: its data address is 0. A kernel given it
+    would read or write address 0 and crash the process, so a pointer or
+    tensor slot refuses a value that has elements but no data. An empty
+    tensor (no elements) may have a NULL address; it is accepted. A raw
+    integer address is trusted as it is, 0 included.
+    """,
+    example=_FILL
+    + """
+class MetaLike:                  # what a torch meta tensor reports: elements, but no memory
+    def data_ptr(self): return 0
+    def numel(self): return 1
+
+handle = fill.bind(addr, 1)
+handle.launch(MetaLike(), 2)     # NULL data for a 1-element value -> CB216
+""",
+    fix="Pass a tensor that owns memory (materialise it: `t.to('cuda')`, `torch.empty_like(t, device=...)`).",
+)
+
+READ_ONLY_BUFFER = _entry(
+    "CB217",
+    "read-only-buffer",
+    E.LaunchValueError,
+    summary="A read-only buffer was passed where the kernel may write.",
+    message="kernel '{kernel}', parameter '{parameter}': the value's memory is read-only; expected {expected}, got {got}",
+    explanation="""
+    A pointer or tensor slot hands the kernel a writable address. An array
+    whose exporter marks it read-only (`np.frombuffer(bytes(...))`, an array
+    with `writeable=False`, a DLPack capsule flagged read-only) may view
+    immutable memory, such as the bytes of a Python `bytes` object, and a
+    kernel store into it would corrupt the interpreter. cute_bind cannot
+    tell whether the kernel writes, so such values are refused.
+    """,
+    example=_FILL
+    + """
+import numpy as np
+handle = fill.bind(addr, 1)
+frozen = np.frombuffer(bytes(4), dtype=np.int32)   # views an immutable bytes object
+handle.launch(frozen, 2)   # a read-only array for a pointer slot -> CB217
+""",
+    fix="Pass a writable copy (`arr.copy()`), or a raw integer address if the kernel only reads it.",
+)
+
+INVALID_DLPACK = _entry(
+    "CB218",
+    "invalid-dlpack",
+    E.LaunchValueError,
+    summary="A DLPack producer described a tensor that cannot exist (negative extent, overflowing address, unknown version).",
+    message="kernel '{kernel}', parameter '{parameter}': the DLPack tensor is invalid: {detail}; expected {expected}, got {got}",
+    explanation="""
+    A tensor slot reads each tensor's address, extents and strides from its
+    DLPack description. A description with a negative extent, a stride of
+    INT64_MIN, a data address plus byte offset beyond 64 bits, or a DLPack
+    major version cutlass-bind does not know (another struct layout) cannot
+    be read safely, so it is refused instead of being written into the
+    kernel's descriptor.
+    """,
+    example=_TENSOR
+    + """
+class DLTensor(ctypes.Structure):      # dlpack.h
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+class Managed(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+shape = (ctypes.c_int64 * 1)(-8)       # a negative extent
+managed = Managed(DLTensor(x.ctypes.data, 1, 0, 1, 2, 32, 1, shape, None, 0))
+capsule_new = ctypes.pythonapi.PyCapsule_New
+capsule_new.restype, capsule_new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+class Hostile:                         # a DLPack producer describing it
+    def __dlpack__(self, stream=None): return capsule_new(ctypes.addressof(managed), b"dltensor", None)
+    def __dlpack_device__(self): return (1, 0)
+
+handle.launch(y, Hostile())   # a negative extent -> CB218
+""",
+    fix="Fix the producer; a tensor from torch, NumPy, CuPy or JAX never looks like this.",
+)
+
 # ---------------------------------------------------------------- CB3xx: preparing
 NOT_COMPILED = _entry(
     "CB301",
@@ -1341,14 +1435,18 @@ CONCURRENT_USE = _entry(
     "CB403",
     "concurrent-use",
     E.LaunchRuntimeError,
-    summary="Two threads launched the same handle at the same time (checked mode).",
-    message="kernel '{kernel}': the handle is already launching in thread {got}; expected {expected}",
+    summary="A handle was launched while another launch of it was running (another thread, or re-entrantly).",
+    message="kernel '{kernel}': the handle is already launching ({got}); expected {expected}",
     explanation="""
     A handle owns one set of argument storage that `launch()` rewrites before
     calling the entry point, so two threads launching one handle at once
     would race on it. Handing a handle from one thread to another between
-    launches is fine. Checked mode detects overlapping launches; the default
-    mode trusts the one-thread-at-a-time contract.
+    launches is fine. Every mode detects an overlapping launch (a flag set
+    while a launch writes the storage and runs, a few nanoseconds) and raises
+    this error instead of letting one launch run with another's arguments; a
+    launch started by code the handle's own launch runs (a slot converter, a
+    finalizer) is refused the same way. Checked mode also names the thread
+    inside the launch.
     """,
     example=_PRELUDE
     + """
@@ -1361,7 +1459,7 @@ def spin(out: cute_bind.Pointer[cutlass.Float32], n: cutlass.Int32):
         o[0] = o[0] + cutlass.Float32(1.0)
 
 acc = (ctypes.c_float * 1)()
-handle = spin.bind(ctypes.addressof(acc), 0).with_checks()
+handle = spin.bind(ctypes.addressof(acc), 0)
 worker = threading.Thread(target=handle.launch, args=(ctypes.addressof(acc), 300_000_000))
 worker.start()
 try:
@@ -1387,6 +1485,70 @@ handle.close()
 handle.launch(addr, 2)   # -> CB404
 """,
     fix="Bind a new handle.",
+)
+
+HANDLE_NOT_PICKLABLE = _entry(
+    "CB405",
+    "handle-not-picklable",
+    E.LaunchArgumentError,
+    summary="A prepared handle cannot be pickled.",
+    message="kernel '{kernel}': a handle holds a loaded compiled module and raw addresses, which cannot be pickled; expected {expected}, got {got}",
+    explanation="""
+    A handle is compiled code loaded into this process plus storage holding
+    raw addresses: neither means anything in another process. `copy.copy`
+    and `copy.deepcopy` give a clone (its own storage, the same compiled
+    function); pickling raises this error.
+    """,
+    example=_FILL
+    + """
+import pickle
+handle = fill.bind(addr, 1)
+pickle.dumps(handle)   # -> CB405
+""",
+    fix="Pickle the arguments and bind a new handle in the other process; use `handle.clone()` within one.",
+)
+
+INCONSISTENT_SLOT_KIND = _entry(
+    "CB406",
+    "inconsistent-slot-kind",
+    E.LaunchRuntimeError,
+    summary="A slot kind's C fast class does not fit its storage format.",
+    message="kernel '{kernel}', parameter '{parameter}': the slot kind's fast class cannot write its format; expected {expected}, got {got}",
+    explanation="""
+    A slot kind declares how the C fast path writes it (`fast`) and the
+    native format of its storage (`fmt`). The two must agree: a kind
+    declaring the 64-bit class "P" with a 4-byte format "i" would make the
+    C fast path write 8 bytes into a 4-byte slot, past the end of the
+    handle's storage. `bind()` checks every slot kind once and refuses such
+    a kind (the C fast path checks the same again, with the offsets).
+    """,
+    example=_PRELUDE
+    + """
+from cute_bind.slots import Bound, ScalarKind, registry
+
+class Broken(ScalarKind):     # an extension kind: 4-byte storage, 64-bit fast class
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.fast = "P"
+
+    @classmethod
+    def recognize(cls, annotation):
+        return cls("Int32") if annotation is cutlass.Int32 else None
+
+registry.register(Broken, before=ScalarKind)
+try:
+    @cute_bind.kernel
+    def fill(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
+        t = cute.make_tensor(out, cute.make_layout(1))
+        t[0] = value
+
+    buf = (ctypes.c_int32 * 1)()
+    fill.bind(ctypes.addressof(buf), 1)   # -> CB406
+finally:
+    registry._KINDS.remove(Broken)
+    registry._ELEMENT_KINDS.remove(Broken)
+""",
+    fix="Declare the C class matching the format (`fast` \"I\" for integer formats, \"R\" for f/d...), or \"X\" to write through the kind's converter.",
 )
 
 # ---------------------------------------------------------------- CB5xx: environment

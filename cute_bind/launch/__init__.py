@@ -10,6 +10,6 @@ slow path); ``prepare`` prepares a function compiled elsewhere.
 from __future__ import annotations
 
 from .prepare import prepare
-from .prepared import PreparedLaunch, build, fast_path
+from .prepared import HandleState, PreparedLaunch, build, fast_path
 
-__all__ = ["PreparedLaunch", "build", "fast_path", "prepare"]
+__all__ = ["HandleState", "PreparedLaunch", "build", "fast_path", "prepare"]

@@ -17,7 +17,27 @@
  * to the Python slow path, which owns every check and every error message.
  *
  * The storage, packed array and result slot are Python-owned buffers kept
- * alive through `keep`.
+ * alive through `keep`, which also pins the compiled module: a launch holds
+ * its own reference to `keep` until the entry point returns, so a close or
+ * unload from another thread cannot free the code under a running call.
+ *
+ * Hostile input never crashes the process (docs/concepts/safety.md):
+ * - a handle is launched by one caller at a time: `busy` is set while slots
+ *   are written and the entry point runs, and a second launch meanwhile
+ *   (another thread, or code run by this launch's own conversions) raises
+ *   CB403 through `busy_error` instead of rewriting the storage;
+ * - every object whose memory the launch uses is owned by the launch until
+ *   the entry point returns (a list is read from a snapshot tuple, a writer's
+ *   result is held), so another thread cannot free it under the call;
+ * - `refuse` is checked again right before the call (a close or unload run
+ *   by conversion code is honoured);
+ * - only exceptions derived from Exception mean "not taken as is, ask the
+ *   slow path": KeyboardInterrupt, SystemExit... propagate;
+ * - every slot's class is checked at init against its format, offset and
+ *   size in the storage block, so no write lands outside its slot;
+ * - a DLPack view is checked before use: a known API version, a non-null
+ *   shape, no negative extent, no INT64_MIN stride, no overflowing compact
+ *   stride or data address, and no NULL data for a non-empty tensor.
  */
 #define Py_LIMITED_API 0x030A0000
 #define PY_SSIZE_T_CLEAN
@@ -57,6 +77,7 @@ typedef struct {
 
 typedef struct {
     dltensor_from_pyobject fn;
+    Py_ssize_t api_offset; /* offset of dltensor_from_py_object_no_sync in the exchange-API table */
     PyObject *type;     /* the exact type `fn` was found on (owned), or NULL */
     PyObject *capsule;  /* that type's exchange-API capsule (owned), or NULL */
     uint8_t code, bits;
@@ -73,6 +94,7 @@ typedef struct {
     entry_fn entry;
     void **argv;
     char *storage;
+    Py_ssize_t storage_size;
     volatile int32_t *result; /* NULL when the function reports no CUDA result */
     Py_ssize_t n;
     char *fmt;      /* struct format char per slot */
@@ -85,23 +107,52 @@ typedef struct {
     PyObject *required;
     PyObject *slow;   /* slow(values_tuple, extra_tuple, kwargs_dict) */
     PyObject *fail;   /* fail(): raises the CUDA error */
+    PyObject *busy_error; /* busy_error(): raises CB403 (the handle is already launching) */
+    PyObject **held;  /* per slot: an object this launch owns until the call returns, or NULL */
+    int busy;         /* a launch is writing the storage or running the entry point */
     PyObject *refuse; /* when set: refuse() raises (unloaded module, closed handle) */
     PyObject *ret;
     PyObject *keep;
     int release_gil;
 } Launcher;
 
+/* A conversion raised: an Exception means "not taken as is" (0, cleared: the
+ * slow path decides and raises the catalog error); anything else
+ * (KeyboardInterrupt, SystemExit, MemoryError is an Exception) propagates (-1). */
+static int
+soft_fail(void)
+{
+    if (PyErr_ExceptionMatches(PyExc_Exception)) {
+        PyErr_Clear();
+        return 0;
+    }
+    return -1;
+}
+
+/* The size in bytes of struct format char `fmt` (native), or 0. */
+static Py_ssize_t
+fmt_size(char fmt)
+{
+    switch (fmt) {
+    case '?': case 'b': case 'B': return 1;
+    case 'h': case 'H': case 'e': return 2;
+    case 'i': case 'I': case 'f': return 4;
+    case 'q': case 'Q': case 'd': return 8;
+    default: return 0;
+    }
+}
+
 static int
 pack_int(char *dst, char fmt, PyObject *v)
 {
     if (fmt == 'Q') {
         unsigned long long u = PyLong_AsUnsignedLongLong(v);
-        if (u == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) return soft_fail();
         memcpy(dst, &u, 8);
         return 1;
     }
     long long x = PyLong_AsLongLong(v);
-    if (x == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    if (x == -1 && PyErr_Occurred()) return soft_fail();
     switch (fmt) {
     case 'b': if (x < INT8_MIN || x > INT8_MAX) return 0; { int8_t t = (int8_t)x; memcpy(dst, &t, 1); } return 1;
     case 'h': if (x < INT16_MIN || x > INT16_MAX) return 0; { int16_t t = (int16_t)x; memcpy(dst, &t, 2); } return 1;
@@ -159,13 +210,15 @@ bf16_bits(double d)
     return (uint16_t)(b >> 16);
 }
 
+/* Exact floats and ints only: a subclass may override __float__, which the
+ * slow path (float(value), as the DSL's direct call) honours. */
 static int
 get_real(PyObject *v, double *d)
 {
     if (Py_TYPE(v) == &PyFloat_Type) { *d = PyFloat_AsDouble(v); return 1; }
-    if (PyLong_Check(v)) {
+    if (Py_TYPE(v) == &PyLong_Type) {
         *d = PyLong_AsDouble(v);
-        if (*d == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        if (*d == -1.0 && PyErr_Occurred()) return soft_fail(); /* beyond the double range */
         return 1;
     }
     return 0;
@@ -173,19 +226,20 @@ get_real(PyObject *v, double *d)
 
 /* Find the DLPack exchange API of `tp` (type(v).__dlpack_c_exchange_api__) and use it
  * from now on: a handle bound with a from_dlpack tensor or a NumPy array learns
- * the torch.Tensor type at its first torch launch. 1: learned; 0: `tp` has none. */
+ * the torch.Tensor type at its first torch launch. 1: learned; 0: `tp` has none
+ * (or one of another major version); -1: an exception that must propagate. */
 static int
 learn_type(TensorSpec *ts, PyObject *tp)
 {
     PyObject *cap = PyObject_GetAttrString(tp, "__dlpack_c_exchange_api__");
-    if (!cap) { PyErr_Clear(); return 0; }
+    if (!cap) return soft_fail();
     char *table = PyCapsule_GetPointer(cap, "dlpack_exchange_api");
-    if (!table) { PyErr_Clear(); Py_DECREF(cap); return 0; }
+    if (!table) { Py_DECREF(cap); return soft_fail(); }
     uint32_t major;
     void *fn;
     memcpy(&major, table, 4);
-    memcpy(&fn, table + 16 + 3 * sizeof(void *), sizeof(void *)); /* dltensor_from_py_object_no_sync */
-    if (major < 1 || !fn) { Py_DECREF(cap); return 0; }
+    memcpy(&fn, table + ts->api_offset, sizeof(void *)); /* dltensor_from_py_object_no_sync */
+    if (major != 1 || !fn) { Py_DECREF(cap); return 0; } /* another major version: another layout */
     Py_INCREF(tp);
     Py_XDECREF(ts->type);
     Py_XDECREF(ts->capsule);
@@ -198,28 +252,43 @@ learn_type(TensorSpec *ts, PyObject *tp)
 static int
 pack_tensor(TensorSpec *ts, char *dst, PyObject *v)
 {
-    if ((PyObject *)Py_TYPE(v) != ts->type && !learn_type(ts, (PyObject *)Py_TYPE(v))) return 0;
+    if ((PyObject *)Py_TYPE(v) != ts->type) {
+        int learned = learn_type(ts, (PyObject *)Py_TYPE(v));
+        if (learned <= 0) return learned;
+    }
     DLTensorC dl;
-    if (ts->fn((void *)v, &dl) != 0) { PyErr_Clear(); return 0; }
+    if (ts->fn((void *)v, &dl) != 0) return soft_fail();
     if (dl.code != ts->code || dl.bits != ts->bits || dl.lanes != ts->lanes) return 0;
     if (dl.device_type != ts->device_type || dl.device_id != ts->device_id || dl.ndim != ts->ndim) return 0;
-    uint64_t addr = (uint64_t)(uintptr_t)dl.data + dl.byte_offset;
+    if (ts->ndim > 0 && !dl.shape) return 0;
+    uint64_t addr;
+    if (__builtin_add_overflow((uint64_t)(uintptr_t)dl.data, dl.byte_offset, &addr)) return 0;
     if (ts->align > 1 && addr % ts->align) return 0;
+    int empty = 0;
+    for (int k = 0; k < ts->ndim; k++) {
+        if (dl.shape[k] < 0) return 0;
+        if (dl.shape[k] == 0) empty = 1;
+    }
+    if (!addr && !empty) return 0; /* NULL data (a meta or fake tensor): the slow path raises CB216 */
     int64_t compact = 1;
     double span = 1.0; /* footprint: 1 + sum (extent - 1) * |stride|; in double, exact far beyond 2**31 */
-    int empty = 0;
     for (int k = 2 * ts->ndim - 1; k >= 0; k--) { /* strides first (compact ones need the extents after them) */
         int mode = k % ts->ndim;
+        int stride = k >= ts->ndim;
         int64_t value;
-        if (k >= ts->ndim) {
+        if (stride) {
             if (dl.strides) value = dl.strides[mode];
-            else { value = compact; compact *= dl.shape[mode]; }
-            if (dl.shape[mode] == 0) empty = 1;
+            else {
+                value = compact;
+                if (__builtin_mul_overflow(compact, dl.shape[mode], &compact)) return 0; /* beyond int64: the slow path reports it */
+            }
+            if (value == INT64_MIN) return 0;
             span += (double)(dl.shape[mode] - 1) * (double)(value < 0 ? -value : value);
         } else value = dl.shape[mode];
         const ModeSpec *m = &ts->modes[k];
         if (!m->dyn) {
-            if (value != m->stat) return 0;
+            /* an empty tensor's strides are never used: NumPy reports 0 for them */
+            if (value != m->stat && !(stride && empty)) return 0;
             continue;
         }
         if (m->div > 1 && value % m->div) return 0;
@@ -243,42 +312,52 @@ typedef struct SeqSpec {
     TensorSpec **tensors;
 } SeqSpec;
 
-static int pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PyObject *writer, PyObject *v);
+static int pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PyObject *writer, PyObject *v, PyObject **held);
 
+/* Exact tuples and lists only: a subclass may override __iter__, and a sequence
+ * is read by iterating it (the slow path's list(value)), never by its raw items.
+ * A list is read from a snapshot tuple the launch holds until the call returns,
+ * so another thread emptying the list cannot free an element under the call. */
 static int
-pack_sequence(char *storage, const SeqSpec *ss, PyObject *v)
+pack_sequence(char *storage, const SeqSpec *ss, PyObject *v, PyObject **held)
 {
-    int is_tuple = PyTuple_Check(v);
-    if (!is_tuple && !PyList_Check(v)) return 0;
-    if ((is_tuple ? PyTuple_Size(v) : PyList_Size(v)) != ss->n) return 0;
+    PyObject *items;
+    if (Py_TYPE(v) == &PyTuple_Type) {
+        Py_INCREF(v);
+        items = v;
+    } else if (Py_TYPE(v) == &PyList_Type) {
+        items = PyList_AsTuple(v);
+        if (!items) return soft_fail();
+    } else return 0;
+    { PyObject *old = *held; *held = items; Py_XDECREF(old); }
+    if (PyTuple_Size(items) != ss->n) return 0;
     for (Py_ssize_t k = 0; k < ss->n; k++) {
-        PyObject *item = is_tuple ? PyTuple_GetItem(v, k) : PyList_GetItem(v, k);
-        if (!item) { PyErr_Clear(); return 0; }
-        Py_INCREF(item); /* a list item stays alive even if reading it runs Python code */
-        int ok = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, item);
-        Py_DECREF(item);
-        if (!ok) return 0;
+        PyObject *item = PyTuple_GetItem(items, k);
+        if (!item) return soft_fail();
+        int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, item, NULL);
+        if (r <= 0) return r;
     }
     return 1;
 }
 
-/* 1: written; 0: not taken as is (the slow path decides). Never leaves an exception set. */
+/* 1: written; 0: not taken as is (the slow path decides; no exception set);
+ * -1: an exception that must propagate (KeyboardInterrupt...). */
 static int
 pack_one(Launcher *self, Py_ssize_t i, PyObject *v)
 {
-    if (self->cls[i] == C_SEQ) return self->seqs[i] ? pack_sequence(self->storage, self->seqs[i], v) : 0;
+    if (self->cls[i] == C_SEQ) return self->seqs[i] ? pack_sequence(self->storage, self->seqs[i], v, &self->held[i]) : 0;
     PyObject *writer = self->cls[i] == C_WRITER ? PyTuple_GetItem(self->extras, i) : NULL;
-    return pack_value(self->cls[i], self->fmt[i], self->storage + self->off[i], self->tensors[i], writer, v);
+    return pack_value(self->cls[i], self->fmt[i], self->storage + self->off[i], self->tensors[i], writer, v, &self->held[i]);
 }
 
 static int
-pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PyObject *writer, PyObject *v)
+pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PyObject *writer, PyObject *v, PyObject **held)
 {
     switch (cls) {
     case C_EXACT_INT: {
         if (Py_TYPE(v) != &PyLong_Type) return 0;
         unsigned long long u = PyLong_AsUnsignedLongLong(v);
-        if (u == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) return soft_fail();
         memcpy(dst, &u, 8);
         return 1;
     }
@@ -295,7 +374,8 @@ pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PyObject *writer, PyOb
         return pack_int(dst, fmt, v);
     case C_REAL: {
         double d;
-        if (!get_real(v, &d)) return 0;
+        int r = get_real(v, &d);
+        if (r <= 0) return r;
         if (fmt == 'f') { float f = (float)d; memcpy(dst, &f, 4); }
         else memcpy(dst, &d, 8);
         return 1;
@@ -303,7 +383,8 @@ pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PyObject *writer, PyOb
     case C_F16:
     case C_BF16: {
         double d;
-        if (!get_real(v, &d)) return 0;
+        int r = get_real(v, &d);
+        if (r <= 0) return r;
         uint16_t h = cls == C_F16 ? f16_bits(d) : bf16_bits(d);
         memcpy(dst, &h, 2);
         return 1;
@@ -311,10 +392,10 @@ pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PyObject *writer, PyOb
     case C_TENSOR:
         return ts ? pack_tensor(ts, dst, v) : 0;
     case C_WRITER: {
-        if (!writer || writer == Py_None) { PyErr_Clear(); return 0; }
+        if (!writer || writer == Py_None || !held) return 0;
         PyObject *r = PyObject_CallFunctionObjArgs(writer, v, NULL);
-        if (!r) { PyErr_Clear(); return 0; }
-        Py_DECREF(r);
+        if (!r) return soft_fail();
+        { PyObject *old = *held; *held = r; Py_XDECREF(old); } /* what the writer read from (e.g. a DLPack capsule) lives until the call returns */
         return 1;
     }
     default:
@@ -348,22 +429,20 @@ done:
     return res;
 }
 
-static PyObject *
-Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+/* End a launch: the handle is free again, then what it held is released
+ * (releasing may run Python code, which may launch this handle again). */
+static void
+leave(Launcher *self, PyObject *pin)
 {
-    if (self->refuse) return PyObject_CallObject(self->refuse, NULL);
-    if (!self->entry || !self->slow) {
-        PyErr_SetString(PyExc_RuntimeError, "Launcher is not initialised");
-        return NULL;
-    }
-    if (nargs > self->n || kwnames != NULL) return go_slow(self, args, nargs, kwnames);
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        if (!pack_one(self, i, args[i])) return go_slow(self, args, nargs, NULL);
-    }
-    for (Py_ssize_t i = nargs; i < self->n; i++) { /* trailing parameters left to their defaults */
-        PyObject *d = PyTuple_GetItem(self->defaults, i);
-        if (d == self->required || !pack_one(self, i, d)) return go_slow(self, args, nargs, NULL);
-    }
+    self->busy = 0;
+    for (Py_ssize_t i = 0; i < self->n; i++) Py_CLEAR(self->held[i]);
+    Py_XDECREF(pin);
+}
+
+/* Call the entry point with the storage as written; the caller holds `busy` and `pin`. */
+static PyObject *
+call_entry(Launcher *self)
+{
     if (self->release_gil) {
         Py_BEGIN_ALLOW_THREADS
         self->entry(self->argv);
@@ -377,12 +456,73 @@ Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObjec
 }
 
 static PyObject *
+Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (self->refuse) return PyObject_CallObject(self->refuse, NULL);
+    if (!self->entry || !self->slow) {
+        PyErr_SetString(PyExc_RuntimeError, "Launcher is not initialised");
+        return NULL;
+    }
+    if (self->busy) return PyObject_CallObject(self->busy_error, NULL);
+    if (nargs > self->n || kwnames != NULL) return go_slow(self, args, nargs, kwnames);
+    self->busy = 1;
+    PyObject *pin = self->keep; /* the compiled module stays loaded until this call returns */
+    Py_XINCREF(pin);
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        int r;
+        if (i < nargs) r = pack_one(self, i, args[i]);
+        else { /* trailing parameters left to their defaults */
+            PyObject *d = PyTuple_GetItem(self->defaults, i);
+            r = d == self->required ? 0 : pack_one(self, i, d);
+        }
+        if (r <= 0) {
+            leave(self, pin);
+            return r < 0 ? NULL : go_slow(self, args, nargs, NULL);
+        }
+    }
+    if (self->refuse) { /* closed or unloaded by code a conversion ran */
+        leave(self, pin);
+        return PyObject_CallObject(self->refuse, NULL);
+    }
+    PyObject *res = call_entry(self);
+    leave(self, pin);
+    return res;
+}
+
+/* write_and_call(data): the slow path's launch: copy `data` (the whole packed
+ * struct) into the storage block and call the entry point, under the same
+ * one-launch-at-a-time rule as the fast path. */
+static PyObject *
+Launcher_write_and_call(Launcher *self, PyObject *data)
+{
+    if (self->refuse) return PyObject_CallObject(self->refuse, NULL);
+    if (self->busy) return PyObject_CallObject(self->busy_error, NULL);
+    char *buf;
+    Py_ssize_t len;
+    if (PyBytes_AsStringAndSize(data, &buf, &len) < 0) return NULL;
+    if (len > self->storage_size) {
+        PyErr_SetString(PyExc_ValueError, "packed arguments larger than the storage block");
+        return NULL;
+    }
+    self->busy = 1;
+    PyObject *pin = self->keep;
+    Py_XINCREF(pin);
+    memcpy(self->storage, buf, len);
+    PyObject *res = call_entry(self);
+    leave(self, pin);
+    return res;
+}
+
+/* poison(refuse): every later launch calls refuse() instead; the pin on the
+ * compiled module is dropped (a launch running now holds its own). */
+static PyObject *
 Launcher_poison(Launcher *self, PyObject *refuse)
 {
     PyObject *old = self->refuse;
     Py_INCREF(refuse);
     self->refuse = refuse;
     Py_XDECREF(old);
+    Py_CLEAR(self->keep);
     Py_RETURN_NONE;
 }
 
@@ -393,28 +533,35 @@ item_ll(PyObject *tuple, Py_ssize_t i)
     return o ? PyLong_AsLongLong(o) : -1;
 }
 
-/* spec: (function, type, (code, bits, lanes), (device_type, device_id), align, ndim,
- *        ((static, dynamic, width, divisibility, offset), ...), capsule, footprint32); None: no C class. */
+/* spec: a cute_bind.slots.tensor.CTensorSpec record (a tuple of TENSOR_SPEC_FIELDS):
+ *   (function, type, capsule, api_offset, (code, bits, lanes), (device_type, device_id),
+ *    align, ndim, modes, footprint32)
+ * with modes: extents then strides, each a CMode (static, dynamic, width, divisibility, offset);
+ * None: no C class. `slot_size`: the slot's bytes, which every write must stay within. */
+#define TENSOR_SPEC_FIELDS 10
+#define MODE_FIELDS 5
+
 static int
-parse_tensor_spec(PyObject *spec, TensorSpec **out)
+parse_tensor_spec(PyObject *spec, Py_ssize_t slot_size, TensorSpec **out)
 {
     *out = NULL;
     if (spec == Py_None) return 0;
-    if (!PyTuple_Check(spec) || PyTuple_Size(spec) != 9) {
-        PyErr_SetString(PyExc_TypeError, "tensor spec must be a 9-tuple");
+    if (!PyTuple_Check(spec) || PyTuple_Size(spec) != TENSOR_SPEC_FIELDS) {
+        PyErr_Format(PyExc_TypeError, "tensor spec must be a CTensorSpec record of %d fields", TENSOR_SPEC_FIELDS);
         return -1;
     }
-    PyObject *dtype = PyTuple_GetItem(spec, 2), *device = PyTuple_GetItem(spec, 3), *modes = PyTuple_GetItem(spec, 6);
-    if (!PyTuple_Check(dtype) || !PyTuple_Check(device) || !PyTuple_Check(modes)) {
-        PyErr_SetString(PyExc_TypeError, "tensor spec: dtype, device and modes must be tuples");
+    PyObject *dtype = PyTuple_GetItem(spec, 4), *device = PyTuple_GetItem(spec, 5), *modes = PyTuple_GetItem(spec, 8);
+    if (!PyTuple_Check(dtype) || PyTuple_Size(dtype) != 3 || !PyTuple_Check(device) || PyTuple_Size(device) != 2 || !PyTuple_Check(modes)) {
+        PyErr_SetString(PyExc_TypeError, "tensor spec: dtype (3), device (2) and modes must be tuples");
         return -1;
     }
     TensorSpec *ts = PyMem_Calloc(1, sizeof(TensorSpec));
     if (!ts) { PyErr_NoMemory(); return -1; }
     *out = ts;
     ts->fn = (dltensor_from_pyobject)(uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GetItem(spec, 0));
+    if (PyErr_Occurred()) return -1;
     ts->type = PyTuple_GetItem(spec, 1);
-    ts->capsule = PyTuple_GetItem(spec, 7);
+    ts->capsule = PyTuple_GetItem(spec, 2);
     if (!ts->fn || ts->type == Py_None || ts->capsule == Py_None) { /* learned at the first launch */
         ts->fn = NULL;
         ts->type = ts->capsule = NULL;
@@ -422,25 +569,34 @@ parse_tensor_spec(PyObject *spec, TensorSpec **out)
         Py_INCREF(ts->type);
         Py_INCREF(ts->capsule);
     }
+    ts->api_offset = (Py_ssize_t)item_ll(spec, 3);
     ts->code = (uint8_t)item_ll(dtype, 0);
     ts->bits = (uint8_t)item_ll(dtype, 1);
     ts->lanes = (uint16_t)item_ll(dtype, 2);
     ts->device_type = (int32_t)item_ll(device, 0);
     ts->device_id = (int32_t)item_ll(device, 1);
-    ts->align = (uint64_t)item_ll(spec, 4);
-    ts->ndim = (int)item_ll(spec, 5);
-    ts->footprint32 = (int)item_ll(spec, 8);
+    ts->align = (uint64_t)item_ll(spec, 6);
+    ts->ndim = (int)item_ll(spec, 7);
+    ts->footprint32 = (int)item_ll(spec, 9);
     if (PyErr_Occurred()) return -1;
-    if (ts->ndim < 0 || PyTuple_Size(modes) != 2 * (Py_ssize_t)ts->ndim) {
+    if (ts->api_offset < 16 || ts->api_offset > 4096 || ts->api_offset % (Py_ssize_t)sizeof(void *)) {
+        PyErr_SetString(PyExc_ValueError, "tensor spec: implausible exchange-API offset");
+        return -1;
+    }
+    if (ts->ndim < 0 || ts->ndim > 64 || PyTuple_Size(modes) != 2 * (Py_ssize_t)ts->ndim) {
         PyErr_SetString(PyExc_ValueError, "tensor spec: modes must list 2 * ndim entries");
+        return -1;
+    }
+    if (slot_size < 8) {
+        PyErr_SetString(PyExc_ValueError, "tensor spec: the slot cannot hold a data address");
         return -1;
     }
     ts->modes = PyMem_Calloc(2 * ts->ndim + 1, sizeof(ModeSpec));
     if (!ts->modes) { PyErr_NoMemory(); return -1; }
     for (int k = 0; k < 2 * ts->ndim; k++) {
         PyObject *m = PyTuple_GetItem(modes, k);
-        if (!PyTuple_Check(m) || PyTuple_Size(m) != 5) {
-            PyErr_SetString(PyExc_TypeError, "tensor spec: a mode is (static, dynamic, width, divisibility, offset)");
+        if (!PyTuple_Check(m) || PyTuple_Size(m) != MODE_FIELDS) {
+            PyErr_SetString(PyExc_TypeError, "tensor spec: a mode is a CMode (static, dynamic, width, divisibility, offset)");
             return -1;
         }
         ts->modes[k].stat = item_ll(m, 0);
@@ -448,8 +604,16 @@ parse_tensor_spec(PyObject *spec, TensorSpec **out)
         ts->modes[k].width = (int)item_ll(m, 2);
         ts->modes[k].div = item_ll(m, 3);
         ts->modes[k].off = (Py_ssize_t)item_ll(m, 4);
+        if (PyErr_Occurred()) return -1;
+        if (ts->modes[k].dyn) { /* every dynamic value lands inside the slot, after the data address */
+            Py_ssize_t w = ts->modes[k].width == 32 ? 4 : ts->modes[k].width == 64 ? 8 : 0;
+            if (!w || ts->modes[k].off < 8 || ts->modes[k].off > slot_size - w) {
+                PyErr_SetString(PyExc_ValueError, "tensor spec: a dynamic mode's offset or width does not fit the slot");
+                return -1;
+            }
+        }
     }
-    return PyErr_Occurred() ? -1 : 0;
+    return 0;
 }
 
 static void
@@ -475,9 +639,12 @@ free_seq_spec(SeqSpec *ss)
     PyMem_Free(ss);
 }
 
-/* spec: ((class, format, offset, tensor spec or None), ...), one per element. */
+static int check_class(char cls, char fmt, Py_ssize_t off, Py_ssize_t size, Py_ssize_t storage_size);
+
+/* spec: ((class, format, offset, size, tensor spec or None), ...), one per element,
+ * offsets absolute in the storage block of `storage_size` bytes. */
 static int
-parse_seq_spec(PyObject *spec, SeqSpec **out)
+parse_seq_spec(PyObject *spec, Py_ssize_t storage_size, SeqSpec **out)
 {
     *out = NULL;
     if (!PyTuple_Check(spec)) {
@@ -496,8 +663,8 @@ parse_seq_spec(PyObject *spec, SeqSpec **out)
     if (!ss->cls || !ss->fmt || !ss->off || !ss->tensors) { PyErr_NoMemory(); return -1; }
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *leaf = PyTuple_GetItem(spec, k);
-        if (!leaf || !PyTuple_Check(leaf) || PyTuple_Size(leaf) != 4) {
-            PyErr_SetString(PyExc_TypeError, "a sequence leaf is (class, format, offset, tensor spec)");
+        if (!leaf || !PyTuple_Check(leaf) || PyTuple_Size(leaf) != 5) {
+            PyErr_SetString(PyExc_TypeError, "a sequence leaf is (class, format, offset, size, tensor spec)");
             return -1;
         }
         const char *c = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(leaf, 0), NULL);
@@ -510,8 +677,42 @@ parse_seq_spec(PyObject *spec, SeqSpec **out)
         ss->cls[k] = c[0];
         ss->fmt[k] = f[0];
         ss->off[k] = PyLong_AsSsize_t(PyTuple_GetItem(leaf, 2));
-        if (ss->off[k] == -1 && PyErr_Occurred()) return -1;
-        if (c[0] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(leaf, 3), &ss->tensors[k]) < 0) return -1;
+        Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GetItem(leaf, 3));
+        if (PyErr_Occurred()) return -1;
+        if (check_class(c[0], f[0], ss->off[k], size, storage_size) < 0) return -1;
+        if (c[0] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(leaf, 4), size, &ss->tensors[k]) < 0) return -1;
+    }
+    return 0;
+}
+
+/* Every write of class `cls` lands inside [off, off + size) and inside the
+ * storage block, and the class fits the format (an extension kind declaring
+ * "P" with format "i" would write 8 bytes into 4). */
+static int
+check_class(char cls, char fmt, Py_ssize_t off, Py_ssize_t size, Py_ssize_t storage_size)
+{
+    Py_ssize_t need;
+    const char *fmts;
+    switch (cls) {
+    case C_EXACT_INT: fmts = "Qq"; need = 8; break;
+    case C_EXACT_BOOL: fmts = "?"; need = 1; break;
+    case C_INT: fmts = "bhiqBHIQ"; need = fmt_size(fmt); break;
+    case C_REAL: fmts = "fd"; need = fmt_size(fmt); break;
+    case C_F16: case C_BF16: fmts = "H"; need = 2; break;
+    case C_TENSOR: fmts = "Q"; need = 8; break; /* its dynamic modes are checked with its spec */
+    case C_SEQ: case C_WRITER: fmts = NULL; need = 0; break; /* leaves checked one by one; writers pack through struct */
+    default:
+        PyErr_Format(PyExc_ValueError, "unknown fast class '%c'", cls);
+        return -1;
+    }
+    if (fmts && (fmt == '\0' || !strchr(fmts, fmt))) {
+        PyErr_Format(PyExc_ValueError, "fast class '%c' cannot write format '%c'", cls, fmt ? fmt : '0');
+        return -1;
+    }
+    if (off < 0 || size < need || size > storage_size || off > storage_size - size) {
+        PyErr_Format(PyExc_ValueError, "fast class '%c' at offset %zd (%zd bytes) does not fit its slot or the %zd-byte storage",
+                     cls, off, size, storage_size);
+        return -1;
     }
     return 0;
 }
@@ -520,23 +721,34 @@ static int
 Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
 {
     unsigned long long entry, argv, storage, result;
+    Py_ssize_t storage_size;
     const char *fmt, *cls;
     Py_ssize_t nfmt, ncls;
-    PyObject *offsets, *extras, *defaults, *required, *slow, *fail, *ret, *keep;
+    PyObject *offsets, *sizes, *extras, *defaults, *required, *slow, *fail, *busy_error, *ret, *keep;
     int release_gil = 1;
     if (self->fmt) {
         PyErr_SetString(PyExc_TypeError, "Launcher cannot be initialised twice");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "KKKKs#s#OOOOOOOO|p", &entry, &argv, &storage, &result, &fmt, &nfmt, &cls, &ncls,
-                          &offsets, &extras, &defaults, &required, &slow, &fail, &ret, &keep, &release_gil))
+    if (!PyArg_ParseTuple(args, "KKKnKs#s#OOOOOOOOOO|p", &entry, &argv, &storage, &storage_size, &result, &fmt, &nfmt, &cls,
+                          &ncls, &offsets, &sizes, &extras, &defaults, &required, &slow, &fail, &busy_error, &ret, &keep,
+                          &release_gil))
         return -1;
-    if (!PyTuple_Check(offsets) || !PyTuple_Check(extras) || !PyTuple_Check(defaults)) {
-        PyErr_SetString(PyExc_TypeError, "offsets, extras and defaults must be tuples");
+    if (!PyTuple_Check(offsets) || !PyTuple_Check(sizes) || !PyTuple_Check(extras) || !PyTuple_Check(defaults)) {
+        PyErr_SetString(PyExc_TypeError, "offsets, sizes, extras and defaults must be tuples");
         return -1;
     }
-    if (nfmt != ncls || PyTuple_Size(offsets) != nfmt || PyTuple_Size(defaults) != nfmt || PyTuple_Size(extras) != nfmt) {
-        PyErr_SetString(PyExc_ValueError, "slot formats, classes, offsets and extras differ in length");
+    if (nfmt != ncls || PyTuple_Size(offsets) != nfmt || PyTuple_Size(sizes) != nfmt || PyTuple_Size(defaults) != nfmt ||
+        PyTuple_Size(extras) != nfmt) {
+        PyErr_SetString(PyExc_ValueError, "slot formats, classes, offsets, sizes and extras differ in length");
+        return -1;
+    }
+    if (!entry || !argv || !storage || storage_size < 0) {
+        PyErr_SetString(PyExc_ValueError, "entry, argv and storage must be non-null");
+        return -1;
+    }
+    if (!PyCallable_Check(slow) || !PyCallable_Check(fail) || !PyCallable_Check(busy_error)) {
+        PyErr_SetString(PyExc_TypeError, "slow, fail and busy_error must be callable");
         return -1;
     }
     self->n = nfmt;
@@ -545,31 +757,57 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     self->off = PyMem_Calloc(nfmt + 1, sizeof(Py_ssize_t));
     self->tensors = PyMem_Calloc(nfmt + 1, sizeof(TensorSpec *));
     self->seqs = PyMem_Calloc(nfmt + 1, sizeof(SeqSpec *));
-    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->seqs) { PyErr_NoMemory(); return -1; }
+    self->held = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
+    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->seqs || !self->held) { PyErr_NoMemory(); return -1; }
     memcpy(self->fmt, fmt, nfmt);
     memcpy(self->cls, cls, nfmt);
     for (Py_ssize_t i = 0; i < nfmt; i++) {
-        if (cls[i] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(extras, i), &self->tensors[i]) < 0) return -1;
-        if (cls[i] == C_SEQ && parse_seq_spec(PyTuple_GetItem(extras, i), &self->seqs[i]) < 0) return -1;
+        self->off[i] = PyLong_AsSsize_t(PyTuple_GetItem(offsets, i));
+        Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GetItem(sizes, i));
+        if (PyErr_Occurred()) return -1;
+        if (check_class(cls[i], fmt[i], self->off[i], size, storage_size) < 0) return -1;
+        if (cls[i] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(extras, i), size, &self->tensors[i]) < 0) return -1;
+        if (cls[i] == C_SEQ && parse_seq_spec(PyTuple_GetItem(extras, i), storage_size, &self->seqs[i]) < 0) return -1;
     }
     Py_INCREF(extras); self->extras = extras;
-    for (Py_ssize_t i = 0; i < nfmt; i++) {
-        self->off[i] = PyLong_AsSsize_t(PyTuple_GetItem(offsets, i));
-        if (self->off[i] == -1 && PyErr_Occurred()) return -1;
-    }
     self->entry = (entry_fn)(uintptr_t)entry;
     self->argv = (void **)(uintptr_t)argv;
     self->storage = (char *)(uintptr_t)storage;
+    self->storage_size = storage_size;
     self->result = result ? (volatile int32_t *)(uintptr_t)result : NULL;
     Py_INCREF(defaults); self->defaults = defaults;
     Py_INCREF(required); self->required = required;
     Py_INCREF(slow); self->slow = slow;
     Py_INCREF(fail); self->fail = fail;
+    Py_INCREF(busy_error); self->busy_error = busy_error;
     Py_INCREF(ret); self->ret = ret;
     Py_INCREF(keep); self->keep = keep;
     self->refuse = NULL;
+    self->busy = 0;
     self->release_gil = release_gil;
     return 0;
+}
+
+/* The types and capsules learned by tensor specs are owned references too:
+ * the collector must see them (a tensor subclass may refer to the handle). */
+static int
+visit_tensor_spec(TensorSpec *ts, visitproc visit, void *arg)
+{
+    if (ts) {
+        Py_VISIT(ts->type);
+        Py_VISIT(ts->capsule);
+    }
+    return 0;
+}
+
+static void
+clear_tensor_spec(TensorSpec *ts)
+{
+    if (ts) {
+        ts->fn = NULL;
+        Py_CLEAR(ts->type);
+        Py_CLEAR(ts->capsule);
+    }
 }
 
 static int
@@ -583,6 +821,14 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
     Py_VISIT(self->refuse);
     Py_VISIT(self->ret);
     Py_VISIT(self->keep);
+    Py_VISIT(self->busy_error);
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        if (self->held) Py_VISIT(self->held[i]);
+        if (self->tensors && visit_tensor_spec(self->tensors[i], visit, arg)) return -1;
+        if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
+            for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++)
+                if (visit_tensor_spec(self->seqs[i]->tensors[k], visit, arg)) return -1;
+    }
     return 0;
 }
 
@@ -597,6 +843,13 @@ Launcher_clear(Launcher *self)
     Py_CLEAR(self->refuse);
     Py_CLEAR(self->ret);
     Py_CLEAR(self->keep);
+    Py_CLEAR(self->busy_error);
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        if (self->held) Py_CLEAR(self->held[i]);
+        if (self->tensors) clear_tensor_spec(self->tensors[i]);
+        if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
+            for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++) clear_tensor_spec(self->seqs[i]->tensors[k]);
+    }
     return 0;
 }
 
@@ -609,6 +862,7 @@ Launcher_dealloc(Launcher *self)
     PyMem_Free(self->fmt);
     PyMem_Free(self->cls);
     PyMem_Free(self->off);
+    PyMem_Free(self->held);
     if (self->tensors) {
         for (Py_ssize_t i = 0; i < self->n; i++) free_tensor_spec(self->tensors[i]);
         PyMem_Free(self->tensors);
@@ -625,7 +879,9 @@ Launcher_dealloc(Launcher *self)
 static PyMethodDef Launcher_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))Launcher_launch, METH_FASTCALL | METH_KEYWORDS,
      "launch(*args, **kwargs): rewrite the slots in place and call the entry point."},
-    {"poison", (PyCFunction)Launcher_poison, METH_O, "poison(refuse): every later launch calls refuse() instead."},
+    {"poison", (PyCFunction)Launcher_poison, METH_O, "poison(refuse): every later launch calls refuse() instead; drops the pin."},
+    {"write_and_call", (PyCFunction)Launcher_write_and_call, METH_O,
+     "write_and_call(data): copy the packed struct into the storage and call the entry point (one launch at a time)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -636,7 +892,7 @@ static PyType_Slot Launcher_slots[] = {
     {Py_tp_clear, Launcher_clear},
     {Py_tp_methods, Launcher_methods},
     {Py_tp_new, PyType_GenericNew},
-    {Py_tp_doc, "Launcher(entry, argv, storage, result, fmts, classes, offsets, extras, defaults, required, slow, fail, ret, keep[, release_gil])"},
+    {Py_tp_doc, "Launcher(entry, argv, storage, storage_size, result, fmts, classes, offsets, sizes, extras, defaults, required, slow, fail, busy_error, ret, keep[, release_gil])"},
     {0, NULL},
 };
 

@@ -13,45 +13,83 @@ else a Python function generated per slot layout (one ``struct.pack_into`` and
 a ctypes call). Values a fast path cannot write as they are (tensors, stream
 objects, keywords, a wrong kind) go to the shared slow path, which binds the
 arguments, runs each slot's ``coerce`` and raises catalog errors.
+
+Every path takes the handle's one launch token before writing the storage and
+gives it back after the entry point returns (a second launch meanwhile raises
+CB403), holds what the values were read through until then, and re-checks the
+handle's state right before the call (docs/concepts/safety.md).
 """
 
 from __future__ import annotations
 
 import ctypes
+import enum
 import functools
 import os
 import struct
 import threading
 import weakref
-from typing import Any, Callable, Generic, ParamSpec, Sequence
+from typing import Any, Callable, Final, Generic, ParamSpec, Sequence
 
 from .. import _dsl
 from .. import diagnostics as D
 from ..slots import Bound, SlotKind, Where, item_ranges
 from .arguments import bind_arguments
 
-__all__ = ["PreparedLaunch", "build"]
+__all__ = ["PreparedLaunch", "HandleState", "NOT_GIVEN", "build", "env_flag", "fast_path"]
 
 P = ParamSpec("P")
 
 
-class _Missing:
+class _NotGiven:
+    """The one sentinel of the launch paths: "this parameter was not given".
+
+    It is the default of every parameter of a generated launch function and
+    the ``required`` marker handed to the C fast path, so a launch can tell a
+    parameter left to its default from one given any value (``None`` and
+    arrays included). It is private to this module, so no caller can pass it;
+    it is compared by identity (``is``) only.
+    """
+
     __slots__ = ()
 
     def __repr__(self) -> str:
-        return "<missing>"
+        return "<not given>"
 
 
-_MISSING = _Missing()
+NOT_GIVEN: Final = _NotGiven()
+
+
+class HandleState(enum.Enum):
+    """A handle's lifecycle: one explicit state instead of scattered flags.
+
+    ``OPEN`` -> ``CLOSED`` (``close()``, also on leaving a ``with`` block) or
+    ``OPEN`` -> ``UNLOADED`` (the compiled module was unloaded). Leaving
+    ``OPEN`` is final: the handle's launch functions are poisoned (every later
+    launch, also through a saved ``launch`` reference, raises CB404/CB402) and
+    its pin on the compiled function (:class:`_Pin`) is dropped once no launch
+    is running, so the module can be collected. Independently of the state, a
+    handle is *busy* while one launch writes its storage and runs the entry
+    point; a second launch meanwhile raises CB403.
+    """
+
+    OPEN = "open"
+    CLOSED = "closed"
+    UNLOADED = "unloaded"
+
+
+def env_flag(name: str) -> bool:
+    """Whether environment variable ``name`` is set to a true value (anything but empty or ``0``)."""
+    return os.environ.get(name, "") not in ("", "0")
 
 
 def _checked_default() -> bool:
-    return os.environ.get("CUTE_BIND_CHECKED", "") not in ("", "0")
+    return env_flag("CUTE_BIND_CHECKED")
 
 
 def _c_launcher_class() -> Any:
     """The optional C fast path, unless absent or disabled with CUTE_BIND_PURE_PYTHON=1."""
-    if os.environ.get("CUTE_BIND_PURE_PYTHON", "") not in ("", "0"):
+    if env_flag("CUTE_BIND_PURE_PYTHON"):
         return None
     try:
         from ._claunch import Launcher
@@ -114,63 +152,110 @@ def _flatten(slots: Sequence[SlotKind], packed: Sequence[Any]) -> list[Any]:
 
 
 class _Shared:
-    """What all clones of one prepared launch share (read-only after build)."""
+    """What all clones of one prepared launch share (read-only after build).
+
+    Plain data only: the compiled function and its module are held by each
+    handle's :class:`_Pin`, so closing every handle releases them.
+    """
 
     def __init__(
         self,
         kernel: str,
-        compiled: Any,
-        entry: _dsl.EntryPoint,
         names: tuple[str, ...],
         slots: tuple[SlotKind, ...],
         defaults: dict[str, Any],
         constexpr_names: frozenset[str],
         layout: _Layout,
         returns: int | None,
+        entry: _dsl.EntryPoint,
     ) -> None:
         self.kernel = kernel
-        self.compiled = compiled
-        self.entry = entry
         self.names = names
         self.slots = slots
         self.defaults = defaults
         self.constexpr_names = constexpr_names
         self.layout = layout
         self.returns = returns
+        self.entry_address = entry.address
+        self.has_result = entry.result_ctype is not None
+        self.extra_pointers = entry.extra_pointers
         self.wheres = tuple(Where(kernel, n) for n in names)
         self.hints = {n: s.expected() for n, s in zip(names, slots)}
-        self.handles: weakref.WeakSet[PreparedLaunch[Any]] = weakref.WeakSet()
+
+
+class _Pin:
+    """What keeps the compiled function loaded: shared by a handle and its clones, dropped at close."""
+
+    __slots__ = ("compiled", "entry", "__weakref__")
+
+    def __init__(self, compiled: Any, entry: _dsl.EntryPoint) -> None:
+        self.compiled = compiled
+        self.entry = entry
+
+
+# One unload listener per compiled module (not one per bind): the handles of
+# each module, held weakly, are poisoned when it unloads.
+_MODULE_HANDLES: weakref.WeakKeyDictionary[Any, weakref.WeakSet[PreparedLaunch[Any]]] = weakref.WeakKeyDictionary()
+
+
+def _track(module: Any, handle: PreparedLaunch[Any]) -> None:
+    handles = _MODULE_HANDLES.get(module)
+    if handles is None:
+        handles = _MODULE_HANDLES[module] = weakref.WeakSet()
+        _dsl.add_unload_listener(module, _on_module_unload(handles))
+    handles.add(handle)
+
+
+def _on_module_unload(handles: weakref.WeakSet[PreparedLaunch[Any]]) -> Callable[[], None]:
+    def notify() -> None:
+        for handle in list(handles):
+            handle._leave_state(HandleState.UNLOADED, D.MODULE_UNLOADED)
+
+    return notify
+
+
+class _Gen:
+    """The names of the generated launch function, shared by the generator and :meth:`PreparedLaunch._poison`.
+
+    ``_poison`` swaps the closure cells named ``CALL`` (the entry point) and
+    ``LEAVE`` (what ends a launch) of a generated function, so a saved
+    ``launch`` reference sees a close or unload too.
+    """
+
+    PREFIX: Final = "_cb_"
+    CALL: Final = "_cb_call"
+    LEAVE: Final = "_cb_leave"
+    #: the factory's parameters before the per-slot ones, in order
+    FIXED: Final = ("_cb_M", "_cb_pack", "_cb_buf", CALL, "_cb_argv", "_cb_res", "_cb_slow", "_cb_fail", "_cb_ret", "_cb_enter", LEAVE, "_cb_busy")
 
 
 _CODE_CACHE: dict[tuple[Any, ...], Any] = {}
 
 
-def _fast_factory(slots: Sequence[SlotKind], converted: Sequence[bool], has_defaults: Sequence[bool], has_result: bool) -> Any:
-    """Compile (once per slot shape) the factory of the launch fast path."""
-    key = (tuple((s.fmt, s.guard("v"), s.packs_tuple, c) for s, c in zip(slots, converted)), tuple(has_defaults), has_result)
-    factory = _CODE_CACHE.get(key)
-    if factory is not None:
-        return factory
+def _fast_source(slots: Sequence[SlotKind], converted: Sequence[bool], has_defaults: Sequence[bool], has_result: bool) -> str:
+    """The source of the factory :func:`_fast_factory` compiles (see its docstring for a sample)."""
+    x = _Gen.PREFIX
     args = [f"a{i}" for i in range(len(slots))]
-    x = "_cb_"
-    params = ", ".join(f"{a}={x}D{i}" if d else f"{a}={x}M" for i, (a, d) in enumerate(zip(args, has_defaults)))
-    guards = [g for s, a, c in zip(slots, args, converted) if not c and (g := s.guard(a)) is not None]
-    # a converted slot packs what its converter returns (a tuple for multi-item slots)
-    items = [(f"*{x}c{i}({a})" if s.packs_tuple else f"{x}c{i}({a})") if c else a for i, (s, a, c) in enumerate(zip(slots, args, converted))]
+    # a defaulted parameter's value is v{i}; a{i} stays as given (or NOT_GIVEN) for the slow path
+    vals = [f"v{i}" if d else a for i, (a, d) in enumerate(zip(args, has_defaults))]
+    params = ", ".join(f"{a}={x}M" for a in args)
+    guards = [g for s, v, c in zip(slots, vals, converted) if not c and (g := s.guard(v)) is not None]
     bad = " or ".join(f"not ({g})" for g in guards)
-    defaults = "".join(
-        f"        if {a} is {x}D{i}:\n            {a} = {x}V{i}\n" for i, (a, d) in enumerate(zip(args, has_defaults)) if d
-    )
+    defaults = "".join(f"        v{i} = {x}V{i} if {a} is {x}M else {a}\n" for i, (a, d) in enumerate(zip(args, has_defaults)) if d)
+    # converted values are bound to locals: what they hold (a DLPack capsule, a
+    # list's snapshot) lives until the entry point returns
+    converts = "".join(f"            c{i} = {x}c{i}({v})\n" for i, (v, c) in enumerate(zip(vals, converted)) if c)
+    items = [(f"*c{i}" if s.packs_tuple else f"c{i}") if c else v for i, (s, v, c) in enumerate(zip(slots, vals, converted))]
     tup = "(" + "".join(f"{a}, " for a in args) + ")"
-    free = [f"{x}M", f"{x}pack", f"{x}buf", f"{x}call", f"{x}argv", f"{x}res", f"{x}slow", f"{x}fail", f"{x}ret"]
-    free += [f"{x}D{i}" for i, d in enumerate(has_defaults) if d] + [f"{x}V{i}" for i, d in enumerate(has_defaults) if d]
+    free = [*_Gen.FIXED]
+    free += [f"{x}V{i}" for i, d in enumerate(has_defaults) if d]
     free += [f"{x}c{i}" for i, c in enumerate(converted) if c]
     sep = "/, " if args else ""
-    check = f"        if {x}res[0]:\n            {x}fail()\n" if has_result else ""
+    check = f"            if {x}res[0]:\n                {x}fail()\n" if has_result else ""
     # Keywords and extra positionals go to the slow path before defaults are
     # substituted, so it can still tell a defaulted parameter from a given one.
     guard_check = f"        if {bad}:\n            return {x}slow({tup}, (), {{}})\n" if bad else ""
-    src = (
+    return (
         f"def factory({', '.join(free)}):\n"
         f"    def launch({params}{', ' if args else ''}{sep}*{x}x, **{x}k):\n"
         f"        if {x}x or {x}k:\n"
@@ -178,19 +263,104 @@ def _fast_factory(slots: Sequence[SlotKind], converted: Sequence[bool], has_defa
         f"{defaults}"
         f"{guard_check}"
         f"        try:\n"
+        f"            {x}enter()\n"
+        f"        except IndexError:\n"
+        f"            return {x}busy()\n"
+        f"        try:\n"
+        f"{converts}"
         f"            {x}pack({x}buf, 0, {', '.join(items)})\n"
         f"        except Exception:\n"
+        f"            {_Gen.LEAVE}(True)\n"
         f"            return {x}slow({tup}, (), {{}})\n"
-        f"        {x}call({x}argv)\n"
+        f"        except BaseException:\n"
+        f"            {_Gen.LEAVE}(True)\n"
+        f"            raise\n"
+        f"        try:\n"
+        f"            {_Gen.CALL}({x}argv)\n"
         f"{check}"
+        f"        finally:\n"
+        f"            {_Gen.LEAVE}(True)\n"
         f"        return {x}ret\n"
         f"    return launch\n"
     )
+
+
+def _fast_factory(slots: Sequence[SlotKind], converted: Sequence[bool], has_defaults: Sequence[bool], has_result: bool) -> Any:
+    """Compile (once per slot shape) the factory of the pure-Python launch fast path.
+
+    For ``(out: Pointer, alpha: Float16, n: Int32 = 64)`` with a result slot
+    (Float16 has a converter, ``n`` a default), the generated source is::
+
+        def factory(_cb_M, _cb_pack, _cb_buf, _cb_call, _cb_argv, _cb_res, _cb_slow, _cb_fail, _cb_ret, _cb_enter, _cb_leave, _cb_busy, _cb_V2, _cb_c1):
+            def launch(a0=_cb_M, a1=_cb_M, a2=_cb_M, /, *_cb_x, **_cb_k):
+                if _cb_x or _cb_k:
+                    return _cb_slow((a0, a1, a2, ), _cb_x, _cb_k)
+                v2 = _cb_V2 if a2 is _cb_M else a2
+                if not (a0.__class__ is int):
+                    return _cb_slow((a0, a1, a2, ), (), {})
+                try:
+                    _cb_enter()
+                except IndexError:
+                    return _cb_busy()
+                try:
+                    c1 = _cb_c1(a1)
+                    _cb_pack(_cb_buf, 0, a0, c1, v2)
+                except Exception:
+                    _cb_leave(True)
+                    return _cb_slow((a0, a1, a2, ), (), {})
+                except BaseException:
+                    _cb_leave(True)
+                    raise
+                try:
+                    _cb_call(_cb_argv)
+                    if _cb_res[0]:
+                        _cb_fail()
+                finally:
+                    _cb_leave(True)
+                return _cb_ret
+            return launch
+
+    ``_cb_M`` is :data:`NOT_GIVEN`, ``_cb_pack`` the layout's
+    ``struct.pack_into``, ``_cb_enter``/``_cb_leave`` take and give back the
+    handle's one launch token (``_cb_busy`` raises CB403 when it is taken), ``_cb_V2`` the pre-coerced default of slot 2,
+    ``_cb_c1`` slot 1's converter. Anything the fast path does not take as is
+    goes to ``_cb_slow``, which raises the catalog error. The closure names
+    live in :class:`_Gen` (``tests/launch/test_prepared.py`` checks this sample
+    against the generator).
+    """
+    key = (tuple((s.fmt, s.guard("v"), s.packs_tuple, c) for s, c in zip(slots, converted)), tuple(has_defaults), has_result)
+    factory = _CODE_CACHE.get(key)
+    if factory is not None:
+        return factory
+    src = _fast_source(slots, converted, has_defaults, has_result)
     namespace: dict[str, Any] = {}
     exec(compile(src, f"<cute_bind launch {len(slots)} slots>", "exec"), namespace)  # noqa: S102 - generated from slot formats only
     factory = namespace["factory"]
     _CODE_CACHE[key] = factory
     return factory
+
+
+#: C fast classes and the struct formats each may write (checked at bind for every kind)
+_C_CLASS_FORMATS: Final = {"P": "Qq", "B": "?", "I": "bhiqBHIQ", "R": "fd", "h": "H", "g": "H", "T": "Q", "S": None, "X": None}
+
+
+def _check_fast_class(kernel: str, name: str, slot: SlotKind) -> None:
+    """A kind's C class must fit its storage format (an 8-byte "P" write into a 4-byte slot would overflow)."""
+    fast = getattr(slot, "fast", "X")
+    allowed = _C_CLASS_FORMATS.get(fast, "")
+    ok = fast in _C_CLASS_FORMATS and (allowed is None or (len(slot.fmt) > 0 and slot.fmt[0] in allowed))
+    if fast == "S":
+        ok = all(getattr(e, "fast", "X") not in ("S", "X") for e in getattr(slot, "elements", None) or ()) and all(
+            _C_CLASS_FORMATS.get(e.fast) is None or e.fmt[:1] in (_C_CLASS_FORMATS[e.fast] or "") for e in getattr(slot, "elements", None) or ()
+        )
+    if not ok:
+        raise D.error(
+            D.INCONSISTENT_SLOT_KIND,
+            kernel=kernel,
+            parameter=name,
+            expected=f"a C class among {sorted(_C_CLASS_FORMATS)} that writes format {slot.fmt!r}",
+            got=f"{type(slot).__name__} with fast={fast!r}, fmt={slot.fmt!r}",
+        )
 
 
 class PreparedLaunch(Generic[P]):
@@ -205,9 +375,12 @@ class PreparedLaunch(Generic[P]):
     :class:`cute_bind.CudaLaunchError` on a non-zero CUDA result.
 
     Threading: a handle may be used by one thread at a time (hand it over
-    between launches freely). Give concurrent threads their own handles with
-    :meth:`clone`. Lifetime: the handle keeps its compiled module loaded; if
-    the module is unloaded anyway, ``launch`` raises CB402.
+    between launches freely); a launch that overlaps another launch of the
+    same handle raises CB403 instead of racing on its storage. Give
+    concurrent threads their own handles with :meth:`clone`. Lifetime: the
+    handle keeps its compiled module loaded until :meth:`close`; if the module
+    is unloaded anyway, ``launch`` raises CB402. ``copy.copy``/``deepcopy``
+    give a clone; a handle cannot be pickled (CB405).
     """
 
     launch: Callable[P, int | None]
@@ -219,10 +392,12 @@ class PreparedLaunch(Generic[P]):
     unload and close, which then raise CB402/CB404.
     """
 
-    def __init__(self, shared: _Shared, initial: bytes, checked: bool) -> None:
+    def __init__(self, shared: _Shared, pin: _Pin, initial: bytes, checked: bool) -> None:
         self._shared = shared
         self._checked = checked
-        self._closed = False
+        #: lifecycle (see HandleState); leaving OPEN poisons the launch paths and drops ``_pin``
+        self._state = HandleState.OPEN
+        self._pin: _Pin | None = pin
         layout = shared.layout
         self._storage = bytearray(layout.size)
         self._storage[: len(initial)] = initial
@@ -231,22 +406,27 @@ class PreparedLaunch(Generic[P]):
         self._result = bytearray(8)
         self._cresult = (ctypes.c_char * 8).from_buffer(self._result)
         self._result_view = memoryview(self._result).cast("i")
-        entry = shared.entry
         pointers = [base + off for off in layout.part_offsets]
-        if entry.result_ctype is not None:
+        if shared.has_result:
             pointers.append(ctypes.addressof(self._cresult))
-        pointers.extend(entry.extra_pointers)
+        pointers.extend(shared.extra_pointers)
         self._argv = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         self._argv_address = ctypes.c_void_p(ctypes.addressof(self._argv))
-        self._call: Any = _dsl.entry_function(entry.address)
-        self._lock = threading.Lock()
-        self._owner: str | None = None
+        #: the entry point (a ctypes function); replaced by a refusing function when leaving OPEN
+        self._call: Any = _dsl.entry_function(shared.entry_address)
+        #: the Python paths' one launch token (the C fast path keeps its own flag): a launch pops it
+        #: before writing the storage and appends it back after the entry point returns; an empty
+        #: list means busy (CB403). list.pop/append are atomic, and 4x cheaper than a Lock's
+        #: acquire(False)/release (measured: see docs/concepts/safety.md)
+        self._token: list[bool] = [True]
+        #: ends a launch: gives the token back (and, once the state left OPEN, drops the pin)
+        self._leave: Callable[[bool], None] = self._token.append
+        self._owner: str | None = None  # checked mode: the thread inside a launch, for CB403's message
         self._launcher: Any = None  # the C fast path's object, when it is used
-        self._default_sentinels: tuple[Any, ...] = ()
         self.launch = self._make_launch()
-        shared.handles.add(self)
-        if _dsl.is_unloaded(entry.module):
-            self._poison(D.MODULE_UNLOADED)
+        _track(pin.entry.module, self)
+        if _dsl.is_unloaded(pin.entry.module):
+            self._leave_state(HandleState.UNLOADED, D.MODULE_UNLOADED)
 
     # ------------------------------------------------------------------ launch paths
     def _make_launch(self) -> Callable[..., int | None]:
@@ -254,22 +434,25 @@ class PreparedLaunch(Generic[P]):
         launcher_class = None if self._checked else _c_launcher_class()
         if launcher_class is not None:
             lay = sh.layout
-            required = _Missing()
+            assert self._pin is not None  # a new handle is open
             self._launcher = launcher_class(
-                sh.entry.address,
+                sh.entry_address,
                 ctypes.addressof(self._argv),
                 ctypes.addressof(self._cstorage),
-                ctypes.addressof(self._cresult) if sh.entry.result_ctype is not None else 0,
+                lay.size,
+                ctypes.addressof(self._cresult) if sh.has_result else 0,
                 "".join(s.fmt[:1] or "x" for s in sh.slots).encode(),
                 "".join(s.fast for s in sh.slots).encode(),
                 tuple(lay.offsets),
+                tuple(lay.sizes),
                 tuple(self._c_extra(i, s) for i, s in enumerate(sh.slots)),
-                tuple(sh.defaults.get(n, required) for n in sh.names),
-                required,
+                tuple(sh.defaults.get(n, NOT_GIVEN) for n in sh.names),
+                NOT_GIVEN,
                 self._slow,
                 self._fail,
+                self._busy,
                 sh.returns,
-                (self._storage, self._cstorage, self._argv, self._result, self._cresult, sh.entry.keepalive),
+                (self._storage, self._cstorage, self._argv, self._result, self._cresult, self._pin),
             )
             return self._launcher.launch  # type: ignore[no-any-return]
         if self._checked:
@@ -281,12 +464,9 @@ class PreparedLaunch(Generic[P]):
             return launch
         has_defaults = [n in sh.defaults for n in sh.names]
         converters = [s.converter(w) for s, w in zip(sh.slots, sh.wheres)]
-        factory = _fast_factory(sh.slots, [c is not None for c in converters], has_defaults, sh.entry.result_ctype is not None)
-        default_sentinels = [_Missing() for n in sh.names if n in sh.defaults]
-        default_values = [sh.defaults[n] for n in sh.names if n in sh.defaults]
-        self._default_sentinels = tuple(default_sentinels)
+        factory = _fast_factory(sh.slots, [c is not None for c in converters], has_defaults, sh.has_result)
         fn = factory(
-            _MISSING,
+            NOT_GIVEN,
             sh.layout.struct.pack_into,
             self._storage,
             self._call,
@@ -295,22 +475,28 @@ class PreparedLaunch(Generic[P]):
             self._slow,
             self._fail,
             sh.returns,
-            *default_sentinels,
-            *default_values,
+            self._token.pop,
+            self._leave,
+            self._busy,
+            *(sh.defaults[n] for n in sh.names if n in sh.defaults),
             *(c for c in converters if c is not None),
         )
         return fn  # type: ignore[no-any-return]
 
     def _c_extra(self, i: int, slot: SlotKind) -> Any:
-        """What the C fast path's class for slot ``i`` needs: a tensor spec, or for the
-        generic class "X" a writer that converts a value and packs each part in place."""
+        """What the C fast path's class for slot ``i`` needs: a tensor spec, the leaves of a
+        sequence, or for the generic class "X" a writer that converts a value, packs each part
+        in place and returns what it converted (the launch holds it until the call returns)."""
         if slot.fast == "T":
             return slot.c_spec()
         if slot.fast == "S":
             # one leaf per element: each element kind is one part at its own offset
             elements = getattr(slot, "elements", None) or ()
-            offsets = [off for _, off in self._shared.layout.slot_parts[i]]
-            return tuple((e.fast, e.fmt[:1] or "x", off, e.c_spec() if e.fast == "T" else None) for e, off in zip(elements, offsets))
+            leaves = self._shared.layout.slot_parts[i]
+            return tuple(
+                (e.fast, e.fmt[:1] or "x", off, struct.calcsize("@" + fmt), e.c_spec() if e.fast == "T" else None)
+                for e, (fmt, off) in zip(elements, leaves)
+            )
         if slot.fast != "X":
             return None
         convert = slot.converter(self._shared.wheres[i])
@@ -322,58 +508,78 @@ class PreparedLaunch(Generic[P]):
             parts.append((st, off, len(st.unpack(bytes(st.size)))))
         storage, packs_tuple = self._storage, slot.packs_tuple
 
-        def write(value: Any) -> None:
-            items = convert(value)
-            if not packs_tuple:
-                items = (items,)
+        def write(value: Any) -> Any:
+            converted = convert(value)
+            items = converted if packs_tuple else (converted,)
             k = 0
             for st, off, n in parts:
                 st.pack_into(storage, off, *items[k : k + n])
                 k += n
+            return converted
 
         return write
+
+    def _busy(self) -> None:
+        """Raise CB403: the handle is inside another launch (another thread, or code run by this launch)."""
+        owner = self._owner
+        raise D.error(
+            D.CONCURRENT_USE,
+            kernel=self._shared.kernel,
+            expected="one launch at a time per handle (clone() one per thread)",
+            got=f"in thread {owner}" if owner else "by another thread or by code its own launch ran",
+        )
 
     def _slow(self, given: tuple[Any, ...], extra: tuple[Any, ...], kwargs: dict[str, Any], positional_raw: bool = False) -> int | None:
         sh = self._shared
         if positional_raw:  # checked mode: plain *args
             given, extra = given[: len(sh.names)], given[len(sh.names) :]
-        # The fast paths pass the positionals they got, padded with markers for
-        # parameters not given (compared by identity: values may be arrays).
-        not_given = {id(_MISSING), *(id(s) for s in self._default_sentinels)}
+        # The fast paths pass the positionals they got, padded with NOT_GIVEN
+        # for parameters not given (compared by identity: values may be arrays).
         args = []
         for v in given:
-            if id(v) in not_given:
+            if v is NOT_GIVEN:
                 break
             args.append(v)
         values = bind_arguments(sh.kernel, sh.names, frozenset(), sh.defaults, (*args, *extra), kwargs, sh.hints, sh.constexpr_names)
-        packed = _flatten(sh.slots, [slot.coerce(values[w.parameter], w, self._checked) for slot, w in zip(sh.slots, sh.wheres)])
+        # ``coerced`` holds what the values were read through (DLPack capsules,
+        # list snapshots) until the entry point returns
+        coerced = [slot.coerce(values[w.parameter], w, self._checked) for slot, w in zip(sh.slots, sh.wheres)]
+        packed = _flatten(sh.slots, coerced)
         if self._checked:
             return self._checked_call(packed)
         return self._write_and_call(packed)
 
     def _write_and_call(self, packed: list[Any]) -> int | None:
         sh = self._shared
-        sh.layout.struct.pack_into(self._storage, 0, *packed)
-        self._call(self._argv_address)
-        if sh.entry.result_ctype is not None and self._result_view[0]:
-            self._fail()
+        if self._launcher is not None:  # the C fast path's flag guards the storage
+            return self._launcher.write_and_call(sh.layout.struct.pack(*packed))  # type: ignore[no-any-return]
+        self._enter()
+        try:
+            sh.layout.struct.pack_into(self._storage, 0, *packed)
+            self._call(self._argv_address)
+            if sh.has_result and self._result_view[0]:
+                self._fail()
+        finally:
+            self._leave(True)
         return sh.returns
 
     def _checked_call(self, packed: list[Any]) -> int | None:
         sh = self._shared
-        me = threading.current_thread().name
-        if not self._lock.acquire(blocking=False):
-            raise D.error(D.CONCURRENT_USE, kernel=sh.kernel, expected="one thread at a time per handle", got=str(self._owner))
+        self._enter()
         try:
-            self._owner = me
-            if self._closed:
+            self._owner = threading.current_thread().name
+            if self._state is HandleState.CLOSED:
                 raise D.error(D.HANDLE_CLOSED, kernel=sh.kernel, expected="an open handle")
-            if _dsl.is_unloaded(sh.entry.module):
+            if self._state is HandleState.UNLOADED or self._pin is None or _dsl.is_unloaded(self._pin.entry.module):
                 raise D.error(D.MODULE_UNLOADED, kernel=sh.kernel, expected="a loaded module")
-            return self._write_and_call(packed)
+            sh.layout.struct.pack_into(self._storage, 0, *packed)
+            self._call(self._argv_address)
+            if sh.has_result and self._result_view[0]:
+                self._fail()
+            return sh.returns
         finally:
             self._owner = None
-            self._lock.release()
+            self._leave(True)
 
     def _call_with(self, data: bytes) -> None:
         """Write ``data`` (``storage_bytes()``-shaped) over the runtime slots and call the entry point.
@@ -399,6 +605,33 @@ class PreparedLaunch(Generic[P]):
             details={"cuda_error": code, "cuda_error_name": name},
         )
 
+    def _leave_state(self, state: HandleState, diagnostic: D.Diagnostic) -> None:
+        """Leave OPEN for ``state`` (final): poison every launch path, then drop the pin once idle."""
+        if self._state is not HandleState.OPEN:
+            return
+        self._state = state
+        self._poison(diagnostic)
+        try:
+            self._token.pop()
+        except IndexError:
+            pass  # a Python-path launch is running: its ``_leave`` (swapped by _poison) drops the pin
+        else:  # none running: drop it now
+            self._pin = None
+            self._token.append(True)
+        if self._launcher is not None:  # a C launch running now holds its own reference
+            self._pin = None
+
+    def _enter(self) -> None:
+        """Take the launch token, or raise CB403 (the slow and checked paths)."""
+        try:
+            self._token.pop()
+        except IndexError:
+            self._busy()
+
+    def _leave_and_unpin(self, token: bool) -> None:
+        self._pin = None
+        self._token.append(token)
+
     def _poison(self, diagnostic: D.Diagnostic) -> None:
         """Make every later launch raise ``diagnostic`` (also through saved ``launch`` references)."""
         kernel = self._shared.kernel
@@ -407,14 +640,23 @@ class PreparedLaunch(Generic[P]):
             raise D.error(diagnostic, kernel=kernel, expected="a loaded module and an open handle")
 
         self._call = refuse
+        self._leave = self._leave_and_unpin
         if self._launcher is not None:
             self._launcher.poison(refuse)
             return
         fn = self.launch
+        swaps = {_Gen.CALL: refuse, _Gen.LEAVE: self._leave_and_unpin}
         closure = getattr(fn, "__closure__", None) or ()
         for name, cell in zip(fn.__code__.co_freevars, closure):
-            if name == "_cb_call":
-                cell.cell_contents = refuse
+            if name in swaps:
+                cell.cell_contents = swaps[name]
+
+    def _pinned(self) -> _Pin:
+        pin = self._pin
+        if pin is None or self._state is not HandleState.OPEN:
+            diagnostic = D.HANDLE_CLOSED if self._state is HandleState.CLOSED else D.MODULE_UNLOADED
+            raise D.error(diagnostic, kernel=self._shared.kernel, expected="a loaded module and an open handle")
+        return pin
 
     # ------------------------------------------------------------------ public API
     @property
@@ -424,8 +666,11 @@ class PreparedLaunch(Generic[P]):
 
     @property
     def compiled(self) -> Any:
-        """The compiled function (``cute.compile`` result or executor) this handle calls."""
-        return self._shared.compiled
+        """The compiled function (``cute.compile`` result or executor) this handle calls.
+
+        Raises CB404 once the handle is closed (it no longer holds it).
+        """
+        return self._pinned().compiled
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -439,12 +684,18 @@ class PreparedLaunch(Generic[P]):
 
     @property
     def checked(self) -> bool:
-        """Whether this handle runs the full checks (alignment of raw addresses, concurrent use) on every launch."""
+        """Whether this handle runs the full checks (alignment of raw addresses, owner names) on every launch."""
         return self._checked
 
     @property
+    def state(self) -> HandleState:
+        """The handle's lifecycle state (:class:`HandleState`)."""
+        return self._state
+
+    @property
     def closed(self) -> bool:
-        return self._closed
+        """Whether :meth:`close` was called (an unloaded module is :attr:`state` ``UNLOADED``)."""
+        return self._state is HandleState.CLOSED
 
     def storage_bytes(self) -> bytes:
         """The bytes the entry point reads for the runtime slots, as last written."""
@@ -459,18 +710,36 @@ class PreparedLaunch(Generic[P]):
 
     def clone(self) -> PreparedLaunch[P]:
         """A new handle for the same compiled function, with its own storage (e.g. one per thread)."""
-        return PreparedLaunch(self._shared, self.storage_bytes(), self._checked)
+        return PreparedLaunch(self._shared, self._pinned(), self.storage_bytes(), self._checked)
 
     def with_checks(self, enabled: bool = True) -> PreparedLaunch[P]:
         """A clone that runs (or skips) the checked-mode checks on every launch."""
-        return PreparedLaunch(self._shared, self.storage_bytes(), enabled)
+        return PreparedLaunch(self._shared, self._pinned(), self.storage_bytes(), enabled)
+
+    def __copy__(self) -> PreparedLaunch[P]:
+        """``copy.copy(handle)`` is :meth:`clone`: a copy sharing storage would share the busy flag and close."""
+        return self.clone()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PreparedLaunch[P]:
+        """``copy.deepcopy(handle)`` is :meth:`clone` too (the compiled function is never copied)."""
+        return self.clone()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise D.error(
+            D.HANDLE_NOT_PICKLABLE,
+            kernel=self._shared.kernel,
+            expected="a handle bound in this process (bind again after unpickling the arguments)",
+            got="pickle of a PreparedLaunch",
+        )
 
     def close(self) -> None:
-        """Release the handle's pin on the compiled module; later launches raise CB404."""
-        if self._closed:
-            return
-        self._closed = True
-        self._poison(D.HANDLE_CLOSED)
+        """Release the handle's pin on the compiled module; later launches raise CB404.
+
+        The module itself is released once no handle or clone pins it and
+        nothing else (the kernel's compile cache, your own reference) holds
+        the compiled function.
+        """
+        self._leave_state(HandleState.CLOSED, D.HANDLE_CLOSED)
 
     def __enter__(self) -> PreparedLaunch[P]:
         return self
@@ -481,18 +750,8 @@ class PreparedLaunch(Generic[P]):
     def __repr__(self) -> str:
         sh = self._shared
         slots = ", ".join(f"{n}: {s.describe()}" for n, s in zip(sh.names, sh.slots))
-        state = " closed" if self._closed else (" checked" if self._checked else "")
+        state = f" {self._state.value}" if self._state is not HandleState.OPEN else (" checked" if self._checked else "")
         return f"<PreparedLaunch {sh.kernel}({slots}){state}>"
-
-
-def _on_module_unload(shared_ref: weakref.ref[_Shared]) -> Callable[[], None]:
-    def notify() -> None:
-        sh = shared_ref()
-        if sh is not None:
-            for handle in list(sh.handles):
-                handle._poison(D.MODULE_UNLOADED)
-
-    return notify
 
 
 def build(
@@ -510,6 +769,8 @@ def build(
     if _dsl.workspace_argument_count(compiled):
         raise D.error(D.WORKSPACE_ARGUMENTS, kernel=kernel, expected="0", got=str(_dsl.workspace_argument_count(compiled)))
     slots = tuple(b.slot for b in bounds)
+    for name, slot in zip(names, slots):
+        _check_fast_class(kernel, name, slot)
     layout = _Layout(slots)
     # The DSL's own marshalling, once, with the DSL objects for these values.
     addresses, keepalive = _dsl.marshal(compiled, tuple(b.dsl_value for b in bounds), {})
@@ -553,7 +814,5 @@ def build(
             coerced = slot.coerce(defaults[name], where)
             packed_defaults[name] = coerced if slot.converter(where) is None else defaults[name]
     returns = 0 if entry.result_ctype is not None else None
-    shared = _Shared(kernel, compiled, entry, tuple(names), slots, packed_defaults, frozenset(constexpr_names), layout, returns)
-    _dsl.add_unload_listener(entry.module, _on_module_unload(weakref.ref(shared)))
-    return PreparedLaunch(shared, bytes(snapshot), _checked_default() if checked is None else checked)
-
+    shared = _Shared(kernel, tuple(names), slots, packed_defaults, frozenset(constexpr_names), layout, returns, entry)
+    return PreparedLaunch(shared, _Pin(compiled, entry), bytes(snapshot), _checked_default() if checked is None else checked)

@@ -42,6 +42,7 @@ __all__ = [
     "qualname",
     "wrong_kind",
     "item_ranges",
+    "Held",
 ]
 
 U64 = 1 << 64
@@ -113,6 +114,23 @@ class Bound:
     slot: SlotKind
 
 
+class Held(tuple):  # type: ignore[type-arg]
+    """Items a ``coerce``/converter returns, plus ``owner``: what their addresses point into.
+
+    A value read through a new object (a DLPack capsule that may own a fresh
+    copy, a snapshot of a list's elements) returns its items as a ``Held``
+    tuple; every launch path keeps it until the entry point returns, so
+    nothing the kernel reads is freed under it. Packs like a plain tuple.
+    """
+
+    owner: Any
+
+    def __new__(cls, items: Any, owner: Any) -> Held:
+        self = super().__new__(cls, items)
+        self.owner = owner
+        return self
+
+
 def item_ranges(fmt: str) -> list[tuple[int, int]]:
     """The ``(start, end)`` byte ranges of the items of native struct format
     ``fmt``, leaving out the alignment padding between and after them."""
@@ -138,10 +156,12 @@ class SlotKind(ABC):
     kind: ClassVar[str]
     #: native ``struct`` format of the slot's storage (all parts, in order)
     fmt: str
-    #: how the C fast path writes the slot: "P" exact int (64-bit), "B" exact
-    #: bool, "I" int (range-checked for ``fmt``), "R" real (float or int),
-    #: "h"/"g" real as a Float16/BFloat16 bit pattern, "T" tensor (``c_spec``),
-    #: "X" generic (calls the packed converter)
+    #: how the C fast path writes the slot: "P" exact int (64-bit, format
+    #: Q/q), "B" exact bool (?), "I" int, range-checked for ``fmt``
+    #: (b/h/i/q/B/H/I/Q), "R" exact float or int (f/d), "h"/"g" the same as a
+    #: Float16/BFloat16 bit pattern (H), "T" tensor (``c_spec``), "S" sequence
+    #: of element kinds (each written by its own class), "X" generic (calls the
+    #: converter). ``bind()`` refuses a class that does not fit ``fmt`` (CB406).
     fast: str
 
     @property

@@ -9,7 +9,15 @@ them without building a DSL tensor:
   itself, this module finds it (:func:`exchange_function`) and uses it through
   ctypes on the Python paths;
 - else through ``value.__dlpack__()``: the capsule's ``DLTensor`` is read and
-  the capsule dropped (its destructor releases the producer's tensor).
+  the capsule returned with the view (:attr:`DLView.owner`): it may own the
+  memory (a producer exporting a fresh copy), so the launch holds it until the
+  entry point returns.
+
+Every description is validated before use (:class:`InvalidDLPack`): a known
+DLPack major version, no negative extent, no INT64_MIN stride, a data address
+within 64 bits; a capsule flagged read-only raises :class:`ReadOnlyDLPack`.
+The per-type caches hold types weakly, so a type (and whatever it refers to)
+can be collected.
 
 Nothing here touches the DSL.
 """
@@ -19,9 +27,10 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
-from typing import Any, Callable, NamedTuple
+import weakref
+from typing import Any, Callable, Final, NamedTuple
 
-__all__ = ["DLView", "DLTensor", "exchange_function", "exchange_for", "read", "read_capsule", "read_exchange", "describe_dtype", "is_cute_dtype", "DEVICE_NAMES"]
+__all__ = ["DLView", "DLTensor", "InvalidDLPack", "ReadOnlyDLPack", "EXCHANGE_FROM_PYOBJECT_OFFSET", "exchange_function", "exchange_for", "read", "read_capsule", "read_exchange", "describe_dtype", "is_cute_dtype", "DEVICE_NAMES"]
 
 #: DLPack device types, for messages.
 DEVICE_NAMES = {1: "cpu", 2: "cuda", 3: "cuda_host (pinned)", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm", 13: "cuda_managed"}
@@ -68,6 +77,21 @@ class DLView(NamedTuple):
     dtype: tuple[int, int, int]  # (code, bits, lanes)
     shape: tuple[int, ...]
     strides: tuple[int, ...]  # in elements; compact row-major when the producer gives none
+    owner: Any = None  # what the view's memory may belong to (a capsule): held until the launch returns
+
+
+class InvalidDLPack(ValueError):
+    """A DLPack description that cannot be read safely (CB218)."""
+
+
+class ReadOnlyDLPack(BufferError):
+    """A DLPack capsule flagged read-only (CB217)."""
+
+
+_INT64_MIN: Final = -(1 << 63)
+_U64: Final = 1 << 64
+#: DLPack major versions whose structs this module reads
+DLPACK_MAJOR: Final = 1
 
 
 def describe_dtype(dtype: tuple[int, int, int]) -> str:
@@ -96,8 +120,10 @@ _FROM_PYOBJECT = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_void
 # DLPackExchangeAPI: header {DLPackVersion version (2 x u32); prev_api*}, then the
 # function pointers managed_tensor_allocator, managed_tensor_from_py_object_no_sync,
 # managed_tensor_to_py_object_no_sync, dltensor_from_py_object_no_sync, ...
-_DLTENSOR_FROM_PYOBJECT_OFFSET = 16 + 3 * 8
-_EXCHANGE_CACHE: dict[type, tuple[int, Any, Any] | None] = {}
+#: Offset of ``dltensor_from_py_object_no_sync`` in the DLPackExchangeAPI table:
+#: the one definition; the C fast path gets it in each tensor spec (CTensorSpec.api_offset).
+EXCHANGE_FROM_PYOBJECT_OFFSET: Final = 16 + 3 * ctypes.sizeof(ctypes.c_void_p)
+_EXCHANGE_CACHE: weakref.WeakKeyDictionary[type, tuple[int, Any, Any] | None] = weakref.WeakKeyDictionary()
 _UNKNOWN: Any = object()
 
 
@@ -106,41 +132,68 @@ def exchange_function(tp: type) -> tuple[int, Any, Any] | None:
 
     The capsule is returned so holders keep the producer's table alive.
     """
-    if tp in _EXCHANGE_CACHE:
-        return _EXCHANGE_CACHE[tp]
+    cached = _EXCHANGE_CACHE.get(tp, _UNKNOWN)
+    if cached is not _UNKNOWN:
+        return cached  # type: ignore[no-any-return]
     found: tuple[int, Any, Any] | None = None
     capsule = getattr(tp, "__dlpack_c_exchange_api__", None)
     if capsule is not None and _api.PyCapsule_IsValid(capsule, b"dlpack_exchange_api"):
         table = _api.PyCapsule_GetPointer(capsule, b"dlpack_exchange_api")
         major = ctypes.c_uint32.from_address(table).value
-        address = ctypes.c_void_p.from_address(table + _DLTENSOR_FROM_PYOBJECT_OFFSET).value
-        if major >= 1 and address:
+        address = ctypes.c_void_p.from_address(table + EXCHANGE_FROM_PYOBJECT_OFFSET).value
+        if major == DLPACK_MAJOR and address:  # another major version: another table layout
             found = (int(address), _FROM_PYOBJECT(address), capsule)
-    _EXCHANGE_CACHE[tp] = found
+    try:
+        _EXCHANGE_CACHE[tp] = found
+    except TypeError:  # a type that cannot be weakly referenced: not cached
+        pass
     return found
 
 
-def _view(dl: DLTensor) -> DLView:
+def _view(dl: DLTensor, owner: Any = None) -> DLView:
+    """The facts of ``dl``, validated (:class:`InvalidDLPack` for a description that cannot exist)."""
     ndim = dl.ndim
+    if ndim < 0 or ndim > 64 or (ndim and not dl.shape):
+        raise InvalidDLPack(f"ndim {ndim} with {'a' if dl.shape else 'no'} shape")
     shape = tuple(dl.shape[:ndim]) if ndim else ()
+    if any(e < 0 for e in shape):
+        raise InvalidDLPack(f"a negative extent in shape {shape}")
     if ndim and dl.strides:
         strides = tuple(dl.strides[:ndim])
+        if _INT64_MIN in strides:
+            raise InvalidDLPack(f"a stride of INT64_MIN in strides {strides}")
     else:  # no strides: compact row-major
         acc, out = 1, []
         for extent in reversed(shape):
             out.append(acc)
             acc *= extent
         strides = tuple(reversed(out))
-    return DLView((dl.data or 0) + dl.byte_offset, (dl.device_type, dl.device_id), (dl.code, dl.bits, dl.lanes), shape, strides)
+    address = (dl.data or 0) + dl.byte_offset
+    if address >= _U64:
+        raise InvalidDLPack(f"data {dl.data or 0:#x} + byte_offset {dl.byte_offset} beyond 64 bits")
+    return DLView(address, (dl.device_type, dl.device_id), (dl.code, dl.bits, dl.lanes), shape, strides, owner)
+
+
+#: DLManagedTensorVersioned flags (dlpack.h)
+_FLAG_READ_ONLY: Final = 1
 
 
 def read_capsule(capsule: Any) -> DLView:
-    """Read the ``DLTensor`` inside a DLPack capsule (versioned or not, used or not)."""
+    """Read the ``DLTensor`` inside a DLPack capsule (versioned or not, used or not); the view holds the capsule."""
     name = _api.PyCapsule_GetName(capsule)
     pointer = _api.PyCapsule_GetPointer(capsule, name)
-    # DLManagedTensorVersioned: {DLPackVersion, manager_ctx, deleter, flags, DLTensor}
-    offset = 32 if name and b"versioned" in name else 0
-    return _view(DLTensor.from_address(pointer + offset))
+    if not pointer:
+        raise InvalidDLPack("an empty capsule")
+    offset = 0
+    if name and b"versioned" in name:
+        # DLManagedTensorVersioned: {DLPackVersion {u32 major, u32 minor}, manager_ctx, deleter, u64 flags, DLTensor}
+        major = ctypes.c_uint32.from_address(pointer).value
+        if major != DLPACK_MAJOR:
+            raise InvalidDLPack(f"DLPack major version {major} (this reader knows {DLPACK_MAJOR})")
+        if ctypes.c_uint64.from_address(pointer + 24).value & _FLAG_READ_ONLY:
+            raise ReadOnlyDLPack("the capsule is flagged read-only")
+        offset = 32
+    return _view(DLTensor.from_address(pointer + offset), capsule)
 
 
 def exchange_for(tp: type) -> tuple[int, Any, Any] | None:
@@ -155,7 +208,7 @@ def read_exchange(found: tuple[int, Any, Any], value: Any) -> DLView | None:
     dl = DLTensor()
     try:
         if found[1](value, ctypes.addressof(dl)) == 0:
-            return _view(dl)
+            return _view(dl)  # borrowed from ``value``, which the launch holds
     except Exception:
         pass
     return None
@@ -164,7 +217,7 @@ def read_exchange(found: tuple[int, Any, Any], value: Any) -> DLView | None:
 # ---------------------------------------------------------------- per-type readers (Python paths)
 #: value -> DLView, or None when this value cannot be read that way
 Reader = Callable[[Any], "DLView | None"]
-_READERS: dict[type, Reader | None] = {}
+_READERS: weakref.WeakKeyDictionary[type, Reader | None] = weakref.WeakKeyDictionary()
 
 #: torch dtype attribute name -> DLPack (code, bits, lanes): the one torch dtype table.
 TORCH_DTYPE_CODES: dict[str, tuple[int, int, int]] = {
@@ -209,19 +262,29 @@ def _torch_reader(torch: Any) -> Reader:
 
 
 def reader_for(tp: type) -> Reader | None:
-    """The cheapest Python reader for values of exactly type ``tp`` (value -> DLView or None), or None."""
-    if tp in _READERS:
-        return _READERS[tp]
-    reader: Reader | None = None
+    """The cheapest Python reader for values of exactly type ``tp`` (value -> DLView or None), or None.
+
+    Exact ``torch.Tensor`` and ``torch.nn.Parameter`` are read through their
+    attributes; a tensor subclass (which may override ``data_ptr()``,
+    ``shape`` or ``stride()``) through the exchange function, which reads the
+    real tensor exactly as the C fast path does.
+    """
+    reader = _READERS.get(tp, _UNKNOWN)
+    if reader is not _UNKNOWN:
+        return reader  # type: ignore[no-any-return]
+    reader = None
     torch = sys.modules.get("torch")
-    if torch is not None and isinstance(tp, type) and issubclass(tp, torch.Tensor):
+    if torch is not None and (tp is torch.Tensor or tp is getattr(getattr(torch, "nn", None), "Parameter", None)):
         reader = _torch_reader(torch)
     else:
         found = exchange_for(tp)
         if found is not None:
             reader = functools.partial(read_exchange, found)
-    _READERS[tp] = reader
-    return reader
+    try:
+        _READERS[tp] = reader
+    except TypeError:  # not weakly referenceable: not cached
+        pass
+    return reader  # type: ignore[no-any-return]
 
 
 # __dlpack__ keyword sets, tried in order: no synchronisation (as the DSL asks)
@@ -230,11 +293,15 @@ def reader_for(tp: type) -> Reader | None:
 _EXPORT_KWARGS: tuple[dict[str, Any], ...] = ({"stream": -1, "copy": False}, {"copy": False}, {"stream": -1}, {})
 #: per type, the keyword sets in the order to try them: the one that last worked
 #: first, so a producer refusing the first set (NumPy takes no stream) exports once
-_EXPORT_ORDER: dict[type, tuple[dict[str, Any], ...]] = {}
+_EXPORT_ORDER: weakref.WeakKeyDictionary[type, tuple[dict[str, Any], ...]] = weakref.WeakKeyDictionary()
 
 
 def read(value: Any) -> DLView:
-    """Read a DLPack-capable value; raise TypeError, BufferError, ... when it cannot be read in place."""
+    """Read a DLPack-capable value; raise TypeError, BufferError, ... when it cannot be read in place.
+
+    A view read through ``__dlpack__`` holds the capsule (``owner``): keep the
+    view until the memory is no longer used.
+    """
     reader = reader_for(type(value))
     if reader is not None:
         view = reader(value)
@@ -254,7 +321,10 @@ def read(value: Any) -> DLView:
             error = error or exc
             continue
         if kwargs is not order[0]:
-            _EXPORT_ORDER[type(value)] = (kwargs, *(k for k in _EXPORT_KWARGS if k is not kwargs))
+            try:
+                _EXPORT_ORDER[type(value)] = (kwargs, *(k for k in _EXPORT_KWARGS if k is not kwargs))
+            except TypeError:
+                pass
         return read_capsule(capsule)
     raise error if error is not None else TypeError("__dlpack__ failed")
 

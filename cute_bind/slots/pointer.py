@@ -101,9 +101,14 @@ class PointerKind(SlotKind):
             return _PointerValue(self._check_range(operator.index(value), where), None, None, None)
         data_ptr = getattr(value, "data_ptr", None)
         if data_ptr is not None and callable(data_ptr):
-            address = data_ptr()
+            try:
+                address = data_ptr()
+            except Exception as exc:  # e.g. a sparse torch tensor has no single data pointer
+                raise wrong_kind(where, f"{self.expected()} (its data_ptr() raised {type(exc).__name__}: {_first_line(exc)})", value) from None
             if isinstance(address, bool) or not isinstance(address, int):
                 raise wrong_kind(where, self.expected(), value)
+            if address == 0 and not _is_empty(value):
+                raise _null_data(where, value)
             is_cuda = bool(getattr(value, "is_cuda", False))
             space = _dsl.dsl().cute.AddressSpace.gmem if is_cuda else None
             pinned = getattr(value, "is_pinned", None)
@@ -112,7 +117,21 @@ class PointerKind(SlotKind):
         for attr, on_device in (("__cuda_array_interface__", True), ("__array_interface__", False)):
             iface = getattr(value, attr, None)
             if isinstance(iface, dict) and "data" in iface:
-                address = int(iface["data"][0] or 0)
+                data = iface["data"]
+                if not (isinstance(data, tuple) and len(data) == 2 and isinstance(data[0], int) and not isinstance(data[0], bool)):
+                    # None (a buffer-protocol export), a missing address...: nothing to point at
+                    raise wrong_kind(where, f"{self.expected()} (its {attr}['data'] is {data!r}, not (address, read_only))", value)
+                address, read_only = data
+                if read_only:
+                    raise D.error(
+                        D.READ_ONLY_BUFFER,
+                        kernel=where.kernel,
+                        parameter=where.parameter,
+                        expected="a writable array (a kernel may store through the pointer)",
+                        got=f"{describe_value(value)} (read-only)",
+                    )
+                if address == 0 and not _is_empty(value):
+                    raise _null_data(where, value)
                 typestr = str(iface.get("typestr", ""))[1:]
                 space = _dsl.dsl().cute.AddressSpace.gmem if on_device else None
                 return _PointerValue(self._check_range(address, where), _NUMPY_TYPESTR.get(typestr), space, None, not on_device)
@@ -120,8 +139,8 @@ class PointerKind(SlotKind):
             return _PointerValue(self._check_range(ctypes.cast(value, ctypes.c_void_p).value or 0, where), None, None, None)
         try:
             address = operator.index(value)  # numpy integer scalars and the like
-        except TypeError:
-            raise wrong_kind(where, self.expected(), value) from None
+        except Exception as exc:  # not an integer, or a hostile __index__ that raised: a typed error
+            raise wrong_kind(where, self.expected(), value) from exc
         return _PointerValue(self._check_range(address, where), None, None, None)
 
     def _torch_dtype(self, value: Any) -> str | None:
@@ -177,7 +196,12 @@ class PointerKind(SlotKind):
             if checked:
                 self._check_alignment(address, where)
             return address
-        pv = self._read(value, where)
+        try:
+            pv = self._read(value, where)
+        except D.CuteBindError:
+            raise
+        except Exception as exc:  # a hostile attribute or protocol method raised: a typed error
+            raise wrong_kind(where, self.expected(), value) from exc
         self._check_matches(pv, where)
         self._check_alignment(pv.address, where)
         return pv.address
@@ -222,6 +246,34 @@ class PointerKind(SlotKind):
         else:
             dsl_value = _dsl.make_pointer(_dsl.dsl().cutlass.Uint8, pv.address, space or _generic(), 1)
         return Bound(packed=pv.address, dsl_value=dsl_value, key=None, slot=bound)
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:120] if text else ""
+
+
+def _is_empty(value: Any) -> bool:
+    """Whether an array-like value has no elements (then a NULL data address is harmless)."""
+    for attr in ("numel", "size"):
+        n = getattr(value, attr, None)
+        try:
+            n = n() if callable(n) else n
+        except Exception:
+            continue
+        if isinstance(n, int) and not isinstance(n, bool):
+            return n == 0
+    return False
+
+
+def _null_data(where: Where, value: Any) -> Exception:
+    return D.error(
+        D.NULL_DATA,
+        kernel=where.kernel,
+        parameter=where.parameter,
+        expected="an array or tensor that owns memory (a raw int address is taken as it is)",
+        got=f"{describe_value(value)} at address 0 (a meta or fake tensor?)",
+    )
 
 
 def _generic() -> Any:

@@ -84,7 +84,14 @@ class ScalarKind(SlotKind):
 
     def guard(self, var: str) -> str | None:
         # struct's '?' accepts any object (truthiness); only real bools take the fast path.
-        return f"{var}.__class__ is bool" if self.is_bool else None
+        if self.is_bool:
+            return f"{var}.__class__ is bool"
+        # struct's 'f'/'d' read a float subclass's raw value, ignoring an overridden
+        # __float__ that the slow path (float(value), as the DSL's direct call) honours:
+        # only exact floats and ints take the fast path
+        if self.is_float and not self.is_half:
+            return f"({var}.__class__ is float or {var}.__class__ is int)"
+        return None
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
         if _dsl.is_numeric_type(type(value)):  # a cutlass.Int32(...) style object
@@ -116,8 +123,8 @@ class ScalarKind(SlotKind):
             raise wrong_kind(where, self.expected(), value)
         try:
             as_int = operator.index(value)
-        except TypeError:
-            raise wrong_kind(where, self.expected(), value) from None
+        except Exception as exc:  # not an integer, or a hostile __index__ that raised: a typed error
+            raise wrong_kind(where, self.expected(), value) from exc
         if as_int not in (0, 1):
             raise D.error(D.INTEGER_OUT_OF_RANGE, kernel=where.kernel, parameter=where.parameter, expected="Boolean (0 or 1)", got=str(as_int))
         return bool(as_int)
@@ -130,8 +137,8 @@ class ScalarKind(SlotKind):
             raise wrong_kind(where, self.expected(), value)
         try:
             as_int = operator.index(value)
-        except TypeError:
-            raise wrong_kind(where, self.expected(), value) from None
+        except Exception as exc:  # not an integer, or a hostile __index__ that raised: a typed error
+            raise wrong_kind(where, self.expected(), value) from exc
         lo, hi = self.range or (0, 0)
         if not lo <= as_int <= hi:
             raise D.error(
@@ -152,8 +159,8 @@ class ScalarKind(SlotKind):
             raise D.error(
                 D.INTEGER_OUT_OF_RANGE, kernel=where.kernel, parameter=where.parameter, expected=f"a value representable as {self.dtype_name}", got=describe_value(value)
             ) from None
-        except (TypeError, ValueError):
-            raise wrong_kind(where, self.expected(), value) from None
+        except Exception as exc:  # not a number, or a hostile __float__ that raised: a typed error
+            raise wrong_kind(where, self.expected(), value) from exc
 
     def bind(self, value: Any, where: Where) -> Bound:
         if self.is_half:

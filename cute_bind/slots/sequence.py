@@ -6,6 +6,14 @@ concatenation of its element slots, with the length fixed at ``bind()``:
 ``tuple[X, Y]`` fixes the element kinds in the annotation; ``tuple[X, ...]``,
 ``list[X]`` and ``Sequence[X]`` fix one kind for every element; a bare
 ``tuple``/``list`` takes each element's kind from the value given to ``bind()``.
+
+A sequence value is read by iterating it (``list(value)``), on every path: a
+tuple or list subclass overriding ``__iter__`` is read through it (the C fast
+path takes exact tuples and lists only, whose raw items are their iteration).
+What was read (a snapshot of the elements, any capsule an element was read
+through) is returned with the items (:class:`~cute_bind.slots.base.Held`), so
+the launch holds every element until the entry point returns even if another
+thread empties the list meanwhile.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from typing import Any
 
 from .. import _whitelist as W
 from .. import diagnostics as D
-from .base import Bound, Rejected, SlotKind, Where, describe_annotation, qualname, wrong_kind
+from .base import Bound, Held, Rejected, SlotKind, Where, describe_annotation, qualname, wrong_kind
 from .registry import element_kinds, infer_slot, register
 
 __all__ = ["SequenceKind", "element_problem"]
@@ -165,13 +173,16 @@ class SequenceKind(SlotKind):
     def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[Any, ...]:
         items = self._items(value, where)
         out: list[Any] = []
+        owners: list[Any] = [items]
         for i, (kind, item) in enumerate(zip(self.elements or (), items)):
             v = kind.coerce(item, self._where(where, i), checked)
             if not kind.packs_tuple:
                 out.append(v)
             else:
                 out.extend(v)
-        return tuple(out)
+                if isinstance(v, Held):
+                    owners.append(v.owner)
+        return Held(out, owners)
 
     def converter(self, where: Where) -> Any:
         """Elements taken as they are where their guard allows (as the generated fast path does
@@ -188,21 +199,31 @@ class SequenceKind(SlotKind):
             plan.append((e, w, convert, check, e.packs_tuple))
         coerce = self.coerce
 
-        def convert_sequence(value: Any) -> list[Any]:
-            if (value.__class__ is tuple or value.__class__ is list) and len(value) == n:
+        def convert_sequence(value: Any) -> Any:
+            cls = type(value)
+            if (cls is tuple or cls is list) and len(value) == n:
+                items = tuple(value)  # a snapshot: the launch holds the elements, whatever happens to the list
                 out: list[Any] = []
-                for (e, w, convert, check, multi), v in zip(plan, value):
+                owners: list[Any] = [items]
+                for (e, w, convert, check, multi), v in zip(plan, items):
                     if convert is not None:
                         if multi:
-                            out.extend(convert(v))
+                            c = convert(v)
+                            out.extend(c)
+                            if isinstance(c, Held):
+                                owners.append(c.owner)
                         else:
                             out.append(convert(v))
                     elif check is None or check(v):
                         out.append(v)
                     else:
-                        out.append(e.coerce(v, w))
-                return out
-            return list(coerce(value, where))
+                        c = e.coerce(v, w)
+                        if multi:
+                            out.extend(c)
+                        else:
+                            out.append(c)
+                return Held(out, owners)
+            return coerce(value, where)
 
         return convert_sequence
 

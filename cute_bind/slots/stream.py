@@ -51,6 +51,14 @@ class StreamKind(SlotKind):
         return f"{var}.__class__ is int"
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> int:
+        try:
+            return self._coerce(value, where)
+        except D.CuteBindError:
+            raise
+        except Exception as exc:  # a hostile attribute or protocol method raised: a typed error
+            raise wrong_kind(where, self.expected(), value) from exc
+
+    def _coerce(self, value: Any, where: Where) -> int:
         if isinstance(value, bool) or value is None or isinstance(value, (float, str, bytes)):
             raise wrong_kind(where, self.expected(), value)
         handle: Any
@@ -66,7 +74,7 @@ class StreamKind(SlotKind):
         else:
             try:
                 handle = operator.index(value)
-            except TypeError:
+            except Exception:  # not an integer, or a hostile __index__ that raised: a typed error
                 raise wrong_kind(where, self.expected(), value) from None
         if isinstance(handle, bool) or not isinstance(handle, int):
             raise wrong_kind(where, self.expected(), value)

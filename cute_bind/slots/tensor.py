@@ -19,20 +19,61 @@ nanoseconds next to the DLPack read itself (see the benchmarks page).
 from __future__ import annotations
 
 import typing
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import _dsl
 from .. import diagnostics as D
 from .._types import TensorSpec, tensor_spec_of
 from . import dlpack as _dlpack
-from .base import Bound, SlotKind, Where, describe_value, item_ranges, wrong_kind
+from .base import Bound, Held, SlotKind, Where, describe_value, item_ranges, wrong_kind
 from .registry import register
 
-__all__ = ["TensorKind"]
+__all__ = ["TensorKind", "CTensorSpec", "CMode"]
 
 _WIDTH_FMT = {32: "i", 64: "q"}
 _RANGE = {32: (-(1 << 31), (1 << 31) - 1), 64: (-(1 << 63), (1 << 63) - 1)}
 _INT32_MAX = (1 << 31) - 1
+_U64 = 1 << 64
+
+
+class CMode(NamedTuple):
+    """One mode (extent or stride) of a :class:`CTensorSpec`."""
+
+    static: int  # the compiled-in value of a static mode (0 for a dynamic one)
+    dynamic: int  # 1: the launch writes the value; 0: it must equal ``static``
+    width: int  # 32 or 64 for a dynamic mode (0 for a static one)
+    divisibility: int  # a dynamic value must be a multiple of it (1: any)
+    offset: int  # byte offset of a dynamic value in the descriptor (-1 for a static one)
+
+
+class CTensorSpec(NamedTuple):
+    """What the C fast path's class "T" needs of a tensor slot: a typed record with a fixed
+    field count, which ``_claunch.c`` checks (``TENSOR_SPEC_FIELDS``) before reading it.
+
+    ``function``/``type``/``capsule`` are the bound value type's DLPack exchange
+    function (its address), the type and its exchange-API capsule, or ``0``/
+    ``None``/``None`` when the C code learns them at the first launch.
+    """
+
+    function: int
+    type: Any
+    capsule: Any
+    api_offset: int  # where dltensor_from_py_object_no_sync sits in an exchange-API table
+    dtype: tuple[int, int, int]  # DLPack (code, bits, lanes)
+    device: tuple[int, int]  # DLPack (device type, device id)
+    align: int  # the data address must be a multiple of it
+    ndim: int
+    modes: tuple[CMode, ...]  # extents then strides: 2 * ndim
+    footprint32: int  # 1: 32-bit strides, the footprint must fit Int32
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:160].rstrip(".") if text else ""
+
+
+def _empty(view: _dlpack.DLView) -> bool:
+    return 0 in view.shape
 
 
 def _footprint(view: _dlpack.DLView) -> int:
@@ -65,6 +106,9 @@ class TensorKind(SlotKind):
         self.device = device
         self.align = align
         self.value_type = value_type
+        # the last value type and its reader (Python paths); held here, not in a global
+        # table, so a type referring to the handle can still be collected with it
+        self._reader_cache: tuple[Any, Any] = (None, None)
         if layout is None:
             self.fmt = "Q"
             self._width = 1
@@ -135,7 +179,16 @@ class TensorKind(SlotKind):
                 raise self._device_error(device, where)
         try:
             return _dlpack.read(value)
-        except (TypeError, BufferError, ValueError, RuntimeError) as exc:
+        except _dlpack.InvalidDLPack as exc:
+            raise D.error(
+                D.INVALID_DLPACK, kernel=where.kernel, parameter=where.parameter, detail=str(exc),
+                expected="a tensor a DLPack producer can describe", got=describe_value(value)
+            ) from None
+        except _dlpack.ReadOnlyDLPack:
+            raise D.error(
+                D.READ_ONLY_BUFFER, kernel=where.kernel, parameter=where.parameter, expected="a writable tensor", got=describe_value(value)
+            ) from None
+        except Exception as exc:  # not readable, or a hostile __dlpack__ that raised: a typed error
             raise D.error(
                 D.WRONG_KIND, kernel=where.kernel, parameter=where.parameter, expected=self.expected(), got=f"{describe_value(value)} ({exc})"
             ) from None
@@ -219,19 +272,34 @@ class TensorKind(SlotKind):
         return Bound(packed=packed, dsl_value=tensor, key=(layout.cache_key, view.device[0]), slot=bound)
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[int, ...]:
-        reader = _dlpack.reader_for(type(value))  # the exact type: a proxy's __class__ may lie
+        tp = type(value)  # the exact type: a proxy's __class__ may lie
+        cached = self._reader_cache  # one tuple, replaced whole: safe across threads
+        if cached[0] is tp:
+            reader = cached[1]
+        else:
+            reader = _dlpack.reader_for(tp)
+            self._reader_cache = (tp, reader)
         if reader is not None:
             view = reader(value)
             if view is not None:
-                return self.pack_view(view, where)
-        return self.pack_view(self._read(value, where), where)
+                return self.pack_view(view, where)  # borrowed from ``value``, which the launch holds
+        view = self._read(value, where)
+        packed = self.pack_view(view, where)
+        # read through a capsule that may own the memory: it lives as long as the packed items
+        return packed if view.owner is None else Held(packed, view.owner)
 
     def converter(self, where: Where) -> Any:
         return self.coerce_converter(where)
 
     def pack_view(self, view: _dlpack.DLView, where: Where) -> tuple[int, ...]:
         """Check one tensor's facts against the compiled ones; the descriptor's items."""
-        if view.dtype == self.dtype and view.device == self.device and not view.address % self.align and len(view.shape) == len(self._plan) // 2:
+        if (
+            view.dtype == self.dtype
+            and view.device == self.device
+            and 0 < view.address < _U64
+            and not view.address % self.align
+            and len(view.shape) == len(self._plan) // 2
+        ):
             values = view.shape + view.strides
             out = [view.address]
             for k, static, lo, hi, div in self._plan:
@@ -246,10 +314,30 @@ class TensorKind(SlotKind):
         return self._diagnose(view, where)
 
     def _diagnose(self, view: _dlpack.DLView, where: Where) -> tuple[int, ...]:
-        """``pack_view`` step by step: raises the catalog error for the first fact that differs."""
+        """``pack_view`` step by step: raises the catalog error for the first fact that differs,
+        or returns the items (an empty tensor: its strides are not checked against static ones,
+        NumPy reports 0 for them; a NULL address is fine when it has no elements)."""
         layout = self.layout
         if layout is None:  # pragma: no cover - only bound slots are packed
             raise RuntimeError("an unbound tensor slot has no layout")
+        empty = _empty(view)
+        if not 0 <= view.address < _U64 or any(e < 0 for e in view.shape):
+            raise D.error(
+                D.INVALID_DLPACK,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                detail="an address beyond 64 bits or a negative extent",
+                expected="a tensor a DLPack producer can describe",
+                got=f"address {view.address:#x}, shape {view.shape}",
+            )
+        if view.address == 0 and not empty:
+            raise D.error(
+                D.NULL_DATA,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected="a tensor that owns memory",
+                got=f"a tensor of shape {view.shape} at address 0 (a meta or fake tensor?)",
+            )
         if view.dtype != self.dtype:
             raise D.error(
                 D.TENSOR_DTYPE_MISMATCH,
@@ -275,7 +363,7 @@ class TensorKind(SlotKind):
         for what, modes, values, out in (("extent", layout.shape, view.shape, shapes), ("stride", layout.stride, view.strides, strides)):
             for i, (mode, v) in enumerate(zip(modes, values)):
                 if mode.static is not None:
-                    if v != mode.static:
+                    if v != mode.static and not (empty and what == "stride"):
                         raise self._layout_error(f"{what} of mode {i}", f"{mode.static} (layout {layout.text})", view, where)
                     continue
                 lo, hi = _RANGE[mode.width]
@@ -348,13 +436,13 @@ class TensorKind(SlotKind):
             all(m.static is None for m in modes) or all(m.static is not None for m in modes) for modes in (layout.shape, layout.stride)
         ) and all(m.static is None for m in layout.stride)
 
-    def c_spec(self) -> Any:
-        """``(function, type, dtype, device, align, modes)`` for the C fast path's class "T".
+    def c_spec(self) -> CTensorSpec | None:
+        """The :class:`CTensorSpec` of the C fast path's class "T" (None before ``bind()``).
 
-        ``modes`` lists extents then strides as ``(static, width, divisibility)``
-        with ``static`` -1 and a flag for dynamic ones; the C code writes the
-        dynamic values in that order right after the data address, at the
-        offsets ``struct`` gives.
+        Each mode is a :class:`CMode`: a static one carries its value (offset
+        -1), a dynamic one its width, divisibility and the byte offset where
+        the C code writes it (extents then strides, right after the data
+        address, at the offsets ``struct`` gives).
         """
         layout = self.layout
         if layout is None:
@@ -363,20 +451,21 @@ class TensorKind(SlotKind):
         offsets = iter([start for start, _ in item_ranges(self.fmt)[1:]])  # after the data address
         for mode in (*layout.shape, *layout.stride):
             if mode.static is None:
-                modes.append((0, 1, mode.width, mode.divisibility, next(offsets)))
+                modes.append(CMode(0, 1, mode.width, mode.divisibility, next(offsets)))
             else:
-                modes.append((mode.static, 0, 0, 1, -1))
+                modes.append(CMode(mode.static, 0, 0, 1, -1))
         ex = self._exchange
-        return (
-            ex[0] if ex else 0,
-            self.value_type if ex else None,
-            self.dtype,
-            self.device,
-            self.align,
-            len(layout.shape),
-            tuple(modes),
-            ex[2] if ex else None,
-            int(self._footprint32),
+        return CTensorSpec(
+            function=ex[0] if ex else 0,
+            type=self.value_type if ex else None,
+            capsule=ex[2] if ex else None,
+            api_offset=_dlpack.EXCHANGE_FROM_PYOBJECT_OFFSET,
+            dtype=self.dtype or (0, 0, 0),
+            device=self.device or (0, 0),
+            align=self.align,
+            ndim=len(layout.shape),
+            modes=tuple(modes),
+            footprint32=int(self._footprint32),
         )
 
 

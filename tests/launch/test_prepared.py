@@ -158,14 +158,15 @@ def test_unload_then_launch_raises_and_recompile_needs_new_handle():
     k = cute_bind.kernel(scale)
     h = k.bind(y, x, 1.0, 64, 0)
     saved = h.launch  # a reference kept by a hot loop must also see the unload
-    _dsl.unload(h.compiled)
+    old = h.compiled
+    _dsl.unload(old)
     for fn in (h.launch, saved):
         with pytest.raises(cute_bind.LaunchRuntimeError) as info:
             fn(y.ctypes.data, x.ctypes.data, 2.0, 64, 0)
         assert info.value.code == "CB402"
     k.clear_cache()
     fresh = k.bind(y, x, 1.0, 64, 0)
-    assert fresh.compiled is not h.compiled
+    assert fresh.compiled is not old and h.state is cute_bind.launch.HandleState.UNLOADED
     fresh.launch(y.ctypes.data, x.ctypes.data, 2.0, 64, 0)
     assert np.array_equal(y, x * np.float32(2.0))
 

@@ -23,7 +23,8 @@ def test_exchange_and_capsule_routes_agree(make):
     assert _dlpack.exchange_function(type(t)) is not None, "torch has no DLPack exchange API"
     fast = _dlpack.read(t)
     slow = _dlpack.read_capsule(t.__dlpack__())
-    assert fast == slow
+    assert fast[:5] == slow[:5]  # the facts (a capsule read also holds the capsule: owner)
+    assert fast.owner is None and slow.owner is not None
     assert fast.address == t.data_ptr() and fast.shape == tuple(t.shape) and fast.strides == tuple(t.stride())
 
 
