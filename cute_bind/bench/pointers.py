@@ -46,8 +46,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     alpha, stream_handle = 2.0, 0
     torch_stream = None
     if gpu:
-        import torch
-
+        torch = _dsl.import_torch()
         n = 4096
         x = torch.randn(n, device="cuda", dtype=torch.float32)
         out = torch.empty_like(x)
@@ -105,8 +104,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     compiled(*direct_args)
     ref = result()
     if gpu:
-        import torch
-
+        torch = _dsl.import_torch()
         checks["direct == torch reference"] = bool(torch.equal(ref, expected()))
         same: Callable[[Any, Any], bool] = torch.equal
     else:
@@ -184,9 +182,10 @@ def _gpu_extra_paths(compiled: Any, out_addr: int, in_addr: int, alpha: float, n
     import ctypes
 
     import cuda.bindings.driver as drv
-    import torch
 
     from .. import _dsl
+
+    torch = _dsl.import_torch()
 
     checks = agree.checks
     rows: list[_Path] = []
@@ -227,10 +226,12 @@ def _tvm_tensor_path(out: Any, x: Any, alpha: float, stream: Any, agree: _Agreem
 
         import cutlass
         import cutlass.cute as cute
-        import torch
         from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
 
+        from .. import _dsl
         from .kernels import scale_tensors
+
+        torch = _dsl.import_torch()
 
         fake = make_fake_compact_tensor(cutlass.Float32, (cute.sym_int(),), assumed_align=16)
         fn = cute.compile(scale_tensors, fake, fake, cutlass.Float32(alpha), make_fake_stream(use_tvm_ffi_env_stream=True), options="--enable-tvm-ffi")

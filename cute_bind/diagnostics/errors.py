@@ -21,6 +21,7 @@ __all__ = [
     "LaunchRuntimeError",
     "CudaLaunchError",
     "DSLCompatibilityError",
+    "DSLVersionWarning",
 ]
 
 
@@ -132,3 +133,12 @@ class CudaLaunchError(LaunchRuntimeError):
 
 class DSLCompatibilityError(CuteBindError, RuntimeError):
     """The installed nvidia-cutlass-dsl lacks an internal cute_bind relies on."""
+
+
+class DSLVersionWarning(CuteBindError, RuntimeWarning):
+    """A warning, issued once: the installed nvidia-cutlass-dsl is outside the tested range.
+
+    It has every internal cute_bind's contract lists, so cute_bind runs with
+    it. Silence it with
+    ``warnings.filterwarnings("ignore", category=cute_bind.DSLVersionWarning)``.
+    """

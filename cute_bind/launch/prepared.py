@@ -140,6 +140,8 @@ class _Shared:
         self.wheres = tuple(Where(kernel, n) for n in names)
         self.hints = {n: s.expected() for n, s in zip(names, slots)}
         self.handles: weakref.WeakSet[PreparedLaunch[Any]] = weakref.WeakSet()
+        # the DSL's re-entry check, run before every launch (DSL 4.8, PyIR-compiled functions only)
+        self.guard: Callable[[], None] | None = None
 
 
 _CODE_CACHE: dict[tuple[Any, ...], Any] = {}
@@ -239,6 +241,8 @@ class PreparedLaunch(Generic[P]):
         self._argv = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         self._argv_address = ctypes.c_void_p(ctypes.addressof(self._argv))
         self._call: Any = _dsl.entry_function(entry.address)
+        if shared.guard is not None:
+            self._call = _guarded(shared.guard, self._call)
         self._lock = threading.Lock()
         self._owner: str | None = None
         self._launcher: Any = None  # the C fast path's object, when it is used
@@ -251,7 +255,8 @@ class PreparedLaunch(Generic[P]):
     # ------------------------------------------------------------------ launch paths
     def _make_launch(self) -> Callable[..., int | None]:
         sh = self._shared
-        launcher_class = None if self._checked else _c_launcher_class()
+        # the C fast path calls the entry itself: a guarded handle takes the Python one
+        launcher_class = None if self._checked or sh.guard is not None else _c_launcher_class()
         if launcher_class is not None:
             lay = sh.layout
             required = _Missing()
@@ -473,6 +478,16 @@ class PreparedLaunch(Generic[P]):
         return f"<PreparedLaunch {sh.kernel}({slots}){state}>"
 
 
+def _guarded(guard: Callable[[], None], call: Any) -> Callable[[Any], None]:
+    """``call`` preceded by ``guard`` (which raises when the direct call would refuse)."""
+
+    def guarded_call(argv: Any) -> None:
+        guard()
+        call(argv)
+
+    return guarded_call
+
+
 def _on_module_unload(shared_ref: weakref.ref[_Shared]) -> Callable[[], None]:
     def notify() -> None:
         sh = shared_ref()
@@ -495,6 +510,7 @@ def build(
 ) -> PreparedLaunch[Any]:
     """Run the DSL's marshalling once and build a handle from its bytes."""
     _dsl.require_contract_once()
+    guard = _dsl.specialization_guard(compiled, kernel, names)
     if _dsl.workspace_argument_count(compiled):
         raise D.error(D.WORKSPACE_ARGUMENTS, kernel=kernel, expected="0", got=str(_dsl.workspace_argument_count(compiled)))
     slots = tuple(b.slot for b in bounds)
@@ -542,6 +558,7 @@ def build(
             packed_defaults[name] = coerced if slot.converter(where) is None else defaults[name]
     returns = 0 if entry.result_ctype is not None else None
     shared = _Shared(kernel, compiled, entry, tuple(names), slots, packed_defaults, frozenset(constexpr_names), layout, returns)
+    shared.guard = guard
     _dsl.add_unload_listener(entry.module, _on_module_unload(weakref.ref(shared)))
     return PreparedLaunch(shared, bytes(snapshot), _checked_default() if checked is None else checked)
 
