@@ -48,7 +48,7 @@ RANGES = {
     "4": ("Launch runtime", "raised by `launch()` when the handle cannot launch or CUDA reports an error"),
     "5": ("Environment", "raised when the installed CuTe DSL is missing or incompatible"),
 }
-_BUILTINS = (TypeError, ValueError, RuntimeError)
+_BUILTINS = (TypeError, ValueError, RuntimeError, RuntimeWarning)
 
 
 def catalog() -> dict[str, Any]:
