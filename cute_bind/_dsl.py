@@ -931,7 +931,14 @@ def specialization_guard(compiled: Any, kernel: str, names: typing.Sequence[str]
             expected="a specialization on trace-time values only",
             got="the compiled code baked in a value read from a runtime parameter, which a prepared launch cannot re-check",
         )
-    validate = dsl().jit_executor._pyir_validate_spec_reentry
+    # The engine itself, not the executor's hook into it (which re-runs its
+    # lazy import on every call).
+    try:
+        import importlib
+
+        validate = importlib.import_module("cutlass.base_dsl.pyir_spec")._pyir_validate_spec_reentry
+    except (ImportError, AttributeError):
+        validate = dsl().jit_executor._pyir_validate_spec_reentry
     execution_args = execution_args_of(compiled)
     # The record never reads runtime parameters (checked above), so the
     # binding it is validated against needs their names only, not values.
