@@ -699,7 +699,6 @@ _REQUIRED: tuple[tuple[str, str], ...] = (
     ("cutlass.base_dsl.jit_executor", "ExecutionArgs"),
     ("cutlass.base_dsl.jit_executor.ExecutionArgs", "generate_execution_args"),
     ("cutlass.base_dsl.jit_executor.JitCompiledFunction", "to"),
-    ("cutlass.base_dsl.jit_executor.JitExecutor", "_get_invoke_packed_args"),
     ("cutlass.base_dsl.jit_executor.JitModule", "unload"),
     ("cutlass.cute.runtime", "_Pointer"),
     ("cutlass.cute.runtime", "make_ptr"),
