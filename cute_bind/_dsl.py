@@ -1016,3 +1016,50 @@ def raw_kernel_function(compiled: Any) -> tuple[Any, list[int]] | None:
             break
         sizes.append(int(size))
     return function, sizes
+
+
+# ------------------------------------------------------------------ devices
+def executor_on_device(compiled: Any, device: int, kernel: str | None = None) -> Any:
+    """The executor of ``compiled`` for CUDA device ``device``: made once per device, kept on the compiled function.
+
+    The DSL's executor takes its kernel functions from the CUDA context that is
+    current when it is made (``compiled.to(...)``), and a compiled function's
+    own default executor is made on whatever device is current at its first
+    call. A handle bound with values on device ``device`` must call an
+    executor made there, so that device's primary context is made current
+    around ``compiled.to(device)``. An executor (``compiled.to(d)`` made by
+    the caller) is returned as it is.
+    """
+    if is_executor(compiled):
+        return compiled
+    import cuda.bindings.driver as drv
+
+    with compiled._executor_lock:
+        executors = compiled.__dict__.setdefault("_cute_bind_executors", {})
+        executor = executors.get(device)
+        if executor is not None and not is_unloaded(executor.jit_module):
+            return executor
+        try:
+            err, dev = drv.cuDeviceGet(device)
+            if int(err) != 0:
+                raise RuntimeError(f"cuDeviceGet({device}): {cuda_error_name(int(err))}")
+            err, ctx = drv.cuDevicePrimaryCtxRetain(dev)
+            if int(err) != 0:
+                raise RuntimeError(f"cuDevicePrimaryCtxRetain({device}): {cuda_error_name(int(err))}")
+            try:
+                (err,) = drv.cuCtxPushCurrent(ctx)
+                if int(err) != 0:
+                    raise RuntimeError(f"cuCtxPushCurrent: {cuda_error_name(int(err))}")
+                try:
+                    executor = compiled.to(device)
+                finally:
+                    drv.cuCtxPopCurrent()
+            finally:
+                drv.cuDevicePrimaryCtxRelease(dev)  # the executor holds its own reference
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise D.error(
+                D.NO_ENGINE, kernel=kernel or function_name(compiled), expected=f"a module that loads on CUDA device {device}", got=f"{type(exc).__name__}: {first[:160]}"
+            ) from exc
+        executors[device] = executor
+        return executor
