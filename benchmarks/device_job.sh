@@ -4,7 +4,8 @@
 #   ../shared/device/stage.sh            # once, on the development machine
 #   device run (carry .device):  bash benchmarks/device_job.sh
 #
-# Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path) and
+# Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path),
+# multi_gpu.txt/json (with two or more GPUs only) and
 # bench_pure.txt/json (pure-Python fast path) under $OUT (or ./device-out),
 # and prints a short summary last.
 set -u
@@ -38,8 +39,18 @@ R=${BENCH_REPEATS:-21} I=${BENCH_ITERS:-2000}
 python3 -m cute_bind bench --repeats "$R" --iters "$I" --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
 bench_rc=$?
 CUTE_BIND_PURE_PYTHON=1 python3 -m cute_bind bench --repeats "$R" --iters "$I" --json "$OUT/bench_pure.json" > "$OUT/bench_pure.txt" 2>&1
+# Multi-GPU, only with two or more devices: tests/gpu/test_multi_gpu.py and the per-device launch overhead.
+multi="skipped (fewer than two CUDA devices)"
+if python3 -c "import sys, torch; sys.exit(0 if torch.cuda.device_count() >= 2 else 1)" > /dev/null 2>&1; then
+  python3 -m pytest -q -p no:cacheprovider -rs tests/gpu/test_multi_gpu.py > "$OUT/multi_gpu.txt" 2>&1
+  multi_rc=$?
+  python3 benchmarks/multi_gpu.py --repeats "$R" --iters "$I" --json "$OUT/multi_gpu.json" >> "$OUT/multi_gpu.txt" 2>&1
+  multi="pytest rc=$multi_rc, benchmark rc=$?"
+fi
 echo "---- env";       cat "$OUT/env.txt"
 echo "---- pytest rc=$pytest_rc (pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 4
 echo "---- tutorials failed=$tut_fail"; grep -E "^=== .*: (ok|FAILED)" "$OUT/tutorials.txt"
 echo "---- bench rc=$bench_rc"; cat "$OUT/bench.txt"
 echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|bare engine call|TVM|^launch|^direct" "$OUT/bench_pure.txt"
+echo "---- multi-GPU: $multi"
+if [ -e "$OUT/multi_gpu.txt" ]; then grep -E "passed|failed|error|^##|^\||^check" "$OUT/multi_gpu.txt" || true; fi
