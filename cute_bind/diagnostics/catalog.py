@@ -777,6 +777,9 @@ TENSOR_DEVICE_MISMATCH = _entry(
     dereferences tensor data pointers there. A tensor on another GPU, or a
     CPU tensor for a GPU slot, would hand the kernel an address it cannot
     use: an illegal-address fault, or worse, another allocation's memory.
+    A tensor (or array) given to a pointer slot is checked the same way,
+    against the device of the value the slot was bound with; a plain integer
+    address carries no device and is taken as it is.
     """,
     example=_TENSOR
     + """
