@@ -65,3 +65,18 @@ def test_values_without_a_device_name_none(gpus):
     assert made == [1]
     h = k.bind(make_ptr(cutlass.Float32, 0x7F00_0000_0000, cute.AddressSpace.gmem), make_ptr(cutlass.Float32, 0x7F00_0000_0000, cute.AddressSpace.gmem), 4)
     assert made == [1] and h.compiled is k.compile(CudaArray(1), CudaArray(1), 4)  # no device named: the compiled function itself
+
+
+def test_executor_on_device_keeps_an_executor_and_reports_a_device_it_cannot_use():
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_ptr
+
+    p = make_ptr(cutlass.Float32, 0x7F00_0000_0000, cute.AddressSpace.gmem)
+    compiled = cute.compile(two_buffers, p, p, cutlass.Int32(4))
+    executor = compiled.to(None)
+    assert _dsl.executor_on_device(executor, 1) is executor  # made by the caller: used as it is
+    if _dsl.cuda_device_count() == 0:
+        with pytest.raises(cute_bind.CuteBindError) as info:
+            _dsl.executor_on_device(compiled, 0, "two_buffers")
+        assert info.value.code == "CB304" and "CUDA device 0" in str(info.value)
