@@ -6,6 +6,8 @@
 #
 # Writes env.txt, pytest.txt, authoring.txt, tutorials.txt, bench.txt/json (C fast path) and
 # Writes env.txt, pytest.txt, hostile.txt, tutorials.txt, bench.txt/json (C fast path) and
+# Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path),
+# multi_gpu.txt/json (with two or more GPUs only) and
 # bench_pure.txt/json (pure-Python fast path) under $OUT (or ./device-out),
 # Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path),
 # bench_pure.txt/json (pure-Python fast path) and tvm_ffi.txt/json (prepared
@@ -77,6 +79,14 @@ python3 benchmarks/torch_op_overhead.py --repeats "$R" --iters 5000 > "$OUT/torc
 # prepared TVM-FFI launch vs the TVM-FFI call itself (tensors + env stream, int pointers): bitwise checks, then timings
 python3 benchmarks/tvm_ffi_prepared.py --repeats "$R" --iters "$I" --json "$OUT/tvm_ffi.json" > "$OUT/tvm_ffi.txt" 2>&1
 tvm_rc=$?
+# Multi-GPU, only with two or more devices: tests/gpu/test_multi_gpu.py and the per-device launch overhead.
+multi="skipped (fewer than two CUDA devices)"
+if python3 -c "import sys, torch; sys.exit(0 if torch.cuda.device_count() >= 2 else 1)" > /dev/null 2>&1; then
+  python3 -m pytest -q -p no:cacheprovider -rs tests/gpu/test_multi_gpu.py > "$OUT/multi_gpu.txt" 2>&1
+  multi_rc=$?
+  python3 benchmarks/multi_gpu.py --repeats "$R" --iters "$I" --json "$OUT/multi_gpu.json" >> "$OUT/multi_gpu.txt" 2>&1
+  multi="pytest rc=$multi_rc, benchmark rc=$?"
+fi
 echo "---- env";       cat "$OUT/env.txt"
 echo "---- pytest rc=$pytest_rc (pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 4
 echo "---- README examples on the GPU + decorator forms rc=$authoring_rc"; grep -E "passed|failed|error|SKIPPED" "$OUT/authoring.txt" | tail -n 5
@@ -90,3 +100,5 @@ echo "---- torch op overhead (no-op kernel)"; cat "$OUT/torch_op_overhead.txt"
 echo "---- prepared TVM-FFI rc=$tvm_rc"; cat "$OUT/tvm_ffi.txt"
 echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|bare engine call|TVM|^launch|^direct" "$OUT/bench_pure.txt"
 echo "---- graph bench rc=$graph_rc (us per kernel, host; bitwise = replay vs one-by-one)"; cat "$OUT/graph_bench.txt"
+echo "---- multi-GPU: $multi"
+if [ -e "$OUT/multi_gpu.txt" ]; then grep -E "passed|failed|error|^##|^\||^check" "$OUT/multi_gpu.txt" || true; fi

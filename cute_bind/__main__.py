@@ -74,8 +74,12 @@ def _check(argv: list[str]) -> int:
 def _contract(args: argparse.Namespace) -> int:
     from . import _dsl
 
-    problems = _dsl.check_contract()
-    print(f"nvidia-cutlass-dsl {_dsl.dsl_version()} (supported: {_dsl.SUPPORTED_VERSIONS})")
+    problems = _dsl.check_contract(deep=True)
+    tested = "tested" if _dsl.version_supported() else "NOT in the tested range: runs with warning CB503 if the contract holds"
+    print(f"nvidia-cutlass-dsl {_dsl.dsl_version()} (supported: {_dsl.SUPPORTED_VERSIONS}; {tested})")
+    if not problems:
+        f = _dsl.features()
+        print(f"  features: re-entry validation {'yes' if f.spec_reentry else 'no'}, base_dsl/ on sys.path {'yes' if f.base_dsl_on_path else 'no'}")
     for p in problems:
         print("  missing:", p)
     print("contract: ok" if not problems else "contract: BROKEN")

@@ -7,6 +7,13 @@ unloaded flag, and the fields of runtime pointer objects. ``check_contract()``
 lists what an installed version lacks; ``tests/dsl/test_contract.py`` turns
 that into one clear failure per missing piece.
 
+Versions: cute_bind supports :data:`SUPPORTED_VERSIONS` (every minor of it is
+tested by ``.ci/dsl_matrix``). What differs between those versions is decided
+here, by what the installed DSL has rather than by its number
+(:func:`features`), and nowhere else in the package. A version outside the
+range that still has everything the contract lists runs with a one-time
+CB503 warning; one that lacks something gets CB501 naming it.
+
 The DSL is imported lazily so that ``import cute_bind`` (and the static
 checker) work on machines without it.
 """
@@ -20,7 +27,9 @@ import importlib.metadata
 import os
 import re
 import threading
+import sys
 import typing
+import warnings
 import weakref
 from dataclasses import dataclass
 from types import ModuleType
@@ -30,16 +39,20 @@ from . import diagnostics as D
 
 __all__ = [
     "SUPPORTED_VERSIONS",
+    "Features",
     "dsl",
     "dsl_version",
+    "features",
+    "import_torch",
     "check_contract",
     "EntryPoint",
     "entry_point",
 ]
 
-#: The nvidia-cutlass-dsl versions cute_bind is tested with (mirrors pyproject.toml).
+#: The nvidia-cutlass-dsl versions cute_bind supports (mirrors pyproject.toml;
+#: .ci/dsl_matrix tests the newest patch of every minor in it).
 SUPPORTED_VERSIONS = D.SUPPORTED_DSL_VERSIONS
-_SUPPORTED_MIN = (4, 8, 0)
+_SUPPORTED_MIN = (4, 5, 3)
 _SUPPORTED_MAX_EXCLUSIVE = (4, 9, 0)
 
 
@@ -109,6 +122,102 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 def version_supported(version: str | None = None) -> bool:
     v = _version_tuple(version or dsl_version())
     return _SUPPORTED_MIN <= v < _SUPPORTED_MAX_EXCLUSIVE
+
+
+@dataclass(frozen=True)
+class Features:
+    """Where the supported DSL versions really differ, read from the installed DSL itself.
+
+    - ``spec_reentry`` (4.8): a compiled function may carry a specialization
+      record (``_pyir_spec``, sealed by a trace under the DSL's PyIR frontend)
+      that every direct call re-checks against live state, refusing on drift;
+      cute_bind runs the same check (:func:`specialization_guard`).
+    - ``unload_callback`` (4.8): ``register_library_unload_callback``. It is
+      keyed by CUDA library handle and fires only for modules that hold a
+      device library (never for host-only functions), so the unload listener
+      below wraps ``JitModule.unload`` on every version instead.
+    - ``base_dsl_on_path`` (4.5 to 4.7): importing the DSL appended its
+      ``base_dsl/`` folder to ``sys.path``; from 4.6 on that folder holds a
+      ``torch.py`` (see :func:`import_torch`).
+    """
+
+    spec_reentry: bool
+    unload_callback: bool
+    base_dsl_on_path: bool
+
+
+@functools.lru_cache(maxsize=None)
+def features() -> Features:
+    """The :class:`Features` of the installed DSL (imports it)."""
+    je = dsl().jit_executor
+    return Features(
+        spec_reentry=callable(getattr(je, "_pyir_validate_spec_reentry", None)),
+        unload_callback=callable(getattr(je, "register_library_unload_callback", None)),
+        base_dsl_on_path=any(os.path.realpath(p) in _dsl_folders() for p in sys.path if p),
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _dsl_folders() -> frozenset[str]:
+    """The DSL's ``cutlass/base_dsl`` folders (found without importing the DSL)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("cutlass")
+    except (ImportError, ValueError):
+        return frozenset()
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    return frozenset(os.path.realpath(os.path.join(loc, "base_dsl")) for loc in locations)
+
+
+def _in_dsl_folder(path: str | None) -> bool:
+    """Whether the file ``path`` lies directly in one of the DSL's ``base_dsl`` folders."""
+    return bool(path) and os.path.dirname(os.path.realpath(str(path))) in _dsl_folders()
+
+
+def import_torch() -> Any:
+    """``import torch``, never reaching the DSL's own ``base_dsl/torch.py``.
+
+    DSL 4.5 to 4.7 append ``base_dsl/`` to ``sys.path`` when imported, and from
+    4.6 on that folder holds a ``torch.py`` (the DSL's dtype helpers, which
+    import torch themselves). Where torch is not installed, a plain ``import
+    torch`` then runs that file and fails with a bare ``ImportError`` instead of
+    ``ModuleNotFoundError``. Every lazy torch import in the package goes
+    through here: it raises ``ModuleNotFoundError`` when torch is not
+    installed, and loads the real torch even if the DSL's file comes first on
+    the path.
+    """
+    return _import_outside_dsl("torch")
+
+
+def _import_outside_dsl(name: str) -> Any:
+    """Import the top-level module ``name`` from anywhere but the DSL's ``base_dsl`` folders."""
+    import importlib
+    import importlib.machinery
+    import importlib.util
+
+    module = sys.modules.get(name)
+    if module is not None and not _in_dsl_folder(getattr(module, "__file__", None)):
+        return module
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and not _in_dsl_folder(spec.origin):
+        return importlib.import_module(name)
+    # Missing, or shadowed by the DSL's file: look past the DSL's folders.
+    path = [p for p in sys.path if not (p and os.path.realpath(p) in _dsl_folders())]
+    spec = importlib.machinery.PathFinder.find_spec(name, path)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
 
 
 # ------------------------------------------------------------------ annotations
@@ -568,8 +677,12 @@ def is_unloaded(module: Any) -> bool:
 def add_unload_listener(module: Any, listener: Any) -> None:
     """Call ``listener()`` after ``module.unload()`` runs (explicitly or from the DSL's ``__del__``).
 
-    The DSL offers no unload hook, so the module instance's ``unload`` is
-    wrapped once; the wrapper holds the module weakly to keep it collectable.
+    The module instance's ``unload`` is wrapped once, on every supported
+    version; the wrapper holds the module weakly to keep it collectable.
+    DSL 4.8's ``register_library_unload_callback`` is not used: it is one
+    process-wide list keyed by CUDA library handle, called before the library
+    goes, and never for host-only modules (no library), so it would need this
+    wrapper beside it anyway (``Features.unload_callback`` records it).
     """
     listeners = module.__dict__.get("_cute_bind_unload_listeners")
     if listeners is None:
@@ -647,12 +760,16 @@ def target_arch() -> str | None:
 
 
 # ------------------------------------------------------------------ contract
+#: What must import or exist without compiling anything: (owner, attribute),
+#: the owner a dotted module path, optionally followed by a class name.
 _REQUIRED: tuple[tuple[str, str], ...] = (
     ("cutlass.base_dsl.jit_executor", "JitCompiledFunction"),
     ("cutlass.base_dsl.jit_executor", "JitExecutor"),
+    ("cutlass.base_dsl.jit_executor", "JitModule"),
     ("cutlass.base_dsl.jit_executor", "ExecutionArgs"),
     ("cutlass.base_dsl.jit_executor.ExecutionArgs", "generate_execution_args"),
     ("cutlass.base_dsl.jit_executor.JitCompiledFunction", "to"),
+    ("cutlass.base_dsl.jit_executor.JitModule", "unload"),
     ("cutlass.cute.runtime", "_Pointer"),
     ("cutlass.cute.runtime", "make_ptr"),
     ("cutlass.cute.runtime", "_Tensor"),
@@ -669,39 +786,165 @@ _REQUIRED: tuple[tuple[str, str], ...] = (
 )
 
 
-def check_contract() -> list[str]:
-    """What the installed DSL lacks, one line each (empty when all is present).
-
-    Static attributes are checked here; the dynamic parts (the executor's
-    ``cuda_result`` and ``_kernel_ptrs``, the execution args' ``_meta``, the
-    pointer object's ``_desc``/``_dtype``/``_addr_space``/``_assumed_align``)
-    are exercised by compiling a tiny host function in the contract tests.
-    """
+def _resolve(owner: str) -> Any:
+    """Import the longest module prefix of ``owner``, then walk the remaining attributes."""
     import importlib
 
-    problems = []
-    if not version_supported():
-        problems.append(f"version {dsl_version()} is outside the tested range")
-    for owner, attr in _REQUIRED:
-        module_name, _, rest = owner.rpartition(".")
+    parts = owner.split(".")
+    for cut in range(len(parts), 0, -1):
         try:
-            if rest[:1].isupper():  # a class inside a module
-                obj: Any = getattr(importlib.import_module(module_name), rest)
-            else:
-                obj = importlib.import_module(owner)
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            if cut == 1:
+                raise
+            continue
+        for name in parts[cut:]:
+            obj = getattr(obj, name)
+        return obj
+    raise ImportError(owner)  # pragma: no cover - the loop returns or raises
+
+
+def _static_problems() -> list[str]:
+    problems = []
+    for owner, attr in _REQUIRED:
+        try:
+            obj = _resolve(owner)
         except Exception as exc:
-            problems.append(f"{owner}: cannot import ({exc})")
+            problems.append(f"{owner}: cannot import ({type(exc).__name__}: {exc})")
             continue
         if not hasattr(obj, attr):
             problems.append(f"{owner}.{attr} is missing")
     return problems
 
 
+def _runtime_problems() -> list[str]:
+    """Compile a tiny host function and use every instance-level internal cute_bind reads.
+
+    Each failing step is reported as ``what: error``; a step that depends on
+    an earlier one that failed is skipped.
+    """
+    import numpy as np
+
+    d = dsl()
+    cutlass, cute = d.cutlass, d.cute
+    problems: list[str] = []
+    found: dict[str, Any] = {}
+
+    def step(what: str, fn: Any) -> bool:
+        try:
+            fn()
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            problems.append(f"{what}: {type(exc).__name__}: {first[:200]}")
+            return False
+        return True
+
+    # No annotations: this module's are strings (``from __future__ import
+    # annotations``) naming locals the DSL cannot resolve; the values below
+    # carry their types.
+    @cute.jit
+    def contract_probe(out, value, stream):  # type: ignore[no-untyped-def]
+        t = cute.make_tensor(out, cute.make_layout(1))
+        t[0] = value
+
+    buf = np.zeros(1, np.int32)
+    address = int(buf.ctypes.data)
+
+    def compile_probe() -> None:
+        found["ptr"] = make_pointer(cutlass.Int32, address, cute.AddressSpace.generic, 4)
+        found["args"] = (found["ptr"], cutlass.Int32(7), d.cuda_driver.CUstream(0))
+        found["compiled"] = cute.compile(contract_probe, *found["args"])
+
+    if not step("cute.compile of a host-only function", compile_probe):
+        return problems
+    compiled = found["compiled"]
+
+    def signature() -> None:
+        names = runtime_signature(compiled).names
+        if names != ("out", "value", "stream"):
+            raise ValueError(f"ExecutionArgs._meta.all_names gave {names}")
+
+    def pointer_fields() -> None:
+        fields = runtime_pointer_fields(found["ptr"])
+        if fields[:3] != (address, cutlass.Int32, cute.AddressSpace.generic):
+            raise ValueError(f"_Pointer fields read {fields}")
+
+    def marshal_and_call() -> None:
+        addresses, keep = marshal(compiled, found["args"], {})
+        if len(addresses) != 3 or ctypes.c_int32.from_address(addresses[1]).value != 7:
+            raise ValueError("ExecutionArgs.generate_execution_args did not give one C pointer per argument")
+        entry = entry_point(compiled, "contract_probe")
+        if entry.result_ctype is not ctypes.c_int32:
+            raise ValueError(f"JitExecutor.cuda_result is {entry.result_ctype}, not an int32 slot")
+        result = ctypes.c_int32(0)
+        argv = (ctypes.c_void_p * 4)(*addresses, ctypes.addressof(result))
+        entry_function(entry.address)(ctypes.c_void_p(ctypes.addressof(argv)))
+        del keep
+        if int(buf[0]) != 7 or result.value != 0:
+            raise ValueError(f"calling the entry point wrote {int(buf[0])} (result {result.value}), expected 7 (result 0)")
+        found["entry"] = entry
+
+    def tensor_layout_readable() -> None:
+        t = dsl_tensor(np.zeros((3, 4), np.float32), None, "dynamic")
+        layout = tensor_layout(t)
+        if layout.text != "(?,?):(?{i64},1)" or not is_dsl_tensor(t) or dsl_tensor_capsule(t) is None:
+            raise ValueError(f"from_dlpack tensor reads as {layout.text!r}")
+
+    def unload_listener() -> None:
+        fired: list[bool] = []
+        module = found["entry"].module
+        add_unload_listener(module, lambda: fired.append(True))
+        unload(compiled)
+        if fired != [True] or not is_unloaded(module):
+            raise ValueError("JitModule.unload did not run the listener or set _unloaded")
+
+    step("ExecutionArgs._meta (the runtime signature)", signature)
+    step("runtime _Pointer fields (_desc, _dtype, _addr_space, _assumed_align)", pointer_fields)
+    if step("marshalling and the entry point (generate_execution_args, capi_func, cuda_result, _kernel_ptrs)", marshal_and_call):
+        step("JitModule.unload / _unloaded", unload_listener)
+    step("from_dlpack tensors (__cache_key__, element_type, _dlpack_data)", tensor_layout_readable)
+    return problems
+
+
+def check_contract(deep: bool = False) -> list[str]:
+    """What the installed DSL lacks, one line each (empty when all is present).
+
+    The version number is not part of it: a version outside
+    :data:`SUPPORTED_VERSIONS` that has everything passes (and runs with a
+    CB503 warning). Without ``deep`` only what can be checked without
+    compiling (imports, classes, methods); with ``deep`` (``python -m
+    cute_bind contract``, the contract tests) a tiny host function is also
+    compiled, marshalled, called through its entry point and unloaded, which
+    exercises the instance-level internals (``ExecutionArgs._meta``,
+    ``JitExecutor.cuda_result``/``_kernel_ptrs``, the runtime pointer and
+    tensor fields, ``JitModule._unloaded``).
+    """
+    problems = _static_problems()
+    if deep and not problems:
+        problems = _runtime_problems()
+    return problems
+
+
 def require_contract() -> None:
-    """Raise CB501 naming what the installed DSL lacks."""
+    """Raise CB501 naming what the installed DSL lacks; warn (CB503, once) for an untested version that has it all."""
     problems = check_contract()
     if problems:
         raise D.error(D.DSL_INCOMPATIBLE, expected=SUPPORTED_VERSIONS, got=dsl_version(), detail="; ".join(problems))
+    warn_untested_version()
+
+
+_WARNED_VERSION = False
+
+
+def warn_untested_version() -> None:
+    """The one-time CB503 warning for a version outside :data:`SUPPORTED_VERSIONS`."""
+    global _WARNED_VERSION
+    if _WARNED_VERSION or version_supported():
+        return
+    _WARNED_VERSION = True
+    warning = D.error(D.DSL_UNTESTED_VERSION, expected=SUPPORTED_VERSIONS, got=dsl_version())
+    if isinstance(warning, Warning):  # always: the entry's class is DSLVersionWarning
+        warnings.warn(warning, stacklevel=3)
 
 
 _CONTRACT_OK = False
@@ -714,6 +957,78 @@ def require_contract_once() -> None:
         return
     require_contract()
     _CONTRACT_OK = True
+
+
+# ------------------------------------------------------------------ re-entry validation (DSL 4.8)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _dsl_error_line(exc: BaseException) -> str:
+    """The one-line gist of a DSL user-code error (its ``error[...]`` line, colours removed)."""
+    text = _ANSI.sub("", str(exc)).strip()
+    for line in text.splitlines():
+        if "error[" in line:
+            return line.split("]:", 1)[-1].strip().rstrip(".")
+    return (text.splitlines() or [type(exc).__name__])[0].rstrip(".")
+
+
+def specialization_guard(compiled: Any, kernel: str, names: typing.Sequence[str]) -> typing.Callable[[], None] | None:
+    """The DSL's re-entry validation of a compiled function, for a prepared launch.
+
+    DSL 4.8 seals, with a function compiled under its PyIR frontend, the
+    trace-time values the compiled code baked in (module globals, closure
+    cells, the receiver of a jitted method, default objects) and re-checks
+    them on every direct call, refusing when one has changed. A prepared
+    launch must refuse too. The record never roots at a runtime parameter
+    (the DSL traces those as staged values, so nothing about the value a
+    slot receives is baked); this is checked here, and a record that does
+    is refused at bind, since a handle could not re-check it per launch.
+
+    Returns ``None`` when there is nothing to check (every version before
+    4.8, and any function whose trace sealed no record). Otherwise runs the
+    DSL's own check now (CB504 when a direct call would refuse) and returns
+    a function that re-runs it, raising CB504, before every launch.
+    """
+    if not features().spec_reentry:
+        return None
+    spec = getattr(compiled, "_pyir_spec", None)
+    if spec is None:
+        return None
+    runtime = sorted({str(root[1]) for root in spec[0] if root[0] == "arg" and root[1] in names})
+    if runtime:
+        raise D.error(
+            D.STALE_SPECIALIZATION,
+            kernel=kernel,
+            parameter=", ".join(runtime),
+            expected="a specialization on trace-time values only",
+            got="the compiled code baked in a value read from a runtime parameter, which a prepared launch cannot re-check",
+        )
+    # The engine itself, not the executor's hook into it (which re-runs its
+    # lazy import on every call).
+    try:
+        import importlib
+
+        validate = importlib.import_module("cutlass.base_dsl.pyir_spec")._pyir_validate_spec_reentry
+    except (ImportError, AttributeError):
+        validate = dsl().jit_executor._pyir_validate_spec_reentry
+    execution_args = execution_args_of(compiled)
+    # The record never reads runtime parameters (checked above), so the
+    # binding it is validated against needs their names only, not values.
+    placeholders = (None,) * len(names)
+
+    def check() -> None:
+        try:
+            validate(spec, execution_args, placeholders, {})
+        except Exception as exc:
+            raise D.error(
+                D.STALE_SPECIALIZATION,
+                kernel=kernel,
+                expected="the trace-time values the compiled code was specialized on",
+                got=_dsl_error_line(exc),
+            ) from exc
+
+    check()
+    return check
 
 
 # ------------------------------------------------------------------ benchmark support
@@ -974,3 +1289,48 @@ def dlpack_exchange_functions(tp: type) -> tuple[int, int]:
     reader = ctypes.c_void_p.from_address(table + 8 + p + 3 * p).value or 0
     stream = ctypes.c_void_p.from_address(table + 8 + p + 4 * p).value or 0
     return int(reader), int(stream)
+# ------------------------------------------------------------------ devices
+def executor_on_device(compiled: Any, device: int, kernel: str | None = None) -> Any:
+    """The executor of ``compiled`` for CUDA device ``device``: made once per device, kept on the compiled function.
+
+    The DSL's executor takes its kernel functions from the CUDA context that is
+    current when it is made (``compiled.to(...)``), and a compiled function's
+    own default executor is made on whatever device is current at its first
+    call. A handle bound with values on device ``device`` must call an
+    executor made there, so that device's primary context is made current
+    around ``compiled.to(device)``. An executor (``compiled.to(d)`` made by
+    the caller) is returned as it is.
+    """
+    if is_executor(compiled):
+        return compiled
+    import cuda.bindings.driver as drv
+
+    with compiled._executor_lock:
+        executors = compiled.__dict__.setdefault("_cute_bind_executors", {})
+        executor = executors.get(device)
+        if executor is not None and not is_unloaded(executor.jit_module):
+            return executor
+        try:
+            err, dev = drv.cuDeviceGet(device)
+            if int(err) != 0:
+                raise RuntimeError(f"cuDeviceGet({device}): {cuda_error_name(int(err))}")
+            err, ctx = drv.cuDevicePrimaryCtxRetain(dev)
+            if int(err) != 0:
+                raise RuntimeError(f"cuDevicePrimaryCtxRetain({device}): {cuda_error_name(int(err))}")
+            try:
+                (err,) = drv.cuCtxPushCurrent(ctx)
+                if int(err) != 0:
+                    raise RuntimeError(f"cuCtxPushCurrent: {cuda_error_name(int(err))}")
+                try:
+                    executor = compiled.to(device)
+                finally:
+                    drv.cuCtxPopCurrent()
+            finally:
+                drv.cuDevicePrimaryCtxRelease(dev)  # the executor holds its own reference
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise D.error(
+                D.NO_ENGINE, kernel=kernel or function_name(compiled), expected=f"a module that loads on CUDA device {device}", got=f"{type(exc).__name__}: {first[:160]}"
+            ) from exc
+        executors[device] = executor
+        return executor

@@ -9,6 +9,7 @@ EXPECTED = {
     "CudaLaunchError",
     "CuteBindError",
     "DSLCompatibilityError",
+    "DSLVersionWarning",
     "Diagnostic",
     "Graph",
     "Kernel",

@@ -47,8 +47,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     alpha, stream_handle = 2.0, 0
     torch_stream = None
     if gpu:
-        import torch
-
+        torch = _dsl.import_torch()
         n = 4096
         x = torch.randn(n, device="cuda", dtype=torch.float32)
         out = torch.empty_like(x)
@@ -106,8 +105,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     compiled(*direct_args)
     ref = result()
     if gpu:
-        import torch
-
+        torch = _dsl.import_torch()
         checks["direct == torch reference"] = bool(torch.equal(ref, expected()))
         same: Callable[[Any, Any], bool] = torch.equal
     else:
@@ -184,9 +182,10 @@ def _gpu_extra_paths(compiled: Any, out_addr: int, in_addr: int, alpha: float, n
     import ctypes
 
     import cuda.bindings.driver as drv
-    import torch
 
     from .. import _dsl
+
+    torch = _dsl.import_torch()
 
     checks = agree.checks
     rows: list[_Path] = []
@@ -223,8 +222,9 @@ def _gpu_extra_paths(compiled: Any, out_addr: int, in_addr: int, alpha: float, n
 def _tvm_tensor_path(out: Any, x: Any, alpha: float, stream: Any, agree: _Agreement) -> list[_Path]:
     """The DSL's TVM-FFI path the way it is meant for torch: tensors in, stream from the caller's context."""
     try:
-        import torch
+        from .. import _dsl
 
+        torch = _dsl.import_torch()
         from .kernels import tvm_ffi_tensor_function
 
         fn: Any = tvm_ffi_tensor_function()

@@ -61,7 +61,7 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
     from ..jit import kernel
 
     try:
-        import torch
+        torch = _dsl.import_torch()
     except ImportError:
         torch = None
     gpu = _dsl.cuda_device_count() > 0 if host_only is None else not host_only
@@ -174,10 +174,9 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
 
 
 def _gpu_paths(compiled: Any, direct: tuple[Any, ...], pool: list[Any], refs: list[bytes], alpha: float, stream: Any, poison: Any, out_bytes: Any, checks: dict[str, Any]) -> list[TimedPath]:
-    import torch
-
     from .. import _dsl
 
+    torch = _dsl.import_torch()
     paths: list[TimedPath] = []
     entry, packed, _, _, _ = _dsl.bare_call(compiled, direct)
     paths.append(TimedPath("bare", "bare engine call (tensor kernel)", _cycle_loop(entry, [(packed,)]), "the DSL's ctypes entry on its packed array"))

@@ -99,8 +99,9 @@ def time_rows(paths: list[TimedPath], repeats: int, iters: int, torch_stream: An
     gpu = torch_stream is not None
     stream_ctx: Any = contextlib.nullcontext()
     if gpu:
-        import torch
+        from .. import _dsl
 
+        torch = _dsl.import_torch()
         stream_ctx = torch.cuda.stream(torch_stream)
     gc.collect()
     gc_was = gc.isenabled()

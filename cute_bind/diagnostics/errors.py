@@ -28,6 +28,7 @@ __all__ = [
     "exception_summary",
     "did_you_mean",
     "OptionalDependencyError",
+    "DSLVersionWarning",
 ]
 
 # terminal colour and cursor codes (the DSL colours its diagnostics)
@@ -168,3 +169,12 @@ class KernelCompileError(CuteBindError, RuntimeError):
 
 class OptionalDependencyError(CuteBindError, ImportError):
     """A feature needs an optional dependency that cannot be imported (PyTorch for ``cute_bind.torch``)."""
+
+
+class DSLVersionWarning(CuteBindError, RuntimeWarning):
+    """A warning, issued once: the installed nvidia-cutlass-dsl is outside the tested range.
+
+    It has every internal cute_bind's contract lists, so cute_bind runs with
+    it. Silence it with
+    ``warnings.filterwarnings("ignore", category=cute_bind.DSLVersionWarning)``.
+    """

@@ -136,7 +136,7 @@ class Kernel(Generic[P]):
     def bind(self, *args: P.args, **kwargs: P.kwargs) -> PreparedLaunch[P]:
         """Compile (cached) and return a :class:`PreparedLaunch` holding these values."""
         compile_key, bounds, dsl_values = self._bind_values(args, kwargs)
-        compiled = self._compiled(compile_key, dsl_values)
+        compiled = _on_device(self.name, self._compiled(compile_key, dsl_values), self.signature.runtime, bounds)
         runtime = self.signature.runtime
         return build(
             kernel=self.name,
@@ -167,6 +167,34 @@ class Kernel(Generic[P]):
 def _is_jit_object(fn: Any) -> bool:
     """A callable object whose class's ``__call__`` is ``@cute.jit``: ``cute.compile`` takes it as it is."""
     return not callable(getattr(fn, "__wrapped__", None)) and getattr(getattr(type(fn), "__call__", None), "_decorator_kind", None) is not None
+
+
+def _on_device(kernel: str, compiled: Any, params: Any, bounds: list[Bound]) -> Any:
+    """What a handle bound with ``bounds`` calls: on a machine with several GPUs, the
+    compiled function's executor for the one CUDA device the bound values live on.
+
+    Values on two devices are CB214. With one GPU (or no device named) the
+    compiled function itself is used, as its direct call would.
+    """
+    first: tuple[str, tuple[int, int]] | None = None
+    for p, b in zip(params, bounds):
+        for slot in (b.slot, *(getattr(b.slot, "elements", None) or ())):
+            device = getattr(slot, "device", None)
+            if device is None or device[0] not in (2, 13):  # DLPack kDLCUDA, kDLCUDAManaged
+                continue
+            if first is None:
+                first = (p.name, device)
+            elif device[1] != first[1][1]:
+                raise D.error(
+                    D.TENSOR_DEVICE_MISMATCH,
+                    kernel=kernel,
+                    parameter=p.name,
+                    expected=f"cuda:{first[1][1]}, the device of '{first[0]}' (one handle launches on one device)",
+                    got=f"a value on cuda:{device[1]}",
+                )
+    if first is None or _dsl.cuda_device_count() < 2:
+        return compiled
+    return _dsl.executor_on_device(compiled, first[1][1], kernel)
 
 
 _OPTIONS = {"name": (str, type(None)), "compile_options": (str, type(None)), "checked": (bool,)}

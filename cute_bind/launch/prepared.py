@@ -181,6 +181,8 @@ class _Shared:
         self.extra_pointers = entry.extra_pointers
         self.wheres = tuple(Where(kernel, n) for n in names)
         self.hints = {n: s.expected() for n, s in zip(names, slots)}
+        # the DSL's re-entry check, run before every launch (DSL 4.8, PyIR-compiled functions only)
+        self.guard: Callable[[], None] | None = None
 
 
 class _Pin:
@@ -414,6 +416,8 @@ class PreparedLaunch(Generic[P]):
         self._argv_address = ctypes.c_void_p(ctypes.addressof(self._argv))
         #: the entry point (a ctypes function); replaced by a refusing function when leaving OPEN
         self._call: Any = _dsl.entry_function(shared.entry_address)
+        if shared.guard is not None:
+            self._call = _guarded(shared.guard, self._call)
         #: the Python paths' one launch token (the C fast path keeps its own flag): a launch pops it
         #: before writing the storage and appends it back after the entry point returns; an empty
         #: list means busy (CB403). list.pop/append are atomic, and 4x cheaper than a Lock's
@@ -431,7 +435,8 @@ class PreparedLaunch(Generic[P]):
     # ------------------------------------------------------------------ launch paths
     def _make_launch(self) -> Callable[..., int | None]:
         sh = self._shared
-        launcher_class = None if self._checked else _c_launcher_class()
+        # the C fast path calls the entry itself: a guarded handle takes the Python one
+        launcher_class = None if self._checked or sh.guard is not None else _c_launcher_class()
         if launcher_class is not None:
             lay = sh.layout
             assert self._pin is not None  # a new handle is open
@@ -754,6 +759,16 @@ class PreparedLaunch(Generic[P]):
         return f"<PreparedLaunch {sh.kernel}({slots}){state}>"
 
 
+def _guarded(guard: Callable[[], None], call: Any) -> Callable[[Any], None]:
+    """``call`` preceded by ``guard`` (which raises when the direct call would refuse)."""
+
+    def guarded_call(argv: Any) -> None:
+        guard()
+        call(argv)
+
+    return guarded_call
+
+
 def build(
     *,
     kernel: str,
@@ -766,6 +781,7 @@ def build(
 ) -> PreparedLaunch[Any]:
     """Run the DSL's marshalling once and build a handle from its bytes."""
     _dsl.require_contract_once()
+    guard = _dsl.specialization_guard(compiled, kernel, names)
     if _dsl.workspace_argument_count(compiled):
         raise D.error(D.WORKSPACE_ARGUMENTS, kernel=kernel, expected="0", got=str(_dsl.workspace_argument_count(compiled)))
     slots = tuple(b.slot for b in bounds)
@@ -815,4 +831,6 @@ def build(
             packed_defaults[name] = coerced if slot.converter(where) is None else defaults[name]
     returns = 0 if entry.result_ctype is not None else None
     shared = _Shared(kernel, tuple(names), slots, packed_defaults, frozenset(constexpr_names), layout, returns, entry)
+    shared.guard = guard
     return PreparedLaunch(shared, _Pin(compiled, entry), bytes(snapshot), _checked_default() if checked is None else checked)
+

@@ -34,6 +34,7 @@ class _PointerValue:
     space: Any  # cute.AddressSpace or None
     align: int | None
     host: bool = False  # pageable host memory: never valid for a gmem slot
+    device: tuple[int, int] | None = None  # (DLPack device type, id) when the value says (tensors, arrays)
 
 
 def _dtype_name(dtype: Any) -> str | None:
@@ -52,12 +53,17 @@ class PointerKind(SlotKind):
     fmt = "Q"
     fast = "P"
 
-    def __init__(self, spec: PointerSpec | None = None, dtype: Any = None, space: Any = None, align: int | None = None) -> None:
+    def __init__(
+        self, spec: PointerSpec | None = None, dtype: Any = None, space: Any = None, align: int | None = None, device: tuple[int, int] | None = None
+    ) -> None:
         self.spec = spec or PointerSpec()
         # resolved at bind(): what the compiled function assumes (None: unknown)
         self.dtype = dtype
         self.space = space
         self.align = align
+        # the CUDA device of the value bound (a tensor's): a value that says it
+        # lives on another device is refused (CB214); an int address says nothing
+        self.device = device
         self._dtype_name = _dtype_name(dtype)
         self._accepted_dtype_cache: dict[Any, bool] = {}
 
@@ -113,7 +119,7 @@ class PointerKind(SlotKind):
             space = _dsl.dsl().cute.AddressSpace.gmem if is_cuda else None
             pinned = getattr(value, "is_pinned", None)
             host = not is_cuda and not (callable(pinned) and bool(pinned()))
-            return _PointerValue(self._check_range(address, where), self._torch_dtype(value), space, None, host)
+            return _PointerValue(self._check_range(address, where), self._torch_dtype(value), space, None, host, _cuda_device(value) if is_cuda else None)
         for attr, on_device in (("__cuda_array_interface__", True), ("__array_interface__", False)):
             iface = getattr(value, attr, None)
             if isinstance(iface, dict) and "data" in iface:
@@ -134,7 +140,8 @@ class PointerKind(SlotKind):
                     raise _null_data(where, value)
                 typestr = str(iface.get("typestr", ""))[1:]
                 space = _dsl.dsl().cute.AddressSpace.gmem if on_device else None
-                return _PointerValue(self._check_range(address, where), _NUMPY_TYPESTR.get(typestr), space, None, not on_device)
+                device = _cuda_device(value) if on_device else None
+                return _PointerValue(self._check_range(address, where), _NUMPY_TYPESTR.get(typestr), space, None, not on_device, device)
         if isinstance(value, (ctypes.c_void_p, ctypes._Pointer)):
             return _PointerValue(self._check_range(ctypes.cast(value, ctypes.c_void_p).value or 0, where), None, None, None)
         try:
@@ -174,8 +181,19 @@ class PointerKind(SlotKind):
                 got="pageable host memory (a CPU tensor or array), which a kernel cannot read through a gmem pointer",
             )
 
+    def _check_device(self, pv: _PointerValue, where: Where) -> None:
+        if pv.device is not None and self.device is not None and pv.device != self.device:
+            raise D.error(
+                D.TENSOR_DEVICE_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=_dlpack.describe_device(self.device),
+                got=f"a pointer into memory on {_dlpack.describe_device(pv.device)}",
+            )
+
     def _check_matches(self, pv: _PointerValue, where: Where) -> None:
         self._check_not_host(pv, self.space, self.describe(), where)
+        self._check_device(pv, where)
         if pv.dtype_name is not None and self._dtype_name is not None and pv.dtype_name != self._dtype_name:
             raise D.error(
                 D.POINTER_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=self.describe(), got=f"a {pv.dtype_name} pointer"
@@ -228,7 +246,7 @@ class PointerKind(SlotKind):
             )
         align = spec.align or pv.align or max(1, int(getattr(dtype, "width", 8)) // 8)
         self._check_not_host(pv, space, spec.describe(), where)
-        bound = PointerKind(spec, dtype=dtype, space=space, align=align)
+        bound = PointerKind(spec, dtype=dtype, space=space, align=align, device=pv.device)
         bound._check_alignment(pv.address, where)
         dsl_value = _dsl.make_pointer(dtype, pv.address, space, align)
         return Bound(packed=pv.address, dsl_value=dsl_value, key=(dtype_name, int(getattr(space, "value", 0)), align), slot=bound)
@@ -239,7 +257,7 @@ class PointerKind(SlotKind):
         dtype = getattr(_dsl.dsl().cutlass, pv.dtype_name) if pv.dtype_name else self.spec.dtype
         space = pv.space if pv.space is not None else self.spec.space
         align = pv.align or self.spec.align
-        bound = PointerKind(self.spec, dtype=dtype, space=space, align=align)
+        bound = PointerKind(self.spec, dtype=dtype, space=space, align=align, device=pv.device)
         bound._check_alignment(pv.address, where)
         if _dsl.is_runtime_pointer(value):
             dsl_value = value
@@ -274,6 +292,22 @@ def _null_data(where: Where, value: Any) -> Exception:
         expected="an array or tensor that owns memory (a raw int address is taken as it is)",
         got=f"{describe_value(value)} at address 0 (a meta or fake tensor?)",
     )
+
+
+def _cuda_device(value: Any) -> tuple[int, int] | None:
+    """The (DLPack type, id) CUDA device a tensor or array says it lives on, or None."""
+    device = _dlpack.device_of(value)  # __dlpack_device__: torch, CuPy, JAX...
+    if device is not None:
+        return device
+    get = getattr(value, "get_device", None)  # torch-like objects without DLPack
+    if callable(get):
+        try:
+            index = get()
+        except Exception:
+            return None
+        if isinstance(index, int) and not isinstance(index, bool) and index >= 0:
+            return (2, index)
+    return None
 
 
 def _generic() -> Any:

@@ -49,7 +49,7 @@ RANGES = {
     "5": ("Environment", "raised when the installed CuTe DSL is missing or incompatible"),
     "7": ("PyTorch integration", "raised by `cute_bind.torch` when a kernel is made a torch op or the op is called"),
 }
-_BUILTINS = (TypeError, ValueError, RuntimeError, ImportError)
+_BUILTINS = (TypeError, ValueError, RuntimeError, ImportError, RuntimeWarning)
 
 
 def catalog() -> dict[str, Any]:

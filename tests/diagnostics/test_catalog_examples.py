@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from cute_bind import CATALOG  # noqa: E402
-from cute_bind._dsl import cuda_device_count  # noqa: E402
+from cute_bind._dsl import cuda_device_count, features  # noqa: E402
 
 CODES = sorted(CATALOG)
 ILLUSTRATION_MARKER = "raise cute_bind.error("
@@ -34,6 +34,12 @@ TIMEOUT_S = 180
 #: Examples whose condition exists only on a machine without a usable GPU.
 NEEDS_NO_GPU = {
     "CB304": "the example's module loads fine where a GPU is present, so bind() succeeds",
+}
+
+
+#: Examples of conditions only some supported DSL versions can produce (a Features flag).
+NEEDS_FEATURE = {
+    "CB504": "spec_reentry",
 }
 
 
@@ -65,6 +71,8 @@ def test_catalog_is_not_empty() -> None:
 def test_example_raises_its_code(code: str, results: dict[str, subprocess.CompletedProcess[str]]) -> None:
     if code in NEEDS_NO_GPU and cuda_device_count() > 0:
         pytest.skip(f"{code}: {NEEDS_NO_GPU[code]}")
+    if code in NEEDS_FEATURE and not getattr(features(), NEEDS_FEATURE[code]):
+        pytest.skip(f"{code}: the installed DSL has no {NEEDS_FEATURE[code]}")
     proc = results[code]
     entry = CATALOG[code]
     output = f"--- example\n{entry.example}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"

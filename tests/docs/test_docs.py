@@ -143,6 +143,7 @@ def test_nav_pages_exist(site: Path) -> None:
         "concepts/tensors",
         "concepts/threading",
         "concepts/graphs",
+        "concepts/versions",
         "tutorials",
         "benchmarks",
         "changelog",

@@ -14,10 +14,6 @@ from cute_bind import _dsl
 from tests.kernels.host import scale_ptr
 
 
-def test_installed_version_in_supported_range():
-    assert _dsl.version_supported(), f"nvidia-cutlass-dsl {_dsl.dsl_version()} is outside cute_bind's tested range {_dsl.SUPPORTED_VERSIONS}"
-
-
 def test_pyproject_declares_the_same_range():
     import pathlib
     import re
@@ -32,11 +28,66 @@ def test_static_internals_present():
     assert not problems, "nvidia-cutlass-dsl lacks what cute_bind needs:\n" + "\n".join(problems)
 
 
-def test_require_contract_reports_cb501(monkeypatch):
-    monkeypatch.setattr(_dsl, "dsl_version", lambda: "9.9.9")
+def test_runtime_internals_work():
+    """The deep check compiles, marshals, calls and unloads a host function on this DSL version."""
+    problems = _dsl.check_contract(deep=True)
+    assert not problems, "nvidia-cutlass-dsl lacks what cute_bind needs:\n" + "\n".join(problems)
+
+
+@pytest.fixture
+def fresh_contract(monkeypatch):
+    """The contract as if no bind had run yet in this process (one-time state reset, restored after)."""
+    monkeypatch.setattr(_dsl, "_CONTRACT_OK", False)
+    monkeypatch.setattr(_dsl, "_WARNED_VERSION", False)
+    monkeypatch.delenv("CUTE_BIND_SKIP_DSL_CHECK", raising=False)
+
+
+# What is removed from the installed DSL -> the line CB501 must name.
+MISSING = [
+    ("cutlass.base_dsl.jit_executor", "ExecutionArgs.generate_execution_args", "cutlass.base_dsl.jit_executor.ExecutionArgs.generate_execution_args is missing"),
+    ("cutlass.base_dsl.jit_executor", "JitModule.unload", "cutlass.base_dsl.jit_executor.JitModule.unload is missing"),
+    ("cutlass.cute.runtime", "make_ptr", "cutlass.cute.runtime.make_ptr is missing"),
+    ("cutlass.base_dsl.jit_executor", "JitExecutor", "cutlass.base_dsl.jit_executor.JitExecutor is missing"),
+]
+
+
+@pytest.mark.parametrize("module, attr, line", MISSING, ids=[m[1] for m in MISSING])
+@pytest.mark.parametrize("version", ["4.8.1", "4.9.0"])
+def test_missing_internal_is_cb501_naming_it(module, attr, line, version, monkeypatch, fresh_contract):
+    import importlib
+
+    owner = importlib.import_module(module)
+    *path, name = attr.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    monkeypatch.delattr(owner, name)
+    monkeypatch.setattr(_dsl, "dsl_version", lambda: version)
+    assert line in _dsl.check_contract()
     with pytest.raises(cute_bind.DSLCompatibilityError) as info:
-        _dsl.require_contract()
-    assert info.value.code == "CB501" and "9.9.9" in str(info.value)
+        _dsl.require_contract_once()
+    assert info.value.code == "CB501" and line in str(info.value) and version in str(info.value)
+
+
+@pytest.mark.parametrize("version, warns", [("4.9.0", True), ("5.0.0", True), ("4.5.2", True), ("4.5.3", False), ("4.8.99", False)])
+def test_version_number_alone_only_warns_once(version, warns, monkeypatch, fresh_contract):
+    import warnings
+
+    monkeypatch.setattr(_dsl, "dsl_version", lambda: version)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _dsl.require_contract_once()
+        monkeypatch.setattr(_dsl, "_CONTRACT_OK", False)  # a second first-bind in the process
+        _dsl.require_contract_once()
+    ours = [w for w in caught if issubclass(w.category, cute_bind.DSLVersionWarning)]
+    assert len(ours) == (1 if warns else 0)
+    if warns:
+        assert ours[0].message.code == "CB503" and version in str(ours[0].message)
+
+
+def test_skip_variable_skips_the_check(monkeypatch, fresh_contract):
+    monkeypatch.delattr(__import__("cutlass.cute.runtime", fromlist=["x"]), "make_ptr")
+    monkeypatch.setenv("CUTE_BIND_SKIP_DSL_CHECK", "1")
+    _dsl.require_contract_once()  # nothing raised
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,9 @@ import threading
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from tests.optional import torch_or_skip
+
+torch = torch_or_skip()
 import cuda.bindings.driver as cuda  # noqa: E402
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402

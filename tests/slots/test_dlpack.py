@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from cute_bind.slots import dlpack as _dlpack
+from tests.optional import torch_or_skip
 
-torch = pytest.importorskip("torch")
+torch = torch_or_skip()
 
 VALUES = [
     lambda: torch.arange(12, dtype=torch.float32).reshape(3, 4),

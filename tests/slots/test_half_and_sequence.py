@@ -19,6 +19,7 @@ import cute_bind
 from cute_bind import _dsl
 from cute_bind.slots import bfloat16_bits, float16_bits
 from tests.kernels.host import halves, seq_sum, seq_tensors, thalf_default
+from tests.optional import torch_or_skip
 
 HALVES = cute_bind.kernel(halves)
 SEQ_SUM = cute_bind.kernel(seq_sum)
@@ -174,7 +175,7 @@ def test_sequence_checks(make, code, param, cls, path):
 
 
 def test_bare_tuple_of_tensors_takes_kinds_from_bind(path):
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     k = cute_bind.kernel(seq_tensors)
     handle = k.bind((torch.ones(4), torch.ones(6)), 2.0)
     assert [type(e).__name__ for e in handle.slots["outs"].elements] == ["TensorKind", "TensorKind"]
@@ -190,7 +191,7 @@ def test_bare_tuple_of_tensors_takes_kinds_from_bind(path):
 
 def test_bare_tuple_kinds_are_part_of_the_compile_key():
     k = cute_bind.kernel(seq_tensors)
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     k.bind((torch.ones(4),), 2.0)
     k.bind((torch.ones(4), torch.ones(4)), 2.0)
     k.bind((torch.ones(4, dtype=torch.float64),), 2.0)

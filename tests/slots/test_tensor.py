@@ -22,8 +22,9 @@ import cute_bind
 from cute_bind import _dsl
 from cute_bind.slots import item_ranges
 from tests.kernels.host import tadd2d, tcopy_any, tlead0, tscale, tstatic
+from tests.optional import torch_or_skip
 
-torch = pytest.importorskip("torch")
+torch = torch_or_skip()
 
 TSCALE = cute_bind.kernel(tscale)
 TADD2D = cute_bind.kernel(tadd2d)
