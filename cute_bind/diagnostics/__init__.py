@@ -19,6 +19,8 @@ from .errors import (
     LaunchRuntimeError,
     LaunchValueError,
     PreparedLaunchError,
+    SpecializationError,
+    SpecializationWarning,
 )
 
 __all__ = [
@@ -31,4 +33,6 @@ __all__ = [
     "LaunchRuntimeError",
     "LaunchValueError",
     "PreparedLaunchError",
+    "SpecializationError",
+    "SpecializationWarning",
 ]

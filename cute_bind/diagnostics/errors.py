@@ -21,6 +21,8 @@ __all__ = [
     "LaunchRuntimeError",
     "CudaLaunchError",
     "DSLCompatibilityError",
+    "SpecializationError",
+    "SpecializationWarning",
 ]
 
 
@@ -132,3 +134,15 @@ class CudaLaunchError(LaunchRuntimeError):
 
 class DSLCompatibilityError(CuteBindError, RuntimeError):
     """The installed nvidia-cutlass-dsl lacks an internal cute_bind relies on."""
+
+
+class SpecializationError(CuteBindError, RuntimeError):
+    """Calling a kernel would create a specialization it may not have (its limit is reached)."""
+
+
+class SpecializationWarning(CuteBindError, UserWarning):
+    """A warning (``warnings.warn``) about a kernel's specializations, e.g. past its limit in ``on_limit="warn"`` mode.
+
+    A warning category and a :class:`CuteBindError` at once: it carries the
+    catalog code and fields, and ``warnings.simplefilter("error")`` raises it.
+    """

@@ -1,0 +1,318 @@
+/*
+ * Optional C fast path of Kernel.__call__ (stable ABI, Python >= 3.10).
+ *
+ * `CallBase` is the base class of cute_bind.Kernel when this extension is
+ * built. Its tp_call is the whole hit path of `kernel(*args, **kwargs)`:
+ *
+ *   1. find the calling thread's state: one dict look-up in the thread-state
+ *      dict (PyThreadState_GetDict) under the kernel's current token;
+ *   2. call the thread's current caller (a prepared handle's launch, or a
+ *      small Python closure) with the call's own arguments;
+ *   3. on success count a hit; on an exception of the `fallback` classes (a
+ *      value the handle does not take before launching) clear it and call
+ *      the Python dispatch path `dispatch(args, kwargs or None)`, which owns
+ *      every decision and every error message.
+ *
+ * Nothing else happens here: the Python side (cute_bind/jit/dispatch.py) sets
+ * a thread's caller (`_set_call`), counts hits found on the dispatch path
+ * (`_count_hit`), sums hits (`_hits`) and replaces the token on a reset
+ * (`_reset_calls`), which drops every thread's state at once.
+ *
+ * Each thread's state is a `_ThreadState` object owned by that thread's
+ * state dict (and listed in the kernel's `states` list for the hit sums).
+ * The GIL is held throughout; references held across the call are owned.
+ */
+#define Py_LIMITED_API 0x030A0000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* Py_XSETREF is not part of the limited API */
+#define CB_XSETREF(dst, src) do { PyObject *_old = (PyObject *)(dst); (dst) = (src); Py_XDECREF(_old); } while (0)
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *call;          /* the thread's current caller (owned) */
+    long long hits;
+} ThreadState;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *token;         /* key of this kernel's entry in each thread-state dict (owned) */
+    PyObject *dispatch;      /* the Python dispatch path: dispatch(args, kwargs or None) (owned) */
+    PyObject *fallback;      /* tuple of exception classes that send a call to `dispatch` (owned) */
+    PyObject *unset;         /* a caller that always falls back (owned) */
+    PyObject *states;        /* list of every ThreadState made under `token` (owned) */
+} CallBase;
+
+static PyObject *ThreadState_type = NULL;
+
+/* ------------------------------------------------------------------ ThreadState */
+static void ThreadState_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(((ThreadState *)self)->call);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(tp);
+}
+
+static int ThreadState_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(((ThreadState *)self)->call);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int ThreadState_clear(PyObject *self) {
+    Py_CLEAR(((ThreadState *)self)->call);
+    return 0;
+}
+
+static PyType_Slot ThreadState_slots[] = {
+    {Py_tp_dealloc, ThreadState_dealloc},
+    {Py_tp_traverse, ThreadState_traverse},
+    {Py_tp_clear, ThreadState_clear},
+    {Py_tp_doc, "One thread's call state of one kernel (internal)."},
+    {0, NULL},
+};
+
+static PyType_Spec ThreadState_spec = {
+    "cute_bind.jit._cdispatch._ThreadState", sizeof(ThreadState), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, ThreadState_slots,
+};
+
+/* ------------------------------------------------------------------ CallBase */
+static PyObject *call_dispatch(CallBase *self, PyObject *args, PyObject *kwargs) {
+    if (self->dispatch == NULL) {
+        PyErr_SetString(PyExc_TypeError, "kernel not initialised");
+        return NULL;
+    }
+    return PyObject_CallFunctionObjArgs(self->dispatch, args, kwargs ? kwargs : Py_None, NULL);
+}
+
+/* The calling thread's state under the current token (borrowed), or NULL without an error set. */
+static ThreadState *find_state(CallBase *self) {
+    if (self->token == NULL) {
+        return NULL;
+    }
+    PyObject *tsd = PyThreadState_GetDict();
+    if (tsd == NULL) {
+        return NULL;
+    }
+    PyObject *found = PyDict_GetItemWithError(tsd, self->token);
+    if (found == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return (ThreadState *)found;
+}
+
+static PyObject *CallBase_call(PyObject *self_, PyObject *args, PyObject *kwargs) {
+    CallBase *self = (CallBase *)self_;
+    ThreadState *st = find_state(self);
+    if (st != NULL && st->call != NULL) {
+        /* own both across the call: the dispatch path may replace them */
+        PyObject *call = st->call;
+        Py_INCREF(st);
+        Py_INCREF(call);
+        PyObject *result = PyObject_Call(call, args, kwargs);
+        Py_DECREF(call);
+        if (result != NULL) {
+            st->hits++;
+            Py_DECREF(st);
+            return result;
+        }
+        Py_DECREF(st);
+        if (self->fallback == NULL || !PyErr_ExceptionMatches(self->fallback)) {
+            return NULL;
+        }
+        PyErr_Clear();
+    }
+    return call_dispatch(self, args, kwargs);
+}
+
+static PyObject *CallBase_reset_calls(PyObject *self_, PyObject *args) {
+    CallBase *self = (CallBase *)self_;
+    PyObject *dispatch, *fallback, *unset;
+    if (!PyArg_ParseTuple(args, "OO!O:_reset_calls", &dispatch, &PyTuple_Type, &fallback, &unset)) {
+        return NULL;
+    }
+    /* a fresh plain object: it hashes by identity, so no other key can equal it */
+    PyObject *token = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+    if (token == NULL) {
+        return NULL;
+    }
+    PyObject *states = PyList_New(0);
+    if (states == NULL) {
+        Py_DECREF(token);
+        return NULL;
+    }
+    /* the old states become unreachable (their token is gone): drop their callers and handles now */
+    if (self->states != NULL) {
+        Py_ssize_t n = PyList_Size(self->states);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            ThreadState *st = (ThreadState *)PyList_GetItem(self->states, i);
+            if (st != NULL) {
+                Py_CLEAR(st->call);
+            }
+        }
+    }
+    Py_INCREF(dispatch);
+    Py_INCREF(fallback);
+    Py_INCREF(unset);
+    CB_XSETREF(self->dispatch, dispatch);
+    CB_XSETREF(self->fallback, fallback);
+    CB_XSETREF(self->unset, unset);
+    CB_XSETREF(self->token, token);
+    CB_XSETREF(self->states, states);
+    Py_RETURN_NONE;
+}
+
+static ThreadState *get_or_make_state(CallBase *self) {
+    if (self->token == NULL || self->states == NULL) {
+        PyErr_SetString(PyExc_TypeError, "kernel not initialised");
+        return NULL;
+    }
+    ThreadState *st = find_state(self);
+    if (st != NULL) {
+        return st;
+    }
+    PyObject *tsd = PyThreadState_GetDict();
+    if (tsd == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "no thread-state dict");
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)ThreadState_type;
+    allocfunc alloc = (allocfunc)PyType_GetSlot(tp, Py_tp_alloc);
+    st = (ThreadState *)alloc(tp, 0);
+    if (st == NULL) {
+        return NULL;
+    }
+    st->call = NULL;
+    st->hits = 0;
+    if (PyDict_SetItem(tsd, self->token, (PyObject *)st) < 0 || PyList_Append(self->states, (PyObject *)st) < 0) {
+        Py_DECREF(st);
+        return NULL;
+    }
+    Py_DECREF(st); /* owned by the thread-state dict and the list */
+    return st;
+}
+
+static PyObject *CallBase_set_call(PyObject *self_, PyObject *call) {
+    ThreadState *st = get_or_make_state((CallBase *)self_);
+    if (st == NULL) {
+        return NULL;
+    }
+    Py_INCREF(call);
+    CB_XSETREF(st->call, call);
+    Py_RETURN_NONE;
+}
+
+static PyObject *CallBase_count_hit(PyObject *self_, PyObject *unused) {
+    ThreadState *st = get_or_make_state((CallBase *)self_);
+    if (st == NULL) {
+        return NULL;
+    }
+    st->hits++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *CallBase_hits(PyObject *self_, PyObject *unused) {
+    CallBase *self = (CallBase *)self_;
+    long long total = 0;
+    if (self->states != NULL) {
+        Py_ssize_t n = PyList_Size(self->states);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            ThreadState *st = (ThreadState *)PyList_GetItem(self->states, i);
+            if (st != NULL) {
+                total += st->hits;
+            }
+        }
+    }
+    return PyLong_FromLongLong(total);
+}
+
+static int CallBase_traverse(PyObject *self_, visitproc visit, void *arg) {
+    CallBase *self = (CallBase *)self_;
+    Py_VISIT(self->token);
+    Py_VISIT(self->dispatch);
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->unset);
+    Py_VISIT(self->states);
+    Py_VISIT(Py_TYPE(self_)); /* a heap base type visits the type (subtype_traverse leaves it to us) */
+    return 0;
+}
+
+static int CallBase_clear(PyObject *self_) {
+    CallBase *self = (CallBase *)self_;
+    Py_CLEAR(self->token);
+    Py_CLEAR(self->dispatch);
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->unset);
+    Py_CLEAR(self->states);
+    return 0;
+}
+
+static void CallBase_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    CallBase_clear(self);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef CallBase_methods[] = {
+    {"_reset_calls", CallBase_reset_calls, METH_VARARGS,
+     "_reset_calls(dispatch, fallback, unset): a new token (every thread's state dropped), the dispatch path and the fallback classes."},
+    {"_set_call", CallBase_set_call, METH_O, "_set_call(caller): the calling thread's current caller."},
+    {"_count_hit", CallBase_count_hit, METH_NOARGS, "Count one hit for the calling thread (a hit found on the dispatch path)."},
+    {"_hits", CallBase_hits, METH_NOARGS, "Hits of every thread since the last reset."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot CallBase_slots[] = {
+    {Py_tp_call, CallBase_call},
+    {Py_tp_dealloc, CallBase_dealloc},
+    {Py_tp_traverse, CallBase_traverse},
+    {Py_tp_clear, CallBase_clear},
+    {Py_tp_methods, CallBase_methods},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_doc, "C fast path of Kernel.__call__ (base class of cute_bind.Kernel)."},
+    {0, NULL},
+};
+
+static PyType_Spec CallBase_spec = {
+    "cute_bind.jit._cdispatch.CallBase", sizeof(CallBase), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, CallBase_slots,
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_cdispatch", "C fast path of Kernel.__call__.", -1, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__cdispatch(void)
+{
+    PyObject *m = PyModule_Create(&moduledef);
+    if (m == NULL) {
+        return NULL;
+    }
+    ThreadState_type = PyType_FromSpec(&ThreadState_spec);
+    if (ThreadState_type == NULL) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *base = PyType_FromSpec(&CallBase_spec);
+    if (base == NULL || PyModule_AddObject(m, "CallBase", base) < 0) {
+        Py_XDECREF(base);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(ThreadState_type);
+    if (PyModule_AddObject(m, "_ThreadState", ThreadState_type) < 0) {
+        Py_DECREF(ThreadState_type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
