@@ -175,6 +175,17 @@ class Kernel(_CallBase, Generic[P]):
         local.hits += 1
         return result
 
+    def call_dsl(self, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """Compile (cached) and call the compiled function the DSL's normal way, building its argument objects anew.
+
+        The slow reference path (what calling the kernel did before it
+        specialized): no prepared handle is involved, so tests and benchmarks
+        compare cute_bind's launches against it.
+        """
+        compile_key, _, dsl_values = self._bind_values(args, kwargs)
+        compiled = self._compiled(compile_key, dsl_values)
+        return compiled(*(dsl_values[p.name] for p in self.signature.runtime))
+
     if _CallBase is not PythonCallBase:
         # the C base's tp_call is this method's body: a Python __call__ here would shadow it
         del __call__

@@ -56,7 +56,6 @@ from ..slots import dlpack as _dlpack
 
 if TYPE_CHECKING:
     from ..launch.prepared import PreparedLaunch
-    from .decorator import Kernel
 
 __all__ = ["CallBase", "PythonCallBase", "CacheInfo", "DEFAULT_LIMIT", "Dispatcher", "FALLBACK", "ON_LIMIT", "Specialization", "call_path", "current_stream"]
 
@@ -303,7 +302,8 @@ def _describe(bound: Bound) -> str:
 class Dispatcher:
     """The call path of one :class:`cute_bind.Kernel`: specializations, per-thread handles, counts."""
 
-    def __init__(self, kernel: Kernel[Any], max_specializations: int | None, on_limit: str) -> None:
+    def __init__(self, kernel: Any, max_specializations: int | None, on_limit: str) -> None:
+        # ``kernel`` is the owning cute_bind.Kernel (not imported here: decorator imports this module)
         self.kernel = kernel
         self.limit = max_specializations
         self.on_limit = on_limit
@@ -356,18 +356,18 @@ class Dispatcher:
         self._latest: _Spec | None = None
         self.local = _Local(self._threads)
         if self._c:
-            self.kernel._reset_calls(self.dispatch, FALLBACK, _unset)  # type: ignore[attr-defined]
+            self.kernel._reset_calls(self.dispatch, FALLBACK, _unset)
 
     def _hit(self, local: _Local) -> None:
         if self._c:
-            self.kernel._count_hit()  # type: ignore[attr-defined]
+            self.kernel._count_hit()
         else:
             local.hits += 1
 
     # ------------------------------------------------------------------ public
     def cache_info(self) -> CacheInfo:
         if self._c:
-            hits = int(self.kernel._hits())  # type: ignore[attr-defined]
+            hits = int(self.kernel._hits())
         else:
             hits = sum(int(d.get("hits", 0)) for d in list(self._threads))
         return CacheInfo(hits=hits, misses=self._misses, specializations=len(self._specs), max_specializations=self.limit)
@@ -455,7 +455,7 @@ class Dispatcher:
             pair = (launch, self._caller(spec, launch))
             local.handles[spec] = pair
         if self._c:
-            self.kernel._set_call(pair[1])  # type: ignore[attr-defined]
+            self.kernel._set_call(pair[1])
         else:
             local.call = pair[1]
         local.last = spec
