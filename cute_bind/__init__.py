@@ -18,6 +18,8 @@ from .diagnostics.errors import (
     LaunchRuntimeError,
     LaunchValueError,
     PreparedLaunchError,
+    SpecializationError,
+    SpecializationWarning,
 )
 from .jit import Kernel, check_function, kernel
 from .launch import PreparedLaunch, prepare
@@ -40,6 +42,8 @@ __all__ = [
     "PointerSpec",
     "PreparedLaunch",
     "PreparedLaunchError",
+    "SpecializationError",
+    "SpecializationWarning",
     "Tensor",
     "TensorSpec",
     "__version__",

@@ -19,6 +19,8 @@ EXPECTED = {
     "PointerSpec",
     "PreparedLaunch",
     "PreparedLaunchError",
+    "SpecializationError",
+    "SpecializationWarning",
     "Tensor",
     "TensorSpec",
     "__version__",

@@ -187,7 +187,9 @@ class Kernel(_CallBase, Generic[P]):
         return compiled(*(dsl_values[p.name] for p in self.signature.runtime))
 
     if _CallBase is not PythonCallBase:
-        # the C base's tp_call is this method's body: a Python __call__ here would shadow it
+        # the C base's tp_call does what this method does: a Python __call__ here would shadow it
+        # (kept as _python_call, so the Python path stays testable where the C one is built)
+        _python_call = __call__
         del __call__
 
     def cache_info(self) -> dict[str, int | None]:

@@ -231,7 +231,7 @@ class _Local(threading.local):
     def __init__(self, registry: list[dict[str, Any]]) -> None:
         self.call: Callable[..., Any] = _unset
         self.hits = 0
-        self.handles: dict[_Spec, tuple[Callable[..., Any], Callable[..., Any]]] = {}
+        self.handles: dict[_Spec, tuple[Callable[..., Any], Callable[..., Any], PreparedLaunch[Any] | None]] = {}
         self.last: _Spec | None = None
         registry.append(self.__dict__)  # so cache_info() can add up every thread's hits
 
@@ -344,7 +344,7 @@ class Dispatcher:
         self._stream_index = tuple(self._runtime_index.index(i) for i, p in enumerate(positional) if p.name in self._streams)
         self._lock = threading.RLock()
         #: the kernel's C base keeps each thread's caller and hits (else the threading.local does)
-        self._c = CallBase is not PythonCallBase and isinstance(kernel, CallBase)
+        self._c = CallBase is not PythonCallBase and getattr(type(kernel), "__call__", None) is getattr(CallBase, "__call__", None)
         self._reset()
 
     def _reset(self) -> None:
@@ -447,12 +447,13 @@ class Dispatcher:
         """Make ``spec`` the thread's current specialization; its handle's launch (runtime values in order)."""
         pair = local.handles.get(spec)
         if pair is None:
+            handle = None
             if spec.proto is not None:
                 handle = spec.proto.clone()  # one handle per thread: the handle contract
                 launch = handle.launch
             else:
                 launch = self._direct(spec)
-            pair = (launch, self._caller(spec, launch))
+            pair = (launch, self._caller(spec, launch), handle)
             local.handles[spec] = pair
         if self._c:
             self.kernel._set_call(pair[1])

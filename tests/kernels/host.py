@@ -201,3 +201,34 @@ def tlead0(out: cute_bind.Tensor[cutlass.Float32, 2, 16, 0], inp: cute_bind.Tens
     """out = inp + beta for column-major rank-2 tensors (leading dimension 0, 16-byte aligned)."""
     for i in range(cute.size(out)):
         out[i] = inp[i] + beta
+
+
+# ------------------------------------------------------------------ calls (kernel(...)): a stream left out
+@cute.jit
+def scale_stream_default(out: F32, inp: F32, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream = None):
+    """out[k] = inp[k] * alpha for k < n (n <= 64); the stream may be left out of a call."""
+    o = cute.make_tensor(out, cute.make_layout(64))
+    i = cute.make_tensor(inp, cute.make_layout(64))
+    for k in range(n):
+        o[k] = i[k] * alpha
+
+
+@cute.jit
+def tscale_stream_default(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream = None):
+    """out[i] = inp[i] * alpha over a rank-1 tensor; the stream may be left out of a call."""
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * alpha
+
+
+@cute.jit
+def add_constexpr_stream(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32, offset: cutlass.Constexpr[int], stream: cuda.CUstream = None):
+    """out[0] = value + offset (compile-time), with a stream that may be left out."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    o[0] = value + offset
+
+
+@cute.jit
+def fill_kwonly(out: cute_bind.Pointer[cutlass.Int32], *, value: cutlass.Int32):
+    """out[0] = value, with a keyword-only parameter."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    o[0] = value
