@@ -66,9 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host-only", action="store_true", help="use the host-only function even when a GPU is present")
     p.add_argument(
         "--workload",
-        choices=("all", "pointers", "tensors"),
+        choices=("all", "pointers", "tensors", "specialize"),
         default="all",
-        help="pointers: the 5-argument pointer scale kernel; tensors: the 2-tensor dynamic-layout kernel with new tensors each step",
+        help="pointers: the 5-argument pointer scale kernel; tensors: the 2-tensor dynamic-layout kernel with new tensors each step; "
+        "specialize: kernel(...) on a hit, a key switch, a miss with a cached compile and a cold compile",
     )
     p.set_defaults(func=_bench)
     sub.add_parser("check", help="static eligibility check of source files (see cute-bind check --help)")

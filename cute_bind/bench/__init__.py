@@ -1,7 +1,9 @@
 """``python -m cute_bind bench``: host overhead per launch, side by side, from one run.
 
 One module per workload (``pointers``: the 5-argument scale kernel;
-``tensors``: a 2-tensor dynamic-layout kernel with new tensors every step)
+``tensors``: a 2-tensor dynamic-layout kernel with new tensors every step;
+``specialize``: what a ``kernel(...)`` call costs on a hit, a key switch, a
+miss with a cached compile and a cold compile)
 over shared timing code (``timing``); ``kernels`` holds the kernels they time.
 """
 
@@ -18,6 +20,7 @@ __all__ = ["main"]
 
 def main(args: argparse.Namespace) -> int:
     from .pointers import format_table, run
+    from .specialize import format_specialize_table, run_specialize
     from .tensors import format_tensor_table, run_tensors
 
     host_only = True if args.host_only else None
@@ -31,6 +34,10 @@ def main(args: argparse.Namespace) -> int:
         reports["tensors"] = run_tensors(host_only=host_only, repeats=args.repeats, iters=args.iters)
         print("\n## tensor workload (2-tensor dynamic-layout scale kernel, new tensors each step)\n")
         print(format_tensor_table(reports["tensors"]))
+    if workload in ("all", "specialize"):
+        reports["specialize"] = run_specialize(host_only=host_only, repeats=args.repeats, iters=args.iters)
+        print("\n## kernel(...) calls: hit, key switch, miss with a cached compile, cold compile\n")
+        print(format_specialize_table(reports["specialize"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({name: asdict(r) for name, r in reports.items()}, f, indent=1)

@@ -1147,6 +1147,7 @@ _LIMITED = (
     _PRELUDE
     + """
 @cute_bind.kernel(max_specializations=1)
+@cute.jit
 def fill(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32, offset: cutlass.Constexpr[int]):
     t = cute.make_tensor(out, cute.make_layout(1))
     t[0] = value + offset
