@@ -7,7 +7,9 @@
  *   1. find the calling thread's state: one dict look-up in the thread-state
  *      dict (PyThreadState_GetDict) under the kernel's current token;
  *   2. call the thread's current caller (a prepared handle's launch, or a
- *      small Python closure) with the call's own arguments;
+ *      small Python closure) with the call's own arguments; a call that
+ *      leaves out a trailing stream parameter (exactly `fill_n` positional
+ *      arguments, no keywords) gets `stream_fn()` appended first;
  *   3. on success count a hit; on an exception of the `fallback` classes (a
  *      value the handle does not take before launching) clear it and call
  *      the Python dispatch path `dispatch(args, kwargs or None)`, which owns
@@ -32,6 +34,8 @@
 typedef struct {
     PyObject_HEAD
     PyObject *call;          /* the thread's current caller (owned) */
+    PyObject *stream_fn;     /* () -> stream, for a call that leaves its last (stream) argument out (owned) */
+    Py_ssize_t fill_n;       /* the positional count of such a call (-1: none) */
     long long hits;
 } ThreadState;
 
@@ -51,6 +55,7 @@ static void ThreadState_dealloc(PyObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     Py_CLEAR(((ThreadState *)self)->call);
+    Py_CLEAR(((ThreadState *)self)->stream_fn);
     freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     tp_free(self);
     Py_DECREF(tp);
@@ -58,12 +63,14 @@ static void ThreadState_dealloc(PyObject *self) {
 
 static int ThreadState_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(((ThreadState *)self)->call);
+    Py_VISIT(((ThreadState *)self)->stream_fn);
     Py_VISIT(Py_TYPE(self));
     return 0;
 }
 
 static int ThreadState_clear(PyObject *self) {
     Py_CLEAR(((ThreadState *)self)->call);
+    Py_CLEAR(((ThreadState *)self)->stream_fn);
     return 0;
 }
 
@@ -106,6 +113,33 @@ static ThreadState *find_state(CallBase *self) {
     return (ThreadState *)found;
 }
 
+/* `args` plus the stream from `stream_fn()` as one more positional argument (new reference), or NULL. */
+static PyObject *with_stream(PyObject *args, Py_ssize_t n, PyObject *stream_fn) {
+    Py_INCREF(stream_fn);
+    PyObject *stream = PyObject_CallNoArgs(stream_fn);
+    Py_DECREF(stream_fn);
+    if (stream == NULL) {
+        return NULL;
+    }
+    PyObject *full = PyTuple_New(n + 1);
+    if (full == NULL) {
+        Py_DECREF(stream);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GetItem(args, i);
+        if (item == NULL) {
+            Py_DECREF(stream);
+            Py_DECREF(full);
+            return NULL;
+        }
+        Py_INCREF(item);
+        PyTuple_SetItem(full, i, item); /* steals */
+    }
+    PyTuple_SetItem(full, n, stream); /* steals */
+    return full;
+}
+
 static PyObject *CallBase_call(PyObject *self_, PyObject *args, PyObject *kwargs) {
     CallBase *self = (CallBase *)self_;
     ThreadState *st = find_state(self);
@@ -114,7 +148,22 @@ static PyObject *CallBase_call(PyObject *self_, PyObject *args, PyObject *kwargs
         PyObject *call = st->call;
         Py_INCREF(st);
         Py_INCREF(call);
-        PyObject *result = PyObject_Call(call, args, kwargs);
+        PyObject *result;
+        int no_kwargs = kwargs == NULL || PyDict_Size(kwargs) == 0;
+        if (st->fill_n >= 0 && st->stream_fn != NULL && no_kwargs && PyTuple_Size(args) == st->fill_n) {
+            /* the stream left out: append the current one (an error here: the dispatch path reports it) */
+            PyObject *full = with_stream(args, st->fill_n, st->stream_fn);
+            if (full == NULL) {
+                Py_DECREF(call);
+                Py_DECREF(st);
+                PyErr_Clear();
+                return call_dispatch(self, args, kwargs);
+            }
+            result = PyObject_Call(call, full, NULL);
+            Py_DECREF(full);
+        } else {
+            result = PyObject_Call(call, args, kwargs);
+        }
         Py_DECREF(call);
         if (result != NULL) {
             st->hits++;
@@ -153,6 +202,8 @@ static PyObject *CallBase_reset_calls(PyObject *self_, PyObject *args) {
             ThreadState *st = (ThreadState *)PyList_GetItem(self->states, i);
             if (st != NULL) {
                 Py_CLEAR(st->call);
+                Py_CLEAR(st->stream_fn);
+                st->fill_n = -1;
             }
         }
     }
@@ -188,6 +239,8 @@ static ThreadState *get_or_make_state(CallBase *self) {
         return NULL;
     }
     st->call = NULL;
+    st->stream_fn = NULL;
+    st->fill_n = -1;
     st->hits = 0;
     if (PyDict_SetItem(tsd, self->token, (PyObject *)st) < 0 || PyList_Append(self->states, (PyObject *)st) < 0) {
         Py_DECREF(st);
@@ -197,13 +250,29 @@ static ThreadState *get_or_make_state(CallBase *self) {
     return st;
 }
 
-static PyObject *CallBase_set_call(PyObject *self_, PyObject *call) {
+static PyObject *CallBase_set_call(PyObject *self_, PyObject *args) {
+    PyObject *call, *stream_fn = Py_None;
+    Py_ssize_t fill_n = -1;
+    if (!PyArg_ParseTuple(args, "O|nO:_set_call", &call, &fill_n, &stream_fn)) {
+        return NULL;
+    }
+    if (fill_n >= 0 && !PyCallable_Check(stream_fn)) {
+        PyErr_SetString(PyExc_TypeError, "_set_call: stream_fn must be callable when fill_n >= 0");
+        return NULL;
+    }
     ThreadState *st = get_or_make_state((CallBase *)self_);
     if (st == NULL) {
         return NULL;
     }
     Py_INCREF(call);
     CB_XSETREF(st->call, call);
+    if (fill_n >= 0) {
+        Py_INCREF(stream_fn);
+        CB_XSETREF(st->stream_fn, stream_fn);
+    } else {
+        Py_CLEAR(st->stream_fn);
+    }
+    st->fill_n = fill_n;
     Py_RETURN_NONE;
 }
 
@@ -264,7 +333,9 @@ static void CallBase_dealloc(PyObject *self) {
 static PyMethodDef CallBase_methods[] = {
     {"_reset_calls", CallBase_reset_calls, METH_VARARGS,
      "_reset_calls(dispatch, fallback, unset): a new token (every thread's state dropped), the dispatch path and the fallback classes."},
-    {"_set_call", CallBase_set_call, METH_O, "_set_call(caller): the calling thread's current caller."},
+    {"_set_call", CallBase_set_call, METH_VARARGS,
+     "_set_call(caller[, fill_n, stream_fn]): the calling thread's current caller; a call of exactly fill_n positional "
+     "arguments and no keywords gets stream_fn() appended."},
     {"_count_hit", CallBase_count_hit, METH_NOARGS, "Count one hit for the calling thread (a hit found on the dispatch path)."},
     {"_hits", CallBase_hits, METH_NOARGS, "Hits of every thread since the last reset."},
     {NULL, NULL, 0, NULL},

@@ -38,6 +38,8 @@ used then.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib.util
 import logging
 import operator
 import os
@@ -129,6 +131,8 @@ class _TorchStreams:
             return None
         torch = sys.modules.get("torch")  # never imported here: a process without torch has only the default stream
         if torch is None:
+            if importlib.util.find_spec("torch") is None:
+                self.never = True  # not installed: it cannot be imported later
             return None
         try:
             if not torch.backends.cuda.is_built():
@@ -147,6 +151,22 @@ class _TorchStreams:
         except Exception:
             return None
         return self.raw
+
+
+    def getter(self, device: int | None) -> Callable[[], int]:
+        """The cheapest ``() -> stream`` for a left-out stream of a specialization on ``device``, for now.
+
+        Errors surface as exceptions (the dispatch path turns them into CB221).
+        """
+        raw = self.raw or self.find()
+        if raw is not None:
+            if device is not None:
+                return functools.partial(raw, device)  # all C: torch's raw current-stream reader
+            current = self.device or (lambda: 0)
+            return lambda: raw(current())
+        if self.never:
+            return int  # int() == 0: the default stream, forever in this process (torch absent or without CUDA)
+        return functools.partial(current_stream, device)  # torch may initialise CUDA later: look each time
 
 
 _TORCH = _TorchStreams()
@@ -231,7 +251,8 @@ class _Local(threading.local):
     def __init__(self, registry: list[dict[str, Any]]) -> None:
         self.call: Callable[..., Any] = _unset
         self.hits = 0
-        self.handles: dict[_Spec, tuple[Callable[..., Any], Callable[..., Any], PreparedLaunch[Any] | None]] = {}
+        #: per specialization: (launch, caller, handle or None, (fill_n, stream_fn) or None)
+        self.handles: dict[_Spec, tuple[Callable[..., Any], Callable[..., Any], PreparedLaunch[Any] | None, tuple[int, Callable[[], int]] | None]] = {}
         self.last: _Spec | None = None
         registry.append(self.__dict__)  # so cache_info() can add up every thread's hits
 
@@ -453,39 +474,49 @@ class Dispatcher:
                 launch = handle.launch
             else:
                 launch = self._direct(spec)
-            pair = (launch, self._caller(spec, launch), handle)
+            caller, fill = self._caller(spec, launch)
+            pair = (launch, caller, handle, fill)
             local.handles[spec] = pair
         if self._c:
-            self.kernel._set_call(pair[1])
+            fill = pair[3]
+            if fill is not None:  # the C path appends the stream itself: no Python frame on a hit
+                self.kernel._set_call(pair[0], fill[0], fill[1])
+            else:
+                self.kernel._set_call(pair[1])
         else:
             local.call = pair[1]
         local.last = spec
         return pair[0]
 
     # ------------------------------------------------------------------ callers
-    def _caller(self, spec: _Spec, launch: Callable[..., Any]) -> Callable[..., Any]:
-        """The function the fast path calls with the call's own arguments, for one specialization."""
+    def _caller(self, spec: _Spec, launch: Callable[..., Any]) -> tuple[Callable[..., Any], tuple[int, Callable[[], int]] | None]:
+        """The function the fast path calls with the call's own arguments, for one specialization,
+        and for the common ``f(..., stream=None)`` form the ``(positional count, stream getter)``
+        with which the C path appends a left-out stream itself."""
         if not self._simple:
-            return _unset  # keyword-only parameters: every call binds on the dispatch path
+            return _unset, None  # keyword-only parameters: every call binds on the dispatch path
         if not self._constexpr and not self._streams:
-            return launch  # the handle's launch takes the call's arguments as they are
+            return launch, None  # the handle's launch takes the call's arguments as they are
         name = self.kernel.name
         streams = self._stream_index
         nstreams = len(streams)
         if spec.device == -1 and streams:
-            return _unset  # tensors on several devices: the dispatch path fills the stream in or raises CB220
+            return _unset, None  # tensors on several devices: the dispatch path fills the stream in or raises CB220
         if not self._constexpr and nstreams == 1 and streams[0] == self._npos - 1 and self._required == self._npos - 1:
             # the common form ``f(..., stream=None)``, stream last: fill it in when left out
             last = self._npos - 1
-            device = spec.device
-            stream_name = self._streams[0]
+            get_stream = _TORCH.getter(spec.device)
 
             def call_stream_last(*args: Any, **kwargs: Any) -> Any:
                 if kwargs or len(args) != last:
-                    raise _Miss
-                return launch(*args, current_stream(device, name, stream_name))
+                    return launch(*args, **kwargs)  # the stream given (None: refused, then the dispatch path)
+                try:
+                    stream = get_stream()
+                except Exception:
+                    raise _Miss from None  # the dispatch path reports it (CB221)
+                return launch(*args, stream)
 
-            return call_stream_last
+            return call_stream_last, (last, get_stream)
         # general form: fill defaults of the tail, check Constexpr values, drop them, fill streams
         npos, required, tail = self._npos, self._required, self._tail
         if tail is None:
@@ -528,7 +559,7 @@ class Dispatcher:
                         runtime[j] = current_stream(device, name, sname)
             return launch(*runtime)
 
-        return call
+        return call, None
 
     def _constexpr_checks(self, spec: _Spec) -> tuple[tuple[int, type, Any], ...]:
         values = dict((p[0], (p[1], p[2])) for p in spec.key[0] if len(p) == 3)

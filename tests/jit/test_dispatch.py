@@ -249,7 +249,7 @@ def test_left_out_stream_is_torchs_current_stream(make, monkeypatch, kernel_fn, 
     for _ in range(3):
         call()
     # the thread's handle holds the stream of the last launch: torch's current stream
-    (launch, caller, handle), = k._calls.local.handles.values()
+    ((launch, caller, handle, fill),) = k._calls.local.handles.values()
     assert int.from_bytes(handle.slot_bytes("stream"), sys.byteorder) == 0xABC0
     assert fake.devices == [3, 3, 3]  # no tensor slot: torch's current device
 
@@ -400,7 +400,7 @@ def test_concurrent_first_calls_compile_once_and_use_one_handle_per_thread(make,
             for step in range(20):
                 k(y, x, float(i + step), 64, 0)
                 assert y.tobytes() == (x * np.float32(i + step)).tobytes()
-            ((_, _, handle),) = k._calls.local.handles.values()
+            ((_, _, handle, _),) = k._calls.local.handles.values()
             handles[i] = id(handle)
         except BaseException as exc:  # reported below
             errors.append(exc)
