@@ -10,6 +10,8 @@
  *      small Python closure) with the call's own arguments; a call that
  *      leaves out a trailing stream parameter (exactly `fill_n` positional
  *      arguments, no keywords) gets `stream_fn()` appended first;
+ *      A caller of None sends every call to the dispatch path (a thread
+ *      whose calls keep changing key skips the handle's refusal);
  *   3. on success count a hit; on an exception of the `fallback` classes (a
  *      value the handle does not take before launching) clear it and call
  *      the Python dispatch path `dispatch(args, kwargs or None)`, which owns
@@ -143,7 +145,7 @@ static PyObject *with_stream(PyObject *args, Py_ssize_t n, PyObject *stream_fn) 
 static PyObject *CallBase_call(PyObject *self_, PyObject *args, PyObject *kwargs) {
     CallBase *self = (CallBase *)self_;
     ThreadState *st = find_state(self);
-    if (st != NULL && st->call != NULL) {
+    if (st != NULL && st->call != NULL && st->call != Py_None) { /* None: every call dispatches */
         /* own both across the call: the dispatch path may replace them */
         PyObject *call = st->call;
         Py_INCREF(st);

@@ -86,6 +86,10 @@ class _Unprobeable(Exception):
     pass
 
 
+_SWITCHING = 3  # key switches in a row after which a thread's calls dispatch at once
+_SETTLED = 16  # calls of one key in a row after which they take the fast path again
+
+
 class PythonCallBase:
     """Kernel's base without the C extension: ``Kernel.__call__`` is then Python (a threading.local per kernel)."""
 
@@ -254,6 +258,8 @@ class _Local(threading.local):
         #: per specialization: (launch, caller, handle or None, (fill_n, stream_fn) or None)
         self.handles: dict[_Spec, tuple[Callable[..., Any], Callable[..., Any], PreparedLaunch[Any] | None, tuple[int, Callable[[], int]] | None]] = {}
         self.last: _Spec | None = None
+        self.switches = 0  # dispatches that changed specialization, since the last settled streak
+        self.streak = 0  # dispatches in a row that kept the specialization
         registry.append(self.__dict__)  # so cache_info() can add up every thread's hits
 
 
@@ -418,7 +424,7 @@ class Dispatcher:
                 self._remember(probe, spec)
         else:
             self._hit(local)
-        launch = self._use(local, spec)
+        launch = self._use(local, spec, self._track(local, spec))
         runtime = self._runtime_values(spec, values)
         try:
             return launch(*runtime)
@@ -431,7 +437,25 @@ class Dispatcher:
                 raise
             if probe is not None:
                 self._remember(probe, full)
-            return self._use(local, full)(*self._runtime_values(full, values))
+            return self._use(local, full, self._track(local, full))(*self._runtime_values(full, values))
+
+    @staticmethod
+    def _track(local: _Local, spec: _Spec) -> bool:
+        """Whether the thread's calls keep changing key (then each call dispatches at once).
+
+        A key switch costs a refusal by the last handle (its slow path builds
+        the catalog error) plus the dispatch; a thread alternating keys skips
+        the refusal. Three switches in a row start that, 16 calls of one key
+        in a row end it.
+        """
+        if local.last is not None and spec is not local.last:
+            local.switches += 1
+            local.streak = 0
+        else:
+            local.streak += 1
+            if local.streak >= _SETTLED:
+                local.switches = 0
+        return local.switches >= _SWITCHING
 
     def _remember(self, probe: Hashable, spec: _Spec) -> None:
         if len(self._by_probe) > 4096:  # values of ever new probes: keep the table bounded
@@ -464,8 +488,11 @@ class Dispatcher:
             )
         return current_stream(spec.device, self.kernel.name, parameter)
 
-    def _use(self, local: _Local, spec: _Spec) -> Callable[..., Any]:
-        """Make ``spec`` the thread's current specialization; its handle's launch (runtime values in order)."""
+    def _use(self, local: _Local, spec: _Spec, switching: bool = False) -> Callable[..., Any]:
+        """Make ``spec`` the thread's current specialization; its handle's launch (runtime values in order).
+
+        ``switching``: the thread's calls keep changing key, so its next call
+        goes to the dispatch path at once."""
         pair = local.handles.get(spec)
         if pair is None:
             handle = None
@@ -477,7 +504,12 @@ class Dispatcher:
             caller, fill = self._caller(spec, launch)
             pair = (launch, caller, handle, fill)
             local.handles[spec] = pair
-        if self._c:
+        if switching:
+            if self._c:
+                self.kernel._set_call(None)
+            else:
+                local.call = _unset
+        elif self._c:
             fill = pair[3]
             if fill is not None:  # the C path appends the stream itself: no Python frame on a hit
                 self.kernel._set_call(pair[0], fill[0], fill[1])

@@ -453,3 +453,21 @@ def test_pure_python_process_uses_the_python_call_path():
     env = {**os.environ, **env}
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
+
+
+def test_alternating_keys_dispatch_directly_then_settle(make):
+    k = make(scale_ptr)
+    arrays = {dt: (np.arange(64).astype(dt), np.zeros(64, dt)) for dt in (np.float32, np.float64)}
+    for step in range(12):
+        dt = (np.float32, np.float64)[step % 2]
+        x, y = arrays[dt]
+        k(y, x, float(step), 64, 0)
+        assert np.array_equal(y, x * dt(step))
+    assert k._calls.local.switches >= dispatch_mod._SWITCHING  # alternating: each call dispatches at once
+    x, y = arrays[np.float32]
+    for step in range(dispatch_mod._SETTLED + 2):
+        k(y, x, 1.5, 64, 0)
+    assert k._calls.local.switches == 0  # settled: back on the fast path
+    assert np.array_equal(y, x * np.float32(1.5))
+    hits, misses, specs = _counts(k)
+    assert (misses, specs, hits) == (2, 2, 12 + dispatch_mod._SETTLED + 2 - 2)
