@@ -1180,8 +1180,8 @@ SPECIALIZATION_LIMIT = _entry(
 fill(addr, 1, 1)      # offset=1 is a second specialization, the limit is 1 -> CB601
 """,
     fix="""
-    Make the changing value a runtime parameter instead of a Constexpr (or
-    layout static extents dynamic), raise the limit
+    Make the changing value a runtime parameter instead of a Constexpr (or a
+    static tensor layout dynamic), raise the limit
     (`@cute_bind.kernel(max_specializations=...)`), or let calls past it go on
     with a warning (`on_limit="warn"`, CB602).
     """,

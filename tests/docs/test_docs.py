@@ -142,6 +142,7 @@ def test_nav_pages_exist(site: Path) -> None:
         "concepts/eligibility",
         "concepts/tensors",
         "concepts/threading",
+        "concepts/calling",
         "tutorials",
         "benchmarks",
         "changelog",

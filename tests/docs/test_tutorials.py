@@ -3,7 +3,7 @@
 Table-driven: one subprocess per script, with the repository root on
 PYTHONPATH. On a machine with a CUDA GPU and PyTorch the scripts launch real
 device kernels; elsewhere they compile device kernels for sm_90a and run
-host-only variants. ``04_streams_torch.py`` and ``08_tensors.py`` also run with
+host-only variants. ``04_streams_torch.py``, ``08_tensors.py`` and ``09_calling.py`` also run with
 torch hidden, since the tutorials must work without it.
 """
 
@@ -31,6 +31,8 @@ RUNS = [
     ("07_launch_overhead.py", False),
     ("08_tensors.py", False),
     ("08_tensors.py", True),
+    ("09_calling.py", False),
+    ("09_calling.py", True),
 ]
 TIMEOUT_S = 300
 
