@@ -214,11 +214,15 @@ def compile_gpu_kernel() -> None:
 
 
 if __name__ == "__main__":
+    if torch is None:
+        print("note: torch is not installed; the host part uses NumPy arrays and the default stream")
     run_calls()
     run_limit()
     run_threads()
     if GPU and torch is not None:
         run_gpu()
     else:
+        if GPU:
+            print("note: a GPU is present but torch is not installed; compiling the device kernel only")
         compile_gpu_kernel()
     print("tutorial 9: ok")
