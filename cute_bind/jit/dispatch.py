@@ -445,8 +445,8 @@ class Dispatcher:
 
         A key switch costs a refusal by the last handle (its slow path builds
         the catalog error) plus the dispatch; a thread alternating keys skips
-        the refusal. Three switches in a row start that, 16 calls of one key
-        in a row end it.
+        the refusal. Three switches with fewer than 16 calls of one key in a
+        row between them start that; 16 calls of one key in a row end it.
         """
         if local.last is not None and spec is not local.last:
             local.switches += 1
