@@ -225,7 +225,7 @@ python benchmarks/report.py benchmarks/results/h200_c.json benchmarks/results/h2
 - **kernel(...) call** (pointer workload) and **kernel(out, inp, a) call, stream left out** (tensor
   workload): calling the kernel itself, no `bind()`: the call finds its specialization and launches
   the thread's prepared handle ([Annotate and call](concepts/calling.md)).
-- **Triton kernel[grid](...), torch tensors** (tensor workload, GPU, where Triton is installed): a
+- **Triton `kernel[grid](...)`, torch tensors** (tensor workload, GPU, where Triton is installed): a
   `@triton.jit` scale kernel launched the usual Triton way, grid from `numel()`, on the current
   stream.
 
