@@ -86,6 +86,22 @@ class _Unprobeable(Exception):
     pass
 
 
+class _Arch:
+    """The target architecture for probes, without a failing driver call per dispatch on a machine with no GPU."""
+
+    devices: int | None = None
+
+    def now(self) -> str | None:
+        env = os.environ.get("CUTE_DSL_ARCH")
+        if env:
+            return env
+        if self.devices is None:
+            self.devices = _dsl.cuda_device_count()  # once: a process without a device never gets one
+        return _dsl.target_arch() if self.devices else None
+
+
+_ARCH = _Arch()
+
 _SWITCHING = 3  # key switches in a row after which a thread's calls dispatch at once
 _SETTLED = 16  # calls of one key in a row after which they take the fast path again
 
@@ -466,7 +482,7 @@ class Dispatcher:
         if not self._probeable:
             return None
         try:
-            return (_dsl.target_arch(), *(fn(values[name]) for name, fn in self._probes))
+            return (_ARCH.now(), *(fn(values[name]) for name, fn in self._probes))
         except (_Unprobeable, TypeError):
             return None
 
