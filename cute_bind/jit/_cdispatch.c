@@ -46,7 +46,6 @@ typedef struct {
     PyObject *token;         /* key of this kernel's entry in each thread-state dict (owned) */
     PyObject *dispatch;      /* the Python dispatch path: dispatch(args, kwargs or None) (owned) */
     PyObject *fallback;      /* tuple of exception classes that send a call to `dispatch` (owned) */
-    PyObject *unset;         /* a caller that always falls back (owned) */
     PyObject *states;        /* list of every ThreadState made under `token` (owned) */
 } CallBase;
 
@@ -111,6 +110,9 @@ static ThreadState *find_state(CallBase *self) {
     if (found == NULL) {
         PyErr_Clear();
         return NULL;
+    }
+    if ((PyObject *)Py_TYPE(found) != ThreadState_type) {
+        return NULL; /* only this module stores under a token; anything else is not ours to call */
     }
     return (ThreadState *)found;
 }
@@ -183,8 +185,12 @@ static PyObject *CallBase_call(PyObject *self_, PyObject *args, PyObject *kwargs
 
 static PyObject *CallBase_reset_calls(PyObject *self_, PyObject *args) {
     CallBase *self = (CallBase *)self_;
-    PyObject *dispatch, *fallback, *unset;
-    if (!PyArg_ParseTuple(args, "OO!O:_reset_calls", &dispatch, &PyTuple_Type, &fallback, &unset)) {
+    PyObject *dispatch, *fallback;
+    if (!PyArg_ParseTuple(args, "OO!:_reset_calls", &dispatch, &PyTuple_Type, &fallback)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(dispatch)) {
+        PyErr_SetString(PyExc_TypeError, "_reset_calls: dispatch must be callable");
         return NULL;
     }
     /* a fresh plain object: it hashes by identity, so no other key can equal it */
@@ -197,26 +203,26 @@ static PyObject *CallBase_reset_calls(PyObject *self_, PyObject *args) {
         Py_DECREF(token);
         return NULL;
     }
-    /* the old states become unreachable (their token is gone): drop their callers and handles now */
-    if (self->states != NULL) {
-        Py_ssize_t n = PyList_Size(self->states);
+    Py_INCREF(dispatch);
+    Py_INCREF(fallback);
+    CB_XSETREF(self->dispatch, dispatch);
+    CB_XSETREF(self->fallback, fallback);
+    CB_XSETREF(self->token, token);
+    PyObject *old = self->states; /* owned: swapped out before its states are cleared */
+    self->states = states;
+    /* the old states are unreachable now (their token is gone): drop their callers and handles */
+    if (old != NULL) {
+        Py_ssize_t n = PyList_Size(old);
         for (Py_ssize_t i = 0; i < n; i++) {
-            ThreadState *st = (ThreadState *)PyList_GetItem(self->states, i);
+            ThreadState *st = (ThreadState *)PyList_GetItem(old, i);
             if (st != NULL) {
                 Py_CLEAR(st->call);
                 Py_CLEAR(st->stream_fn);
                 st->fill_n = -1;
             }
         }
+        Py_DECREF(old);
     }
-    Py_INCREF(dispatch);
-    Py_INCREF(fallback);
-    Py_INCREF(unset);
-    CB_XSETREF(self->dispatch, dispatch);
-    CB_XSETREF(self->fallback, fallback);
-    CB_XSETREF(self->unset, unset);
-    CB_XSETREF(self->token, token);
-    CB_XSETREF(self->states, states);
     Py_RETURN_NONE;
 }
 
@@ -307,7 +313,6 @@ static int CallBase_traverse(PyObject *self_, visitproc visit, void *arg) {
     Py_VISIT(self->token);
     Py_VISIT(self->dispatch);
     Py_VISIT(self->fallback);
-    Py_VISIT(self->unset);
     Py_VISIT(self->states);
     Py_VISIT(Py_TYPE(self_)); /* a heap base type visits the type (subtype_traverse leaves it to us) */
     return 0;
@@ -318,7 +323,6 @@ static int CallBase_clear(PyObject *self_) {
     Py_CLEAR(self->token);
     Py_CLEAR(self->dispatch);
     Py_CLEAR(self->fallback);
-    Py_CLEAR(self->unset);
     Py_CLEAR(self->states);
     return 0;
 }
@@ -334,7 +338,7 @@ static void CallBase_dealloc(PyObject *self) {
 
 static PyMethodDef CallBase_methods[] = {
     {"_reset_calls", CallBase_reset_calls, METH_VARARGS,
-     "_reset_calls(dispatch, fallback, unset): a new token (every thread's state dropped), the dispatch path and the fallback classes."},
+     "_reset_calls(dispatch, fallback): a new token (every thread's state dropped), the dispatch path and the fallback classes."},
     {"_set_call", CallBase_set_call, METH_VARARGS,
      "_set_call(caller[, fill_n, stream_fn]): the calling thread's current caller; a call of exactly fill_n positional "
      "arguments and no keywords gets stream_fn() appended."},

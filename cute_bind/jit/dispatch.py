@@ -399,7 +399,7 @@ class Dispatcher:
         self._latest: _Spec | None = None
         self.local = _Local(self._threads)
         if self._c:
-            self.kernel._reset_calls(self.dispatch, FALLBACK, _unset)
+            self.kernel._reset_calls(self.dispatch, FALLBACK)
 
     def _hit(self, local: _Local) -> None:
         if self._c:
