@@ -281,7 +281,7 @@ class _Local(threading.local):
 
 # --------------------------------------------------------------------------- probes
 def _constexpr_probe(value: Any) -> Hashable:
-    hash(value)  # an unhashable value is unprobeable (the full path raises CB208 for it)
+    hash(value)  # an unhashable value is unprobeable (the full path raises CB209 for it)
     return (value.__class__, value)
 
 
