@@ -222,7 +222,18 @@ python benchmarks/report.py benchmarks/results/h200_c.json benchmarks/results/h2
   with `--enable-tvm-ffi` against fake tensors, called with torch tensors, the stream taken from
   torch's current stream.
 
-Not measured here: Triton, and a C++ `cudaLaunchKernel` loop.
+- **kernel(...) call** (pointer workload) and **kernel(out, inp, a) call, stream left out** (tensor
+  workload): calling the kernel itself, no `bind()`: the call finds its specialization and launches
+  the thread's prepared handle ([Annotate and call](concepts/calling.md)).
+- **Triton `kernel[grid](...)`, torch tensors** (tensor workload, GPU, where Triton is installed): a
+  `@triton.jit` scale kernel launched the usual Triton way, grid from `numel()`, on the current
+  stream.
+
+The `specialize` workload (`--workload specialize`) reports what a `kernel(...)` call costs by
+case: a hit, a key switch (Float32/Float64 tensors alternating), a miss with a cached compile and a
+cold compile.
+
+Not measured here: a C++ `cudaLaunchKernel` loop.
 
 ## Tensor workload: new tensors every step
 

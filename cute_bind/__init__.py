@@ -21,6 +21,8 @@ from .diagnostics.errors import (
     LaunchValueError,
     OptionalDependencyError,
     PreparedLaunchError,
+    SpecializationError,
+    SpecializationWarning,
 )
 from .jit import Kernel, check_function, kernel
 from .launch import PreparedLaunch, prepare
@@ -50,6 +52,8 @@ __all__ = [
     "PointerSpec",
     "PreparedLaunch",
     "PreparedLaunchError",
+    "SpecializationError",
+    "SpecializationWarning",
     "Tensor",
     "TensorSpec",
     "__version__",

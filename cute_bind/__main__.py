@@ -111,9 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host-only", action="store_true", help="use the host-only function even when a GPU is present")
     p.add_argument(
         "--workload",
-        choices=("all", "pointers", "tensors", "torch"),
+        choices=("all", "pointers", "tensors", "specialize", "torch"),
         default="all",
         help="pointers: the 5-argument pointer scale kernel; tensors: the 2-tensor dynamic-layout kernel with new tensors each step; "
+        "specialize: kernel(...) on a hit, a key switch, a miss with a cached compile and a cold compile; "
         "torch: that kernel as a cute_bind.torch op, eager and under torch.compile (not part of all; needs torch)",
     )
     p.set_defaults(func=_bench)

@@ -23,6 +23,8 @@ EXPECTED = {
     "PointerSpec",
     "PreparedLaunch",
     "PreparedLaunchError",
+    "SpecializationError",
+    "SpecializationWarning",
     "Tensor",
     "TensorSpec",
     "__version__",

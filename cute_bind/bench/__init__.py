@@ -2,6 +2,8 @@
 
 One module per workload (``pointers``: the 5-argument scale kernel;
 ``tensors``: a 2-tensor dynamic-layout kernel with new tensors every step;
+``specialize``: what a ``kernel(...)`` call costs on a hit, a key switch, a
+miss with a cached compile and a cold compile;
 ``torch``: that kernel as a ``cute_bind.torch`` op, eager and compiled, run
 only when asked for with ``--workload torch``)
 over shared timing code (``timing``); ``kernels`` holds the kernels they time.
@@ -20,6 +22,7 @@ __all__ = ["main"]
 
 def main(args: argparse.Namespace) -> int:
     from .pointers import format_table, run
+    from .specialize import format_specialize_table, run_specialize
     from .tensors import format_tensor_table, run_tensors
 
     host_only = True if args.host_only else None
@@ -33,6 +36,10 @@ def main(args: argparse.Namespace) -> int:
         reports["tensors"] = run_tensors(host_only=host_only, repeats=args.repeats, iters=args.iters)
         print("\n## tensor workload (2-tensor dynamic-layout scale kernel, new tensors each step)\n")
         print(format_tensor_table(reports["tensors"]))
+    if workload in ("all", "specialize"):
+        reports["specialize"] = run_specialize(host_only=host_only, repeats=args.repeats, iters=args.iters)
+        print("\n## kernel(...) calls: hit, key switch, miss with a cached compile, cold compile\n")
+        print(format_specialize_table(reports["specialize"]))
     if workload == "torch":
         from .torch_ops import format_torch_table, run_torch_ops
 

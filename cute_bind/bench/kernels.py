@@ -68,14 +68,14 @@ def _scale_tensor_kernel(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Floa
 
 
 @cute.jit
-def scale_tensors(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream) -> None:
+def scale_tensors(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream = None) -> None:
     """The scale kernel on ``cute.Tensor`` arguments: for the TVM-FFI path with torch tensors (not a cute_bind kernel)."""
     n = cute.size(out)
     _scale_tensor_kernel(out, inp, alpha).launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1), stream=stream)
 
 
 @cute.jit
-def scale_tensors_host(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream) -> None:
+def scale_tensors_host(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream = None) -> None:
     """out[k] = inp[k] * alpha over a rank-1 tensor of any extent, on the host (the tensor workload's CPU twin)."""
     for k in range(cute.size(out)):
         out[k] = inp[k] * alpha

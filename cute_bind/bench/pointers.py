@@ -8,6 +8,9 @@ Paths (all launch the same compiled function with the same values):
   ``CUstream`` objects built on every call (what a wrapper given fresh
   tensors does);
 - ``PreparedLaunch.launch``: ``handle.launch(out_addr, in_addr, a, n, s)``;
+- ``kernel(...) call``: ``k(out_addr, in_addr, a, n, s)``, the annotate-and-call
+  path (its specialization found without rebuilding anything, then the
+  thread's handle launched);
 - ``bare engine call``: the DSL's own ctypes entry point called on a packed
   array the DSL populated once, nothing rewritten: the floor of this design
   (reported for the array argument the DSL passes and for a precomputed
@@ -115,11 +118,13 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     agree.check("launch", lambda: launch(out_addr, in_addr, alpha, n, stream_handle))
     agree.check("rebuilt", lambda: rebuilt(out_addr, in_addr, alpha, n, stream_handle))
     agree.check("bare", lambda: entry(packed))
+    agree.check("kernel call", lambda: k(out_addr, in_addr, alpha, n, stream_handle))
 
     rows_spec: list[_Path] = [
         ("direct", "direct call, args reused", compiled, direct_args, ""),
         ("rebuilt", "direct call, args rebuilt", rebuilt, (out_addr, in_addr, alpha, n, stream_handle), ""),
         ("launch", "PreparedLaunch.launch", launch, (out_addr, in_addr, alpha, n, stream_handle), "int addresses, float, int, int stream"),
+        ("call", "kernel(...) call", k, (out_addr, in_addr, alpha, n, stream_handle), "annotate and call: same arguments, no bind()"),
         ("bare", "bare engine call", entry, (packed,), "the DSL's ctypes entry on its packed array, as the DSL calls it"),
         ("bare_int", "bare engine call, int address", entry, (packed_address,), "same, array address precomputed"),
         ("floor", "bare entry call, cheapest ctypes form", raw_entry, (raw_arg,), "no argtypes, prebuilt c_void_p: the form launch uses"),
@@ -134,7 +139,9 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     from ..launch.prepared import fast_path
 
     mode = "GPU: scale kernel, 4096 f32, non-default stream" if gpu else "CPU: host-only function, same 5-argument shape"
-    mode += f"; launch fast path: {fast_path_words(fast_path())}"
+    from ..jit.dispatch import call_path
+
+    mode += f"; launch fast path: {fast_path_words(fast_path())}; call path: {call_path()}"
     return Report(machine=machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
 
 
@@ -276,10 +283,13 @@ def format_table(report: Report) -> str:
     for r in rows:
         ev = f" {r.event_us:.2f} |" if has_events and r.event_us is not None else (" - |" if has_events else "")
         lines.append(f"| {r.path} | {r.median_us:.2f} | {r.min_us:.2f} | {r.median_us - bare:+.2f} | {direct / r.median_us:.1f}x |{ev}")
+    call_row = report.row("call")
+    call = call_row.median_us if call_row is not None else None
     lines += [
         "",
         f"launch - bare engine call = {launch - bare:+.3f} us; launch - cheapest entry call = {launch - floor:+.3f} us; "
-        f"direct reused / launch = {direct / launch:.1f}x",
+        f"direct reused / launch = {direct / launch:.1f}x"
+        + (f"; kernel(...) - launch = {call - launch:+.3f} us" if call is not None else ""),
         "checks: " + ", ".join(f"{k}: {v}" for k, v in report.checks.items() if not k.startswith("_")),
         "",
         "What each path is:",

@@ -15,11 +15,15 @@ Paths:
 - ``PreparedLaunch.launch, new tensors each step``: ``handle.launch(out, inp, a, s)``
   with the pool's torch tensors;
 - ``PreparedLaunch.launch, same tensors``;
+- ``kernel(out, inp, a) call, stream left out``: the annotate-and-call path with
+  the pool's tensors, the stream taken from torch's current stream (the
+  default stream on the CPU);
 - ``pointer kernel launch, data_ptr()/numel() each step``: the pointer-only
   equivalent bound with cute_bind, its arguments taken from the same tensors;
   on the CPU also with precomputed integer arguments;
 - on the GPU: the DSL's TVM-FFI path with torch tensors and the stream from
-  torch's current stream, and the bare engine call of the tensor kernel.
+  torch's current stream, the bare engine call of the tensor kernel, and
+  (where Triton is installed) a Triton scale kernel launched ``kernel[grid](...)``.
 
 Each path is checked bitwise against the direct call on every pool entry
 before it is timed.
@@ -47,6 +51,18 @@ def _cycle_loop(fn: Callable[..., Any], pool: list[tuple[Any, ...]]) -> Callable
         return (time.perf_counter() - t0) / iters * 1e6
 
     return loop
+
+
+def _on_stream(stream: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    """Call ``fn`` with ``stream`` as torch's current stream (as the timed loops run); plain call without one."""
+    if stream is None:
+        return fn(*args)
+    from .. import _dsl
+
+    torch = _dsl.import_torch()
+
+    with torch.cuda.stream(stream):
+        return fn(*args)
 
 
 def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000) -> Report:
@@ -125,6 +141,7 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
         refs.append(out_bytes(o))
     bound_calls: list[tuple[str, Callable[[Any, Any], Any]]] = [
         ("launch, new tensors", lambda o, i: launch(o, i, alpha, stream)),
+        ("kernel call, stream left out", lambda o, i: _on_stream(torch_stream, k, o, i, alpha)),
         ("pointer kernel launch", lambda o, i: plaunch(addr(o), addr(i), alpha, len(o), stream)),
     ]
     for name, call in bound_calls:
@@ -155,6 +172,7 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
         TimedPath("rebuilt", "direct call, dlpack tensors rebuilt", _cycle_loop(rebuilt, new), "from_dlpack + mark_layout_dynamic per call"),
         TimedPath("launch_new", "PreparedLaunch.launch, new tensors each step", _cycle_loop(launch, new), f"{POOL} pairs cycled"),
         TimedPath("launch_same", "PreparedLaunch.launch, same tensors", _cycle_loop(launch, same)),
+        TimedPath("call", "kernel(out, inp, a) call, stream left out", _cycle_loop(k, [(o, i, alpha) for o, i in pool]), "annotate and call, new tensors each step; the current stream"),
     ]
     if torch is not None:
         paths.append(TimedPath("pointer_from_tensors", "pointer kernel launch, data_ptr()/numel() each step", from_tensors, "the pointer-only equivalent, fed from the same tensors"))
@@ -167,8 +185,10 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
     phandle.close()
     from ..launch.prepared import fast_path
 
+    from ..jit.dispatch import call_path
+
     what = "GPU: 2-tensor dynamic-layout scale kernel, ~4096 f32" if gpu else "CPU: host-only 2-tensor function, ~64 f32"
-    mode = f"{what}, {POOL} tensor pairs cycled; launch fast path: {fast_path_words(fast_path())}"
+    mode = f"{what}, {POOL} tensor pairs cycled; launch fast path: {fast_path_words(fast_path())}; call path: {call_path()}"
     notes = [] if torch is not None else [NO_TORCH]
     return Report(machine=machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks, notes=notes)
 
@@ -197,7 +217,32 @@ def _gpu_paths(compiled: Any, direct: tuple[Any, ...], pool: list[Any], refs: li
         checks["tvm-ffi tensors"] = "apache-tvm-ffi not importable: path skipped"
     except Exception as exc:  # report, don't hide
         checks["tvm-ffi tensors"] = f"failed: {D.exception_summary(exc, 200)}"
+    paths += _triton_path(pool, refs, alpha, stream, poison, out_bytes, checks)
     return paths
+
+
+def _triton_path(pool: list[Any], refs: list[bytes], alpha: float, stream: Any, poison: Any, out_bytes: Any, checks: dict[str, Any]) -> list[TimedPath]:
+    """A Triton scale kernel launched ``kernel[grid](...)`` (where Triton is installed), checked bitwise first."""
+    try:
+        from .triton_kernels import scale as triton_scale
+    except ImportError:
+        checks["triton"] = "triton not importable: path skipped"
+        return []
+    try:
+        from .. import _dsl
+
+        torch = _dsl.import_torch()
+        ok = True
+        with torch.cuda.stream(stream):
+            for (o, i), ref in zip(pool, refs):
+                poison(o)
+                triton_scale(o, i, alpha)
+                ok = ok and out_bytes(o) == ref
+        checks[f"triton == direct (bitwise, {POOL} tensor pairs)"] = ok
+        return [TimedPath("triton", "Triton kernel[grid](...), torch tensors", _cycle_loop(triton_scale, [(o, i, alpha) for o, i in pool]), "@triton.jit scale, grid from numel, current stream")]
+    except Exception as exc:  # report, don't hide
+        checks["triton"] = f"failed: {D.exception_summary(exc, 200)}"
+        return []
 
 
 #: Why the tensor launch is slower without torch, and how to get the fast path.
@@ -220,6 +265,8 @@ MEANINGS: dict[str, str] = {
     "pointer_ints": "the pointer kernel with its integer arguments ready: the cost of a launch with no tensors to read",
     "bare": "the compiled code's entry point called directly on argument storage prepared once: no argument handling at all",
     "tvm_ffi_tensors": "the DSL's optional TVM-FFI calling convention given torch tensors, the stream taken from torch",
+    "call": "calling the kernel itself, kernel(out, inp, a), with the stream left out: cute_bind picks the specialization and the current stream",
+    "triton": "a Triton kernel doing the same scale, launched kernel[grid](...) (where Triton is installed)",
 }
 
 
@@ -242,6 +289,15 @@ def format_tensor_table(report: Report) -> str:
     tvm = report.row("tvm_ffi_tensors")
     if tvm is not None:
         summary.append(f"launch(new tensors) - TVM-FFI(torch tensors) = {launch - tvm.median_us:+.2f} us")
+    call = report.row("call")
+    if call is not None:
+        summary.append(f"kernel(...) - launch(new tensors) = {call.median_us - launch:+.2f} us")
+        tvm_row = report.row("tvm_ffi_tensors")
+        if tvm_row is not None:
+            summary.append(f"kernel(...) - TVM-FFI = {call.median_us - tvm_row.median_us:+.2f} us")
+        triton = report.row("triton")
+        if triton is not None:
+            summary.append(f"Triton / kernel(...) = {triton.median_us / call.median_us:.1f}x")
     for key in ("pointer_from_tensors", "pointer_ints"):
         row = report.row(key)
         if row is not None:

@@ -24,6 +24,8 @@ from .errors import (
     did_you_mean,
     exception_summary,
     exception_text,
+    SpecializationError,
+    SpecializationWarning,
 )
 
 __all__ = [
@@ -41,4 +43,6 @@ __all__ = [
     "did_you_mean",
     "exception_summary",
     "exception_text",
+    "SpecializationError",
+    "SpecializationWarning",
 ]

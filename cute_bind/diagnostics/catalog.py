@@ -9,9 +9,11 @@ longer applies is marked ``retired=True`` and stays in the catalog.
 
 Code ranges: ``CB1xx`` definition (decoration) time, ``CB2xx`` argument
 binding (bind and launch), ``CB3xx`` preparing a compiled function, ``CB4xx``
-launch runtime, ``CB5xx`` environment, ``CB8xx`` prepared graphs
-(``cute_bind.graph``: recording, mapping slots to kernel-node parameters, replay),
-``CB7xx`` PyTorch integration (kernels as torch custom ops, ``cute_bind.torch``).
+launch runtime, ``CB5xx`` environment, ``CB6xx`` compiling and specializing
+(calling a kernel: its specializations and their limit; the disk compile cache),
+``CB7xx`` PyTorch integration (kernels as torch custom ops, ``cute_bind.torch``),
+``CB8xx`` prepared graphs (``cute_bind.graph``: recording, mapping slots to
+kernel-node parameters, replay).
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ __all__ = [
     "NULL_DATA",
     "READ_ONLY_BUFFER",
     "INVALID_DLPACK",
+    "STREAM_DEVICE_AMBIGUOUS",
+    "CURRENT_STREAM_UNAVAILABLE",
     "NOT_COMPILED",
     "UNSUPPORTED_MARSHALLING",
     "WORKSPACE_ARGUMENTS",
@@ -99,6 +103,8 @@ __all__ = [
     "OP_OUTPUT_INVALID",
     "DSL_UNTESTED_VERSION",
     "STALE_SPECIALIZATION",
+    "SPECIALIZATION_LIMIT",
+    "SPECIALIZATION_LIMIT_WARNING",
 ]
 
 
@@ -1097,6 +1103,56 @@ handle.launch(y, Hostile())   # a negative extent -> CB218
     fix="Fix the producer; a tensor from torch, NumPy, CuPy or JAX never looks like this.",
 )
 
+
+STREAM_DEVICE_AMBIGUOUS = _entry(
+    "CB220",
+    "stream-device-ambiguous",
+    E.LaunchValueError,
+    summary="The stream was left out of a call whose tensor arguments are on more than one CUDA device.",
+    message="kernel '{kernel}', parameter '{parameter}': the stream was left out, so the call takes torch's current "
+    "stream of the tensor arguments' device, but they are on {got}; expected {expected}",
+    explanation="""
+    A stream parameter declared with a default (`stream: cuda.CUstream = None`)
+    may be left out of `kernel(...)`: the call then launches on torch's
+    current stream of the device its tensor arguments are on. When they are
+    on several CUDA devices there is no single such stream, and guessing one
+    would launch on a stream of the wrong device.
+    """,
+    example=_PRELUDE
+    + """
+# illustration: needs tensors on two CUDA devices, e.g. kernel(y_on_cuda0, x_on_cuda1, 2.0)
+raise cute_bind.error(cute_bind.CATALOG["CB220"], kernel="scale", parameter="stream",
+                      expected="tensor arguments on one CUDA device", got="cuda:0, cuda:1")
+""",
+    fix="""
+    Pass the stream explicitly (`kernel(..., stream=torch.cuda.current_stream(dev))`),
+    or move the tensors to one device.
+    """,
+)
+
+CURRENT_STREAM_UNAVAILABLE = _entry(
+    "CB221",
+    "current-stream-unavailable",
+    E.LaunchRuntimeError,
+    summary="The stream was left out, and torch's current stream could not be read.",
+    message="kernel '{kernel}', parameter '{parameter}': the stream was left out and torch's current stream of "
+    "{expected} could not be read: {got}",
+    explanation="""
+    When a call leaves out a stream parameter declared with a default, and
+    torch is imported with its CUDA initialised, the call asks torch for its
+    current stream of the tensor arguments' device (torch's current device
+    for a kernel without tensor parameters). torch raised instead (for
+    example a device index it does not know); the error is chained.
+    """,
+    example=_PRELUDE
+    + """
+# illustration: needs torch with CUDA initialised and a device it cannot query
+raise cute_bind.error(cute_bind.CATALOG["CB221"], kernel="scale", parameter="stream",
+                      expected="cuda:7", got="RuntimeError: invalid device ordinal")
+""",
+    fix="Pass the stream explicitly, or check the device the tensor arguments are on.",
+)
+
 # ---------------------------------------------------------------- CB3xx: preparing
 NOT_COMPILED = _entry(
     "CB301",
@@ -2078,6 +2134,78 @@ handle.launch(ctypes.addressof(buf), 1)     # -> CB504, as the direct call refus
     `cute_bind.prepare`, or `kernel.clear_cache()` and a new `bind()` for a
     `@cute_bind.kernel`), or pass the value as a `cutlass.Constexpr`
     parameter so that it is part of the compile key.
+    """,
+)
+
+
+# ---------------------------------------------------------------- CB6xx: compiling and specializing
+_LIMITED = (
+    _PRELUDE
+    + """
+@cute_bind.kernel(max_specializations=1)
+@cute.jit
+def fill(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32, offset: cutlass.Constexpr[int]):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = value + offset
+
+buf = (ctypes.c_int32 * 1)()
+addr = ctypes.addressof(buf)
+fill(addr, 1, 0)      # the first specialization (offset=0)
+"""
+)
+
+SPECIALIZATION_LIMIT = _entry(
+    "CB601",
+    "specialization-limit",
+    E.SpecializationError,
+    summary="A call needs a new specialization, and the kernel already has as many as its limit allows.",
+    message="kernel '{kernel}': a call needs specialization #{got}, past the limit of {expected} "
+    "(max_specializations); it differs from the last one in {detail}",
+    explanation="""
+    `kernel(...)` compiles one specialization per compile key: pointer
+    dtypes, alignments and address spaces, tensor dtypes, ranks, layouts and
+    devices, Constexpr values, the target architecture. A kernel called with
+    ever new keys (a Constexpr taking each loop index, tensors of ever new
+    static shapes) would compile without end, each compile taking a second
+    or more. The limit (`max_specializations`, 8 by default, as
+    torch.compile's) stops that at the call that would go past it, and the
+    message names what changed.
+    """,
+    example=_LIMITED
+    + """
+fill(addr, 1, 1)      # offset=1 is a second specialization, the limit is 1 -> CB601
+""",
+    fix="""
+    Make the changing value a runtime parameter instead of a Constexpr (or a
+    static tensor layout dynamic), raise the limit
+    (`@cute_bind.kernel(max_specializations=...)`), or let calls past it go on
+    with a warning (`on_limit="warn"`, CB602).
+    """,
+)
+
+SPECIALIZATION_LIMIT_WARNING = _entry(
+    "CB602",
+    "specialization-limit-warning",
+    E.SpecializationWarning,
+    summary="A kernel with on_limit=\"warn\" compiled a specialization past its limit (a warning).",
+    message="kernel '{kernel}': specialization #{got} is past the limit of {expected} (max_specializations); "
+    "compiling it anyway (on_limit=\"warn\"); it differs from the last one in {detail}",
+    explanation="""
+    The same condition as CB601, for a kernel decorated with
+    `on_limit="warn"`: the call compiles the new specialization and a
+    `cute_bind.SpecializationWarning` is issued through `warnings.warn` for
+    each specialization past the limit (a warning filter set to `"error"`
+    raises it instead).
+    """,
+    example=(_LIMITED.replace("max_specializations=1)", 'max_specializations=1, on_limit="warn")')
+    + """
+import warnings
+warnings.simplefilter("error")   # turn the warning into an exception, to show it
+fill(addr, 1, 1)                 # a second specialization past the limit of 1 -> CB602
+"""),
+    fix="""
+    As for CB601: make the changing value a runtime parameter or raise the
+    limit; `on_limit="raise"` (the default) turns the warning into CB601.
     """,
 )
 

@@ -29,6 +29,8 @@ __all__ = [
     "did_you_mean",
     "OptionalDependencyError",
     "DSLVersionWarning",
+    "SpecializationError",
+    "SpecializationWarning",
 ]
 
 # terminal colour and cursor codes (the DSL colours its diagnostics)
@@ -177,4 +179,16 @@ class DSLVersionWarning(CuteBindError, RuntimeWarning):
     It has every internal cute_bind's contract lists, so cute_bind runs with
     it. Silence it with
     ``warnings.filterwarnings("ignore", category=cute_bind.DSLVersionWarning)``.
+    """
+
+
+class SpecializationError(CuteBindError, RuntimeError):
+    """Calling a kernel would create a specialization it may not have (its limit is reached)."""
+
+
+class SpecializationWarning(CuteBindError, UserWarning):
+    """A warning (``warnings.warn``) about a kernel's specializations, e.g. past its limit in ``on_limit="warn"`` mode.
+
+    A warning category and a :class:`CuteBindError` at once: it carries the
+    catalog code and fields, and ``warnings.simplefilter("error")`` raises it.
     """

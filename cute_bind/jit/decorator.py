@@ -4,30 +4,47 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any, Callable, Generic, ParamSpec, overload
+from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, overload
 
 from .. import _dsl
 from .. import _whitelist as W
 from .. import diagnostics as D
 from ..launch.arguments import bind_arguments
 from ..launch.prepared import PreparedLaunch, build
-from ..slots import Bound, Where, describe_value
+from ..slots import Bound, StreamKind, Where, describe_value
+from .dispatch import DEFAULT_LIMIT, FALLBACK, ON_LIMIT, CallBase, Dispatcher, PythonCallBase, Specialization
 from .signature import KernelSignature, read_signature, unwrap
 
 __all__ = ["Kernel", "kernel"]
 
 P = ParamSpec("P")
 
+if TYPE_CHECKING:
+    _CallBase = PythonCallBase
+else:  # the C fast path of __call__ (jit/_cdispatch.c) when built, else an empty class
+    _CallBase = CallBase
 
-class Kernel(Generic[P]):
+
+class Kernel(_CallBase, Generic[P]):
     """A CuTe DSL host function checked for prepared launches.
 
-    Made by :func:`kernel`. ``bind(*args, **kwargs)`` compiles (cached per
-    compile key) and returns a :class:`PreparedLaunch`; calling the kernel
-    compiles (cached) and calls the compiled function the normal way.
+    Made by :func:`kernel`. Calling the kernel (``kernel(*args, **kwargs)``)
+    specializes on the argument values and launches through a prepared handle
+    per specialization and thread (:mod:`cute_bind.jit.dispatch`);
+    ``bind(*args, **kwargs)`` compiles (cached per compile key) and returns a
+    :class:`PreparedLaunch` to replay explicitly.
     """
 
-    def __init__(self, fn: Callable[P, Any], *, name: str | None = None, compile_options: str | None = None, checked: bool = False) -> None:
+    def __init__(
+        self,
+        fn: Callable[P, Any],
+        *,
+        name: str | None = None,
+        compile_options: str | None = None,
+        checked: bool = False,
+        max_specializations: int | None = DEFAULT_LIMIT,
+        on_limit: str = "raise",
+    ) -> None:
         self.fn = fn
         self.name: str = str(name or getattr(unwrap(fn), "__name__", None) or type(fn).__name__)
         if "--enable-tvm-ffi" in (compile_options or ""):
@@ -52,6 +69,13 @@ class Kernel(Generic[P]):
         self._kwonly = frozenset(x.name for x in p if x.keyword_only)
         self._defaults = {x.name: x.default for x in p if x.has_default}
         self._hints = {x.name: (x.slot.expected() if x.slot else "a compile-time value") for x in p}
+        # stream parameters declared ``= None``: a left-out stream (see dispatch.current_stream)
+        self._none_streams = frozenset(x.name for x in p if isinstance(x.slot, StreamKind) and x.has_default and x.default is None)
+        if max_specializations is not None and (isinstance(max_specializations, bool) or not isinstance(max_specializations, int) or max_specializations < 1):
+            raise D.error(D.INVALID_OPTION, kernel=self.name, parameter="max_specializations", expected="an int >= 1 or None", got=describe_value(max_specializations))
+        if on_limit not in ON_LIMIT:
+            raise D.error(D.INVALID_OPTION, kernel=self.name, parameter="on_limit", expected=" or ".join(map(repr, ON_LIMIT)), got=describe_value(on_limit))
+        self._calls = Dispatcher(self, max_specializations, on_limit)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.slot.describe() if p.slot else 'Constexpr'}" for p in self.signature.params)
@@ -85,6 +109,8 @@ class Kernel(Generic[P]):
         key: list[Any] = []
         for p in self.signature.params:
             v = values[p.name]
+            if v is None and p.name in self._none_streams:
+                v = 0  # a left-out stream: its value is not part of the compile, and launches take it anew
             if p.slot is None:
                 try:
                     hash(v)
@@ -136,32 +162,78 @@ class Kernel(Generic[P]):
     def bind(self, *args: P.args, **kwargs: P.kwargs) -> PreparedLaunch[P]:
         """Compile (cached) and return a :class:`PreparedLaunch` holding these values."""
         compile_key, bounds, dsl_values = self._bind_values(args, kwargs)
-        compiled = _on_device(self.name, self._compiled(compile_key, dsl_values), self.signature.runtime, bounds)
+        compiled = self._compiled(compile_key, dsl_values)
+        return self._handle(compiled, bounds)
+
+    def _handle(self, compiled: Any, bounds: list[Bound]) -> PreparedLaunch[P]:
         runtime = self.signature.runtime
+        compiled = _on_device(self.name, compiled, runtime, bounds)  # several GPUs: the values' device's executor
         return build(
             kernel=self.name,
             compiled=compiled,
             names=[p.name for p in runtime],
             bounds=bounds,
-            defaults={p.name: p.default for p in runtime if p.has_default},
+            # a stream declared ``= None`` stays required at launch: a handle takes its stream explicitly
+            defaults={p.name: p.default for p in runtime if p.has_default and p.name not in self._none_streams},
             constexpr_names=[p.name for p in self.signature.constexpr],
             checked=True if self.checked else None,
         )
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Any:
-        """Compile (cached) and call the compiled function the DSL's normal way."""
+        """Launch with these arguments: specialize on their values, compile on first sight, replay a prepared handle.
+
+        Returns what the compiled call returns. The thread's handle of its last
+        specialization is tried first; a value it does not take goes to the
+        dispatch path (:mod:`cute_bind.jit.dispatch`). A stream parameter
+        declared ``= None`` may be left out: see
+        :func:`cute_bind.jit.dispatch.current_stream` for the stream used.
+        """
+        local = self._calls.local
+        try:
+            result = local.call(*args, **kwargs)
+        except FALLBACK:
+            return self._calls.dispatch(args, kwargs)
+        local.hits += 1
+        return result
+
+    def call_dsl(self, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """Compile (cached) and call the compiled function the DSL's normal way, building its argument objects anew.
+
+        The slow reference path (what calling the kernel did before it
+        specialized): no prepared handle is involved, so tests and benchmarks
+        compare cute_bind's launches against it.
+        """
         compile_key, _, dsl_values = self._bind_values(args, kwargs)
         compiled = self._compiled(compile_key, dsl_values)
         return compiled(*(dsl_values[p.name] for p in self.signature.runtime))
 
-    def cache_info(self) -> dict[str, int]:
-        """Number of compiled variants held."""
-        return {"compiled": len(self._cache)}
+    if _CallBase is not PythonCallBase:
+        # the C base's tp_call does what this method does: a Python __call__ here would shadow it
+        # (kept as _python_call, so the Python path stays testable where the C one is built)
+        _python_call = __call__
+        del __call__
+
+    def cache_info(self) -> dict[str, int | None]:
+        """Counts: ``compiled`` variants held, and of calls: ``hits``, ``misses`` (calls that made a
+        specialization), ``specializations`` and the ``max_specializations`` limit."""
+        calls = self._calls.cache_info()
+        return {
+            "compiled": len(self._cache),
+            "hits": calls.hits,
+            "misses": calls.misses,
+            "specializations": calls.specializations,
+            "max_specializations": calls.max_specializations,
+        }
+
+    def specializations(self) -> tuple[Specialization, ...]:
+        """The specializations calls made, in order: what each was compiled for, and why (the recompile reason)."""
+        return self._calls.specializations()
 
     def clear_cache(self) -> None:
-        """Drop the compiled variants (handles keep theirs alive)."""
+        """Drop the compiled variants and the calls' specializations and counts (handles keep theirs alive)."""
         with self._lock:
             self._cache.clear()
+        self._calls.clear()
 
 
 def _is_jit_object(fn: Any) -> bool:
@@ -197,7 +269,13 @@ def _on_device(kernel: str, compiled: Any, params: Any, bounds: list[Bound]) -> 
     return _dsl.executor_on_device(compiled, first[1][1], kernel)
 
 
-_OPTIONS = {"name": (str, type(None)), "compile_options": (str, type(None)), "checked": (bool,)}
+_OPTIONS = {
+    "name": (str, type(None)),
+    "compile_options": (str, type(None)),
+    "checked": (bool,),
+    "max_specializations": (int, type(None)),
+    "on_limit": (str,),
+}
 
 
 @overload
@@ -205,7 +283,14 @@ def kernel(fn: Callable[P, Any], /) -> Kernel[P]: ...
 
 
 @overload
-def kernel(*, name: str | None = None, compile_options: str | None = None, checked: bool = False) -> Callable[[Callable[P, Any]], Kernel[P]]: ...
+def kernel(
+    *,
+    name: str | None = None,
+    compile_options: str | None = None,
+    checked: bool = False,
+    max_specializations: int | None = DEFAULT_LIMIT,
+    on_limit: str = "raise",
+) -> Callable[[Callable[P, Any]], Kernel[P]]: ...
 
 
 def kernel(fn: Any = None, /, **options: Any) -> Any:
@@ -216,7 +301,11 @@ def kernel(fn: Any = None, /, **options: Any) -> Any:
 
     - ``name``: the name used in messages (default: the function's name);
     - ``compile_options``: passed to ``cute.compile(..., options=...)``;
-    - ``checked``: handles from ``bind()`` run the full checks on every launch.
+    - ``checked``: handles from ``bind()`` run the full checks on every launch;
+    - ``max_specializations``: how many specializations calls may make (default
+      8; ``None``: no limit); the call that would make one more raises CB601;
+    - ``on_limit``: ``"raise"`` (default) or ``"warn"`` (compile it anyway and
+      issue the CB602 warning).
 
     Decoration reads the annotated signature and raises a
     :class:`cute_bind.KernelDefinitionError` (CB1xx) for any parameter that is

@@ -144,6 +144,7 @@ def test_nav_pages_exist(site: Path) -> None:
         "concepts/threading",
         "concepts/graphs",
         "concepts/versions",
+        "concepts/calling",
         "tutorials",
         "benchmarks",
         "changelog",

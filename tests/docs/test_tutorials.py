@@ -3,8 +3,8 @@
 Table-driven: one subprocess per script, with the repository root on
 PYTHONPATH. On a machine with a CUDA GPU and PyTorch the scripts launch real
 device kernels; elsewhere they compile device kernels for sm_90a and run
-host-only variants. ``04_streams_torch.py``, ``08_tensors.py`` and
-``09_torch_ops.py`` also run with torch hidden, since the tutorials must work
+host-only variants. ``04_streams_torch.py``, ``08_tensors.py``, ``09_calling.py`` and
+``10_torch_ops.py`` also run with torch hidden, since the tutorials must work
 without it.
 """
 
@@ -32,8 +32,10 @@ RUNS = [
     ("07_launch_overhead.py", False),
     ("08_tensors.py", False),
     ("08_tensors.py", True),
-    ("09_torch_ops.py", False),
-    ("09_torch_ops.py", True),
+    ("09_calling.py", False),
+    ("09_calling.py", True),
+    ("10_torch_ops.py", False),
+    ("10_torch_ops.py", True),
 ]
 TIMEOUT_S = 300
 

@@ -98,7 +98,7 @@ def test_integer_and_bool_scalars_bitwise(case):
     x = fresh(100 + case, dtype=torch.int64)
     values = INT_CASES[case]
     ref = poisoned_like(x)
-    k(ref, x, N, *values.values(), 0)  # direct call through the DSL
+    k.call_dsl(ref, x, N, *values.values(), 0)  # direct call through the DSL
     out0 = poisoned_like(x)
     h = k.bind(out0, x, N, *INT_CASES[0].values(), 0)
     out = poisoned_like(x)
@@ -120,7 +120,7 @@ def test_float_scalars_bitwise(case):
     x = fresh(200 + case, dtype=torch.float64)
     values = FLOAT_CASES[case]
     ref = poisoned_like(x)
-    k(ref, x, N, *values.values(), 0)
+    k.call_dsl(ref, x, N, *values.values(), 0)
     h = k.bind(poisoned_like(x), x, N, *FLOAT_CASES[0].values(), 0)
     out = poisoned_like(x)
     h.launch(out, x, N, *values.values(), 0)

@@ -207,6 +207,21 @@ def tlead0(out: cute_bind.Tensor[cutlass.Float32, 2, 16, 0], inp: cute_bind.Tens
 @cute.jit
 def tscale_stream(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream = None):
     """out[i] = inp[i] * alpha with a stream parameter (ignored on the host) that defaults to None."""
+
+
+# ------------------------------------------------------------------ calls (kernel(...)): a stream left out
+@cute.jit
+def scale_stream_default(out: F32, inp: F32, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream = None):
+    """out[k] = inp[k] * alpha for k < n (n <= 64); the stream may be left out of a call."""
+    o = cute.make_tensor(out, cute.make_layout(64))
+    i = cute.make_tensor(inp, cute.make_layout(64))
+    for k in range(n):
+        o[k] = i[k] * alpha
+
+
+@cute.jit
+def tscale_stream_default(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream = None):
+    """out[i] = inp[i] * alpha over a rank-1 tensor; the stream may be left out of a call."""
     for i in range(cute.size(out)):
         out[i] = inp[i] * alpha
 
@@ -238,3 +253,16 @@ def taxpy_inplace(y: cute.Tensor, x: cute.Tensor, a: cutlass.Float32, k: cutlass
 def two_buffers(a: cute.Pointer, b: cute.Pointer, n: cutlass.Int32):
     """Takes two pointers and touches neither (binds with stand-in device addresses; never launched)."""
     pass
+
+
+def add_constexpr_stream(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32, offset: cutlass.Constexpr[int], stream: cuda.CUstream = None):
+    """out[0] = value + offset (compile-time), with a stream that may be left out."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    o[0] = value + offset
+
+
+@cute.jit
+def fill_kwonly(out: cute_bind.Pointer[cutlass.Int32], *, value: cutlass.Int32):
+    """out[0] = value, with a keyword-only parameter."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    o[0] = value

@@ -28,7 +28,7 @@ def test_launch_matches_direct_call_outputs():
     for seed, alpha, n in [(1, 2.0, 64), (2, -0.5, 17), (3, 3.25, 1), (4, 0.0, 0)]:
         x[:] = np.random.default_rng(seed).standard_normal(64).astype(np.float32)
         y_direct = np.full(64, np.nan, np.float32)
-        SCALE(y_direct, x, alpha, n, 0)
+        SCALE.call_dsl(y_direct, x, alpha, n, 0)
         y.fill(np.nan)
         assert h.launch(y.ctypes.data, x.ctypes.data, alpha, n, 0) == 0  # same return contract as the compiled call
         assert y.tobytes() == y_direct.tobytes()

@@ -93,7 +93,7 @@ def test_half_outputs_identical_to_direct_call(out, path):
     handle = HALVES.bind(out, 1.0, 1.0, 1.0)
     for a, b in [(1.1, 3.3), (65519.99, -1e39), (1e-7, 1e-45), (math.inf, math.nan)]:
         direct = np.zeros(3, np.float32)
-        HALVES(direct, a, b, 2.0)
+        HALVES.call_dsl(direct, a, b, 2.0)
         handle.launch(out, a, b, 2.0)
         assert out.tobytes() == direct.tobytes()
 
@@ -129,7 +129,7 @@ def test_sequence_outputs_identical_to_direct_call(path):
     for seed, scales, n, as_list in [(1, (2.0, 0.5), 64, False), (2, (-1.0, 3.3), 17, True), (3, (0.0, 65504.0), 1, False)]:
         a, b, y = _arrays(seed)
         direct = np.zeros(64, np.float32)
-        SEQ_SUM(direct, (a, b), scales, n)
+        SEQ_SUM.call_dsl(direct, (a, b), scales, n)
         ins = [a.ctypes.data, b.ctypes.data] if as_list else (a.ctypes.data, b.ctypes.data)
         handle.launch(y, ins, list(scales) if as_list else scales, n)
         assert y.tobytes() == direct.tobytes()
@@ -182,7 +182,7 @@ def test_bare_tuple_of_tensors_takes_kinds_from_bind(path):
     t1, t2 = torch.arange(5, dtype=torch.float32), torch.arange(9, dtype=torch.float32)
     d1, d2 = t1.clone(), t2.clone()
     handle.launch((t1, t2), 3.0)
-    k((d1, d2), 3.0)
+    k.call_dsl((d1, d2), 3.0)
     assert torch.equal(t1, d1) and torch.equal(t2, d2) and torch.equal(t1, torch.arange(5) * 3.0)
     with pytest.raises(cute_bind.LaunchValueError) as info:
         handle.launch((t1,), 3.0)
@@ -211,6 +211,6 @@ def test_c_path_writes_sequences_without_python(monkeypatch):
 
     monkeypatch.setattr(_sequence_slot.SequenceKind, "coerce", boom)
     direct = np.zeros(64, np.float32)
-    SEQ_SUM(direct, (a, b), (2.0, 0.5), 64)
+    SEQ_SUM.call_dsl(direct, (a, b), (2.0, 0.5), 64)
     handle.launch(y.ctypes.data, (a.ctypes.data, b.ctypes.data), [2.0, 0.5], 64)
     assert y.tobytes() == direct.tobytes()

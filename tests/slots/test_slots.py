@@ -250,7 +250,7 @@ def test_scalar_outputs_identical_to_direct_call(scalars_handle, name):
         v = SCALAR_ROWS[name][int(rng.integers(len(SCALAR_ROWS[name])))]
         values[name] = v
         direct_out = np.full(16, np.nan)
-        k(direct_out, *values.values())
+        k.call_dsl(direct_out, *values.values())
         out.fill(np.nan)
         h.launch(out, *values.values())
         assert out.tobytes() == direct_out.tobytes()

@@ -116,7 +116,7 @@ def test_rank1_outputs_identical_to_direct_call_with_new_tensors(path):
         x = torch.randn(n, generator=torch.Generator().manual_seed(seed))
         y_bound, y_direct = torch.full((n,), float("nan")), torch.full((n,), float("nan"))
         handle.launch(y_bound, x, alpha)
-        TSCALE(y_direct, x, alpha)
+        TSCALE.call_dsl(y_direct, x, alpha)
         assert y_bound.numpy().tobytes() == y_direct.numpy().tobytes()
 
 
@@ -138,7 +138,7 @@ def test_rank2_outputs_identical_to_direct_call(path):
             continue
         y_bound, y_direct = torch.zeros(*shape), torch.zeros(*shape)
         handle.launch(y_bound, x, 1.5)
-        TADD2D(y_direct, x, 1.5)
+        TADD2D.call_dsl(y_direct, x, 1.5)
         assert torch.equal(y_bound, y_direct)
 
 

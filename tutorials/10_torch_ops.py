@@ -1,6 +1,6 @@
-"""Tutorial 9: kernels as torch ops -- eager, torch.compile and autograd.
+"""Tutorial 10: kernels as torch ops -- eager, torch.compile and autograd.
 
-Run it:  python tutorials/09_torch_ops.py
+Run it:  python tutorials/10_torch_ops.py
 
 `cute_bind.torch.op("ns::name", kernel, ...)` registers a cute_bind kernel as
 the torch custom op `torch.ops.ns.name`: torch gets a schema, a fake

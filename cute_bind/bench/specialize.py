@@ -1,0 +1,137 @@
+"""``python -m cute_bind bench``, specialization workload: what a ``kernel(...)`` call costs by case.
+
+Cases, on the tensor workload's kernel (host-only on the CPU) with the stream left out:
+
+- ``hit``: the same key as the thread's last call (the everyday call);
+- ``key switch``: float32 and float64 tensors alternating, so every call
+  changes key and finds the other specialization on the dispatch path (probe);
+- ``miss, compile cached``: a key the kernel compiled before (the dispatch's
+  specializations dropped, the compile cache kept): prepare a handle only;
+- ``miss, cold compile``: the kernel's caches dropped: compile and prepare.
+
+The first two are timed like the other workloads (``repeats`` rounds of
+``iters`` calls for hits, ``iters // 10`` for switches), each apart; the
+misses are single calls, ``max(3, repeats // 4)``
+of each, medians reported (a cold compile takes a second or more).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+from .timing import Report, Row, machine, time_rows
+
+__all__ = ["run_specialize", "format_specialize_table"]
+
+
+def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000) -> Report:
+    """Time a hit, a key switch, a miss with a cached compile and a cold compile of ``kernel(...)``."""
+    from .. import _dsl
+    from ..jit import kernel
+    from ..jit.dispatch import call_path
+    from .kernels import scale_tensors, scale_tensors_host
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    gpu = _dsl.cuda_device_count() > 0 if host_only is None else not host_only
+    checks: dict[str, Any] = {}
+    if gpu:
+        assert torch is not None
+        stream = torch.cuda.Stream()
+        fn = scale_tensors
+        x32 = torch.randn(4096, device="cuda")
+        x64 = torch.randn(4096, device="cuda", dtype=torch.float64)
+    else:
+        stream = None
+        fn = scale_tensors_host
+        if torch is not None:
+            x32, x64 = torch.randn(64), torch.randn(64, dtype=torch.float64)
+        else:
+            import numpy as np
+
+            rng = np.random.default_rng(0)
+            x32, x64 = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64)
+    y32, y64 = x32 * 0, x64 * 0
+
+    def sync() -> None:
+        if gpu:
+            torch.cuda.synchronize()
+
+    k = kernel(max_specializations=None)(fn)
+
+    def call32() -> Any:
+        return k(y32, x32, 2.0)
+
+    def switch(n: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(n // 2):
+            k(y32, x32, 2.0)
+            k(y64, x64, 2.0)
+        return (time.perf_counter() - t0) / (n // 2 * 2) * 1e6
+
+    def hit(n: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            k(y32, x32, 2.0)
+        return (time.perf_counter() - t0) / n * 1e6
+
+    ctx = torch.cuda.stream(stream) if gpu else None
+    if ctx is not None:
+        ctx.__enter__()
+    try:
+        call32()
+        k(y64, x64, 2.0)
+        sync()
+        checks["results == inp * 2 (float32, float64)"] = bool((y32 == x32 * 2).all()) and bool((y64 == x64 * 2).all())
+        # timed apart, not interleaved: a switching round would leave the next hit round to settle first
+        rows: list[Row] = time_rows(
+            [("kernel(...) hit: same key as the last call", hit, "tensors + 2.0, stream left out")], repeats, iters, stream if gpu else None
+        )
+        rows += time_rows(
+            [("kernel(...) key switch: float32/float64 alternating", switch, "each call finds the other specialization")],
+            repeats,
+            max(2, iters // 10),
+            stream if gpu else None,
+        )
+        n_miss = max(3, repeats // 4)
+        cached, cold = [], []
+        for _ in range(n_miss):
+            k._calls.clear()  # specializations dropped, compiled functions kept
+            t0 = time.perf_counter()
+            call32()
+            cached.append((time.perf_counter() - t0) * 1e6)
+            checks.setdefault("miss with a cached compile did not compile", not k.specializations()[0].compiled)
+        for _ in range(n_miss):
+            k.clear_cache()  # everything dropped: the next call compiles
+            t0 = time.perf_counter()
+            call32()
+            cold.append((time.perf_counter() - t0) * 1e6)
+            checks.setdefault("cold miss compiled", k.specializations()[0].compiled)
+        sync()
+    finally:
+        if ctx is not None:
+            ctx.__exit__(None, None, None)
+    rows.append(Row("kernel(...) miss, compile cached (prepare a handle)", statistics.median(cached), min(cached), note=f"{n_miss} calls", samples=cached))
+    rows.append(Row("kernel(...) miss, cold compile (compile + prepare)", statistics.median(cold), min(cold), note=f"{n_miss} calls", samples=cold))
+    what = "GPU: 2-tensor scale kernel, 4096 elements" if gpu else "CPU: host-only 2-tensor function, 64 elements"
+    mode = f"{what}; call path: {call_path()}"
+    return Report(machine=machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
+
+
+def format_specialize_table(report: Report) -> str:
+    lines = [
+        f"machine: {report.machine}",
+        f"mode: {report.mode}; nvidia-cutlass-dsl {report.dsl_version}; hits: {report.repeats} interleaved rounds x {report.iters} calls",
+        "",
+        "| case | us per call (median) | min | note |",
+        "|---|---:|---:|---|",
+    ]
+    for r in report.rows:
+        lines.append(f"| {r.path} | {r.median_us:.2f} | {r.min_us:.2f} | {r.note} |")
+    lines.append("")
+    lines.append("checks: " + ", ".join(f"{k}: {v}" for k, v in report.checks.items()))
+    return "\n".join(lines)

@@ -1,0 +1,724 @@
+"""Calling a kernel: ``kernel(*args)`` specializes per call and replays a prepared handle per key and thread.
+
+A call of a :class:`cute_bind.Kernel` goes three ways:
+
+- **Hit, same key as the thread's last call** (the common case): the thread's
+  current *caller* runs. It is the ``launch`` of the prepared handle the
+  thread's last call used (the C fast path's bound method), or, when
+  Constexpr values must be checked and left out or a left-out stream filled
+  in, a small closure around it. Nothing is rebuilt: the handle's launch
+  already checks every value against what was compiled (pointer dtypes and
+  address spaces of typed values, tensor dtypes, ranks, layouts, devices and
+  alignment), so a value of another key fails those checks instead of
+  launching wrongly.
+- **Another known key** (the handle refused a value, or the thread has not
+  called yet): :meth:`Dispatcher.dispatch` binds the arguments, computes a
+  cheap *probe* of the values (types, dtypes, devices, unit-stride patterns,
+  Constexpr values: never a DSL object) and looks the specialization up by
+  it; the thread's handle for it becomes the current caller.
+- **A new key** (a miss): the compile key ``bind()`` derives is computed,
+  ``Kernel._compiled`` compiles it (or finds it compiled), a prototype handle
+  is built, the reason (which parameter changed, from what to what) is logged
+  on this module's logger and recorded, and the per-kernel limit is enforced
+  (CB601, or the CB602 warning). Misses hold the kernel's dispatch lock, so a
+  key seen first by several threads at once compiles once.
+
+The probe is only a hint: a specialization found by probe that refuses the
+values sends the call through the full compile key, which decides.
+
+Each thread launches through its own clone of a specialization's handle (the
+handle contract is one thread per handle); the per-thread state lives in a
+``threading.local``.
+
+Streams: a stream parameter declared ``stream: cuda.CUstream = None`` may be
+left out (or given as ``None``); see :func:`current_stream` for the stream
+used then.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+import logging
+import operator
+import os
+import sys
+import threading
+import time
+import warnings
+from typing import TYPE_CHECKING, Any, Callable, Hashable
+
+from .. import _dsl
+from .. import diagnostics as D
+from ..diagnostics.errors import CuteBindError, LaunchArgumentError, LaunchValueError
+from ..launch.arguments import bind_arguments
+from ..slots import Bound, PointerKind, ScalarKind, StreamKind, TensorKind
+from ..slots import dlpack as _dlpack
+
+if TYPE_CHECKING:
+    from ..launch.prepared import PreparedLaunch
+
+__all__ = ["CallBase", "PythonCallBase", "CacheInfo", "DEFAULT_LIMIT", "Dispatcher", "FALLBACK", "ON_LIMIT", "Specialization", "call_path", "current_stream"]
+
+log = logging.getLogger(__name__)
+
+#: Default ``max_specializations`` (torch.compile's recompile limit is 8 as well).
+DEFAULT_LIMIT = 8
+#: Values of the ``on_limit`` option.
+ON_LIMIT = ("raise", "warn")
+
+
+class _Miss(Exception):
+    """The thread's current caller cannot take this call (internal: never reaches a user)."""
+
+
+#: What ``Kernel.__call__`` catches from the current caller to take the dispatch path:
+#: a value a handle refuses before launching (a key change shows up as one of these).
+FALLBACK = (_Miss, LaunchArgumentError, LaunchValueError)
+
+
+def _unset(*args: Any, **kwargs: Any) -> Any:
+    raise _Miss
+
+
+class _Unprobeable(Exception):
+    pass
+
+
+class _Arch:
+    """The target architecture for probes, without a failing driver call per dispatch on a machine with no GPU."""
+
+    devices: int | None = None
+
+    def now(self) -> str | None:
+        env = os.environ.get("CUTE_DSL_ARCH")
+        if env:
+            return env
+        if self.devices is None:
+            self.devices = _dsl.cuda_device_count()  # once: a process without a device never gets one
+        return _dsl.target_arch() if self.devices else None
+
+
+_ARCH = _Arch()
+
+_SWITCHING = 3  # key switches in a row after which a thread's calls dispatch at once
+_SETTLED = 16  # calls of one key in a row after which they take the fast path again
+
+
+class PythonCallBase:
+    """Kernel's base without the C extension: ``Kernel.__call__`` is then Python (a threading.local per kernel)."""
+
+
+def _call_base() -> type:
+    """The C fast path's base class of Kernel (``_cdispatch.c``), or :class:`PythonCallBase` when absent or disabled.
+
+    Read once, at import: ``CUTE_BIND_PURE_PYTHON=1`` set before importing
+    cute_bind selects the Python ``Kernel.__call__``.
+    """
+    if os.environ.get("CUTE_BIND_PURE_PYTHON", "") not in ("", "0"):
+        return PythonCallBase
+    try:
+        from ._cdispatch import CallBase as base
+    except ImportError:
+        return PythonCallBase
+    return base
+
+
+#: Base class of :class:`cute_bind.Kernel`: its ``tp_call`` is the hit path when the C extension is built.
+CallBase = _call_base()
+
+
+def call_path() -> str:
+    """Which ``kernel(...)`` fast path this process uses: "c" or "python"."""
+    return "python" if CallBase is PythonCallBase else "c"
+
+
+# --------------------------------------------------------------------------- streams
+_DEFAULT_STREAM = 0
+_CUDA_DEVICE_TYPES = (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged
+
+
+class _TorchStreams:
+    """torch's raw current-stream reader, found once torch is imported with its CUDA initialised."""
+
+    raw: Callable[[int], int] | None = None
+    device: Callable[[], int] | None = None
+    never = False  # torch is a build without CUDA: every left-out stream is the default stream
+
+    def find(self) -> Callable[[int], int] | None:
+        if self.never:
+            return None
+        torch = sys.modules.get("torch")  # never imported here: a process without torch has only the default stream
+        if torch is None:
+            if importlib.util.find_spec("torch") is None:
+                self.never = True  # not installed: it cannot be imported later
+            return None
+        try:
+            if not torch.backends.cuda.is_built():
+                self.never = True
+                return None
+            if not torch.cuda.is_initialized():
+                return None  # no stream can have been made current yet: torch's current stream is the default one
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            if raw is None:  # a torch without the private reader: the public (slower) one
+
+                def raw(device: int) -> int:
+                    return int(torch.cuda.current_stream(device).cuda_stream)
+
+            self.device = torch.cuda.current_device
+            self.raw = raw
+        except Exception:
+            return None
+        return self.raw
+
+
+    def getter(self, device: int | None) -> Callable[[], int]:
+        """The cheapest ``() -> stream`` for a left-out stream of a specialization on ``device``, for now.
+
+        Errors surface as exceptions (the dispatch path turns them into CB221).
+        """
+        raw = self.raw or self.find()
+        if raw is not None:
+            if device is not None:
+                return functools.partial(raw, device)  # all C: torch's raw current-stream reader
+            current = self.device or (lambda: 0)
+            return lambda: raw(current())
+        if self.never:
+            return int  # int() == 0: the default stream, forever in this process (torch absent or without CUDA)
+        return functools.partial(current_stream, device)  # torch may initialise CUDA later: look each time
+
+
+_TORCH = _TorchStreams()
+
+
+def current_stream(device: int | None, kernel: str = "kernel", parameter: str = "stream") -> int:
+    """The stream a call that leaves its stream out launches on (a raw ``CUstream`` handle).
+
+    - torch imported, built with CUDA and its CUDA initialised: torch's current
+      stream of ``device`` (``torch.cuda.current_stream(device)``), where
+      ``device`` is the CUDA device of the call's tensor arguments; for a
+      kernel without tensor parameters (``device`` None), of torch's current
+      device (``torch.cuda.current_device()``);
+    - otherwise (torch not imported, a CPU-only build, CUDA not initialised
+      yet): ``0``, the default stream, which is also torch's current stream
+      in that state.
+
+    Raises CB221 when torch raises.
+    """
+    raw = _TORCH.raw or _TORCH.find()
+    if raw is None:
+        return _DEFAULT_STREAM
+    try:
+        if device is None:
+            device = _TORCH.device() if _TORCH.device is not None else 0
+        return raw(device)
+    except Exception as exc:
+        where = "torch's current device" if device is None else f"cuda:{device}"
+        raise D.error(
+            D.CURRENT_STREAM_UNAVAILABLE, kernel=kernel, parameter=parameter, expected=where, got=f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+# --------------------------------------------------------------------------- records
+@dataclasses.dataclass(frozen=True)
+class Specialization:
+    """One specialization of a kernel: what it was compiled for and why it was made.
+
+    ``parameters`` maps each parameter that is part of the key (pointers,
+    tensors, sequences, Constexpr values) to its description; ``reason`` says
+    what differed from the previous specialization (``"first call"`` for the
+    first); ``compiled`` is False when the compile was already cached (by
+    ``bind()``, ``compile()`` or before a ``clear_cache()`` of the dispatch);
+    ``seconds`` is the time the miss took (compile and prepare).
+    """
+
+    index: int
+    parameters: tuple[tuple[str, str], ...]
+    arch: str | None
+    reason: str
+    compiled: bool
+    seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheInfo:
+    """Counts of a kernel's calls (see :meth:`cute_bind.Kernel.cache_info`)."""
+
+    hits: int
+    misses: int
+    specializations: int
+    max_specializations: int | None
+
+
+class _Spec:
+    """One specialization: its compile key, prototype handle (or the compiled function), stream device."""
+
+    __slots__ = ("key", "info", "proto", "compiled", "device", "describe")
+
+    def __init__(self, key: Any, info: Specialization, proto: PreparedLaunch[Any] | None, compiled: Any, device: int | None, describe: dict[str, str]) -> None:
+        self.key = key
+        self.info = info
+        self.proto = proto  # None: the compiled function cannot be prepared; calls go through the DSL
+        self.compiled = compiled
+        self.device = device  # the CUDA device of its tensor slots (None: none; -1: several)
+        self.describe = describe
+
+
+class _Local(threading.local):
+    """Per-thread state: the current caller, this thread's handles, its hit count."""
+
+    def __init__(self, registry: list[dict[str, Any]]) -> None:
+        self.call: Callable[..., Any] = _unset
+        self.hits = 0
+        #: per specialization: (launch, caller, handle or None, (fill_n, stream_fn) or None)
+        self.handles: dict[_Spec, tuple[Callable[..., Any], Callable[..., Any], PreparedLaunch[Any] | None, tuple[int, Callable[[], int]] | None]] = {}
+        self.last: _Spec | None = None
+        self.switches = 0  # dispatches that changed specialization, since the last settled streak
+        self.streak = 0  # dispatches in a row that kept the specialization
+        registry.append(self.__dict__)  # so cache_info() can add up every thread's hits
+
+
+# --------------------------------------------------------------------------- probes
+def _constexpr_probe(value: Any) -> Hashable:
+    hash(value)  # an unhashable value is unprobeable (the full path raises CB209 for it)
+    return (value.__class__, value)
+
+
+def _pointer_probe(value: Any) -> Hashable:
+    cls = value.__class__
+    if cls is int:
+        return int
+    if _dsl.is_runtime_pointer(value):
+        _, dtype, space, align = _dsl.runtime_pointer_fields(value)
+        return (cls, dtype, int(getattr(space, "value", 0)), align)
+    if callable(getattr(value, "data_ptr", None)) and hasattr(value, "dtype"):
+        return (cls, str(value.dtype), bool(getattr(value, "is_cuda", False)))
+    for attr in ("__cuda_array_interface__", "__array_interface__"):
+        iface = getattr(value, attr, None)
+        if isinstance(iface, dict):
+            return (cls, attr, str(iface.get("typestr", "")))
+    raise _Unprobeable
+
+
+def _tensor_probe(layout: Any) -> Callable[[Any], Hashable]:
+    def probe(value: Any) -> Hashable:
+        if _dsl.is_dsl_tensor(value) or isinstance(value, (bool, int, float, str, bytes)) or value is None:
+            raise _Unprobeable  # a from_dlpack tensor's own marking decides: the full path reads it
+        try:
+            view = _dlpack.read(value)
+        except Exception:
+            raise _Unprobeable from None
+        if layout == "static":
+            return (value.__class__, view.dtype, view.device, view.shape, view.strides)
+        # mark_layout_dynamic deduces the leading dimension from which modes have
+        # unit stride and which extent exceeds 1; nothing else of the values shapes the layout
+        units = tuple((s == 1, e > 1) for e, s in zip(view.shape, view.strides))
+        return (value.__class__, view.dtype, view.device, units)
+
+    return probe
+
+
+def _device_of(bound: Bound) -> set[int]:
+    """The CUDA device indices a bound slot's tensors are on (sequences: their elements)."""
+    slot = bound.slot
+    found: set[int] = set()
+    stack: list[Any] = [slot]
+    while stack:
+        s = stack.pop()
+        device = getattr(s, "device", None) if isinstance(s, TensorKind) else None
+        if device is not None and device[0] in _CUDA_DEVICE_TYPES:
+            found.add(int(device[1]))
+        stack.extend(getattr(s, "elements", None) or ())
+    return found
+
+
+def _describe(bound: Bound) -> str:
+    text = bound.slot.describe()
+    device = getattr(bound.slot, "device", None)
+    if isinstance(bound.slot, TensorKind) and device is not None:
+        text += f" on {_dlpack.describe_device(device)}"
+    return text
+
+
+# --------------------------------------------------------------------------- the dispatcher
+class Dispatcher:
+    """The call path of one :class:`cute_bind.Kernel`: specializations, per-thread handles, counts."""
+
+    def __init__(self, kernel: Any, max_specializations: int | None, on_limit: str) -> None:
+        # ``kernel`` is the owning cute_bind.Kernel (not imported here: decorator imports this module)
+        self.kernel = kernel
+        self.limit = max_specializations
+        self.on_limit = on_limit
+        params = kernel.signature.params
+        self._runtime = tuple(p.name for p in params if p.slot is not None)
+        #: stream parameters declared with a None default: left out (or None) means the current stream
+        self._streams = tuple(p.name for p in params if isinstance(p.slot, StreamKind) and p.has_default and p.default is None)
+        probes: list[tuple[str, Callable[[Any], Hashable]]] = []
+        for p in params:
+            if p.slot is None:
+                probes.append((p.name, _constexpr_probe))
+            elif isinstance(p.slot, (ScalarKind, StreamKind)):
+                continue  # never part of the key
+            elif isinstance(p.slot, PointerKind):
+                probes.append((p.name, _pointer_probe))
+            elif isinstance(p.slot, TensorKind):
+                probes.append((p.name, _tensor_probe(p.slot.spec.layout)))
+            else:
+                probes = []  # a kind without a probe (sequences, kinds from elsewhere): the full key decides
+                self._probeable = False
+                break
+        else:
+            self._probeable = True
+        self._probes = tuple(probes)
+        # The fast caller's shape: every parameter positional, which are Constexpr, defaults of the tail.
+        positional = [p for p in params if not p.keyword_only]
+        self._simple = len(positional) == len(params)
+        self._npos = len(positional)
+        required = 0
+        for p in positional:
+            if p.has_default:
+                break
+            required += 1
+        self._required = required
+        self._tail = tuple(p.default for p in positional[required:]) if all(p.has_default for p in positional[required:]) else None
+        self._constexpr = tuple((i, p.name) for i, p in enumerate(positional) if p.slot is None)
+        self._runtime_index = tuple(i for i, p in enumerate(positional) if p.slot is not None)
+        self._stream_index = tuple(self._runtime_index.index(i) for i, p in enumerate(positional) if p.name in self._streams)
+        self._lock = threading.RLock()
+        #: the kernel's C base keeps each thread's caller and hits (else the threading.local does)
+        self._c = CallBase is not PythonCallBase and getattr(type(kernel), "__call__", None) is getattr(CallBase, "__call__", None)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._specs: dict[Any, _Spec] = {}
+        self._by_probe: dict[Hashable, _Spec] = {}
+        self._records: list[Specialization] = []
+        self._threads: list[dict[str, Any]] = []
+        self._misses = 0
+        self._latest: _Spec | None = None
+        self.local = _Local(self._threads)
+        if self._c:
+            self.kernel._reset_calls(self.dispatch, FALLBACK)
+
+    def _hit(self, local: _Local) -> None:
+        if self._c:
+            self.kernel._count_hit()
+        else:
+            local.hits += 1
+
+    # ------------------------------------------------------------------ public
+    def cache_info(self) -> CacheInfo:
+        if self._c:
+            hits = int(self.kernel._hits())
+        else:
+            hits = sum(int(d.get("hits", 0)) for d in list(self._threads))
+        return CacheInfo(hits=hits, misses=self._misses, specializations=len(self._specs), max_specializations=self.limit)
+
+    def specializations(self) -> tuple[Specialization, ...]:
+        return tuple(self._records)
+
+    def clear(self) -> None:
+        """Forget every specialization and count (every thread's next call dispatches again)."""
+        with self._lock:
+            self._reset()
+
+    # ------------------------------------------------------------------ the dispatch path
+    def dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
+        """A call the thread's current caller did not take: find or make its specialization, then launch."""
+        k = self.kernel
+        values = bind_arguments(k.name, k._names, k._kwonly, k._defaults, args, kwargs or {}, k._hints)
+        probe = self._probe(values)
+        spec = self._by_probe.get(probe) if probe is not None else None
+        local = self.local
+        by_probe = spec is not None
+        if spec is None:
+            spec, created = self._specialize(values)
+            if not created:
+                self._hit(local)
+            if probe is not None:
+                self._remember(probe, spec)
+        else:
+            self._hit(local)
+        launch = self._use(local, spec, self._track(local, spec))
+        runtime = self._runtime_values(spec, values)
+        try:
+            return launch(*runtime)
+        except FALLBACK:
+            if not by_probe:
+                raise
+            # the probe was a hint; the compile key decides
+            full, created = self._specialize(values)
+            if full is spec:
+                raise
+            if probe is not None:
+                self._remember(probe, full)
+            return self._use(local, full, self._track(local, full))(*self._runtime_values(full, values))
+
+    @staticmethod
+    def _track(local: _Local, spec: _Spec) -> bool:
+        """Whether the thread's calls keep changing key (then each call dispatches at once).
+
+        A key switch costs a refusal by the last handle (its slow path builds
+        the catalog error) plus the dispatch; a thread alternating keys skips
+        the refusal. Three switches with fewer than 16 calls of one key in a
+        row between them start that; 16 calls of one key in a row end it.
+        """
+        if local.last is not None and spec is not local.last:
+            local.switches += 1
+            local.streak = 0
+        else:
+            local.streak += 1
+            if local.streak >= _SETTLED:
+                local.switches = 0
+        return local.switches >= _SWITCHING
+
+    def _remember(self, probe: Hashable, spec: _Spec) -> None:
+        if len(self._by_probe) > 4096:  # values of ever new probes: keep the table bounded
+            self._by_probe = {}
+        self._by_probe[probe] = spec
+
+    def _probe(self, values: dict[str, Any]) -> Hashable | None:
+        if not self._probeable:
+            return None
+        try:
+            return (_ARCH.now(), *(fn(values[name]) for name, fn in self._probes))
+        except (_Unprobeable, TypeError):
+            return None
+
+    def _runtime_values(self, spec: _Spec, values: dict[str, Any]) -> list[Any]:
+        out = [values[n] for n in self._runtime]
+        for name in self._streams:
+            if values[name] is None:
+                out[self._runtime.index(name)] = self._stream_for(spec, name)
+        return out
+
+    def _stream_for(self, spec: _Spec, parameter: str) -> int:
+        if spec.device == -1:
+            raise D.error(
+                D.STREAM_DEVICE_AMBIGUOUS,
+                kernel=self.kernel.name,
+                parameter=parameter,
+                expected="tensor arguments on one CUDA device",
+                got=", ".join(f"cuda:{d}" for d in sorted(spec.describe.get("__devices__", "").split(",")) if d),
+            )
+        return current_stream(spec.device, self.kernel.name, parameter)
+
+    def _use(self, local: _Local, spec: _Spec, switching: bool = False) -> Callable[..., Any]:
+        """Make ``spec`` the thread's current specialization; its handle's launch (runtime values in order).
+
+        ``switching``: the thread's calls keep changing key, so its next call
+        goes to the dispatch path at once."""
+        pair = local.handles.get(spec)
+        if pair is None:
+            handle = None
+            if spec.proto is not None:
+                handle = spec.proto.clone()  # one handle per thread: the handle contract
+                launch = handle.launch
+            else:
+                launch = self._direct(spec)
+            caller, fill = self._caller(spec, launch)
+            pair = (launch, caller, handle, fill)
+            local.handles[spec] = pair
+        if switching:
+            if self._c:
+                self.kernel._set_call(None)
+            else:
+                local.call = _unset
+        elif self._c:
+            fill = pair[3]
+            if fill is not None:  # the C path appends the stream itself: no Python frame on a hit
+                self.kernel._set_call(pair[0], fill[0], fill[1])
+            else:
+                self.kernel._set_call(pair[1])
+        else:
+            local.call = pair[1]
+        local.last = spec
+        return pair[0]
+
+    # ------------------------------------------------------------------ callers
+    def _caller(self, spec: _Spec, launch: Callable[..., Any]) -> tuple[Callable[..., Any], tuple[int, Callable[[], int]] | None]:
+        """The function the fast path calls with the call's own arguments, for one specialization,
+        and for the common ``f(..., stream=None)`` form the ``(positional count, stream getter)``
+        with which the C path appends a left-out stream itself."""
+        if not self._simple:
+            return _unset, None  # keyword-only parameters: every call binds on the dispatch path
+        if not self._constexpr and not self._streams:
+            return launch, None  # the handle's launch takes the call's arguments as they are
+        name = self.kernel.name
+        streams = self._stream_index
+        nstreams = len(streams)
+        if spec.device == -1 and streams:
+            return _unset, None  # tensors on several devices: the dispatch path fills the stream in or raises CB220
+        if not self._constexpr and nstreams == 1 and streams[0] == self._npos - 1 and self._required == self._npos - 1:
+            # the common form ``f(..., stream=None)``, stream last: fill it in when left out
+            last = self._npos - 1
+            get_stream = _TORCH.getter(spec.device)
+
+            def call_stream_last(*args: Any, **kwargs: Any) -> Any:
+                if kwargs or len(args) != last:
+                    return launch(*args, **kwargs)  # the stream given (None: refused, then the dispatch path)
+                try:
+                    stream = get_stream()
+                except Exception:
+                    raise _Miss from None  # the dispatch path reports it (CB221)
+                return launch(*args, stream)
+
+            return call_stream_last, (last, get_stream)
+        # general form: fill defaults of the tail, check Constexpr values, drop them, fill streams
+        npos, required, tail = self._npos, self._required, self._tail
+        if tail is None:
+            tail = ()
+            required = npos
+        checks = self._constexpr_checks(spec)
+        index = self._runtime_index
+        getter: Callable[[tuple[Any, ...]], Any]
+        if len(index) == 1:
+            only = index[0]
+
+            def getter(a: tuple[Any, ...]) -> Any:
+                return (a[only],)
+
+        elif index:
+            getter = operator.itemgetter(*index)
+        else:
+
+            def getter(a: tuple[Any, ...]) -> Any:
+                return ()
+
+        device = spec.device
+        stream_names = self._streams
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            n = len(args)
+            if kwargs or n < required or n > npos:
+                raise _Miss
+            if n < npos:
+                args = args + tail[n - required :]
+            for i, cls, v in checks:
+                a = args[i]
+                if a.__class__ is not cls or a != v:
+                    raise _Miss
+            runtime = getter(args)
+            if nstreams:
+                runtime = list(runtime)
+                for j, sname in zip(streams, stream_names):
+                    if runtime[j] is None:
+                        runtime[j] = current_stream(device, name, sname)
+            return launch(*runtime)
+
+        return call, None
+
+    def _constexpr_checks(self, spec: _Spec) -> tuple[tuple[int, type, Any], ...]:
+        values = dict((p[0], (p[1], p[2])) for p in spec.key[0] if len(p) == 3)
+        return tuple((i, values[n][0], values[n][1]) for i, n in self._constexpr)
+
+    def _direct(self, spec: _Spec) -> Callable[..., Any]:
+        """For a compiled function cute_bind cannot prepare (CB3xx): the DSL's own call, key checked each time."""
+        k = self.kernel
+        runtime = self._runtime
+
+        def launch(*values: Any) -> Any:
+            named = dict(zip(runtime, values))
+            key, _, dsl_values = k._bind_values((), self._for_compile(named, constexpr_from=spec))
+            if key != spec.key:
+                raise _Miss
+            return spec.compiled(*(dsl_values[n] for n in runtime))
+
+        return launch
+
+    # ------------------------------------------------------------------ misses
+    def _for_compile(self, values: dict[str, Any], constexpr_from: _Spec | None = None) -> dict[str, Any]:
+        out = dict(values)
+        if constexpr_from is not None:
+            for p in constexpr_from.key[0]:
+                if len(p) == 3:
+                    out[p[0]] = p[2]
+        for name in self._streams:
+            if out.get(name) is None:
+                out[name] = _DEFAULT_STREAM  # the stream value is not part of the compile
+        return out
+
+    def _specialize(self, values: dict[str, Any]) -> tuple[_Spec, bool]:
+        """The specialization for these values by their full compile key; ``(spec, created)``."""
+        k = self.kernel
+        key, bounds, dsl_values = k._bind_values((), self._for_compile(values))
+        spec = self._specs.get(key)
+        if spec is not None:
+            return spec, False
+        with self._lock:  # one compile per key, however many threads see it first
+            spec = self._specs.get(key)
+            if spec is not None:
+                return spec, False
+            index = len(self._specs) + 1
+            describe = {p.name: (_describe(b) if b.key is not None else "") for p, b in zip(k.signature.runtime, bounds)}
+            describe = {n: d for n, d in describe.items() if d}
+            for p in key[0]:
+                if len(p) == 3:
+                    describe[p[0]] = repr(p[2])
+            previous = self.local.last or self._latest
+            reason = self._reason(previous, describe, key)
+            if self.limit is not None and index > self.limit:
+                if self.on_limit == "raise":
+                    raise D.error(D.SPECIALIZATION_LIMIT, kernel=k.name, expected=str(self.limit), got=str(index), detail=reason)
+                warning = D.error(D.SPECIALIZATION_LIMIT_WARNING, kernel=k.name, expected=str(self.limit), got=str(index), detail=reason)
+                assert isinstance(warning, Warning)  # internal invariant: CB602's class is a warning category
+                warnings.warn(warning, stacklevel=4)
+            t0 = time.perf_counter()
+            cold = key not in k._cache
+            compiled = k._compiled(key, dsl_values)
+            try:
+                proto: PreparedLaunch[Any] | None = k._handle(compiled, bounds)
+            except CuteBindError as exc:
+                if not exc.code.startswith("CB3"):
+                    raise
+                log.info("kernel '%s': %s; calls go through the DSL's own call", k.name, exc.code)
+                proto = None
+            seconds = time.perf_counter() - t0
+            devices: set[int] = set()
+            for b in bounds:
+                devices |= _device_of(b)
+            device = None if not devices else (devices.pop() if len(devices) == 1 else -1)
+            if device == -1:
+                describe["__devices__"] = ",".join(str(d) for d in sorted(devices))
+            info = Specialization(
+                index=index,
+                parameters=tuple((n, d) for n, d in describe.items() if not n.startswith("__")),
+                arch=key[1],
+                reason=reason,
+                compiled=cold,
+                seconds=seconds,
+            )
+            spec = _Spec(key, info, proto, compiled, device, describe)
+            self._specs[key] = spec
+            self._records.append(info)
+            self._misses += 1
+            self._latest = spec
+            log.info(
+                "kernel '%s': specialization #%d (%s in %.3f s): %s",
+                k.name,
+                index,
+                "compiled" if cold else "compile cached",
+                seconds,
+                reason,
+            )
+            return spec, True
+
+    @staticmethod
+    def _reason(previous: _Spec | None, describe: dict[str, str], key: Any) -> str:
+        if previous is None:
+            return "first call"
+        changes = []
+        for name in describe.keys() | previous.describe.keys():
+            if name.startswith("__"):
+                continue
+            old, new = previous.describe.get(name), describe.get(name)
+            if old != new:
+                changes.append(f"parameter '{name}': {old} -> {new}")
+        if previous.key[1] != key[1]:
+            changes.append(f"target arch: {previous.key[1]} -> {key[1]}")
+        if not changes:  # the descriptions agree but the keys differ (e.g. alignment): show the keys
+            old_parts, new_parts = dict(p[:2] for p in previous.key[0]), dict(p[:2] for p in key[0])
+            changes = [f"parameter '{n}': {old_parts.get(n)!r} -> {new_parts.get(n)!r}" for n in new_parts if old_parts.get(n) != new_parts.get(n)]
+        return "; ".join(sorted(changes)) or "a new compile key"
+

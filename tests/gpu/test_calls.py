@@ -1,0 +1,100 @@
+"""GPU suite, calls: kernel(...) on CUDA tensors, the left-out stream, specializations, threads.
+
+Run on a GPU machine with ``python -m pytest -m gpu tests/gpu``; skipped where
+no CUDA device exists. Results are compared bitwise with torch's arithmetic.
+"""
+
+import sys
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import cute_bind  # noqa: E402
+from cute_bind.bench.kernels import scale, scale_tensors  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True)
+def _require_cuda():
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+
+
+def _stream_of_last_call(k):
+    """The stream the calling thread's handle launched on last (its stream slot's bytes)."""
+    ((_, _, handle, _),) = [v for s, v in k._calls.local.handles.items() if s is k._calls.local.last]
+    return int.from_bytes(handle.slot_bytes("stream"), sys.byteorder)
+
+
+@pytest.mark.parametrize("n", [1, 255, 4096, 100_003])
+def test_tensor_call_on_the_current_stream(n):
+    k = cute_bind.kernel(scale_tensors)
+    side = torch.cuda.Stream()
+    x = torch.randn(n, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    with torch.cuda.stream(side):
+        k(y, x, 1.5)
+        assert _stream_of_last_call(k) == side.cuda_stream
+    side.synchronize()
+    assert torch.equal(y, x * 1.5)
+    y.fill_(float("nan"))
+    k(y, x, 2.5)  # outside: torch's current stream of the device
+    assert _stream_of_last_call(k) == torch.cuda.current_stream(x.device).cuda_stream
+    torch.cuda.synchronize()
+    assert torch.equal(y, x * 2.5)
+    assert k.cache_info()["specializations"] == 1
+
+
+def test_tensor_call_specializes_on_dtype():
+    k = cute_bind.kernel(scale_tensors)
+    for dtype in (torch.float32, torch.float64, torch.float32):
+        x = torch.randn(999, device="cuda", dtype=dtype)
+        y = torch.empty_like(x)
+        k(y, x, 3.0)
+        torch.cuda.synchronize()
+        assert torch.equal(y, x * torch.tensor(3.0, dtype=torch.float32).to(dtype))
+    info = k.cache_info()
+    assert (info["specializations"], info["misses"]) == (2, 2)
+    assert "cuda:0" in k.specializations()[0].parameters[0][1]
+
+
+def test_pointer_call_with_explicit_stream():
+    k = cute_bind.kernel(scale)
+    side = torch.cuda.Stream()
+    x = torch.randn(4096, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    k(y, x, 2.0, x.numel(), side)
+    side.synchronize()
+    assert torch.equal(y, x * 2.0)
+    k(y.data_ptr(), x.data_ptr(), 4.0, x.numel(), side.cuda_stream)
+    side.synchronize()
+    assert torch.equal(y, x * 4.0)
+
+
+def test_threads_call_on_their_own_streams():
+    k = cute_bind.kernel(scale_tensors)
+    errors = []
+
+    def work(i):
+        try:
+            s = torch.cuda.Stream()
+            x = torch.randn(2048 + i, device="cuda")
+            y = torch.empty_like(x)
+            with torch.cuda.stream(s):
+                for step in range(50):
+                    k(y, x, float(step))
+                    assert _stream_of_last_call(k) == s.cuda_stream
+            s.synchronize()
+            assert torch.equal(y, x * 49.0)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert k.cache_info()["specializations"] == 1
