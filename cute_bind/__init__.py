@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from .diagnostics import CATALOG, Diagnostic, error, lookup
 from .diagnostics.errors import (
+    CacheSettingError,
+    CacheWarning,
     CudaLaunchError,
     CuteBindError,
     DSLCompatibilityError,
@@ -19,6 +21,7 @@ from .diagnostics.errors import (
     LaunchValueError,
     PreparedLaunchError,
 )
+from . import cache
 from .jit import Kernel, check_function, kernel
 from .launch import PreparedLaunch, prepare
 from ._types import Pointer, PointerSpec, Tensor, TensorSpec
@@ -26,6 +29,8 @@ from ._types import Pointer, PointerSpec, Tensor, TensorSpec
 __version__ = "0.2.0"
 
 __all__ = [
+    "CacheSettingError",
+    "CacheWarning",
     "CATALOG",
     "CudaLaunchError",
     "CuteBindError",

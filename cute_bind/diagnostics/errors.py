@@ -21,6 +21,8 @@ __all__ = [
     "LaunchRuntimeError",
     "CudaLaunchError",
     "DSLCompatibilityError",
+    "CacheWarning",
+    "CacheSettingError",
 ]
 
 
@@ -132,3 +134,16 @@ class CudaLaunchError(LaunchRuntimeError):
 
 class DSLCompatibilityError(CuteBindError, RuntimeError):
     """The installed nvidia-cutlass-dsl lacks an internal cute_bind relies on."""
+
+
+class CacheWarning(CuteBindError, RuntimeWarning):
+    """The disk compile cache could not be used for one compile (CB605-CB608).
+
+    Issued with :func:`warnings.warn`, once per cause; the kernel was
+    compiled in-process instead, so nothing else changes. Turn it into an
+    error with ``warnings.simplefilter("error", cute_bind.CacheWarning)``.
+    """
+
+
+class CacheSettingError(CuteBindError, ValueError):
+    """A disk cache setting (environment variable or argument) is invalid (CB609)."""

@@ -7,6 +7,7 @@ import threading
 from typing import Any, Callable, Generic, ParamSpec, overload
 
 from .. import _dsl
+from .. import cache as disk_cache
 from .. import diagnostics as D
 from ..launch.arguments import bind_arguments
 from ..launch.prepared import PreparedLaunch, build
@@ -26,11 +27,22 @@ class Kernel(Generic[P]):
     compiles (cached) and calls the compiled function the normal way.
     """
 
-    def __init__(self, fn: Callable[P, Any], *, name: str | None = None, compile_options: str | None = None, checked: bool = False) -> None:
+    def __init__(
+        self,
+        fn: Callable[P, Any],
+        *,
+        name: str | None = None,
+        compile_options: str | None = None,
+        checked: bool = False,
+        cache: bool = True,
+        cache_key: str | int | None = None,
+    ) -> None:
         self.fn = fn
         self.name: str = str(name or getattr(unwrap(fn), "__name__", "kernel"))
         self.compile_options = compile_options
         self.checked = checked
+        self.cache = cache  # the disk cache (cute_bind/cache/); the in-process one below is always on
+        self.cache_key = cache_key
         self.signature: KernelSignature = read_signature(fn, self.name)
         self._jit: Any = None
         self._preprocessing: tuple[bool, str] = (True, "")
@@ -86,8 +98,10 @@ class Kernel(Generic[P]):
         compiled = self._cache.get(compile_key)
         if compiled is not None:
             return compiled
-        with self._lock:
+        with self._lock, disk_cache.claim(self, compile_key) as disk:
             compiled = self._cache.get(compile_key)
+            if compiled is None:
+                compiled = disk.load()  # None: not on disk (then this process holds the key's lock)
             if compiled is None:
                 pos = [dsl_values[p.name] for p in self.signature.params if not p.keyword_only]
                 kw = {p.name: dsl_values[p.name] for p in self.signature.params if p.keyword_only}
@@ -102,7 +116,8 @@ class Kernel(Generic[P]):
                         raise
                     summary = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                     raise D.error(D.NOT_PREPROCESSED, kernel=self.name, got=f"{type(exc).__name__}: {summary[:120]}", detail=spelled) from exc
-                self._cache[compile_key] = compiled
+                disk.store(compiled)
+            self._cache[compile_key] = compiled
         return compiled
 
     def compile(self, *args: P.args, **kwargs: P.kwargs) -> Any:
@@ -144,7 +159,13 @@ class Kernel(Generic[P]):
             self._cache.clear()
 
 
-_OPTIONS = {"name": (str, type(None)), "compile_options": (str, type(None)), "checked": (bool,)}
+_OPTIONS = {
+    "name": (str, type(None)),
+    "compile_options": (str, type(None)),
+    "checked": (bool,),
+    "cache": (bool,),
+    "cache_key": (str, int, type(None)),
+}
 
 
 @overload
@@ -152,7 +173,9 @@ def kernel(fn: Callable[P, Any], /) -> Kernel[P]: ...
 
 
 @overload
-def kernel(*, name: str | None = None, compile_options: str | None = None, checked: bool = False) -> Callable[[Callable[P, Any]], Kernel[P]]: ...
+def kernel(
+    *, name: str | None = None, compile_options: str | None = None, checked: bool = False, cache: bool = True, cache_key: str | int | None = None
+) -> Callable[[Callable[P, Any]], Kernel[P]]: ...
 
 
 def kernel(fn: Any = None, /, **options: Any) -> Any:
@@ -163,7 +186,12 @@ def kernel(fn: Any = None, /, **options: Any) -> Any:
 
     - ``name``: the name used in messages (default: the function's name);
     - ``compile_options``: passed to ``cute.compile(..., options=...)``;
-    - ``checked``: handles from ``bind()`` run the full checks on every launch.
+    - ``checked``: handles from ``bind()`` run the full checks on every launch;
+    - ``cache``: ``False`` keeps this kernel out of the disk compile cache
+      (``CUTE_BIND_CACHE=0`` does it for all);
+    - ``cache_key``: a version of what the disk cache key cannot see (a value
+      read while tracing that has no stable spelling); change it when that
+      changes (see docs/concepts/cache.md).
 
     Decoration reads the annotated signature and raises a
     :class:`cute_bind.KernelDefinitionError` (CB1xx) for any parameter that is

@@ -19,6 +19,7 @@ KNOWN_CODES = [
     "CB301", "CB302", "CB303", "CB304", "CB305",
     "CB401", "CB402", "CB403", "CB404",
     "CB501", "CB502",
+    "CB605", "CB606", "CB607", "CB608", "CB609",
 ]  # fmt: skip
 
 
@@ -34,13 +35,13 @@ def test_new_codes_are_added_to_known_list():
 @pytest.mark.parametrize("code", KNOWN_CODES)
 def test_entry_is_complete(code):
     d = D.CATALOG[code]
-    assert re.fullmatch(r"CB[1-5]\d\d", d.code)
+    assert re.fullmatch(r"CB[1-6]\d\d", d.code)
     assert re.fullmatch(r"[a-z0-9-]+", d.slug)
     assert d.summary.endswith(".") and "\n" not in d.summary
     for text in (d.explanation, d.example, d.fix, d.message):
         assert text.strip()
     assert issubclass(d.error_class, E.CuteBindError)
-    assert issubclass(d.error_class, (TypeError, ValueError, RuntimeError))
+    assert issubclass(d.error_class, (TypeError, ValueError, RuntimeError, Warning))
 
 
 def test_slugs_unique():
