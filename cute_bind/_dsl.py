@@ -819,6 +819,12 @@ def is_loaded_from_binary(obj: Any) -> bool:
     return getattr(target, "ir_module", "absent") is None
 
 
+def source_code(fn: Any) -> Any:
+    """The code object of ``fn`` as written: the DSL's preprocessor replaces ``fn.__code__`` with its
+    rewrite on the first compile and keeps the original as ``_original_code``."""
+    return getattr(fn, "_original_code", None) or fn.__code__
+
+
 # The cache's DSL internals, checked with the rest (appended here so the table above stays as it was).
 _REQUIRED = _REQUIRED + (
     ("cutlass.runtime", "load_module"),

@@ -67,6 +67,7 @@ def _covered_module(name: str | None) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _code_source(code: types.CodeType) -> str:
     """The source lines of one code object (what ``inspect.getsource`` returns, without its module scan)."""
+    linecache.checkcache(code.co_filename)  # a file edited since it was cached is read again
     lines = linecache.getlines(code.co_filename)
     start = code.co_firstlineno - 1
     if lines and 0 <= start < len(lines):
@@ -109,9 +110,9 @@ class _Hasher:
             self.feed("seen", _qualname(fn))
             return
         self._seen.add(id(fn))
-        code = fn.__code__
+        code = _dsl.source_code(fn)
         self.depends.append(_qualname(fn))
-        self.feed("function", _qualname(fn), _code_source(code))
+        self.feed("function", _qualname(fn), _code_source(code))  # decorators included: the block starts at the first
         self.feed("defaults", self.canon(fn.__defaults__), self.canon(fn.__kwdefaults__))
         self.feed("annotations", self.canon({k: _spell_annotation(v) for k, v in getattr(fn, "__annotations__", {}).items()}))
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
