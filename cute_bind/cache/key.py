@@ -33,6 +33,7 @@ import marshal
 import os
 import platform
 import sys
+import tempfile
 import types
 from pathlib import Path
 from typing import Any
@@ -64,17 +65,27 @@ def _covered_module(name: str | None) -> bool:
     return root in _COVERED or root in sys.stdlib_module_names or _dsl.is_dsl_module_name(name)
 
 
+def _last_line(code: types.CodeType) -> int:
+    last = code.co_firstlineno
+    for _, _, line in code.co_lines():
+        if line is not None and line > last:
+            last = line
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            last = max(last, _last_line(c))
+    return last
+
+
 @functools.lru_cache(maxsize=4096)
 def _code_source(code: types.CodeType) -> str:
-    """The source lines of one code object (what ``inspect.getsource`` returns, without its module scan)."""
+    """The source lines of one code object: from its first line (its first decorator) to the last line any of
+    its bytecode (nested code included) comes from. Lines past that produce no code (comments, a closing
+    bracket), so they cannot change what runs; no tokenizer is needed, unlike ``inspect.getsource``."""
     linecache.checkcache(code.co_filename)  # a file edited since it was cached is read again
     lines = linecache.getlines(code.co_filename)
     start = code.co_firstlineno - 1
     if lines and 0 <= start < len(lines):
-        try:
-            return "".join(inspect.getblock(lines[start:]))
-        except Exception:
-            pass
+        return "".join(lines[start : _last_line(code)])
     # no source (exec, a REPL): the bytecode is what runs
     return "bytecode:" + hashlib.sha256(marshal.dumps(code)).hexdigest()
 
@@ -214,17 +225,49 @@ def canonical(value: Any) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _cute_bind_sources() -> str:
-    """cute_bind's version and a hash of its sources: a changed checkout is another compiler."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode())
+    """cute_bind's version and a hash of its sources: a changed checkout is another compiler.
+
+    Hashing every source costs milliseconds, so the hash is remembered in a
+    small file under the temporary folder, named after the sources' sizes and
+    modification times (what Python's own bytecode cache trusts too).
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    files: list[tuple[str, str, os.stat_result]] = []
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                try:
+                    files.append((os.path.relpath(path, root), path, os.stat(path)))
+                except OSError:
+                    continue
+    files.sort()
+    stamp = hashlib.sha256()
+    for rel, _, st in files:
+        stamp.update(f"{rel}:{st.st_size}:{st.st_mtime_ns};".encode())
+    memo = Path(tempfile.gettempdir()) / f"cute_bind-sources-{stamp.hexdigest()[:32]}"
+    try:
+        digest = memo.read_text().strip()
+    except OSError:
+        digest = ""
+    if len(digest) != 16:
+        h = hashlib.sha256()
+        for rel, path, _ in files:
+            h.update(rel.encode())
+            try:
+                with open(path, "rb") as f:
+                    h.update(f.read())
+            except OSError:
+                h.update(b"?")
+        digest = h.hexdigest()[:16]
         try:
-            h.update(path.read_bytes())
+            tmp = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+            tmp.write_text(digest)
+            os.replace(tmp, memo)
         except OSError:
-            h.update(b"?")
+            pass
     version = getattr(sys.modules.get("cute_bind"), "__version__", "?")
-    return f"{version}+{h.hexdigest()[:16]}"
+    return f"{version}+{digest}"
 
 
 @functools.lru_cache(maxsize=None)
