@@ -736,14 +736,14 @@ def traced_functions(obj: Any) -> list[Any]:
 @functools.lru_cache(maxsize=None)
 def _dsl_install_root() -> str:
     try:
-        return os.path.dirname(os.path.dirname(os.path.abspath(dsl().cutlass.__file__)))
+        return os.path.dirname(os.path.dirname(os.path.abspath(str(dsl().cutlass.__file__))))
     except Exception:
         return "\0"
 
 
 def _is_dsl_code(code: Any) -> bool:
     """Code of the DSL's own functions (its decorators' wrappers): located in its installation."""
-    return os.path.abspath(code.co_filename).startswith(_dsl_install_root() + os.sep)
+    return bool(os.path.abspath(code.co_filename).startswith(_dsl_install_root() + os.sep))
 
 
 def is_dsl_module_name(name: str) -> bool:
@@ -767,7 +767,7 @@ def compiler_identity() -> tuple[str, ...]:
     version = str(getattr(cutlass, "__version__", "") or dsl_version())
     variant: list[str] = []
     try:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(cutlass.__file__))))
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(str(cutlass.__file__)))))
         if os.path.basename(root) == "nvidia_cutlass_dsl":
             variant = sorted(n for n in os.listdir(root) if not n.startswith(("_", ".")))
     except OSError:

@@ -21,6 +21,7 @@ CPU; only from a source checkout, where ``tests/`` is importable); on a GPU also
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import statistics
@@ -91,14 +92,15 @@ def _case(name: str, gpu: bool) -> tuple[Any, tuple[Any, ...], Any, Any]:
         k = cute_bind.kernel(kernels.scale_host)
         return k, (ctypes.addressof(o), ctypes.addressof(xs), 2.0, 64, 0), lambda _keep=xs: bytes(o), sync
     if name == "polynomial":
-        from tests.kernels import cached  # type: ignore[import-not-found]  # a source checkout's tests
+        cached = importlib.import_module("tests.kernels.cached")  # a source checkout's tests (not type-checked)
 
         xs = (ctypes.c_float * 256)(*[(i % 17) / 16.0 for i in range(256)])
         o = (ctypes.c_float * 256)()
         return cached.polynomial, (ctypes.addressof(o), ctypes.addressof(xs), 256, DEGREE), lambda _keep=xs: bytes(o), sync
     if name == "gpu_ints":
         import torch
-        from tests.kernels import gpu as gk  # type: ignore[import-not-found]
+
+        gk = importlib.import_module("tests.kernels.gpu")
 
         x = torch.arange(4096, device="cuda", dtype=torch.int64)
         out = torch.zeros_like(x)
@@ -142,7 +144,8 @@ def _spawn(case: str, gpu: bool, env: dict[str, str]) -> dict[str, Any]:
 
 
 def _row(case: str, mode: str, runs: list[dict[str, Any]]) -> ColdRow:
-    med = lambda k: statistics.median(r[k] for r in runs) * 1e3  # noqa: E731
+    def med(k: str) -> float:
+        return float(statistics.median(r[k] for r in runs)) * 1e3
     return ColdRow(
         case=case,
         mode=mode,
@@ -160,11 +163,13 @@ def _row(case: str, mode: str, runs: list[dict[str, Any]]) -> ColdRow:
 def _launch_compare(case: str, gpu: bool, cache: Path, repeats: int, iters: int, checks: dict[str, Any]) -> list[Row]:
     import cute_bind
 
+    from ..jit import Kernel
+
     old = os.environ.get("CUTE_BIND_CACHE_DIR")
     os.environ["CUTE_BIND_CACHE_DIR"] = str(cache)
     try:
         kernel, args, read, sync = _case(case, gpu)
-        fresh_kernel = cute_bind.kernel(kernel.fn, name=f"{kernel.name}_fresh", cache=False, compile_options=kernel.compile_options)
+        fresh_kernel = Kernel(kernel.fn, name=f"{kernel.name}_fresh", cache=False, compile_options=kernel.compile_options)
         fresh = fresh_kernel.bind(*args)
         kernel.clear_cache()
         before = len(cute_bind.cache.history())

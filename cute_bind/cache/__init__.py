@@ -57,7 +57,7 @@ def _store(root: str | Path | None) -> Store:
 
 def info(root: str | Path | None = None) -> list[EntryInfo]:
     """Every entry of the cache folder (default: :func:`cache_dir`), oldest use first."""
-    return sorted(_store(root).list(environment()), key=lambda e: e.last_used)
+    return sorted(_store(root).scan(environment()), key=lambda e: e.last_used)
 
 
 def clear(root: str | Path | None = None) -> int:

@@ -55,7 +55,9 @@ def _warn_once(diagnostic: D.Diagnostic, about: str, **fields: Any) -> None:
         if (diagnostic.code, about) in _WARNED:
             return
         _WARNED.add((diagnostic.code, about))
-    warnings.warn(D.error(diagnostic, **fields), stacklevel=5)
+    warning = D.error(diagnostic, **fields)
+    if isinstance(warning, Warning):  # CacheWarning: issued, never raised
+        warnings.warn(warning, stacklevel=5)
 
 
 def load_payload(payload: bytes, prefix: str) -> Any:

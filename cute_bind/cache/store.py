@@ -27,10 +27,13 @@ from typing import Any, Iterator
 
 from .key import FORMAT
 
-try:  # POSIX; elsewhere concurrent cold compiles are not coordinated (writes stay atomic)
-    import fcntl
+fcntl: Any  # POSIX; elsewhere concurrent cold compiles are not coordinated (writes stay atomic)
+try:
+    import fcntl as _fcntl
+
+    fcntl = _fcntl
 except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None
 
 __all__ = ["MAGIC", "Store", "EntryInfo", "Read", "encode", "decode"]
 
@@ -177,7 +180,7 @@ class Store:
         return stack
 
     # -------------------------------------------------------------- the folder
-    def list(self, expected: dict[str, str] | None = None) -> list[EntryInfo]:
+    def scan(self, expected: dict[str, str] | None = None) -> list[EntryInfo]:
         """Every entry, with its header and use; ``status`` checks each file (reads it whole)."""
         out = []
         try:
@@ -263,7 +266,7 @@ class Store:
         """Remove corrupt entries, stale temporary files and unused locks, entries unused for ``older_than_s``, then evict to ``limit``."""
         now = time.time()
         removed = []
-        for e in self.list(expected):
+        for e in self.scan(expected):
             if e.status == "corrupt" or (older_than_s is not None and now - e.last_used > older_than_s):
                 self.remove(e.key)
                 removed.append(e.key)

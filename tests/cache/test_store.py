@@ -171,7 +171,7 @@ def test_eviction_is_least_recently_used_first(cache_dir, used_last, limit, kept
     if used_last:
         s.touch(keys[used_last])
     s.evict(limit)
-    left = {e.key[0] for e in s.list()}
+    left = {e.key[0] for e in s.scan()}
     assert left == kept
     assert s.total_size() <= limit or len(left) == 1
 
