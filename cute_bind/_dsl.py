@@ -778,18 +778,16 @@ def compiler_identity() -> tuple[str, ...]:
 def export_object(compiled: Any, prefix: str) -> bytes:
     """The compiled function as a relocatable object file (what ``export_to_c`` writes), symbols prefixed ``prefix``.
 
-    Raises whatever the DSL raises when the function cannot be exported (e.g.
-    a TVM-FFI function, or one compiled by a backend without an engine).
+    ``dump_to_object`` is the part of ``export_to_c`` that makes the object
+    (the device binary embedded in it); the C header ``export_to_c`` also
+    writes is not needed to load it back, and cannot be generated for some
+    arguments (tuples), so it is skipped. Raises whatever the DSL raises when
+    the function cannot be exported (e.g. a TVM-FFI function, or one compiled
+    by a backend without an engine).
     """
-    import tempfile
-
-    export = getattr(compiled, "export_to_c", None)
-    if export is None or is_executor(compiled):
+    if is_executor(compiled) or not hasattr(compiled, "dump_to_object"):
         raise TypeError(f"{type(compiled).__name__} cannot be exported")
-    with tempfile.TemporaryDirectory(prefix="cute_bind_export_") as folder:
-        export(folder, "entry", prefix)
-        with open(os.path.join(folder, "entry.o"), "rb") as f:
-            return f.read()
+    return bytes(compiled.dump_to_object(prefix))
 
 
 def load_object(path: str, prefix: str) -> Any:
@@ -828,5 +826,5 @@ def source_code(fn: Any) -> Any:
 # The cache's DSL internals, checked with the rest (appended here so the table above stays as it was).
 _REQUIRED = _REQUIRED + (
     ("cutlass.runtime", "load_module"),
-    ("cutlass.base_dsl.jit_executor.JitCompiledFunction", "export_to_c"),
+    ("cutlass.base_dsl.jit_executor.JitCompiledFunction", "dump_to_object"),
 )

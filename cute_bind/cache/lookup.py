@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import re
 import tempfile
 import threading
 import time
@@ -58,6 +59,12 @@ def _warn_once(diagnostic: D.Diagnostic, about: str, **fields: Any) -> None:
     warning = D.error(diagnostic, **fields)
     if isinstance(warning, Warning):  # CacheWarning: issued, never raised
         warnings.warn(warning, stacklevel=5)
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's first line, without the DSL's terminal colours."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
+    return text.splitlines()[0][:160] if text else type(exc).__name__
 
 
 def load_payload(payload: bytes, prefix: str) -> Any:
@@ -151,7 +158,7 @@ class Claim:
         try:
             compiled = load_payload(r.payload, str(r.header.get("prefix", "")))
         except Exception as exc:
-            first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+            first = _first_line(exc)
             _warn_once(D.CACHE_ENTRY_MISMATCH, f"{path}:load", kernel=name, got=f"the DSL cannot load it ({first})", detail=str(path))
             return None
         store.touch(self.key)
@@ -171,7 +178,7 @@ class Claim:
         try:
             payload = _dsl.export_object(compiled, prefix)
         except Exception as exc:
-            first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+            first = _first_line(exc)
             _warn_once(D.CACHE_SKIPPED, f"{name}:export", kernel=name, expected="a compiled function the DSL can export", got=f"{type(exc).__name__}: {first}")
             self.outcome = "uncached"
             _HISTORY.append(Event(name, self.key, "uncached", seconds))

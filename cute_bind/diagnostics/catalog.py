@@ -1235,10 +1235,13 @@ buf = (ctypes.c_int32 * 1)()
 fill.bind(ctypes.addressof(buf), 1)    # -> CB608 (compiled, not stored)
 """,
     fix="""
-    Read the value from a constant, a dataclass or an argument the key can
-    spell (a `cutlass.Constexpr` parameter), or vouch for the kernel with
-    `@cute_bind.kernel(cache_key="v2")` and change that key whenever what
-    it depends on changes; `cache=False` silences it for the kernel.
+    For a value without a stable spelling: read it from a constant, a
+    dataclass or an argument the key can spell (a `cutlass.Constexpr`
+    parameter), or vouch for the kernel with
+    `@cute_bind.kernel(cache_key="v2")` and change that key whenever what it
+    depends on changes. For a function the DSL cannot export there is
+    nothing to fix: it compiles in each process. `cache=False` silences it
+    for the kernel.
     """,
 )
 

@@ -205,3 +205,50 @@ def test_a_value_the_key_cannot_spell(cache_dir, modules, cache_key, outcome, co
 def test_invalid_decorator_options(option, value):
     with pytest.raises(cute_bind.KernelDefinitionError, match=r"\[CB110\]"):
         cute_bind.kernel(**{option: value})
+
+
+def _f32(n, start=0.0):
+    return (ctypes.c_float * n)(*[start + 0.25 * i for i in range(n)])
+
+
+def _slot_cases():
+    import numpy as np
+
+    from tests.kernels import host
+
+    a64 = (ctypes.c_double * 16)()
+    f64 = _f32(64)
+    o64 = (ctypes.c_float * 64)()
+    t_in = np.arange(9, dtype=np.float32) * 0.5
+    t_out = np.zeros(9, np.float32)
+    i32 = (ctypes.c_int32 * 1)()
+    return {
+        # name: (function, bind args, launch args, output buffer)
+        "scalars": (host.all_scalars, (ctypes.addressof(a64), True, -3, 300, -70000, 2**40, 200, 60000, 2**31, 2**63, 1.5, -2.25, 0.75, True, 7, 0.5),
+                    (ctypes.addressof(a64), False, 3, -300, 70000, -(2**40), 20, 6000, 2**30, 2**62, -1.5, 2.25, -0.75, False, -7, -0.5), a64),
+        "tensors": (host.tscale, (t_out, t_in, 2.0), (t_out, t_in, -1.5), t_out),
+        "sequences": (host.seq_sum, (ctypes.addressof(o64), (ctypes.addressof(f64), ctypes.addressof(f64)), (1.0, 2.0), 64),
+                      (ctypes.addressof(o64), (ctypes.addressof(f64), ctypes.addressof(f64)), (0.5, -1.0), 33), o64),
+        "halves": (host.halves, (ctypes.addressof(o64), 1.5, 2.5, 3.5), (ctypes.addressof(o64), -0.5, 0.25, 9.0), o64),
+        "default": (host.with_default, (ctypes.addressof(i32), 1), (ctypes.addressof(i32), 4), i32),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ["scalars", "tensors", "sequences", "halves", "default"])
+def test_every_slot_kind_round_trips(cache_dir, case):
+    fn, bind_args, launch_args, out = _slot_cases()[case]
+    fresh = cute_bind.kernel(fn, cache=False).bind(*bind_args)
+    k = cute_bind.kernel(fn)
+    k.bind(*bind_args)
+    k.clear_cache()
+    before = len(cute_bind.cache.history())
+    loaded = k.bind(*bind_args)
+    assert outcomes_since(before) == ["hit"]
+    results = []
+    for h in (fresh, loaded):
+        ctypes.memset(out.ctypes.data if hasattr(out, "ctypes") else ctypes.addressof(out), 0x5A, ctypes.sizeof(out) if not hasattr(out, "nbytes") else out.nbytes)
+        h.launch(*launch_args)
+        results.append((bytes(out) if not hasattr(out, "tobytes") else out.tobytes(), h.storage_bytes()))
+    (out_fresh, bytes_fresh), (out_loaded, bytes_loaded) = results
+    assert out_fresh == out_loaded
+    assert bytes_fresh == bytes_loaded
