@@ -785,8 +785,9 @@ def export_object(compiled: Any, prefix: str) -> bytes:
     the function cannot be exported (e.g. a TVM-FFI function, or one compiled
     by a backend without an engine).
     """
-    if is_executor(compiled) or not hasattr(compiled, "dump_to_object"):
-        raise TypeError(f"{type(compiled).__name__} cannot be exported")
+    if is_executor(compiled) or is_tvm_ffi_compiled(compiled) or not hasattr(compiled, "dump_to_object"):
+        # a TVM-FFI function exports, but loads back only as a tvm_ffi.Function: not the same function
+        raise TypeError(f"{type(compiled).__name__} cannot be exported and loaded back as the same kind of function")
     return bytes(compiled.dump_to_object(prefix))
 
 

@@ -252,3 +252,13 @@ def test_every_slot_kind_round_trips(cache_dir, case):
     (out_fresh, bytes_fresh), (out_loaded, bytes_loaded) = results
     assert out_fresh == out_loaded
     assert bytes_fresh == bytes_loaded
+
+
+def test_a_function_that_cannot_come_back_the_same_is_not_stored(cache_dir):
+    """TVM-FFI compile options: the DSL exports the object, but it loads back as another kind of function."""
+    k = cute_bind.kernel(cached.affine.fn, compile_options="--enable-tvm-ffi", name="affine_tvm")
+    before = len(cute_bind.cache.history())
+    with pytest.warns(cute_bind.CacheWarning, match=r"\[CB608\].*cannot be exported"):
+        k.compile(0, 0, 1)
+    assert outcomes_since(before) == ["uncached"]
+    assert cute_bind.cache.info() == []
