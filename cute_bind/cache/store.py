@@ -243,7 +243,8 @@ class Store:
         return out
 
     def remove(self, key: str) -> None:
-        for p in (self.entry_path(key), self.hits_path(key), self.locks / f"{key}.lock"):
+        # the lock file stays: a process may be waiting on it (prune removes idle ones)
+        for p in (self.entry_path(key), self.hits_path(key)):
             with contextlib.suppress(OSError):
                 p.unlink()
 

@@ -61,11 +61,11 @@ def test_reloaded_handle_has_the_same_launch_bytes(pair):
 @given(
     a=st.floats(width=32, allow_nan=False, allow_infinity=False),
     n=st.integers(0, N),
-    xs=st.lists(st.floats(width=32, allow_nan=True, allow_infinity=True), min_size=N, max_size=N),
+    xs=st.lists(st.floats(width=32, allow_nan=True, allow_infinity=True), min_size=1, max_size=32),
 )
 def test_reloaded_handle_outputs_are_bitwise_identical(pair, a, n, xs):
     h_fresh, h_loaded, _ = pair
-    x, y = _buffers(xs)
+    x, y = _buffers((xs * (N // len(xs) + 1))[:N])  # a short drawn list, tiled (a 256-float draw overruns hypothesis)
     o1, o2 = (ctypes.c_float * N)(*([7.0] * N)), (ctypes.c_float * N)(*([7.0] * N))
     h_fresh.launch(ctypes.addressof(o1), ctypes.addressof(x), ctypes.addressof(y), a, n)
     h_loaded.launch(ctypes.addressof(o2), ctypes.addressof(x), ctypes.addressof(y), a, n)
