@@ -25,6 +25,11 @@
 # bench_pure.txt/json (pure-Python fast path) and calls.txt (the kernel(...)
 # targets checked against bench.json) under $OUT (or ./device-out), and prints
 # a short summary last.
+# Writes env.txt, pytest.txt, tutorials.txt, bench.txt/json (C fast path),
+# bench_pure.txt/json (pure-Python fast path) and coldstart.txt/json (disk
+# compile cache: fresh processes off/cold/warm, reloaded device kernels
+# checked bitwise against fresh compiles) under $OUT (or ./device-out), and
+# prints a short summary last.
 set -u
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
@@ -50,6 +55,7 @@ python3 -m pytest -q -p no:cacheprovider -rs tests/gpu tests/launch/test_prepare
   tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py tests/torch > "$OUT/pytest.txt" 2>&1
   tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py tests/launch/test_conformance.py tests/launch/test_tvm_ffi.py > "$OUT/pytest.txt" 2>&1
   tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py tests/jit/test_dispatch.py > "$OUT/pytest.txt" 2>&1
+  tests/slots/test_half_and_sequence.py tests/slots/test_dlpack.py tests/cache > "$OUT/pytest.txt" 2>&1
 pytest_rc=$?
 # authoring: the README's examples run whole on the GPU (without one they only compile), and every
 # decorator form launches a device kernel as plain @cute.jit does (CPU forms x bodies too)
@@ -127,6 +133,11 @@ check("tensors: Triton / kernel(...) >= 3", None if triton is None or tcall is N
 for r in reports.get("specialize", {}).get("rows", []):
     print(f"INFO {r['path']}: {r['median_us']:.2f} us (median)")
 PY
+# the disk compile cache in a private folder: cold/warm fresh processes, reloaded device kernels bitwise == fresh
+CUTE_BIND_CACHE_DIR="$OUT/cache-folder" python3 -m cute_bind bench --workload coldstart --repeats "${COLD_REPEATS:-5}" --iters "$I" \
+  --json "$OUT/coldstart.json" > "$OUT/coldstart.txt" 2>&1
+cold_rc=$?
+rm -rf "$OUT/cache-folder"
 echo "---- env";       cat "$OUT/env.txt"
 echo "---- pytest rc=$pytest_rc (pure-Python tests/gpu rc=$pure_rc)"; grep -E "passed|failed|error" "$OUT/pytest.txt" | tail -n 4
 echo "---- README examples on the GPU + decorator forms rc=$authoring_rc"; grep -E "passed|failed|error|SKIPPED" "$OUT/authoring.txt" | tail -n 5
@@ -144,3 +155,5 @@ echo "---- multi-GPU: $multi"
 if [ -e "$OUT/multi_gpu.txt" ]; then grep -E "passed|failed|error|^##|^\||^check" "$OUT/multi_gpu.txt" || true; fi
 echo "---- bench, pure-Python fast path"; grep -E "^##|PreparedLaunch|kernel\(|bare engine call|TVM|^launch|^direct" "$OUT/bench_pure.txt"
 echo "---- kernel(...) targets (calls.txt)"; cat "$OUT/calls.txt"
+echo "---- coldstart (disk compile cache) rc=$cold_rc"; grep -E "^\||^targets|^mode" "$OUT/coldstart.txt"
+echo "---- reloaded device kernels vs fresh compiles"; tr ',' '\n' < "$OUT/coldstart.txt" | grep -E "bitwise|launch bytes|loaded from disk" | sed 's/^ *//'

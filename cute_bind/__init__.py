@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from .diagnostics import CATALOG, Diagnostic, error, lookup
 from .diagnostics.errors import (
+    CacheSettingError,
+    CacheWarning,
     CudaLaunchError,
     CuteBindError,
     DSLCompatibilityError,
@@ -24,6 +26,7 @@ from .diagnostics.errors import (
     SpecializationError,
     SpecializationWarning,
 )
+from . import cache as cache  # cute_bind.cache.warm(...), the disk compile cache
 from .jit import Kernel, check_function, kernel
 from .launch import PreparedLaunch, prepare
 from . import graph as _graph_room  # noqa: F401  (the room first: the name below is its recording function)
@@ -34,6 +37,8 @@ from . import torch as torch  # cute_bind.torch.op(...); imports torch itself on
 __version__ = "0.2.0"
 
 __all__ = [
+    "CacheSettingError",
+    "CacheWarning",
     "CATALOG",
     "CudaLaunchError",
     "CuteBindError",

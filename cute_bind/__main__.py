@@ -1,4 +1,4 @@
-"""Command line: ``python -m cute_bind {explain,bench,check,contract}`` and ``--version`` (also ``cute-bind``)."""
+"""Command line: ``python -m cute_bind {explain,bench,check,contract,cache}`` and ``--version`` (also ``cute-bind``)."""
 
 from __future__ import annotations
 
@@ -86,6 +86,12 @@ def _contract(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _cache(args: argparse.Namespace) -> int:
+    from .cache.cli import main as cache_main
+
+    return cache_main(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``cute-bind`` and ``python -m cute_bind``."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -111,16 +117,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host-only", action="store_true", help="use the host-only function even when a GPU is present")
     p.add_argument(
         "--workload",
-        choices=("all", "pointers", "tensors", "specialize", "torch"),
+        choices=("all", "pointers", "tensors", "specialize", "torch", "coldstart"),
         default="all",
         help="pointers: the 5-argument pointer scale kernel; tensors: the 2-tensor dynamic-layout kernel with new tensors each step; "
         "specialize: kernel(...) on a hit, a key switch, a miss with a cached compile and a cold compile; "
-        "torch: that kernel as a cute_bind.torch op, eager and under torch.compile (not part of all; needs torch)",
+        "torch: that kernel as a cute_bind.torch op, eager and under torch.compile (not part of all; needs torch); "
+        "coldstart: fresh processes from import to first launch with a cold and a warm disk cache (not part of all)",
     )
     p.set_defaults(func=_bench)
     sub.add_parser("check", help="static eligibility check of source files (see cute-bind check --help)")
     p = sub.add_parser("contract", help="check the installed nvidia-cutlass-dsl provides what cute_bind needs")
     p.set_defaults(func=_contract)
+    p = sub.add_parser("cache", help="the disk compile cache: info (list entries), clear, prune")
+    from .cache.cli import add_arguments
+
+    add_arguments(p)
+    p.set_defaults(func=_cache)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

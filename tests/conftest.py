@@ -33,3 +33,11 @@ def path(request, monkeypatch):
         if fast_path() != "c":
             pytest.skip("the C fast path is not built")
     return request.param
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_compile_cache(tmp_path_factory):
+    """The whole suite (and the processes it starts) uses a temporary disk compile cache, never the user's."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CUTE_BIND_CACHE_DIR", str(tmp_path_factory.mktemp("cute_bind_cache")))
+        yield

@@ -5,6 +5,8 @@ import importlib.resources
 import cute_bind
 
 EXPECTED = {
+    "CacheSettingError",
+    "CacheWarning",
     "CATALOG",
     "CudaLaunchError",
     "CuteBindError",

@@ -7,6 +7,8 @@ miss with a cached compile and a cold compile;
 ``torch``: that kernel as a ``cute_bind.torch`` op, eager and compiled, run
 only when asked for with ``--workload torch``)
 over shared timing code (``timing``); ``kernels`` holds the kernels they time.
+``coldstart`` (only with ``--workload coldstart``) times fresh processes
+from import to first launch with the disk compile cache off, cold and warm.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
+from typing import Any
 
-from .timing import Report
 
 __all__ = ["main"]
 
@@ -27,7 +29,13 @@ def main(args: argparse.Namespace) -> int:
 
     host_only = True if args.host_only else None
     workload = getattr(args, "workload", "all")
-    reports: dict[str, Report] = {}
+    reports: dict[str, Any] = {}
+    if workload == "coldstart":
+        from .coldstart import format_cold_table, run_coldstart
+
+        reports["coldstart"] = run_coldstart(host_only=host_only, repeats=args.repeats, iters=args.iters)
+        print("## cold start: fresh process, import to first launch, disk cache off / cold / warm\n")
+        print(format_cold_table(reports["coldstart"]))
     if workload in ("all", "pointers"):
         reports["pointers"] = run(host_only=host_only, repeats=args.repeats, iters=args.iters)
         print("## pointer workload (a 5-argument scale kernel: two pointers, a float, an int, a stream)\n")

@@ -11,6 +11,8 @@ from __future__ import annotations
 from .catalog import *  # noqa: F403  (the entries and their builders; catalog.__all__ lists them)
 from .catalog import __all__ as _catalog_all
 from .errors import (
+    CacheSettingError,
+    CacheWarning,
     CudaLaunchError,
     CuteBindError,
     DSLCompatibilityError,
@@ -30,6 +32,8 @@ from .errors import (
 
 __all__ = [
     *_catalog_all,
+    "CacheSettingError",
+    "CacheWarning",
     "CudaLaunchError",
     "CuteBindError",
     "DSLCompatibilityError",

@@ -2210,6 +2210,187 @@ fill(addr, 1, 1)                 # a second specialization past the limit of 1 -
 )
 
 
+# ---------------------------------------------------------------- CB6xx: compiling and caching
+# CB605-CB609: the disk compile cache (cute_bind/cache/). The warnings are
+# CacheWarning (a RuntimeWarning); each example turns them into errors with a
+# warnings filter so that it fails with its code.
+_CACHE_PRELUDE = (
+    _FILL
+    + """
+import os
+import tempfile
+import warnings
+
+os.environ["CUTE_BIND_CACHE_DIR"] = tempfile.mkdtemp()   # a private cache folder for the example
+fill.bind(addr, 1)                                        # compiles and stores the entry
+(entry,) = cute_bind.cache.info()
+fill.clear_cache()                                        # forget the in-process compile: the next bind reads the disk
+warnings.simplefilter("error", cute_bind.CacheWarning)    # make the warning raise, for the example
+"""
+)
+
+__all__ += ["CACHE_ENTRY_CORRUPT", "CACHE_ENTRY_MISMATCH", "CACHE_UNAVAILABLE", "CACHE_SKIPPED", "CACHE_SETTING_INVALID"]
+
+CACHE_ENTRY_CORRUPT = _entry(
+    "CB605",
+    "cache-entry-corrupt",
+    E.CacheWarning,
+    summary="A disk cache entry failed its checksum; the kernel was recompiled and the entry replaced.",
+    message="kernel '{kernel}': the disk cache entry {detail} is corrupt ({got}); it was compiled again and the entry replaced",
+    explanation="""
+    Every cache entry ends with a SHA-256 of everything before it, checked on
+    each read. A file cut short (a full disk, a copy interrupted) or changed
+    by anything but cute_bind fails that check and is never loaded: the
+    kernel compiles as if the entry were absent and the fresh compile
+    replaces it. This warning is issued once per entry and process.
+    """,
+    example=_CACHE_PRELUDE
+    + """
+with open(entry.path, "r+b") as f:
+    f.truncate(entry.size // 2)          # a truncated entry
+fill.bind(addr, 1)                       # -> CB605 (then recompiled and replaced)
+""",
+    fix="""
+    Nothing is required: the entry was replaced. If it happens often, check
+    the cache folder's disk (`python -m cute_bind cache prune` removes
+    corrupt entries).
+    """,
+)
+
+CACHE_ENTRY_MISMATCH = _entry(
+    "CB606",
+    "cache-entry-mismatch",
+    E.CacheWarning,
+    summary="A disk cache entry was written for another key, version or environment, or cannot be loaded; it was recompiled.",
+    message="kernel '{kernel}': the disk cache entry {detail} does not belong to this compile ({got}); it was compiled again "
+    "and the entry replaced",
+    explanation="""
+    An entry's file name is the hash of everything its compile depends on,
+    and its header repeats the key and the environment it was made in
+    (cute_bind's cache format, DSL version and CUDA variant, Python, machine,
+    `CUTE_DSL_*` settings). A header that disagrees (an entry copied between
+    folders, written by another version under a colliding name), or an
+    object file the DSL refuses to load, is never used: the kernel compiles
+    again and the entry is replaced. Issued once per entry and process.
+    """,
+    example=_CACHE_PRELUDE
+    + """
+from cute_bind.cache.store import decode, encode
+
+read = decode(entry.path.read_bytes(), entry.key, {})
+read.header["env"]["dsl"] = "4.7.0"      # an entry written by another DSL version
+entry.path.write_bytes(encode(read.header, read.payload))
+fill.bind(addr, 1)                       # -> CB606 (then recompiled and replaced)
+""",
+    fix="""
+    Nothing is required. Folders shared between installations are fine
+    (each keeps its own entries); do not copy entries between keys.
+    """,
+)
+
+CACHE_UNAVAILABLE = _entry(
+    "CB607",
+    "cache-unavailable",
+    E.CacheWarning,
+    summary="The disk cache folder cannot be read or written; kernels compile without it.",
+    message="kernel '{kernel}': the disk compile cache is unavailable: expected {expected}, got {got}; compiling without it",
+    explanation="""
+    The cache folder (`CUTE_BIND_CACHE_DIR`, default under the user's cache
+    folder) could not be created, read or written: a read-only home, a
+    path through a file, missing permissions, a full disk. The cache is
+    only an optimisation, so the kernel compiles in-process as it would
+    without it. Issued once per folder and process.
+    """,
+    example=_FILL
+    + """
+import os
+import tempfile
+import warnings
+
+blocker = tempfile.NamedTemporaryFile(delete=False).name
+os.environ["CUTE_BIND_CACHE_DIR"] = os.path.join(blocker, "cache")   # a folder under a file cannot exist
+warnings.simplefilter("error", cute_bind.CacheWarning)    # make the warning raise, for the example
+fill.bind(addr, 1)                                        # -> CB607 (compiles without the cache)
+""",
+    fix="""
+    Point `CUTE_BIND_CACHE_DIR` at a writable folder, or turn the cache off
+    with `CUTE_BIND_CACHE=0` to silence this.
+    """,
+)
+
+CACHE_SKIPPED = _entry(
+    "CB608",
+    "cache-skipped",
+    E.CacheWarning,
+    summary="A compile cannot be stored in the disk cache (no stable key, or the DSL cannot export it); it stays in-process.",
+    message="kernel '{kernel}': this compile is not stored in the disk cache: expected {expected}, got {got}",
+    explanation="""
+    An entry may only be reused when everything its compile read is in its
+    key. The key spells the values of the names the kernel and its helpers
+    read (numbers, strings, tuples, enums, dataclasses, functions by their
+    source); an object whose `repr` shows an address (its state invisible)
+    could change without the key changing, so such a compile is never
+    stored rather than risk loading a stale kernel. The same happens when
+    the DSL cannot export the compiled function (e.g. TVM-FFI compile
+    options). The kernel works as without the cache. Issued once per kernel
+    and cause.
+    """,
+    example=_PRELUDE
+    + """
+import os
+import tempfile
+import warnings
+
+class Settings:                    # a plain object: its repr shows no state
+    offset = 3
+
+SETTINGS = Settings()
+
+@cute_bind.kernel
+def fill(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = value + SETTINGS.offset      # read while tracing, invisible to a source hash
+
+os.environ["CUTE_BIND_CACHE_DIR"] = tempfile.mkdtemp()
+warnings.simplefilter("error", cute_bind.CacheWarning)    # make the warning raise, for the example
+buf = (ctypes.c_int32 * 1)()
+fill.bind(ctypes.addressof(buf), 1)    # -> CB608 (compiled, not stored)
+""",
+    fix="""
+    For a value without a stable spelling: read it from a constant, a
+    dataclass or an argument the key can spell (a `cutlass.Constexpr`
+    parameter), or vouch for the kernel with
+    `@cute_bind.kernel(cache_key="v2")` and change that key whenever what it
+    depends on changes. For a function the DSL cannot export there is
+    nothing to fix: it compiles in each process. `cache=False` silences it
+    for the kernel.
+    """,
+)
+
+CACHE_SETTING_INVALID = _entry(
+    "CB609",
+    "cache-setting-invalid",
+    E.CacheSettingError,
+    summary="A disk cache setting is invalid.",
+    message="the disk cache setting {parameter} is invalid (kernel '{kernel}'): expected {expected}, got {got}",
+    explanation="""
+    `CUTE_BIND_CACHE` is `1` or `0`; `CUTE_BIND_CACHE_SIZE` (and
+    `cache prune --max-size`) is a size in bytes with an optional
+    `K`/`M`/`G` suffix; `cute_bind.cache.warm(..., workers=N)` needs a
+    kernel that worker processes can import by module and name. Any other
+    value is refused rather than guessed.
+    """,
+    example=_FILL
+    + """
+import os
+
+os.environ["CUTE_BIND_CACHE_SIZE"] = "lots"
+fill.bind(addr, 1)                 # -> CB609
+""",
+    fix="Set `CUTE_BIND_CACHE=0|1` and `CUTE_BIND_CACHE_SIZE` to a size such as `512M` or `2G`.",
+)
+
+
 def lookup(code: str) -> Diagnostic:
     """Return the catalog entry for ``code`` (case-insensitive, e.g. ``"cb204"``)."""
     try:

@@ -31,6 +31,8 @@ __all__ = [
     "DSLVersionWarning",
     "SpecializationError",
     "SpecializationWarning",
+    "CacheWarning",
+    "CacheSettingError",
 ]
 
 # terminal colour and cursor codes (the DSL colours its diagnostics)
@@ -192,3 +194,16 @@ class SpecializationWarning(CuteBindError, UserWarning):
     A warning category and a :class:`CuteBindError` at once: it carries the
     catalog code and fields, and ``warnings.simplefilter("error")`` raises it.
     """
+
+
+class CacheWarning(CuteBindError, RuntimeWarning):
+    """The disk compile cache could not be used for one compile (CB605-CB608).
+
+    Issued with :func:`warnings.warn`, once per cause; the kernel was
+    compiled in-process instead, so nothing else changes. Turn it into an
+    error with ``warnings.simplefilter("error", cute_bind.CacheWarning)``.
+    """
+
+
+class CacheSettingError(CuteBindError, ValueError):
+    """A disk cache setting (environment variable or argument) is invalid (CB609)."""

@@ -24,7 +24,7 @@ import struct
 from collections import abc
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from .. import diagnostics as D

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, overload
 
 from .. import _dsl
 from .. import _whitelist as W
+from .. import cache as disk_cache
 from .. import diagnostics as D
 from ..launch.arguments import bind_arguments
 from ..launch.prepared import PreparedLaunch, build
@@ -44,6 +45,8 @@ class Kernel(_CallBase, Generic[P]):
         checked: bool = False,
         max_specializations: int | None = DEFAULT_LIMIT,
         on_limit: str = "raise",
+        cache: bool = True,
+        cache_key: str | int | None = None,
     ) -> None:
         self.fn = fn
         self.name: str = str(name or getattr(unwrap(fn), "__name__", None) or type(fn).__name__)
@@ -57,6 +60,8 @@ class Kernel(_CallBase, Generic[P]):
             )
         self.compile_options = compile_options
         self.checked = checked
+        self.cache = cache  # the disk cache (cute_bind/cache/); the in-process one below is always on
+        self.cache_key = cache_key
         self.signature: KernelSignature = read_signature(fn, self.name)
         self._jit: Any = None
         self._no_source: str | None = None
@@ -132,8 +137,10 @@ class Kernel(_CallBase, Generic[P]):
         compiled = self._cache.get(compile_key)
         if compiled is not None:
             return compiled
-        with self._lock:
+        with self._lock, disk_cache.claim(self, compile_key) as disk:
             compiled = self._cache.get(compile_key)
+            if compiled is None:
+                compiled = disk.load()  # None: not on disk (then this process holds the key's lock)
             if compiled is None:
                 pos = [dsl_values[p.name] for p in self.signature.params if not p.keyword_only]
                 kw = {p.name: dsl_values[p.name] for p in self.signature.params if p.keyword_only}
@@ -148,7 +155,8 @@ class Kernel(_CallBase, Generic[P]):
                     if self._no_source is not None:
                         raise D.error(D.NOT_PREPROCESSED, kernel=self.name, got=D.exception_summary(exc), detail=self._no_source) from exc
                     raise D.error(D.COMPILE_FAILED, kernel=self.name, got=type(exc).__name__, detail=D.exception_text(exc)) from exc
-                self._cache[compile_key] = compiled
+                disk.store(compiled)
+            self._cache[compile_key] = compiled
         return compiled
 
     def compile(self, *args: P.args, **kwargs: P.kwargs) -> Any:
@@ -275,6 +283,8 @@ _OPTIONS = {
     "checked": (bool,),
     "max_specializations": (int, type(None)),
     "on_limit": (str,),
+    "cache": (bool,),
+    "cache_key": (str, int, type(None)),
 }
 
 
@@ -290,6 +300,8 @@ def kernel(
     checked: bool = False,
     max_specializations: int | None = DEFAULT_LIMIT,
     on_limit: str = "raise",
+    cache: bool = True,
+    cache_key: str | int | None = None,
 ) -> Callable[[Callable[P, Any]], Kernel[P]]: ...
 
 
@@ -306,6 +318,11 @@ def kernel(fn: Any = None, /, **options: Any) -> Any:
       8; ``None``: no limit); the call that would make one more raises CB601;
     - ``on_limit``: ``"raise"`` (default) or ``"warn"`` (compile it anyway and
       issue the CB602 warning).
+    - ``cache``: ``False`` keeps this kernel out of the disk compile cache
+      (``CUTE_BIND_CACHE=0`` does it for all);
+    - ``cache_key``: a version of what the disk cache key cannot see (a value
+      read while tracing that has no stable spelling); change it when that
+      changes (see docs/concepts/cache.md).
 
     Decoration reads the annotated signature and raises a
     :class:`cute_bind.KernelDefinitionError` (CB1xx) for any parameter that is

@@ -26,6 +26,7 @@ KNOWN_CODES = [
     "CB114", "CB115", "CB225", "CB306", "CB307", "CB308", "CB309",  # issue 11: optional slots, compiled argument types, TVM-FFI
     "CB220", "CB221",  # calls: the left-out stream
     "CB601", "CB602",  # compiling and specializing
+    "CB605", "CB606", "CB607", "CB608", "CB609",
 ]  # fmt: skip
 
 

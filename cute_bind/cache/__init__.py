@@ -1,0 +1,71 @@
+"""The persistent compile cache: compiled functions on disk, shared by processes, reloaded as preparable functions.
+
+``Kernel.bind()``/``compile()``/calling consult it before compiling (one
+:class:`~cute_bind.cache.lookup.Claim` per compile key, in
+``Kernel._compiled``). An entry is the DSL's exported object file of one
+compile (``export_to_c``), keyed by everything that compile depends on
+(:mod:`~cute_bind.cache.key`), and is reloaded with the DSL's loader as the
+same kind of compiled function ``cute.compile`` returns, so ``bind()`` builds
+the very same prepared handle from it.
+
+On by default; ``CUTE_BIND_CACHE=0`` or ``@cute_bind.kernel(cache=False)``
+turns it off, ``CUTE_BIND_CACHE_DIR`` moves it, ``CUTE_BIND_CACHE_SIZE``
+bounds it. ``python -m cute_bind cache info|clear|prune`` manages it and
+:func:`warm` fills it ahead of time. See docs/concepts/cache.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import settings
+from .key import FORMAT, Uncacheable, canonical, entry_key, environment
+from .lookup import Claim, Event, claim, history
+from .settings import cache_dir, default_dir, enabled, size_limit
+from .store import EntryInfo, Store
+from .warm import Args, WarmResult, warm
+
+__all__ = [
+    "Args",
+    "Claim",
+    "EntryInfo",
+    "Event",
+    "FORMAT",
+    "Store",
+    "Uncacheable",
+    "WarmResult",
+    "cache_dir",
+    "canonical",
+    "claim",
+    "clear",
+    "default_dir",
+    "enabled",
+    "entry_key",
+    "environment",
+    "history",
+    "info",
+    "prune",
+    "settings",
+    "size_limit",
+    "warm",
+]
+
+
+def _store(root: str | Path | None) -> Store:
+    return Store(Path(root) if root is not None else cache_dir())
+
+
+def info(root: str | Path | None = None) -> list[EntryInfo]:
+    """Every entry of the cache folder (default: :func:`cache_dir`), oldest use first."""
+    return sorted(_store(root).scan(environment()), key=lambda e: e.last_used)
+
+
+def clear(root: str | Path | None = None) -> int:
+    """Remove every entry; returns how many were removed."""
+    return _store(root).clear()
+
+
+def prune(root: str | Path | None = None, *, max_size: int | None = None, older_than_s: float | None = None) -> list[str]:
+    """Remove corrupt entries, entries unused for ``older_than_s`` seconds, then the least recently used
+    beyond ``max_size`` bytes (default: :func:`size_limit`); returns the keys removed."""
+    return _store(root).prune(size_limit() if max_size is None else max_size, older_than_s, environment())

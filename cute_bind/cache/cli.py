@@ -1,0 +1,65 @@
+"""``python -m cute_bind cache info|clear|prune``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from . import cache_dir, clear, info, prune, size_limit
+from .settings import parse_size
+
+__all__ = ["add_arguments", "main"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=("info", "clear", "prune"), help="info: list entries; clear: remove all; prune: clean up and evict to the size limit")
+    p.add_argument("--dir", help="cache folder (default: CUTE_BIND_CACHE_DIR or the user's cache folder)")
+    p.add_argument("--max-size", help="prune: size limit such as 512M (default: CUTE_BIND_CACHE_SIZE or 1G)")
+    p.add_argument("--older-than", type=float, metavar="DAYS", help="prune: also remove entries unused for this many days")
+    p.add_argument("--json", action="store_true", help="info: print JSON")
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "K", "M", "G"):
+        if n < 1024 or unit == "G":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    return f"{n:.1f}G"
+
+
+def _age(seconds: float) -> str:
+    for unit, span in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= span:
+            return f"{seconds / span:.1f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+def main(args: argparse.Namespace) -> int:
+    root = args.dir or str(cache_dir())
+    if args.action == "clear":
+        print(f"removed {clear(root)} entries from {root}")
+        return 0
+    if args.action == "prune":
+        limit = parse_size(args.max_size, "--max-size") if args.max_size else size_limit()
+        removed = prune(root, max_size=limit, older_than_s=args.older_than * 86400 if args.older_than is not None else None)
+        print(f"removed {len(removed)} entries from {root} (limit {_size(limit)})")
+        return 0
+    entries = info(root)
+    now = time.time()
+    if args.json:
+        rows = [
+            {"kernel": e.kernel, "function": e.function, "key": e.key, "size": e.size, "age_s": now - e.created,
+             "last_used_s": now - e.last_used, "hits": e.hits, "status": e.status}
+            for e in entries
+        ]  # fmt: skip
+        print(json.dumps({"dir": root, "entries": rows}, indent=1))
+        return 0
+    total = sum(e.size for e in entries)
+    print(f"cache folder: {root}")
+    print(f"{len(entries)} entries, {_size(total)} of {_size(size_limit())}")
+    if entries:
+        print(f"{'kernel':24s} {'key':12s} {'size':>8s} {'age':>7s} {'used':>7s} {'hits':>5s}  status")
+        for e in reversed(entries):
+            print(f"{e.kernel[:24]:24s} {e.key[:12]:12s} {_size(e.size):>8s} {_age(now - e.created):>7s} {_age(now - e.last_used):>7s} {e.hits:>5d}  {e.status}")
+    return 0

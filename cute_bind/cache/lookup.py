@@ -1,0 +1,212 @@
+"""The one place ``Kernel._compiled`` asks the disk cache: :class:`Claim`.
+
+A claim is held around one compile of one key (``with claim(kernel, key) as c``):
+``c.load()`` returns the entry's compiled function or ``None``; on ``None`` the
+caller compiles and calls ``c.store(compiled)``. Between a missed ``load`` and
+the end of the ``with`` the claim holds the key's file lock, so processes
+compiling the same key at the same moment wait for the first one and load its
+entry instead of compiling again. Every failure of the cache itself is a coded
+warning (once) and a compile without it; it never raises into ``bind()``.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import re
+import tempfile
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from .. import _dsl
+from .. import diagnostics as D
+from . import settings
+from .key import Uncacheable, entry_key, environment
+from .store import Store
+
+__all__ = ["Claim", "Event", "claim", "history", "load_payload"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One consultation of the disk cache: ``outcome`` is ``"hit"`` (loaded), ``"compiled"`` (and stored) or ``"uncached"``."""
+
+    kernel: str
+    key: str | None
+    outcome: str
+    seconds: float
+
+
+_HISTORY: collections.deque[Event] = collections.deque(maxlen=1024)
+_WARNED: set[tuple[str, str]] = set()
+_WARN_LOCK = threading.Lock()
+
+
+def history() -> list[Event]:
+    """This process's recent cache consultations, oldest first (the last 1024)."""
+    return list(_HISTORY)
+
+
+def _warn_once(diagnostic: D.Diagnostic, about: str, **fields: Any) -> None:
+    with _WARN_LOCK:
+        if (diagnostic.code, about) in _WARNED:
+            return
+        _WARNED.add((diagnostic.code, about))
+    warning = D.error(diagnostic, **fields)
+    if isinstance(warning, Warning):  # CacheWarning: issued, never raised
+        warnings.warn(warning, stacklevel=5)
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's first line, without the DSL's terminal colours."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
+    return text.splitlines()[0][:160] if text else type(exc).__name__
+
+
+def load_payload(payload: bytes, prefix: str) -> Any:
+    """Load an entry's object file (through a private temporary file: the DSL loads from a path)."""
+    fd, path = tempfile.mkstemp(prefix="cute_bind_", suffix=".o")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+        return _dsl.load_object(path, prefix)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+class Claim:
+    """One compile key's use of the disk cache (see the module docstring)."""
+
+    def __init__(self, kernel: Any, compile_key: Any) -> None:
+        self.kernel = kernel
+        self.compile_key = compile_key
+        self.key: str | None = None
+        self.outcome = "off"
+        self._store: Store | None = None
+        self._held: contextlib.ExitStack | None = None
+        self._started = 0.0
+        self._depends: list[str] = []
+
+    def __enter__(self) -> Claim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+
+    def load(self) -> Any:
+        """The cached compiled function, or ``None`` (then compile and :meth:`store`)."""
+        self._started = time.perf_counter()
+        name = str(getattr(self.kernel, "name", "kernel"))
+        if not getattr(self.kernel, "cache", True) or not settings.enabled(name):
+            return None
+        settings.size_limit(name)  # a bad setting is reported before compiling, not after
+        try:
+            self.key, self._depends = entry_key(self.kernel, self.compile_key)
+        except Uncacheable as exc:
+            _warn_once(
+                D.CACHE_SKIPPED,
+                f"{name}:{exc}",
+                kernel=name,
+                expected="a compile whose inputs all have a stable spelling",
+                got=str(exc),
+            )
+            self.outcome = "uncached"
+            return None
+        root = settings.cache_dir()
+        try:
+            store = Store(root)
+            store.ensure()
+        except OSError as exc:
+            _warn_once(D.CACHE_UNAVAILABLE, str(root), kernel=name, expected=f"a readable, writable folder {root}", got=f"{type(exc).__name__}: {exc}")
+            self.outcome = "uncached"
+            return None
+        self._store = store
+        compiled = self._read(store)
+        if compiled is not None:
+            return compiled
+        try:
+            self._held = store.acquire(self.key)
+        except OSError:
+            return None  # no lock: compile anyway (the write stays atomic)
+        # another process may have finished the same compile while we waited
+        return self._read(store)
+
+    def _read(self, store: Store) -> Any:
+        assert self.key is not None
+        name = str(getattr(self.kernel, "name", "kernel"))
+        path = store.entry_path(self.key)
+        try:
+            r = store.read(self.key, environment())
+        except OSError as exc:
+            _warn_once(D.CACHE_UNAVAILABLE, str(path), kernel=name, expected=f"a readable entry {path}", got=f"{type(exc).__name__}: {exc}")
+            return None
+        if r.status == "miss":
+            return None
+        if r.status == "corrupt":
+            _warn_once(D.CACHE_ENTRY_CORRUPT, f"{path}:{r.reason}", kernel=name, got=r.reason, detail=str(path))
+            return None
+        if r.status == "mismatch":
+            _warn_once(D.CACHE_ENTRY_MISMATCH, f"{path}:{r.reason}", kernel=name, got=r.reason, detail=str(path))
+            return None
+        try:
+            compiled = load_payload(r.payload, str(r.header.get("prefix", "")))
+        except Exception as exc:
+            first = _first_line(exc)
+            _warn_once(D.CACHE_ENTRY_MISMATCH, f"{path}:load", kernel=name, got=f"the DSL cannot load it ({first})", detail=str(path))
+            return None
+        store.touch(self.key)
+        self.outcome = "hit"
+        _HISTORY.append(Event(name, self.key, "hit", time.perf_counter() - self._started))
+        return compiled
+
+    def store(self, compiled: Any) -> None:
+        """Export a fresh compile into the cache (the claim's lock is still held)."""
+        seconds = time.perf_counter() - self._started
+        name = str(getattr(self.kernel, "name", "kernel"))
+        if self.key is None or self._store is None:
+            if self.outcome == "uncached":
+                _HISTORY.append(Event(name, None, "uncached", seconds))
+            return
+        prefix = f"cute_bind_{self.key[:24]}"
+        try:
+            payload = _dsl.export_object(compiled, prefix)
+        except Exception as exc:
+            first = _first_line(exc)
+            _warn_once(D.CACHE_SKIPPED, f"{name}:export", kernel=name, expected="a compiled function the DSL can export", got=f"{type(exc).__name__}: {first}")
+            self.outcome = "uncached"
+            _HISTORY.append(Event(name, self.key, "uncached", seconds))
+            return
+        fn = getattr(self.kernel, "fn", None)
+        header = {
+            "key": self.key,
+            "kernel": name,
+            "function": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}",
+            "depends": self._depends,
+            "prefix": prefix,
+            "created": time.time(),
+            "compile_s": round(seconds, 6),
+            "size": len(payload),
+            "env": environment(),
+        }
+        try:
+            self._store.write(self.key, header, payload)
+            self._store.evict(settings.size_limit(name), keep=self.key)
+        except OSError as exc:
+            root = self._store.root
+            _warn_once(D.CACHE_UNAVAILABLE, str(root), kernel=name, expected=f"a writable folder {root}", got=f"{type(exc).__name__}: {exc}")
+            self.outcome = "uncached"
+        else:
+            self.outcome = "compiled"
+        _HISTORY.append(Event(name, self.key, self.outcome, seconds))
+
+
+def claim(kernel: Any, compile_key: Any) -> Claim:
+    """A :class:`Claim` for one compile of ``kernel`` (used as a context manager)."""
+    return Claim(kernel, compile_key)

@@ -1,0 +1,81 @@
+"""Where the disk cache lives, whether it is on, and how large it may grow (read from the environment on each use).
+
+- ``CUTE_BIND_CACHE``: ``1`` (default) or ``0`` to turn the disk cache off;
+- ``CUTE_BIND_CACHE_DIR``: its folder (default: ``cute_bind`` under the
+  user's cache folder, see :func:`default_dir`);
+- ``CUTE_BIND_CACHE_SIZE``: the size limit, bytes or with a ``K``/``M``/``G``
+  suffix (default 1G); least recently used entries are evicted beyond it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from .. import diagnostics as D
+
+__all__ = ["ENV_DIR", "ENV_ENABLE", "ENV_SIZE", "DEFAULT_SIZE", "enabled", "default_dir", "cache_dir", "size_limit", "parse_size"]
+
+ENV_ENABLE = "CUTE_BIND_CACHE"
+ENV_DIR = "CUTE_BIND_CACHE_DIR"
+ENV_SIZE = "CUTE_BIND_CACHE_SIZE"
+DEFAULT_SIZE = 1 << 30
+
+_ON = ("", "1", "true", "yes", "on")
+_OFF = ("0", "false", "no", "off")
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "T": 1 << 40, "TB": 1 << 40}
+
+
+def enabled(kernel: str | None = None) -> bool:
+    """Whether the disk cache is on (``CUTE_BIND_CACHE``, default on); CB609 for a value that is neither."""
+    value = os.environ.get(ENV_ENABLE, "").strip().lower()
+    if value in _ON:
+        return True
+    if value in _OFF:
+        return False
+    raise D.error(D.CACHE_SETTING_INVALID, kernel=kernel, parameter=ENV_ENABLE, expected="1 or 0", got=repr(os.environ[ENV_ENABLE]))
+
+
+def default_dir() -> Path:
+    """The user's cache folder plus ``cute_bind``, as platformdirs would choose it.
+
+    Linux and other Unix: ``$XDG_CACHE_HOME/cute_bind`` (``~/.cache/cute_bind``
+    when unset or not absolute); macOS: ``~/Library/Caches/cute_bind``;
+    Windows: ``%LOCALAPPDATA%\\cute_bind\\Cache``.
+    """
+    home = Path.home()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(home / "AppData" / "Local")
+        return Path(base) / "cute_bind" / "Cache"
+    if sys.platform == "darwin":
+        return home / "Library" / "Caches" / "cute_bind"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base_path = Path(xdg) if xdg and os.path.isabs(xdg) else home / ".cache"
+    return base_path / "cute_bind"
+
+
+def cache_dir() -> Path:
+    """The cache folder: ``CUTE_BIND_CACHE_DIR`` when set, else :func:`default_dir`."""
+    given = os.environ.get(ENV_DIR, "").strip()
+    return Path(given).expanduser() if given else default_dir()
+
+
+def parse_size(text: str, parameter: str = ENV_SIZE, kernel: str | None = None) -> int:
+    """``"512M"`` -> bytes; CB609 for anything else."""
+    t = text.strip().upper().replace(" ", "").removesuffix("IB").removesuffix("I")
+    digits = t.rstrip("KMGTB")
+    unit = t[len(digits) :]
+    try:
+        number = float(digits)
+    except ValueError:
+        number = -1.0
+    if number < 0 or unit not in _UNITS:
+        raise D.error(D.CACHE_SETTING_INVALID, kernel=kernel, parameter=parameter, expected="a size such as 1073741824, 512M or 2G", got=repr(text))
+    return int(number * _UNITS[unit])
+
+
+def size_limit(kernel: str | None = None) -> int:
+    """The size limit in bytes (``CUTE_BIND_CACHE_SIZE``, default 1 GiB)."""
+    text = os.environ.get(ENV_SIZE, "").strip()
+    return parse_size(text, ENV_SIZE, kernel) if text else DEFAULT_SIZE

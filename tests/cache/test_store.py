@@ -1,0 +1,248 @@
+"""The cache folder under damage and pressure: corruption, version mismatch, an unusable folder, eviction, the CLI."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import warnings
+
+import pytest
+
+import cute_bind
+from cute_bind.cache import store as store_module
+from cute_bind.cache.store import decode, encode
+from tests.kernels import cached
+
+from .conftest import outcomes_since
+
+
+def _bind(bias=1, value=4):
+    buf = (ctypes.c_int32 * 1)()
+    before = len(cute_bind.cache.history())
+    handle = cached.affine.bind(ctypes.addressof(buf), value, bias)
+    handle.launch(ctypes.addressof(buf), value)
+    assert buf[0] == 2 * value + bias + cached.STEP
+    return outcomes_since(before)
+
+
+@pytest.fixture
+def entry(cache_dir):
+    """The cache holding affine's entry, and the kernel forgetting its in-process compile."""
+    cached.affine.clear_cache()
+    assert _bind() == ["compiled"]
+    (e,) = cute_bind.cache.info()
+    cached.affine.clear_cache()
+    yield e
+    cached.affine.clear_cache()
+
+
+def _truncate(path, data):
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _flip(path, data):
+    b = bytearray(data)
+    b[len(b) // 2] ^= 0xFF
+    path.write_bytes(bytes(b))
+
+
+def _flip_checksum(path, data):
+    b = bytearray(data)
+    b[-1] ^= 0x01
+    path.write_bytes(bytes(b))
+
+
+def _garbage(path, data):
+    path.write_bytes(b"not an entry")
+
+
+def _empty(path, data):
+    path.write_bytes(b"")
+
+
+def _other_version(path, data):
+    r = decode(data, path.stem, {})
+    r.header["env"]["dsl"] = "4.7.0 cu12"
+    path.write_bytes(encode(r.header, r.payload))
+
+
+def _other_key(path, data):
+    r = decode(data, path.stem, {})
+    r.header["key"] = "0" * 64
+    path.write_bytes(encode(r.header, r.payload))
+
+
+def _bad_object(path, data):
+    r = decode(data, path.stem, {})
+    payload = b"\x7fELF" + bytes(len(r.payload) - 4)  # a valid entry whose object file the DSL cannot load
+    path.write_bytes(encode(r.header, payload))
+
+
+# (damage, code of the warning)
+DAMAGE = [
+    (_truncate, "CB605"),
+    (_flip, "CB605"),
+    (_flip_checksum, "CB605"),
+    (_garbage, "CB605"),
+    (_empty, "CB605"),
+    (_other_version, "CB606"),
+    (_other_key, "CB606"),
+    (_bad_object, "CB606"),
+]
+
+
+@pytest.mark.parametrize("damage, code", DAMAGE, ids=[d.__name__.strip("_") for d, _ in DAMAGE])
+def test_a_damaged_entry_warns_once_recompiles_and_is_replaced(entry, damage, code):
+    good = entry.path.read_bytes()
+    damage(entry.path, good)
+    with pytest.warns(cute_bind.CacheWarning, match=rf"\[{code}\]") as record:
+        assert _bind() == ["compiled"]
+    assert [w.message.code for w in record if isinstance(w.message, cute_bind.CacheWarning)] == [code]
+    (after,) = cute_bind.cache.info()
+    assert after.status == "ok" and after.key == entry.key
+    cached.affine.clear_cache()
+    assert _bind() == ["hit"]  # the replacement is a valid entry
+    # the same damage again in this process: recompiled again, but not reported twice
+    cached.affine.clear_cache()
+    damage(entry.path, good)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cute_bind.CacheWarning)
+        assert _bind() == ["compiled"]
+
+
+def test_unusable_folder_compiles_without_the_cache(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("CUTE_BIND_CACHE_DIR", str(blocker / "cache"))
+    cached.affine.clear_cache()
+    with pytest.warns(cute_bind.CacheWarning, match=r"\[CB607\]"):
+        assert _bind(bias=5) == ["uncached"]  # compiled in-process, nothing stored
+    cached.affine.clear_cache()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes any folder")
+def test_unreadable_folder_compiles_without_the_cache(tmp_path, monkeypatch):
+    d = tmp_path / "locked"
+    (d / "v1" / "entries").mkdir(parents=True)
+    (d / "v1" / "locks").mkdir(parents=True)
+    os.chmod(d / "v1" / "entries", 0)
+    monkeypatch.setenv("CUTE_BIND_CACHE_DIR", str(d))
+    cached.affine.clear_cache()
+    try:
+        with pytest.warns(cute_bind.CacheWarning, match=r"\[CB607\]"):
+            assert _bind(bias=6) == ["uncached"]
+    finally:
+        os.chmod(d / "v1" / "entries", 0o755)
+        cached.affine.clear_cache()
+
+
+def test_a_reader_never_sees_a_partial_write(cache_dir):
+    """Writes go to a temporary file and are renamed: the entry path holds a whole file or none."""
+    s = store_module.Store(cache_dir)
+    s.ensure()
+    key = "ab" * 32
+    header = {"key": key, "size": 3, "env": {}}
+    s.write(key, header, b"abc")
+    assert decode(s.entry_path(key).read_bytes(), key, {}).status == "hit"
+    assert [n for n in os.listdir(s.entries) if n.endswith(".tmp")] == []
+
+
+def _fill(keys, sizes, store):
+    for i, (k, n) in enumerate(zip(keys, sizes)):
+        store.write(k, {"key": k, "size": n, "env": {}, "kernel": f"k{i}"}, bytes(n))
+        t = 1_000_000 + i  # explicit, increasing last-use times
+        os.utime(store.entry_path(k), (t, t))
+
+
+@pytest.mark.parametrize(
+    "used_last, limit, kept",
+    [
+        (None, 10_000, {"a", "b", "c", "d"}),  # under the limit: nothing evicted
+        (None, 5_000, {"c", "d"}),  # oldest first
+        ("a", 5_000, {"a", "d"}),  # a hit makes an entry recent again
+        ("b", 2_500, {"b"}),
+    ],
+)
+def test_eviction_is_least_recently_used_first(cache_dir, used_last, limit, kept):
+    s = store_module.Store(cache_dir)
+    s.ensure()
+    keys = {c: c * 64 for c in "abcd"}
+    _fill(list(keys.values()), [2000] * 4, s)
+    if used_last:
+        s.touch(keys[used_last])
+    s.evict(limit)
+    left = {e.key[0] for e in s.scan()}
+    assert left == kept
+    assert s.total_size() <= limit or len(left) == 1
+
+
+def test_the_size_limit_applies_when_storing(cache_dir, monkeypatch):
+    monkeypatch.setenv("CUTE_BIND_CACHE_SIZE", "10K")
+    cached.affine.clear_cache()
+    for bias in range(6):
+        assert _bind(bias=bias) == ["compiled"]
+    entries = cute_bind.cache.info()
+    assert sum(e.size for e in entries) <= 10 * 1024
+    assert 1 <= len(entries) < 6
+    cached.affine.clear_cache()
+    assert _bind(bias=5) == ["hit"]  # the newest entry stayed
+    cached.affine.clear_cache()
+
+
+@pytest.mark.parametrize(
+    "setting, value",
+    [("CUTE_BIND_CACHE", "maybe"), ("CUTE_BIND_CACHE_SIZE", "lots"), ("CUTE_BIND_CACHE_SIZE", "-5M")],
+)
+def test_invalid_settings_raise_cb609(cache_dir, monkeypatch, setting, value):
+    monkeypatch.setenv(setting, value)
+    cached.affine.clear_cache()
+    with pytest.raises(cute_bind.CacheSettingError, match=r"\[CB609\].*" + setting) as info:
+        _bind(bias=7)
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("text, size", [("0", 0), ("1024", 1024), ("4K", 4096), ("1.5M", 3 << 19), ("2G", 2 << 30), ("2GiB", 2 << 30), (" 8 kb ", 8192)])
+def test_size_settings(text, size):
+    assert cute_bind.cache.settings.parse_size(text) == size
+
+
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({"CUTE_BIND_CACHE_DIR": "/x/y"}, "/x/y"),
+        ({"XDG_CACHE_HOME": "/xdg"}, "/xdg/cute_bind"),
+        ({"XDG_CACHE_HOME": "relative"}, "~/.cache/cute_bind"),
+        ({}, "~/.cache/cute_bind"),
+    ],
+)
+def test_cache_folder(monkeypatch, env, expected):
+    import sys
+
+    if sys.platform != "linux":
+        pytest.skip("the XDG rules are the Linux ones")
+    for name in ("CUTE_BIND_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert str(cute_bind.cache.cache_dir()) == os.path.expanduser(expected)
+
+
+def test_cli_info_clear_prune(cache_dir, capsys):
+    from cute_bind.__main__ import main
+
+    cached.affine.clear_cache()
+    _bind(bias=1)
+    _bind(bias=2)
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert "2 entries" in out and out.count("affine") == 2 and str(cache_dir) in out
+    (cache_dir / "v1" / "entries" / ("f" * 64 + ".entry")).write_bytes(b"junk")
+    assert main(["cache", "prune"]) == 0
+    assert "removed 1 entries" in capsys.readouterr().out
+    assert main(["cache", "prune", "--max-size", "0"]) == 0
+    assert "removed 2 entries" in capsys.readouterr().out
+    _bind(bias=3)
+    assert main(["cache", "clear"]) == 0
+    assert "removed 1 entries" in capsys.readouterr().out
+    assert cute_bind.cache.info() == []
+    cached.affine.clear_cache()
