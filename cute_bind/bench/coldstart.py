@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .timing import Row, fixed_loop, machine, time_rows
+from .timing import Row, TimedPath, fixed_loop, machine, time_rows
 
 __all__ = ["ColdReport", "format_cold_table", "run_coldstart"]
 
@@ -198,8 +198,8 @@ def _launch_compare(case: str, gpu: bool, cache: Path, repeats: int, iters: int,
 
         torch_stream = torch.cuda.current_stream()
     loops = [
-        (f"{case}: launch, freshly compiled handle", fixed_loop(fresh.launch, run_args), "compiled in this process (cache=False)"),
-        (f"{case}: launch, reloaded handle", fixed_loop(loaded.launch, run_args), "loaded from the disk cache"),
+        TimedPath.of(f"{case}: launch, freshly compiled handle", fixed_loop(fresh.launch, run_args), "compiled in this process (cache=False)"),
+        TimedPath.of(f"{case}: launch, reloaded handle", fixed_loop(loaded.launch, run_args), "loaded from the disk cache"),
     ]
     return time_rows(loops, repeats, iters, torch_stream)
 

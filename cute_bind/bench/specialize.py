@@ -21,7 +21,7 @@ import statistics
 import time
 from typing import Any
 
-from .timing import Report, Row, machine, time_rows
+from .timing import Report, Row, TimedPath, machine, time_rows
 
 __all__ = ["run_specialize", "format_specialize_table"]
 
@@ -89,10 +89,10 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
         checks["results == inp * 2 (float32, float64)"] = bool((y32 == x32 * 2).all()) and bool((y64 == x64 * 2).all())
         # timed apart, not interleaved: a switching round would leave the next hit round to settle first
         rows: list[Row] = time_rows(
-            [("kernel(...) hit: same key as the last call", hit, "tensors + 2.0, stream left out")], repeats, iters, stream if gpu else None
+            [TimedPath.of("kernel(...) hit: same key as the last call", hit, "tensors + 2.0, stream left out")], repeats, iters, stream if gpu else None
         )
         rows += time_rows(
-            [("kernel(...) key switch: float32/float64 alternating", switch, "each call finds the other specialization")],
+            [TimedPath.of("kernel(...) key switch: float32/float64 alternating", switch, "each call finds the other specialization")],
             repeats,
             max(2, iters // 10),
             stream if gpu else None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import os
 import platform
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -86,6 +87,11 @@ class TimedPath:
     label: str  # what the table shows
     loop: Callable[[int], float]
     note: str = ""
+
+    @classmethod
+    def of(cls, label: str, loop: Callable[[int], float], note: str = "") -> TimedPath:
+        """A path keyed by its label (for workloads whose rows are read by label)."""
+        return cls(re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_"), label, loop, note)
 
 
 def fixed_loop(fn: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[int], float]:

@@ -114,11 +114,11 @@ def run_torch_ops(*, host_only: bool | None = None, repeats: int = 21, iters: in
 
         s = stream()
         paths: list[TimedPath] = [
-            (LAUNCH, fixed_loop(launch, (y, x, ALPHA, s)), "torch tensors, the handle's fast path"),
-            (KERNEL, fixed_loop(k, (y, x, ALPHA, s)), "the kernel's own call path"),
-            (EAGER, fixed_loop(op, (y, x, ALPHA)), "torch's current stream"),
-            (DISPATCHER, fixed_loop(dispatch, (y, x, ALPHA)), "torch.library custom op, Python implementation"),
-            (HAND_LAUNCH, fixed_loop(hand_launch, (y, x, ALPHA)), "the pattern users write, over our handle"),
+            TimedPath.of(LAUNCH, fixed_loop(launch, (y, x, ALPHA, s)), "torch tensors, the handle's fast path"),
+            TimedPath.of(KERNEL, fixed_loop(k, (y, x, ALPHA, s)), "the kernel's own call path"),
+            TimedPath.of(EAGER, fixed_loop(op, (y, x, ALPHA)), "torch's current stream"),
+            TimedPath.of(DISPATCHER, fixed_loop(dispatch, (y, x, ALPHA)), "torch.library custom op, Python implementation"),
+            TimedPath.of(HAND_LAUNCH, fixed_loop(hand_launch, (y, x, ALPHA)), "the pattern users write, over our handle"),
         ]
         agree("kernel(...)", lambda: k(y, x, ALPHA, s))
         agree("eager op", lambda: op(y, x, ALPHA))
@@ -165,8 +165,8 @@ def _tvm_path(torch: Any, tag: str, x: Any, y: Any, agree: Callable[..., bool], 
 
         agree("hand-written op (TVM-FFI)", lambda: hand_tvm(y, x, ALPHA))
         return [
-            ("DSL TVM-FFI function called directly", fixed_loop(fn, (y, x, ALPHA)), "torch tensors, env stream"),
-            (HAND_TVM, fixed_loop(hand_tvm, (y, x, ALPHA)), "the pattern users write today"),
+            TimedPath.of("DSL TVM-FFI function called directly", fixed_loop(fn, (y, x, ALPHA)), "torch tensors, env stream"),
+            TimedPath.of(HAND_TVM, fixed_loop(hand_tvm, (y, x, ALPHA)), "the pattern users write today"),
         ]
     except ImportError:
         checks["tvm-ffi"] = "apache-tvm-ffi not importable: path skipped"
@@ -212,7 +212,7 @@ def _compiled_paths(torch: Any, op: Any, op_f: Any, x: Any, y: Any, gpu: bool, a
                 return None if out is None else out.clone()
 
             agree(name, call)
-            paths.append((name, fixed_loop(compiled, args), note))
+            paths.append(TimedPath.of(name, fixed_loop(compiled, args), note))
         except Exception as exc:  # report, don't hide
             checks[name] = f"failed: {_first_line(exc)}"
     return paths

@@ -595,7 +595,7 @@ class PreparedLaunch(Generic[P]):
         """
         self._storage[: len(data)] = data
         self._call(self._argv_address)
-        if self._shared.entry.result_ctype is not None and self._result_view[0]:
+        if self._shared.has_result and self._result_view[0]:
             self._fail()
 
     def _fail(self) -> None:

@@ -254,11 +254,10 @@ def test_every_slot_kind_round_trips(cache_dir, case):
     assert bytes_fresh == bytes_loaded
 
 
-def test_a_function_that_cannot_come_back_the_same_is_not_stored(cache_dir):
-    """TVM-FFI compile options: the DSL exports the object, but it loads back as another kind of function."""
-    k = cute_bind.kernel(cached.affine.fn, compile_options="--enable-tvm-ffi", name="affine_tvm")
-    before = len(cute_bind.cache.history())
-    with pytest.warns(cute_bind.CacheWarning, match=r"\[CB608\].*cannot be exported"):
-        k.compile(0, 0, 1)
-    assert outcomes_since(before) == ["uncached"]
+def test_tvm_ffi_options_never_reach_the_cache(cache_dir):
+    """TVM-FFI compiled functions load back as another kind of function, so they must never be stored:
+    ``@cute_bind.kernel`` refuses the option at decoration (CB115), before any compile or cache write."""
+    with pytest.raises(cute_bind.KernelDefinitionError) as info:
+        cute_bind.kernel(cached.affine.fn, compile_options="--enable-tvm-ffi", name="affine_tvm")
+    assert info.value.code == "CB115"
     assert cute_bind.cache.info() == []
