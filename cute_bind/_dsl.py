@@ -196,6 +196,8 @@ def _import_outside_dsl(name: str) -> Any:
     import importlib.machinery
     import importlib.util
 
+    if name in sys.modules and sys.modules[name] is None:  # import blocked on purpose (the import system's own rule)
+        raise ModuleNotFoundError(f"import of {name} halted; None in sys.modules", name=name)
     module = sys.modules.get(name)
     if module is not None and not _in_dsl_folder(getattr(module, "__file__", None)):
         return module

@@ -132,7 +132,7 @@ OPTIONAL_NAMES: Final[frozenset[str]] = frozenset({"typing.Optional", "typing.Un
 ELIGIBLE_SUMMARY: Final[str] = (
     "cute.Pointer or cute_bind.Pointer[dtype], a numeric scalar (cutlass.Int32, cutlass.Float32, ...,"
     " bool, int, float), cuda.CUstream, cute.Tensor or cute_bind.Tensor[dtype, rank],"
-    " a tuple/list of these, Optional[...] of one of these, or cutlass.Constexpr[...]"
+    " a tuple/list or Optional[...] of these, or cutlass.Constexpr[...]"
 )
 
 #: The "expected" part of CB104: the scalar types that have runtime storage.

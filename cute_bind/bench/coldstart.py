@@ -80,7 +80,9 @@ def _case(name: str, gpu: bool) -> tuple[Any, tuple[Any, ...], Any, Any]:
         from . import kernels
 
         if gpu:
-            import torch
+            from .. import _dsl
+
+            torch = _dsl.import_torch()
 
             x = torch.arange(4096, device="cuda", dtype=torch.float32)
             out = torch.zeros_like(x)
@@ -98,7 +100,9 @@ def _case(name: str, gpu: bool) -> tuple[Any, tuple[Any, ...], Any, Any]:
         o = (ctypes.c_float * 256)()
         return cached.polynomial, (ctypes.addressof(o), ctypes.addressof(xs), 256, DEGREE), lambda _keep=xs: bytes(o), sync
     if name == "gpu_ints":
-        import torch
+        from .. import _dsl
+
+        torch = _dsl.import_torch()
 
         gk = importlib.import_module("tests.kernels.gpu")
 
@@ -194,7 +198,9 @@ def _launch_compare(case: str, gpu: bool, cache: Path, repeats: int, iters: int,
     checks[f"{case}: reloaded outputs == fresh outputs (bitwise)"] = a == b
     torch_stream = None
     if gpu:
-        import torch
+        from .. import _dsl
+
+        torch = _dsl.import_torch()
 
         torch_stream = torch.cuda.current_stream()
     loops = [

@@ -34,7 +34,9 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
     from .kernels import scale_tensors, scale_tensors_host
 
     try:
-        import torch
+        from .. import _dsl
+
+        torch = _dsl.import_torch()
     except ImportError:
         torch = None
     gpu = _dsl.cuda_device_count() > 0 if host_only is None else not host_only

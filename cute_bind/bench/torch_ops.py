@@ -53,7 +53,9 @@ def _first_line(exc: BaseException) -> str:
 
 def run_torch_ops(*, host_only: bool | None = None, repeats: int = 21, iters: int = 2000) -> Report:
     """Build every path, check each against ``handle.launch`` bit for bit, time them interleaved."""
-    import torch
+    from .. import _dsl
+
+    torch = _dsl.import_torch()
 
     from .. import _dsl
     from .. import torch as cbt

@@ -311,5 +311,10 @@ def entry_key(kernel: Any, compile_key: Any) -> tuple[str, list[str]]:
     if user_key is not None:
         h.feed("cache_key", h.canon(user_key))
     for fn in _dsl.traced_functions(kernel.fn) or [kernel.fn]:
+        if not hasattr(fn, "__code__") and callable(getattr(type(fn), "__call__", None)):
+            # a callable object whose __call__ is @cute.jit: its class's method, and the object's
+            # own attributes (read while tracing as self.x), spelled like any other data
+            h.feed("callable-object", _qualname(type(fn)), h.canon(dict(getattr(fn, "__dict__", {}))))
+            fn = inspect.unwrap(type(fn).__call__)
         h.function(fn)
     return h.hexdigest(), h.depends

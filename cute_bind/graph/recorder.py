@@ -223,7 +223,9 @@ class Graph:
         return self
 
     def _enter_torch(self) -> None:
-        import torch
+        from .. import _dsl
+
+        torch = _dsl.import_torch()
 
         stream = self._stream_arg
         if stream is None:

@@ -60,7 +60,9 @@ OutputSpec = Union[str, Like, Callable[..., Any]]
 
 def _torch() -> Any:
     try:
-        import torch
+        from .. import _dsl
+
+        torch = _dsl.import_torch()
     except ImportError as exc:
         raise D.error(
             D.TORCH_MISSING, expected="PyTorch (pip install torch)", got=f"{type(exc).__name__}: {exc}"

@@ -98,7 +98,7 @@ print(ok, e.outcome, e.key)
 def test_eight_processes_from_a_cold_cache(cache_dir, tmp_path):
     script = tmp_path / "bind.py"
     script.write_text(CONCURRENT)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUTE_BIND_CACHE_DIR": str(cache_dir)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p), "CUTE_BIND_CACHE_DIR": str(cache_dir)}
     procs = [
         subprocess.Popen([sys.executable, str(script)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(8)

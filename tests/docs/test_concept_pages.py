@@ -32,7 +32,7 @@ def test_python_blocks_run_and_print_what_they_say(page, tmp_path):
     assert blocks, page
     script = tmp_path / "page.py"
     script.write_text("\n".join(blocks), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUTE_BIND_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p), "CUTE_BIND_CACHE_DIR": str(tmp_path / "cache")}
     env.pop("CUTE_BIND_CACHE", None)
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -45,7 +45,7 @@ def test_bash_lines_run(page, tmp_path):
     lines = [ln.split("#")[0].strip() for b in _blocks(page, "bash") for ln in b.splitlines()]
     lines = [ln for ln in lines if ln]
     assert lines, page
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUTE_BIND_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p), "CUTE_BIND_CACHE_DIR": str(tmp_path / "cache")}
     for line in lines:
         argv = shlex.split(line)
         assert argv[0] == "python", line

@@ -69,11 +69,22 @@ def test_readme_example_runs_as_copied(line: int, body: str, no_gpu: re.Match[st
     assert proc.returncode == 0, f"README.md:{line} failed:\n--- code\n{code}\n--- stderr\n{proc.stderr[-3000:]}"
 
 
+#: Concept pages whose every Python block a test of their own runs in order as one script.
+RUN_BY_THEIR_OWN_TEST = {
+    "docs/concepts/cache.md": "tests/docs/test_concept_pages.py",
+    "docs/concepts/graphs.md": "tests/docs/test_graphs_page.py",
+}
+
+
 def test_every_python_block_in_docs_is_a_tutorial_that_runs() -> None:
     from tests.docs.test_tutorials import RUNS
 
     run = {script for script, _ in RUNS}
+    for page_name, runner in RUN_BY_THEIR_OWN_TEST.items():  # each runner really names its page
+        assert page_name in (ROOT / runner).read_text(), (page_name, runner)
     for page in sorted((ROOT / "docs").rglob("*.md")):
+        if str(page.relative_to(ROOT)) in RUN_BY_THEIR_OWN_TEST:
+            continue
         for line, body, _ in _blocks(page):
             include = re.fullmatch(r'\s*--8<-- "tutorials/(?P<script>[\w.]+?)(?::[\w-]+)?"\s*', body)
             assert include is not None, f"{page.relative_to(ROOT)}:{line}: a Python block that no test runs (include it from a tutorial)"

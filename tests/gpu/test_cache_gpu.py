@@ -78,7 +78,7 @@ def test_entry_written_by_another_process_bitwise(tmp_path):
         "cute_bind.kernel(scale).bind(x.data_ptr(), x.data_ptr(), 1.0, 16, 0)\n"
         "print(cute_bind.cache.history()[-1].outcome)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and proc.stdout.split() == ["compiled"], proc.stderr
     x = torch.randn(N, device="cuda")

@@ -48,7 +48,7 @@ def test_real_mapping_of_the_scale_kernel():
     s.synchronize()
     with cute_bind.graph(s) as g:
         step = g.launch(h, y, x, 2.0, N, s)
-    assert step.effect("out") == {"address": "in place"} and step.effect("inp") == {"address": "in place"}
+    assert step.effect("out") == {"value": "in place"} and step.effect("inp") == {"value": "in place"}  # a pointer slot is one item
     assert step.effect("alpha") == {"value": "in place"}
     assert step.effect("n") == {"value": "grid"}
     assert [(f.parameter, f.code) for f in g.findings] == [("n", "CB802")]

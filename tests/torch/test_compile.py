@@ -99,7 +99,7 @@ def test_inductor_cpu_dynamic_fullgraph(ops):
         x, w = torch.randn(n), torch.randn(n)
         assert torch.equal(bits(compiled(x, w)), bits(fn(x, w)))
     assert counter.frame_count == 1
-    assert k.cache_info() == {"compiled": 1}
+    assert k.cache_info()["compiled"] == 1
 
 
 def test_autograd_through_the_compiled_op():

@@ -33,7 +33,7 @@ def test_mutating_op_eagerly_writes_what_the_kernel_writes(opname):
         assert scale(y, x, 1.5) is None
         k(ref, x, 1.5)
         assert torch.equal(y, ref) and torch.equal(y, x * 1.5)
-    assert k.cache_info() == {"compiled": 1}  # one dynamic-layout compile for every extent
+    assert k.cache_info()["compiled"] == 1  # one dynamic-layout compile for every extent
 
 
 def test_dispatcher_path_gives_the_same_bytes(opname):
