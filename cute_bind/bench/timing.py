@@ -15,7 +15,7 @@ import re
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 __all__ = ["Row", "Report", "TimedPath", "fast_path_words", "fixed_loop", "legend", "machine", "time_rows"]
 
@@ -98,9 +98,16 @@ def fixed_loop(fn: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[int],
     return lambda iters: _loop(fn, args, iters)
 
 
-def time_rows(paths: list[TimedPath], repeats: int, iters: int, torch_stream: Any = None) -> list[Row]:
-    """Time every path interleaved: ``repeats`` rounds of ``iters`` launches each (CUDA events too on a stream)."""
+def time_rows(
+    given: Sequence[TimedPath | tuple[str, Callable[[int], float], str]], repeats: int, iters: int, torch_stream: Any = None
+) -> list[Row]:
+    """Time every path interleaved: ``repeats`` rounds of ``iters`` launches each (CUDA events too on a stream).
+
+    A path may be given as a ``(label, loop, note)`` tuple (benchmark scripts do): it is keyed by its label.
+    """
     import contextlib
+
+    paths = [p if isinstance(p, TimedPath) else TimedPath.of(*p) for p in given]
 
     gpu = torch_stream is not None
     stream_ctx: Any = contextlib.nullcontext()

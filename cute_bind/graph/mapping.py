@@ -166,9 +166,15 @@ def probe_values(item: Item, current: bytes) -> list[bytes]:
         return [bytes([0 if current[0] else 1]) + current[1:]]
     if item.role == "float":
         (v,) = struct.unpack("@" + item.code, current)
-        out = []
-        for cand in (v * 2.0 + 1.5 if math.isfinite(v) and abs(v) < 1e30 else 1.25, -v - 3.75 if math.isfinite(v) and abs(v) < 1e30 else -2.5):
-            out.append(struct.pack("@" + item.code, cand))
+        finite = math.isfinite(v) and abs(v) < 1e30
+        out: list[bytes] = []
+        # two values whose bytes differ from the current one and from each other (v * 2 + 1.5 is v itself at -1.5)
+        for cand in ((v * 2.0 + 1.5, -v - 3.75) if finite else ()) + (1.25, -2.5, 7.0):
+            packed = struct.pack("@" + item.code, cand)
+            if packed != current and packed not in out:
+                out.append(packed)
+            if len(out) == 2:
+                break
         return out
     unsigned = int.from_bytes(current, "little", signed=False)
     bits = 8 * width

@@ -128,7 +128,8 @@ def test_a_warm_cache_survives_a_process_restart(cache_dir, tmp_path):
     from pathlib import Path
 
     root = str(Path(__file__).resolve().parents[2])
-    env = {**__import__("os").environ, "PYTHONPATH": root}
+    os_env = __import__("os").environ
+    env = {**os_env, "PYTHONPATH": __import__("os").pathsep.join(p for p in (root, os_env.get("PYTHONPATH", "")) if p)}
     runs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300) for _ in range(2)]
     for r in runs:
         assert r.returncode == 0, r.stderr

@@ -447,9 +447,9 @@ def test_pure_python_process_uses_the_python_call_path():
         "assert np.array_equal(y, x * 3) and k.cache_info()['hits'] == 2, k.cache_info()\n"
         "print('ok')\n"
     )
-    env = {"CUTE_BIND_PURE_PYTHON": "1", "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p), "CUTE_DSL_ARCH": "sm_90a", "PATH": "/usr/bin:/bin"}
     import os
 
+    env = {"CUTE_BIND_PURE_PYTHON": "1", "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p), "CUTE_DSL_ARCH": "sm_90a", "PATH": "/usr/bin:/bin"}
     env = {**os.environ, **env}
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
