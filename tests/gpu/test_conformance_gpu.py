@@ -11,6 +11,8 @@ launched with torch tensors on the current stream and on a side stream.
 
 from __future__ import annotations
 
+import os
+
 from typing import Any
 
 import pytest
@@ -104,7 +106,8 @@ def tvm_axpby() -> Any:
 def test_tvm_ffi_prepared_matches_the_tvm_ffi_call(tvm_axpby: Any, on: str) -> None:
     x, y = fresh(50, 4096), fresh(51, 4096)
     handle = cute_bind.prepare(tvm_axpby, x, y, nan_like(x), None)
-    assert handle.fast_path == "c"
+    # the TVM-FFI fast path is C only: CUTE_BIND_PURE_PYTHON=1 makes the handle call the function itself
+    assert handle.fast_path == ("direct" if os.environ.get("CUTE_BIND_PURE_PYTHON", "") not in ("", "0") else "c")
     side = torch.cuda.Stream()
     for seed, n in ((52, 4096), (53, 3000)):
         x, y = fresh(seed, n), fresh(seed + 1, n)
@@ -125,6 +128,8 @@ def test_tvm_ffi_prepared_matches_the_tvm_ffi_call(tvm_axpby: Any, on: str) -> N
 
 
 def test_tvm_ffi_entry_refusal_is_cb309(tvm_axpby: Any) -> None:
+    if os.environ.get("CUTE_BIND_PURE_PYTHON", "") not in ("", "0"):
+        pytest.skip("CB309 wraps the C fast path's refusal; the pure-Python handle raises the function's own error")
     x = fresh(60, 1024)
     handle = cute_bind.prepare(tvm_axpby, x, x, nan_like(x), None)
     with pytest.raises(ValueError) as info:
