@@ -34,7 +34,7 @@ from .graph import Graph, graph
 from ._types import Pointer, PointerSpec, Tensor, TensorSpec
 from . import torch as torch  # cute_bind.torch.op(...); imports torch itself only when an op is made
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "CacheSettingError",
