@@ -130,3 +130,41 @@ def test_rooms_import_downwards_only():
             if troom is not None and troom != room and troom not in ALLOWED[room]:
                 bad.append(f"{mod} -> {t}")
     assert not bad, "imports against the layout (docs/concepts/architecture.md):\n" + "\n".join(sorted(bad))
+
+
+def test_a_built_wheel_holds_every_module(tmp_path):
+    """An installed cute_bind (not the checkout) imports every room: a room
+    missing from the wheel breaks ``import cute_bind`` only outside the repo."""
+    import subprocess
+    import sys
+    import zipfile
+
+    pytest.importorskip("setuptools")
+    root = PKG.parent
+    if not (root / "pyproject.toml").is_file():
+        pytest.skip("not a checkout")
+    # A copy of what the build reads, so a stale build/ folder in the
+    # checkout cannot supply modules the configuration leaves out.
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(PKG, src / "cute_bind", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
+        if (root / name).is_file():
+            shutil.copy(root / name, src / name)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(src), "-w", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    if proc.returncode != 0 and "No module named pip" in proc.stderr:
+        pytest.skip("pip is not available")
+    assert proc.returncode == 0, proc.stderr
+    (wheel,) = tmp_path.glob("cute_bind-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    wanted = {
+        path.relative_to(root).as_posix()
+        for path in PKG.rglob("*")
+        if "__pycache__" not in path.parts
+        if path.suffix in {".py", ".pyi", ".c"} or path.name == "py.typed"
+    }
+    assert sorted(wanted - names) == []
