@@ -1,4 +1,4 @@
-"""Build the optional C fast paths (cute_bind.launch._claunch, cute_bind.launch._ctvmffi for TVM-FFI functions, cute_bind.jit._cdispatch); everything else is in pyproject.toml.
+"""Build the optional C fast paths (cute_bind.launch._claunch, cute_bind.launch._ctvmffi for TVM-FFI functions, cute_bind.jit._cdispatch, cute_bind.graph._cgraph for graph replays); everything else is in pyproject.toml.
 
 The extension uses the stable ABI (abi3, Python >= 3.10). It is optional: when
 no C compiler is available the install still succeeds and PreparedLaunch uses
@@ -36,6 +36,13 @@ setup(
             "cute_bind.launch._ctvmffi",
             ["cute_bind/launch/_ctvmffi.c"],
             py_limited_api=True,
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
+            "cute_bind.graph._cgraph",
+            ["cute_bind/graph/_cgraph.c"],
+            py_limited_api=True,  # the source defines Py_LIMITED_API 0x030A0000
             extra_compile_args=["-O2"],
             optional=True,
         ),

@@ -23,7 +23,7 @@ rc() { cat "$OUT/$1.rc" 2>/dev/null || echo "not run"; }
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   python3 -c "import sys, torch, os; print(sys.version); print('torch', torch.__version__, torch.cuda.get_device_name(), torch.cuda.device_count(), 'GPU(s)'); print(os.cpu_count(), 'cores')"
   grep -m1 'model name' /proc/cpuinfo
-  if [ ! -e cute_bind/launch/_claunch.abi3.so ] || [ ! -e cute_bind/launch/_ctvmffi.abi3.so ] || [ ! -e cute_bind/jit/_cdispatch.abi3.so ]; then
+  if [ ! -e cute_bind/launch/_claunch.abi3.so ] || [ ! -e cute_bind/launch/_ctvmffi.abi3.so ] || [ ! -e cute_bind/jit/_cdispatch.abi3.so ] || [ ! -e cute_bind/graph/_cgraph.abi3.so ]; then
     python3 setup.py -q build_ext --inplace 2>&1 | tail -n 3
   fi
   python3 -c "import cute_bind.launch as p; print('launch fast path:', p.fast_path())"
@@ -71,6 +71,8 @@ if [ "$PART" = bench ] || [ "$PART" = all ]; then
   run bench python3 -m cute_bind bench --repeats "$R" --iters "$I" --json "$OUT/bench.json"
   run bench_pure env CUTE_BIND_PURE_PYTHON=1 python3 -m cute_bind bench --workload pointers --repeats "$R" --iters "$I" --json "$OUT/bench_pure.json"
   run graph_bench python3 benchmarks/graph_bench.py --chains 1,10,100 --repeats "${GRAPH_REPEATS:-7}" --iters "${GRAPH_ITERS:-300}" --json "$OUT/graph_bench.json"
+  # the same chains with the Python replay loop (one cuda.bindings call per rewritten node): before/after of the C loop
+  CUTE_BIND_PURE_PYTHON=1 run graph_bench_pure python3 benchmarks/graph_bench.py --chains 1,10,100 --repeats "${GRAPH_REPEATS:-7}" --iters "${GRAPH_ITERS:-300}" --json "$OUT/graph_bench_pure.json"
   run bench_torch python3 -m cute_bind bench --workload torch --repeats "${TORCH_REPEATS:-11}" --iters "$I" --json "$OUT/bench_torch.json"
   run tvm_ffi python3 benchmarks/tvm_ffi_prepared.py --repeats "$R" --iters "$I" --json "$OUT/tvm_ffi.json"
   CUTE_BIND_CACHE_DIR="$OUT/cache-folder" run coldstart python3 -m cute_bind bench --workload coldstart --repeats "${COLD_REPEATS:-5}" --iters "$I" --json "$OUT/coldstart.json"
@@ -114,6 +116,7 @@ PY
   echo "---- bench, pure-Python fast path rc=$(rc bench_pure)"; grep -E "^##|PreparedLaunch|kernel\(|bare engine call|TVM|^launch|^direct|^Verdict" "$OUT/bench_pure.txt"
   echo "---- kernel(...) targets (calls.txt)"; cat "$OUT/calls.txt"
   echo "---- graph bench rc=$(rc graph_bench)"; cat "$OUT/graph_bench.txt"
+  echo "---- graph bench, Python replay loop rc=$(rc graph_bench_pure)"; cat "$OUT/graph_bench_pure.txt"
   echo "---- torch ops rc=$(rc bench_torch)"; cat "$OUT/bench_torch.txt"
   echo "---- prepared TVM-FFI rc=$(rc tvm_ffi)"; cat "$OUT/tvm_ffi.txt"
   echo "---- coldstart rc=$(rc coldstart)"; grep -E "^\||^targets|^mode|bitwise" "$OUT/coldstart.txt"

@@ -13,6 +13,10 @@ the repeats of the mean host time per kernel, in microseconds:
   ``g.replay({step: {...}})``, then launched,
 - ``torch graph``: ``torch.cuda.CUDAGraph.replay()`` of the same K launches captured by torch.
 
+The header names the replay loop measured: "c" (cute_bind/graph/_cgraph.c, the
+driver entry points called from C) or "python" (through cuda.bindings, one
+call per rewritten node; ``CUTE_BIND_PURE_PYTHON=1``).
+
 Each graph call is timed on its own with the stream drained before it, so
 device time never counts. Every configuration ends with a bitwise check of
 the replayed chain against the same launches run one by one. Without a GPU
@@ -81,8 +85,11 @@ class _Gpu:
     def __init__(self) -> None:
         import torch
 
+        from cute_bind.graph import CudaDriver
+
         self.torch = torch
-        self.name = torch.cuda.get_device_name()
+        # which replay loop the rows measure (CUTE_BIND_PURE_PYTHON=1 selects the Python one)
+        self.name = f"{torch.cuda.get_device_name()}, replay loop: {CudaDriver().replay_path}"
 
     def run(self, cute_bind: Any, k: int, iters: int, repeats: int) -> dict[str, Any]:
         torch = self.torch

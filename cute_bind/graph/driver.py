@@ -16,9 +16,10 @@ from __future__ import annotations
 import ctypes
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .. import diagnostics as D
+from ..launch.prepared import env_flag
 
 __all__ = ["Driver", "CudaDriver", "KernelParams", "Node", "driver_error"]
 
@@ -61,6 +62,9 @@ def driver_error(call: str, code: int, name: str, kernel: str | None = None) -> 
 class Driver(ABC):
     """The driver calls of a graph. Stream and graph objects are whatever the driver uses."""
 
+    #: which loop :meth:`replay` runs: "python" (a driver call per node) or "c" (``_cgraph``)
+    replay_path: str = "python"
+
     @abstractmethod
     def stream(self, handle: int) -> Any:
         """The driver's stream object for a raw stream handle."""
@@ -94,6 +98,17 @@ class Driver(ABC):
     def launch(self, graph_exec: Any, stream: Any) -> None:
         """Launch ``graph_exec`` on ``stream``."""
 
+    def record(self, node: Any, params: Any) -> Any:
+        """What :meth:`replay` takes for one node to rewrite: ``(node, params)`` by default."""
+        return (node, params)
+
+    def replay(self, graph_exec: Any, dirty: dict[Any, Any], stream: Any) -> None:
+        """Rewrite every node of ``dirty`` (values made by :meth:`record`), empty it, launch the graph."""
+        for node, params in dirty.values():
+            self.set_kernel_params(graph_exec, node, params)
+        dirty.clear()
+        self.launch(graph_exec, stream)
+
     @abstractmethod
     def destroy_graph(self, graph: Any) -> None: ...
 
@@ -107,6 +122,34 @@ class Driver(ABC):
     def wrap_exec(self, raw: int) -> Any:
         """The driver's executable-graph object for a raw ``CUgraphExec``."""
         raise NotImplementedError
+
+
+def _c_replay(drv: Any) -> tuple[Callable[..., Any], int, int] | None:
+    """The C replay loop and the driver entry points it calls, or None (pure Python: the
+    extension is absent, ``CUTE_BIND_PURE_PYTHON=1``, or an entry point cannot be found).
+
+    The addresses come from ``cuGetProcAddress`` for the CUDA version the
+    bindings were built for, so they are the very functions (``_v2`` and all)
+    that ``cuda.bindings.driver`` calls, taking the same parameter records.
+    """
+    if env_flag("CUTE_BIND_PURE_PYTHON"):
+        return None
+    try:
+        from ._cgraph import replay
+    except ImportError:
+        return None
+    try:
+        version = int(drv.CUDA_VERSION) if hasattr(drv, "CUDA_VERSION") else 12000
+        flags = drv.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
+        found = []
+        for name in (b"cuGraphExecKernelNodeSetParams", b"cuGraphLaunch"):
+            res = drv.cuGetProcAddress(name, version, flags)
+            if int(res[0]) != 0 or not int(res[1] or 0):
+                return None
+            found.append(int(res[1]))
+    except Exception:  # an old binding without the call, no driver library: the Python loop works
+        return None
+    return replay, found[0], found[1]
 
 
 class CudaDriver(Driver):
@@ -133,6 +176,29 @@ class CudaDriver(Driver):
 
         self.set_kernel_params = set_kernel_params  # type: ignore[method-assign]
         self.launch = launch  # type: ignore[method-assign]
+        self._creplay = _c_replay(drv)
+        if self._creplay is not None:
+            self.record = self._record_addresses  # type: ignore[method-assign]
+            self.replay = self._replay_c  # type: ignore[method-assign]
+            self.replay_path = "c"
+
+    @staticmethod
+    def _record_addresses(node: Any, params: Any) -> Any:
+        # raw addresses for the C loop; the recorder keeps ``params`` (and the
+        # buffers its kernelParams points to) alive as long as the graph
+        return (int(node), int(params.getPtr()))
+
+    def _replay_c(self, graph_exec: Any, dirty: dict[Any, Any], stream: Any) -> None:
+        assert self._creplay is not None  # set together with this method
+        replay, set_params, launch = self._creplay
+        failed = replay(set_params, launch, int(graph_exec), dirty, int(stream))
+        if failed is not None:
+            call, code = failed
+            try:
+                name = self._d.CUresult(code).name
+            except ValueError:
+                name = "CUresult"
+            raise driver_error(call, code, name)
 
     def _check(self, call: str, result: Any) -> Any:
         err = result[0]

@@ -116,7 +116,7 @@ class _NodeBuffer:
         self.handle = node.handle
         self.params = driver.params_object(node, ctypes.addressof(self.argv))
         self.key = index  # the dirty set's key (an int hashes fast)
-        self.pair = (self.handle, self.params)  # what the replay loop passes to the driver
+        self.pair = driver.record(self.handle, self.params)  # what the replay loop passes to the driver
 
 
 class Step:
@@ -650,13 +650,7 @@ class Graph:
         if self._pending:
             self._rerecord()
         dirty = self._dirty
-        graph_exec = self._exec
-        if dirty:
-            set_params = self._driver.set_kernel_params
-            for node, params in dirty.values():
-                set_params(graph_exec, node, params)
-            self.stats.nodes_updated += len(dirty)
-            dirty.clear()
+        updated = len(dirty)
         if stream is None:
             target = self._stream
         else:
@@ -664,7 +658,9 @@ class Graph:
             if self._replay_stream[0] != handle or self._replay_stream[1] is None:
                 self._replay_stream = (handle, self._driver.stream(handle))
             target = self._replay_stream[1]
-        self._driver.launch(graph_exec, target)
+        # every dirty node rewritten, then one launch (in C where built: one call for both)
+        self._driver.replay(self._exec, dirty, target)
+        self.stats.nodes_updated += updated
         self.stats.replays += 1
 
     def _rerecord(self) -> None:

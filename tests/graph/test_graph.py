@@ -30,6 +30,54 @@ def _clean_fake():
     FAKE.synchronize()
 
 
+def _c_replay_loop(monkeypatch):
+    """Route FAKE's replays through the C loop (cute_bind/graph/_cgraph.c), with
+    ctypes callbacks standing in for the driver's two entry points."""
+    import ctypes
+
+    cgraph = pytest.importorskip("cute_bind.graph._cgraph")
+    objects = {}  # raw "address" -> the fake's own object (the C loop sees ints only)
+
+    def raw(obj):
+        objects[id(obj)] = obj
+        return id(obj)
+
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    launch_proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+    def as_code(call, *args):
+        try:
+            call(*args)
+        except cute_bind.CuteBindError as exc:
+            return exc.details["cuda_error"]
+        return 0
+
+    set_cb = proto(lambda e, n, p: as_code(FAKE.set_kernel_params, objects[e], objects[n], objects[p]))
+    launch_cb = launch_proto(lambda e, s: as_code(FAKE.launch, objects[e], objects[s or 0]))
+    objects[0] = 0  # the null stream
+    set_addr = ctypes.cast(set_cb, ctypes.c_void_p).value
+    launch_addr = ctypes.cast(launch_cb, ctypes.c_void_p).value
+
+    def replay(graph_exec, dirty, stream):
+        failed = cgraph.replay(set_addr, launch_addr, raw(graph_exec), dirty, raw(stream) if stream else 0)
+        if failed is not None:
+            from cute_bind.graph.driver import driver_error
+
+            raise driver_error(failed[0], failed[1], "CUDA_ERROR_FAKE")
+
+    monkeypatch.setattr(FAKE, "record", lambda node, params: (raw(node), raw(params)), raising=False)
+    monkeypatch.setattr(FAKE, "replay", replay, raising=False)
+    return set_cb, launch_cb  # kept alive by the caller for the test's duration
+
+
+@pytest.fixture(params=["python", "c"])
+def replay_loop(request, monkeypatch):
+    """The replay loop under test: the driver's Python one, or the C one."""
+    keep = _c_replay_loop(monkeypatch) if request.param == "c" else None
+    yield request.param
+    del keep
+
+
 def arr(seed, n=N):
     return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
 
@@ -149,7 +197,7 @@ ns = st.integers(1, N)
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.tuples(st.integers(0, 3), alphas, ns), st.tuples(alphas, ns), st.tuples(alphas, ns)), min_size=1, max_size=4))
-def test_chain_replays_equal_one_by_one_launches(rounds):
+def test_chain_replays_equal_one_by_one_launches(replay_loop, rounds):
     handles = _chain_handles()
     _reset()
     g, steps = record(list(zip(handles, _chain_args(rounds[0]))))
@@ -166,7 +214,7 @@ def test_chain_replays_equal_one_by_one_launches(rounds):
     g.close()
 
 
-def test_only_changed_nodes_are_rewritten():
+def test_only_changed_nodes_are_rewritten(replay_loop):
     handles = _chain_handles()
     g, steps = record(list(zip(handles, _chain_args(((0, 1.0, N), (1.0, N), (1.0, N))))))
     before = FAKE.calls["set_kernel_params"]
@@ -180,7 +228,7 @@ def test_only_changed_nodes_are_rewritten():
     g.close()
 
 
-def test_updater_writes_like_update():
+def test_updater_writes_like_update(replay_loop):
     handles = _chain_handles()
     g, steps = record(list(zip(handles, _chain_args(((0, 2.0, N), (1.0, N), (1.0, N))))))
     set_inp = g.updater(steps[0], "inp")
@@ -313,14 +361,18 @@ def test_misuse_is_cb806():
 
 
 @pytest.mark.parametrize("call", ["launch", "set_kernel_params"])
-def test_driver_failure_on_replay_is_cb804(call):
+def test_driver_failure_on_replay_is_cb804(replay_loop, call):
     out, inp = arr(0), arr(1)
     h = bind(K.scale, addr(out), addr(inp), 2.0, N, 0)
     g, (step,) = record([(h, (addr(out), addr(inp), 2.0, N, 0))])
     FAKE.fail(call, 700)
     with pytest.raises(cute_bind.LaunchRuntimeError) as info:
         g.replay({step: {"alpha": 3.0}})
-    assert info.value.code == "CB804" and info.value.details["cuda_error"] == 700 and call in str(info.value)
+    # the C loop names the driver entry point it called; the fake names its method
+    named = {"launch": "cuGraphLaunch", "set_kernel_params": "cuGraphExecKernelNodeSetParams"}[call] if replay_loop == "c" else call
+    assert info.value.code == "CB804" and info.value.details["cuda_error"] == 700 and f"from {named}" in str(info.value)
+    g.replay({step: {"alpha": 3.0}})  # the failure left nothing half-done: a retry works
+    assert np.array_equal(out, inp * np.float32(3.0))
     g.close()
 
 
