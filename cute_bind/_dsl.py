@@ -144,6 +144,8 @@ class Features:
     spec_reentry: bool
     unload_callback: bool
     base_dsl_on_path: bool
+    #: ``cutlass.runtime.load_module`` and ``dump_to_object`` (4.6 on): without them the disk cache is off
+    disk_cache: bool = True
 
 
 @functools.lru_cache(maxsize=None)
@@ -154,6 +156,7 @@ def features() -> Features:
         spec_reentry=callable(getattr(je, "_pyir_validate_spec_reentry", None)),
         unload_callback=callable(getattr(je, "register_library_unload_callback", None)),
         base_dsl_on_path=any(os.path.realpath(p) in _dsl_folders() for p in sys.path if p),
+        disk_cache=all(_present(owner, attr) for owner, attr in _CACHE_REQUIRED),
     )
 
 
@@ -1457,8 +1460,17 @@ def source_code(fn: Any) -> Any:
     return getattr(fn, "_original_code", None) or fn.__code__
 
 
-# The cache's DSL internals, checked with the rest (appended here so the table above stays as it was).
-_REQUIRED = _REQUIRED + (
+# The disk cache's DSL internals: optional (nvidia-cutlass-dsl 4.5 has no
+# ``cutlass.runtime``); where one is missing the cache is off and every
+# process compiles (``features().disk_cache``).
+_CACHE_REQUIRED: tuple[tuple[str, str], ...] = (
     ("cutlass.runtime", "load_module"),
     ("cutlass.base_dsl.jit_executor.JitCompiledFunction", "dump_to_object"),
 )
+
+
+def _present(owner: str, attr: str) -> bool:
+    try:
+        return hasattr(_resolve(owner), attr)
+    except Exception:
+        return False

@@ -1,6 +1,6 @@
 """Optional dependencies of the tests: skip cleanly where they are missing.
 
-``pytest.importorskip("torch")`` is not enough: with nvidia-cutlass-dsl 4.6 or
+``torch_or_skip()`` is not enough: with nvidia-cutlass-dsl 4.6 or
 4.7 imported, the DSL's ``base_dsl/`` folder is on ``sys.path`` and holds a
 ``torch.py``, so where torch is not installed ``import torch`` raises a bare
 ``ImportError`` from that file and ``importorskip`` errors instead of skipping.

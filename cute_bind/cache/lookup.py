@@ -106,6 +106,8 @@ class Claim:
         name = str(getattr(self.kernel, "name", "kernel"))
         if not getattr(self.kernel, "cache", True) or not settings.enabled(name):
             return None
+        if not _dsl.features().disk_cache:  # a DSL that cannot export and reload compiled functions
+            return None
         settings.size_limit(name)  # a bad setting is reported before compiling, not after
         try:
             self.key, self._depends = entry_key(self.kernel, self.compile_key)

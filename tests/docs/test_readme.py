@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.optional import torch_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```python\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
@@ -53,7 +54,7 @@ def test_readme_has_examples() -> None:
 @pytest.mark.parametrize("line, body, no_gpu", README_BLOCKS, ids=[f"README.md:{b[0]}" for b in README_BLOCKS])
 def test_readme_example_runs_as_copied(line: int, body: str, no_gpu: re.Match[str] | None, tmp_path: Path) -> None:
     if "import torch" in body:
-        pytest.importorskip("torch")
+        torch_or_skip()
     env = {k: v for k, v in os.environ.items() if k != "CUTE_BIND_CHECKED"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     code = body

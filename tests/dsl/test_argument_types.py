@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cute_bind import _dsl
+from tests.optional import torch_or_skip
 
 widths = st.lists(st.sampled_from([32, 64]), max_size=5)
 
@@ -39,7 +40,7 @@ def test_other_types_are_not_tensor_descriptors(spelled: str) -> None:
 
 
 def test_compiled_functions_agree_with_the_bound_tensor_slots() -> None:
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     import cutlass.cute as cute
     from cutlass.cute.runtime import from_dlpack
 

@@ -9,9 +9,10 @@ import threading
 
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = torch_or_skip()
 import cute_bind  # noqa: E402
 from cute_bind.bench.kernels import scale, scale_tensors  # noqa: E402
+from tests.optional import torch_or_skip
 
 pytestmark = pytest.mark.gpu
 

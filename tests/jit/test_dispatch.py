@@ -34,6 +34,7 @@ from tests.kernels.host import (
     with_constexpr,
     with_default,
 )
+from tests.optional import torch_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -179,7 +180,7 @@ def test_bad_calls_raise_catalog_errors_after_a_good_one(make, call, code):
 
 # ------------------------------------------------------------------ tensors
 def test_tensor_calls_new_extents_do_not_specialize(make):
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     k = make(tscale)
     for n in (64, 17, 1000, 3):
         x = torch.randn(n)
@@ -255,7 +256,7 @@ def test_left_out_stream_is_torchs_current_stream(make, monkeypatch, kernel_fn, 
 
 
 def test_left_out_stream_uses_the_tensor_device(make, monkeypatch):
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     fake = _FakeTorchStreams(0x5150)
     monkeypatch.setattr(dispatch_mod._TORCH, "raw", fake.raw)
     monkeypatch.setattr(dispatch_mod._TORCH, "device", fake.device)

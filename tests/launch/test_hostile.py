@@ -31,6 +31,7 @@ from cute_bind.launch import prepared as _prepared
 from cute_bind.slots import Bound, ScalarKind, SlotKind, Where, registry
 from tests.kernels.host import scale
 from tests.kernels.hostile import fill_count
+from tests.optional import torch_or_skip
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCALE = cute_bind.kernel(scale)
@@ -232,7 +233,7 @@ def test_keyboard_interrupt_in_a_converter_propagates_and_nothing_launches(path:
 
 # ------------------------------------------------------------------ 16: objects a launch uses are owned by it
 def test_list_elements_are_held_until_the_call_returns(path: str, monkeypatch: Any) -> None:
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     from tests.kernels.hostile import tsum
 
     seen = []
@@ -382,7 +383,7 @@ def test_pickle_raises_cb405(path: str) -> None:
 
 def test_handle_and_learned_type_are_collected(path: str) -> None:
     """Item 17: a tensor subclass referring to the handle; the C class learns the type."""
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     from tests.kernels.host import tscale
 
     class Mine(torch.Tensor):

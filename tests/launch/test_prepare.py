@@ -9,6 +9,7 @@ from cutlass.cute.runtime import make_ptr
 
 import cute_bind
 from tests.kernels.host import scale_ptr
+from tests.optional import torch_or_skip
 
 
 def compiled_scale(y, x):
@@ -100,7 +101,7 @@ def test_prepare_unannotated_parameter_takes_its_kind_from_the_value():
 
 # ------------------------------------------------------------------ tensor descriptors vs the compiled argument types
 def _descriptor_cases():
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     from cutlass.cute.runtime import from_dlpack
 
     col = lambda: torch.zeros(4, 6).t()  # noqa: E731 - column major, (6, 4) with strides (1, 6)
@@ -133,7 +134,7 @@ def test_tensor_descriptors_are_checked_against_the_compiled_argument_types(case
 
 
 def test_an_executor_has_no_ir_to_check_tensors_against():
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
     from cutlass.cute.runtime import from_dlpack
 
     from tests.kernels.styles import add_unannotated

@@ -34,6 +34,7 @@ import cute_bind
 from cute_bind import _dsl
 from tests.kernels.host import all_scalars, tscale
 from tests.kernels.hostile import handle_of, reals, three
+from tests.optional import torch_or_skip
 
 CI_EXAMPLES = int(os.environ.get("CUTE_BIND_FUZZ_EXAMPLES", "60"))
 LONG_EXAMPLES = int(os.environ.get("CUTE_BIND_FUZZ_LONG_EXAMPLES", "4000"))
@@ -415,7 +416,7 @@ def tensor_values(draw: Any) -> Any:
         arr.flags.writeable = False
     form = draw(st.sampled_from(["numpy", "numpy", "torch", "object"]))
     if form == "torch":
-        torch = pytest.importorskip("torch")
+        torch = torch_or_skip()
         try:
             return torch.from_numpy(arr.copy() if not arr.flags.writeable else arr)
         except Exception:

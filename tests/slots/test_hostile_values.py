@@ -23,6 +23,7 @@ from cute_bind import _dsl
 from cute_bind.slots import dlpack as _dlpack
 from tests.kernels.host import tscale
 from tests.kernels.hostile import reals, three
+from tests.optional import torch_or_skip
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -92,7 +93,7 @@ def test_read_only_array_in_a_pointer_slot_is_cb217(path: str) -> None:
 )
 def test_unreadable_pointer_values_are_typed_errors(path: str, make: Any, fragment: str) -> None:
     if "sparse" in fragment or fragment == "data_ptr":
-        pytest.importorskip("torch")
+        torch_or_skip()
     k = cute_bind.kernel(three)
     value = make()
     for h in handles(k.bind(np.zeros(3, np.int64), (1, 2, 3))):
@@ -139,7 +140,7 @@ def test_empty_numpy_arrays_are_accepted(path: str) -> None:
 
 def test_torch_subclass_is_read_as_the_real_tensor(path: str) -> None:
     """Item 19: a subclass overriding data_ptr()/stride() is read through the exchange API on every path."""
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()
 
     class Liar(torch.Tensor):
         def data_ptr(self) -> int:  # type: ignore[override]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from tests.optional import torch_or_skip
 
-torch = pytest.importorskip("torch")
+torch = torch_or_skip()
 
 _COUNTER = itertools.count()
 

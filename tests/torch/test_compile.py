@@ -11,13 +11,14 @@ import shutil
 
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = torch_or_skip()
 
 import cute_bind  # noqa: E402
 import cute_bind.torch as cbt  # noqa: E402
 from tests.kernels import host  # noqa: E402
 
 from torch._dynamo.testing import CompileCounterWithBackend  # noqa: E402
+from tests.optional import torch_or_skip
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = torch_or_skip()
 
 import cutlass.cute as cute  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -17,6 +17,7 @@ import cute_bind.torch as cbt  # noqa: E402
 from cute_bind.torch import custom_op as op_module  # noqa: E402
 from tests.kernels import host  # noqa: E402
 from tests.torch.conftest import dispatcher_calls  # noqa: E402
+from tests.optional import torch_or_skip
 
 
 def arange(n, dtype=torch.float32):
