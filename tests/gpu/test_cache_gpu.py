@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.optional import torch_or_skip
+
 torch = torch_or_skip()
 
 import cute_bind  # noqa: E402
 from cute_bind import _dsl  # noqa: E402
 from cute_bind.bench.kernels import scale  # noqa: E402
 from tests.kernels.gpu import ints  # noqa: E402
-from tests.optional import torch_or_skip
 
 pytestmark = pytest.mark.gpu
 N = 4096

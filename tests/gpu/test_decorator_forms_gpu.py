@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.optional import torch_or_skip
+
 torch = torch_or_skip()
 
 from tests.jit.test_decorator_forms import FORMS, REFERENCE, function_source  # noqa: E402
@@ -26,7 +28,6 @@ import cutlass.cute as cute
 import cute_bind
 import cute_bind as cb
 from cute_bind import kernel
-from tests.optional import torch_or_skip
 
 F32 = cute_bind.Pointer[cutlass.Float32, 16, cute.AddressSpace.gmem]
 

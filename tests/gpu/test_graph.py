@@ -7,12 +7,13 @@ run one by one, and uses fresh random inputs.
 
 import pytest
 
+from tests.optional import torch_or_skip
+
 torch = torch_or_skip()
 
 import cute_bind  # noqa: E402
 from cute_bind.bench.kernels import scale  # noqa: E402
 from tests.kernels.gpu import scale_fixed_grid, scale_twice, tensor2d  # noqa: E402
-from tests.optional import torch_or_skip
 
 pytestmark = pytest.mark.gpu
 

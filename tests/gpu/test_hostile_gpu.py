@@ -12,10 +12,11 @@ import warnings
 
 import pytest
 
+from tests.optional import torch_or_skip
+
 torch = torch_or_skip()
 import cute_bind  # noqa: E402
 from cute_bind.bench.kernels import scale  # noqa: E402
-from tests.optional import torch_or_skip
 
 pytestmark = pytest.mark.gpu
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.optional import torch_or_skip
+
 torch = torch_or_skip()
 
 import cute_bind  # noqa: E402
 import cute_bind.torch as cbt  # noqa: E402
 from tests.kernels.gpu import tscale, tscale_default_stream  # noqa: E402
-from tests.optional import torch_or_skip
 
 pytestmark = pytest.mark.gpu
 

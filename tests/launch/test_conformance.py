@@ -17,6 +17,8 @@ from typing import Any, Callable
 
 import pytest
 
+from tests.optional import torch_or_skip
+
 torch = torch_or_skip()
 import cuda.bindings.driver as cuda  # noqa: E402
 import cutlass  # noqa: E402
@@ -25,7 +27,6 @@ from cutlass.cute.runtime import from_dlpack, make_fake_compact_tensor, make_fak
 
 import cute_bind  # noqa: E402
 from tests.kernels import styles as S  # noqa: E402
-from tests.optional import torch_or_skip
 
 
 def dyn(t: Any) -> Any:

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.optional import torch_or_skip
+
 torch = torch_or_skip()
 pytest.importorskip("tvm_ffi")
 import cutlass  # noqa: E402
@@ -20,7 +22,6 @@ from cutlass.cute.runtime import from_dlpack, make_fake_stream  # noqa: E402
 import cute_bind  # noqa: E402
 from cute_bind.launch.tvm_ffi import PreparedTvmFfiLaunch  # noqa: E402
 from tests.kernels import styles as S  # noqa: E402
-from tests.optional import torch_or_skip
 
 
 def dyn(t: Any) -> Any:

@@ -11,6 +11,8 @@ import shutil
 
 import pytest
 
+from tests.optional import torch_or_skip
+
 torch = torch_or_skip()
 
 import cute_bind  # noqa: E402
@@ -18,7 +20,6 @@ import cute_bind.torch as cbt  # noqa: E402
 from tests.kernels import host  # noqa: E402
 
 from torch._dynamo.testing import CompileCounterWithBackend  # noqa: E402
-from tests.optional import torch_or_skip
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from tests.optional import torch_or_skip
+
 torch = torch_or_skip()
 
 import cutlass.cute as cute  # noqa: E402
@@ -17,7 +19,6 @@ import cute_bind.torch as cbt  # noqa: E402
 from cute_bind.torch import custom_op as op_module  # noqa: E402
 from tests.kernels import host  # noqa: E402
 from tests.torch.conftest import dispatcher_calls  # noqa: E402
-from tests.optional import torch_or_skip
 
 
 def arange(n, dtype=torch.float32):
