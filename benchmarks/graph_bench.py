@@ -89,7 +89,9 @@ class _Gpu:
 
         self.torch = torch
         # which replay loop the rows measure (CUTE_BIND_PURE_PYTHON=1 selects the Python one)
-        self.name = f"{torch.cuda.get_device_name()}, replay loop: {CudaDriver().replay_path}"
+        drv = CudaDriver()
+        why = f" ({drv.replay_path_reason})" if drv.replay_path_reason else ""
+        self.name = f"{torch.cuda.get_device_name()}, replay loop: {drv.replay_path}{why}"
 
     def run(self, cute_bind: Any, k: int, iters: int, repeats: int) -> dict[str, Any]:
         torch = self.torch

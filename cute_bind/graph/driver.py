@@ -64,6 +64,8 @@ class Driver(ABC):
 
     #: which loop :meth:`replay` runs: "python" (a driver call per node) or "c" (``_cgraph``)
     replay_path: str = "python"
+    #: why :attr:`replay_path` is "python" where a C loop exists ("" otherwise)
+    replay_path_reason: str = ""
 
     @abstractmethod
     def stream(self, handle: int) -> Any:
@@ -124,31 +126,39 @@ class Driver(ABC):
         raise NotImplementedError
 
 
-def _c_replay(drv: Any) -> tuple[Callable[..., Any], int, int] | None:
-    """The C replay loop and the driver entry points it calls, or None (pure Python: the
-    extension is absent, ``CUTE_BIND_PURE_PYTHON=1``, or an entry point cannot be found).
+def _c_replay(drv: Any) -> tuple[Callable[..., Any], int, int] | str:
+    """The C replay loop and the driver entry points it calls, or why the Python loop
+    is used instead (the extension is absent, ``CUTE_BIND_PURE_PYTHON=1``, or an
+    entry point cannot be found).
 
-    The addresses come from ``cuGetProcAddress`` for the CUDA version the
-    bindings were built for, so they are the very functions (``_v2`` and all)
-    that ``cuda.bindings.driver`` calls, taking the same parameter records.
+    The addresses come from ``cuGetProcAddress`` for the older of the CUDA
+    version the bindings were built for and the driver's own version: asking a
+    driver for a newer version than it has fails with CUDA_ERROR_INVALID_VALUE
+    (bindings for CUDA 13.2 on a 13.0 driver), and the entry points of either
+    version take the parameter records the bindings build.
     """
     if env_flag("CUTE_BIND_PURE_PYTHON"):
-        return None
+        return "CUTE_BIND_PURE_PYTHON=1"
     try:
         from ._cgraph import replay
-    except ImportError:
-        return None
+    except ImportError as exc:
+        return f"the C extension is not built ({exc})"
     try:
         version = int(drv.CUDA_VERSION) if hasattr(drv, "CUDA_VERSION") else 12000
+        get_version = getattr(drv, "cuDriverGetVersion", None)
+        if get_version is not None:
+            err, driver_version = get_version()
+            if int(err) == 0 and int(driver_version) > 0:
+                version = min(version, int(driver_version))
         flags = drv.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
         found = []
         for name in (b"cuGraphExecKernelNodeSetParams", b"cuGraphLaunch"):
             res = drv.cuGetProcAddress(name, version, flags)
             if int(res[0]) != 0 or not int(res[1] or 0):
-                return None
+                return f"cuGetProcAddress({name.decode()}, {version}) found no entry point (CUresult {int(res[0])})"
             found.append(int(res[1]))
-    except Exception:  # an old binding without the call, no driver library: the Python loop works
-        return None
+    except Exception as exc:  # an old binding without the call, no driver library: the Python loop works
+        return f"the driver's entry points could not be looked up ({type(exc).__name__}: {exc})"
     return replay, found[0], found[1]
 
 
@@ -176,7 +186,10 @@ class CudaDriver(Driver):
 
         self.set_kernel_params = set_kernel_params  # type: ignore[method-assign]
         self.launch = launch  # type: ignore[method-assign]
-        self._creplay = _c_replay(drv)
+        found = _c_replay(drv)
+        self._creplay = None if isinstance(found, str) else found
+        #: why :attr:`replay_path` is "python" ("" when it is "c")
+        self.replay_path_reason = found if isinstance(found, str) else ""
         if self._creplay is not None:
             self.record = self._record_addresses  # type: ignore[method-assign]
             self.replay = self._replay_c  # type: ignore[method-assign]

@@ -140,9 +140,11 @@ class _ProcAddressDriver:
 
     CUDA_VERSION = 12080
 
-    def __init__(self, table):
+    def __init__(self, table, driver_version=None):
         self.table = table
         self.asked = []
+        if driver_version is not None:
+            self.cuDriverGetVersion = lambda: (0, driver_version)
 
     def cuGetProcAddress(self, name, version, flags):
         self.asked.append((name, version))
@@ -160,22 +162,34 @@ def test_c_replay_finds_both_entry_points_for_the_bindings_cuda_version(monkeypa
     assert fake.asked == [(b"cuGraphExecKernelNodeSetParams", 12080), (b"cuGraphLaunch", 12080)]
 
 
+@pytest.mark.parametrize("driver_version, asked", [(12040, 12040), (13000, 12080), (12080, 12080)])
+def test_c_replay_asks_for_the_older_of_the_bindings_and_driver_versions(monkeypatch, driver_version, asked):
+    # a driver asked for a newer CUDA version than it has answers CUDA_ERROR_INVALID_VALUE
+    from cute_bind.graph import driver as gd
+
+    monkeypatch.delenv("CUTE_BIND_PURE_PYTHON", raising=False)
+    fake = _ProcAddressDriver({b"cuGraphExecKernelNodeSetParams": 0x1234, b"cuGraphLaunch": 0x5678}, driver_version)
+    assert gd._c_replay(fake) == (cgraph.replay, 0x1234, 0x5678)
+    assert {v for _, v in fake.asked} == {asked}
+
+
 @pytest.mark.parametrize(
-    "table, env",
+    "table, env, reason",
     [
-        ({b"cuGraphLaunch": 0x5678}, None),  # one entry point missing: the Python loop
-        ({b"cuGraphExecKernelNodeSetParams": 0, b"cuGraphLaunch": 0x5678}, None),  # a null address
-        ({b"cuGraphExecKernelNodeSetParams": 0x1234, b"cuGraphLaunch": 0x5678}, "1"),  # CUTE_BIND_PURE_PYTHON=1
+        ({b"cuGraphLaunch": 0x5678}, None, "cuGetProcAddress(cuGraphExecKernelNodeSetParams, 12080) found no entry point (CUresult 500)"),
+        ({b"cuGraphExecKernelNodeSetParams": 0, b"cuGraphLaunch": 0x5678}, None, "found no entry point (CUresult 0)"),
+        ({b"cuGraphExecKernelNodeSetParams": 0x1234, b"cuGraphLaunch": 0x5678}, "1", "CUTE_BIND_PURE_PYTHON=1"),
     ],
 )
-def test_c_replay_falls_back_to_python(monkeypatch, table, env):
+def test_c_replay_falls_back_to_python_and_says_why(monkeypatch, table, env, reason):
     from cute_bind.graph import driver as gd
 
     if env is None:
         monkeypatch.delenv("CUTE_BIND_PURE_PYTHON", raising=False)
     else:
         monkeypatch.setenv("CUTE_BIND_PURE_PYTHON", env)
-    assert gd._c_replay(_ProcAddressDriver(table)) is None
+    found = gd._c_replay(_ProcAddressDriver(table))
+    assert isinstance(found, str) and reason in found
 
 
 def test_cuda_driver_c_replay_failure_is_cb804_with_the_cuda_error_name():
