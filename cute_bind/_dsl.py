@@ -317,10 +317,33 @@ def _install_decorator_hook() -> None:
         setattr(DSLPreprocessor, _HOOK_MARK, True)
 
 
+#: ``BaseDSL.jit_runner``'s executor names before 4.8 recorded ``_decorator_kind``
+_EXECUTOR_KINDS = {"_func": "jit", "_kernel_helper": "kernel"}
+
+
 def is_dsl_decorated(fn: Any) -> str | None:
-    """``"jit"`` or ``"kernel"`` when ``fn`` is ``@cute.jit``/``@cute.kernel``-decorated, else ``None``."""
+    """``"jit"`` or ``"kernel"`` when ``fn`` is ``@cute.jit``/``@cute.kernel``-decorated, else ``None``.
+
+    4.8 marks the wrapper with ``_decorator_kind``. 4.5 to 4.7 mark it with
+    ``_dsl_cls`` only; there the kind is the ``executor_name`` the wrapper
+    closes over (``"_func"`` for ``cute.jit``, ``"_kernel_helper"`` for
+    ``cute.kernel``). The plain function under the wrapper carries
+    ``_dsl_cls`` too but closes over nothing, so it is not taken for one.
+    """
     kind = getattr(fn, "_decorator_kind", None)
-    return str(kind) if kind is not None else None
+    if kind is not None:
+        return str(kind)
+    if getattr(fn, "_dsl_cls", None) is None:
+        return None
+    code, closure = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
+    names = getattr(code, "co_freevars", ())
+    if not closure or "executor_name" not in names:
+        return None
+    try:
+        executor = closure[names.index("executor_name")].cell_contents
+    except (ValueError, IndexError):  # an empty cell
+        return None
+    return _EXECUTOR_KINDS.get(executor) if isinstance(executor, str) else None
 
 
 def jit(fn: Any, raw: Any) -> Any:
@@ -1454,10 +1477,31 @@ def is_loaded_from_binary(obj: Any) -> bool:
     return getattr(target, "ir_module", "absent") is None
 
 
+# The code objects of functions as cute_bind first saw them (weakly keyed by the function).
+_FIRST_CODE: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
 def source_code(fn: Any) -> Any:
-    """The code object of ``fn`` as written: the DSL's preprocessor replaces ``fn.__code__`` with its
-    rewrite on the first compile and keeps the original as ``_original_code``."""
-    return getattr(fn, "_original_code", None) or fn.__code__
+    """The code object of ``fn`` as written.
+
+    The DSL's preprocessor replaces ``fn.__code__`` with its rewrite on the
+    first compile (of ``fn`` or of a function that calls it). 4.8 keeps the
+    original as ``_original_code`` on the functions it compiles; 4.5 to 4.7
+    keep nothing, and no version does for the helpers a function calls. So the
+    code seen the first time a function is asked about is remembered: the disk
+    cache's key asks before compiling, so it hashes what was written, in every
+    process alike. (A function the DSL rewrote before cute_bind ever saw it,
+    with no ``_original_code``, is hashed as rewritten: stable within a process
+    and across processes that do the same, only not equal to a fresh
+    process's key.)
+    """
+    original = getattr(fn, "_original_code", None)
+    if original is not None:
+        return original
+    try:
+        return _FIRST_CODE.setdefault(fn, fn.__code__)
+    except TypeError:  # not weak-referenceable: nothing rewrites it behind our back
+        return fn.__code__
 
 
 # The disk cache's DSL internals: optional (nvidia-cutlass-dsl 4.5 has no

@@ -246,7 +246,7 @@ class Kernel(_CallBase, Generic[P]):
 
 def _is_jit_object(fn: Any) -> bool:
     """A callable object whose class's ``__call__`` is ``@cute.jit``: ``cute.compile`` takes it as it is."""
-    return not callable(getattr(fn, "__wrapped__", None)) and getattr(getattr(type(fn), "__call__", None), "_decorator_kind", None) is not None
+    return not callable(getattr(fn, "__wrapped__", None)) and _dsl.is_dsl_decorated(getattr(type(fn), "__call__", None)) is not None
 
 
 def _on_device(kernel: str, compiled: Any, params: Any, bounds: list[Bound]) -> Any:

@@ -135,3 +135,21 @@ def test_a_warm_cache_survives_a_process_restart(cache_dir, tmp_path):
         assert r.returncode == 0, r.stderr
     (v1, o1, k1), (v2, o2, k2) = (r.stdout.split() for r in runs)
     assert (v1, o1) == ("16", "compiled") and (v2, o2) == ("16", "hit") and k1 == k2
+
+
+def test_the_key_is_the_same_after_the_dsl_rewrote_the_functions(cache_dir, modules):
+    """The DSL replaces the code of a function it compiles and of the helpers it calls (4.5-4.7 keep no
+    original): a second bind in the same process, after clear_cache(), still finds the stored entry."""
+    mod = modules.load("cb_kernel", KERNEL.format(**BASE), cb_helpers=HELPERS.format(**BASE))
+    buf = (ctypes.c_int32 * 1)()
+    before = len(cute_bind.cache.history())
+    mod.k.bind(ctypes.addressof(buf), 5, BASE["bias"])
+    first = cute_bind.cache.history()[before:]
+    mod.k.clear_cache()  # the next bind computes the key again, over the rewritten functions
+    again = len(cute_bind.cache.history())
+    handle = mod.k.bind(ctypes.addressof(buf), 5, BASE["bias"])
+    handle.launch(ctypes.addressof(buf), 5)
+    second = cute_bind.cache.history()[again:]
+    assert [e.outcome for e in first] == ["compiled"] and [e.outcome for e in second] == ["hit"]
+    assert first[0].key == second[0].key
+    assert buf[0] == expected(BASE, 5)

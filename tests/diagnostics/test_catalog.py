@@ -128,6 +128,8 @@ def test_pages_and_explain_show_no_raw_placeholders(code):
 
     d = D.CATALOG[code]
     assert not _PLACEHOLDER.search(D.render_entry(d)), code
+    assert D.render_template("Pass {expected} to '{parameter}'.") == "Pass <expected> to '<parameter>'."
+    pytest.importorskip("mkdocs", reason="the docs hook renders pages with mkdocs (the docs extra)")
     hook_path = Path(__file__).resolve().parents[2] / "docs" / "hooks" / "catalog.py"
     spec = importlib.util.spec_from_file_location("docs_catalog_hook", hook_path)
     assert spec is not None and spec.loader is not None

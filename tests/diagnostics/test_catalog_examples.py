@@ -14,6 +14,7 @@ table-driven test then checks each result.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from cute_bind import CATALOG  # noqa: E402
 from cute_bind._dsl import cuda_device_count, features  # noqa: E402
+from tests.optional import torch_or_skip  # noqa: E402
 
 CODES = sorted(CATALOG)
 ILLUSTRATION_MARKER = "raise cute_bind.error("
@@ -40,7 +42,12 @@ NEEDS_NO_GPU = {
 #: Examples of conditions only some supported DSL versions can produce (a Features flag).
 NEEDS_FEATURE = {
     "CB504": "spec_reentry",
+    # the disk cache's warnings: a DSL without export/reload (4.5) runs with the cache off
+    **{code: "disk_cache" for code in ("CB605", "CB606", "CB607", "CB608", "CB609")},
 }
+
+#: Examples that need torch (the library does not): skipped where it is not installed.
+_TORCH = re.compile(r"^\s*(import torch\b|from torch\b|import cute_bind\.torch\b|from cute_bind\.torch\b|from cute_bind import torch\b)", re.M)
 
 
 def _run(code: str, folder: Path) -> subprocess.CompletedProcess[str]:
@@ -73,6 +80,8 @@ def test_example_raises_its_code(code: str, results: dict[str, subprocess.Comple
         pytest.skip(f"{code}: {NEEDS_NO_GPU[code]}")
     if code in NEEDS_FEATURE and not getattr(features(), NEEDS_FEATURE[code]):
         pytest.skip(f"{code}: the installed DSL has no {NEEDS_FEATURE[code]}")
+    if _TORCH.search(CATALOG[code].example):
+        torch_or_skip()
     proc = results[code]
     entry = CATALOG[code]
     output = f"--- example\n{entry.example}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"

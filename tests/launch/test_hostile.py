@@ -257,6 +257,7 @@ def test_list_elements_are_held_until_the_call_returns(path: str, monkeypatch: A
 
 
 def test_list_elements_freed_by_another_thread_do_not_crash(path: str) -> None:
+    torch_or_skip()  # the isolated child imports torch
     run_isolated(
         """
         import threading, numpy as np, torch, cute_bind

@@ -53,6 +53,7 @@ def code_of(fn: Any, *args: Any) -> str | None:
 
 # ------------------------------------------------------------------ pointer slots: 2, 3, 11
 def test_meta_tensor_in_a_pointer_slot_does_not_crash(path: str) -> None:
+    torch_or_skip()  # the isolated child imports torch
     run_isolated(
         """
         import numpy as np, torch, cute_bind
@@ -104,6 +105,7 @@ def test_unreadable_pointer_values_are_typed_errors(path: str, make: Any, fragme
 
 # ------------------------------------------------------------------ tensor slots: 4, 10, 19
 def test_fake_tensor_in_a_tensor_slot_is_cb216(path: str) -> None:
+    torch_or_skip()  # the isolated child imports torch
     run_isolated(
         """
         import warnings, torch, cute_bind
