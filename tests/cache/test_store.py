@@ -13,7 +13,7 @@ from cute_bind.cache import store as store_module
 from cute_bind.cache.store import decode, encode
 from tests.kernels import cached
 
-from .conftest import outcomes_since
+from .conftest import needs_disk_cache, outcomes_since
 
 
 def _bind(bias=1, value=4):
@@ -110,6 +110,7 @@ def test_a_damaged_entry_warns_once_recompiles_and_is_replaced(entry, damage, co
         assert _bind() == ["compiled"]
 
 
+@needs_disk_cache
 def test_unusable_folder_compiles_without_the_cache(tmp_path, monkeypatch):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
@@ -120,6 +121,7 @@ def test_unusable_folder_compiles_without_the_cache(tmp_path, monkeypatch):
     cached.affine.clear_cache()
 
 
+@needs_disk_cache
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes any folder")
 def test_unreadable_folder_compiles_without_the_cache(tmp_path, monkeypatch):
     d = tmp_path / "locked"

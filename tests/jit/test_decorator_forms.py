@@ -361,5 +361,7 @@ def test_functions_cute_bind_does_not_jit_keep_the_dsls_own_decorator_rule(tmp_p
     buf = (ctypes.c_int32 * 8)()
     with pytest.raises(Exception) as info:
         cute.compile(fn, make_ptr(cutlass.Int32, ctypes.addressof(buf), cute.AddressSpace.generic), 1)
-    assert "UNSUP_DECORATOR_ORDER" in cute_bind.diagnostics.exception_text(info.value)
+    text = cute_bind.diagnostics.exception_text(info.value)
+    # 4.6 and later name the rule's code; 4.5 says it in words only
+    assert "UNSUP_DECORATOR_ORDER" in text or "decorator must be the inner most decorator" in text, text
     assert not isinstance(info.value, cute_bind.CuteBindError)
