@@ -1434,6 +1434,20 @@ def compiler_identity() -> tuple[str, ...]:
     return (version, *variant)
 
 
+# The DSL's compiler is not thread-safe across functions: its session data is
+# process-wide and it redirects file descriptor 2 while it compiles, so two
+# compiles at once (of different kernels, in two threads) fail with spurious
+# errors and can leave fd 2 pointing at a deleted temporary file. Every compile
+# and export cute_bind makes holds this lock.
+_COMPILE_LOCK = threading.RLock()
+
+
+def compile(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``cute.compile(fn, *args, **kwargs)``, one at a time in the process (see ``_COMPILE_LOCK``)."""
+    with _COMPILE_LOCK:
+        return dsl().cute.compile(fn, *args, **kwargs)
+
+
 def export_object(compiled: Any, prefix: str) -> bytes:
     """The compiled function as a relocatable object file (what ``export_to_c`` writes), symbols prefixed ``prefix``.
 
@@ -1447,7 +1461,8 @@ def export_object(compiled: Any, prefix: str) -> bytes:
     if is_executor(compiled) or is_tvm_ffi_compiled(compiled) or not hasattr(compiled, "dump_to_object"):
         # a TVM-FFI function exports, but loads back only as a tvm_ffi.Function: not the same function
         raise TypeError(f"{type(compiled).__name__} cannot be exported and loaded back as the same kind of function")
-    return bytes(compiled.dump_to_object(prefix))
+    with _COMPILE_LOCK:  # LLVM code generation again, under the DSL's process-wide state
+        return bytes(compiled.dump_to_object(prefix))
 
 
 def load_object(path: str, prefix: str) -> Any:

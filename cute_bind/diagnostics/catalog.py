@@ -48,6 +48,7 @@ __all__ = [
     "INELIGIBLE_SEQUENCE_ELEMENT",
     "DSL_DECORATOR_ABOVE",
     "DEVICE_KERNEL",
+    "WRAPPED_WITHOUT_JIT",
     "INELIGIBLE_OPTIONAL",
     "TVM_FFI_KERNEL",
     "MISSING_ARGUMENT",
@@ -207,7 +208,10 @@ UNSUPPORTED_ANNOTATION = _entry(
     explanation="""
     A prepared launch rewrites each runtime argument in place, so every slot
     needs fixed-size storage cute_bind knows how to fill. Eligible kinds are
-    pointers, numeric scalars with plain ctypes storage, and CUDA streams.
+    pointers, numeric scalars with plain ctypes storage, CUDA streams,
+    tensors (`cute.Tensor`, `cute_bind.Tensor[...]`), tuples and lists of
+    those, and `Optional[...]` of one of them; compile-time values are
+    `cutlass.Constexpr[...]`.
     Structs, dataclasses, custom JIT argument adapters and other types are
     marshalled by the DSL in ways cute_bind does not reproduce, so they are
     rejected rather than launched with possibly wrong bytes.
@@ -409,8 +413,10 @@ def scale(out: cute.Pointer):
 """,
     fix="""
     See `help(cute_bind.kernel)` for the options: `name` (str or None),
-    `compile_options` (str or None, passed to `cute.compile(..., options=...)`)
-    and `checked` (bool).
+    `compile_options` (str or None, passed to `cute.compile(..., options=...)`),
+    `checked` (bool), `max_specializations` (an int >= 1 or None),
+    `on_limit` (`"raise"` or `"warn"`), `cache` (bool) and `cache_key`
+    (str, int or None).
     """,
 )
 
@@ -553,6 +559,43 @@ def fill_kernel(out: cute.Pointer, n: cutlass.Int32):
     fix="""
     Decorate the host function that launches the kernel, e.g.
     `@cute_bind.kernel` over `def fill(out, n): fill_kernel(out, n).launch(...)`.
+    """,
+)
+
+WRAPPED_WITHOUT_JIT = _entry(
+    "CB118",
+    "wrapped-without-jit",
+    E.KernelDefinitionError,
+    summary="A decorator of the user's own sits between @cute_bind.kernel and the function, with no @cute.jit under it.",
+    message="kernel '{kernel}': the function under @cute_bind.kernel is {got}; expected {expected}",
+    explanation="""
+    `@cute_bind.kernel` compiles the function it is given as `@cute.jit`
+    does. A wrapper made by a decorator of your own (one that uses
+    `functools.wraps`) is a different function: the DSL would trace the
+    wrapper's body, whose call of the original function is not jitted, and
+    refuse it (it refuses `@cute.jit` over such a wrapper too). With
+    `@cute.jit` directly over `def`, under your decorator, the wrapper calls
+    a jitted function and everything compiles.
+    """,
+    example=_PRELUDE
+    + """
+import functools
+
+def logged(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+@cute_bind.kernel                         # over a wrapper of logged's -> CB118
+@logged
+def fill(out: cute_bind.Pointer[cutlass.Int32], n: cutlass.Int32):
+    pass
+""",
+    fix="""
+    Put `@cute.jit` directly over `def`, under your own decorator
+    (`@cute_bind.kernel`, `@logged`, `@cute.jit`, `def ...`), or apply your
+    decorator above `@cute_bind.kernel`.
     """,
 )
 

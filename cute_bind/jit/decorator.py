@@ -49,6 +49,11 @@ class Kernel(_CallBase, Generic[P]):
         cache_key: str | int | None = None,
     ) -> None:
         self.fn = fn
+        # what was asked for, so that re-wrapping this kernel keeps it (see _make)
+        self._options: dict[str, Any] = dict(
+            name=name, compile_options=compile_options, checked=checked, max_specializations=max_specializations,
+            on_limit=on_limit, cache=cache, cache_key=cache_key,
+        )  # fmt: skip
         self.name: str = str(name or getattr(unwrap(fn), "__name__", None) or type(fn).__name__)
         if "--enable-tvm-ffi" in (compile_options or ""):
             # handles rewrite the DSL's own argument array; TVM-FFI functions are cute_bind.prepare's
@@ -148,7 +153,7 @@ class Kernel(_CallBase, Generic[P]):
                     kw["options"] = self.compile_options
                 jit_fn = self._jit_function()
                 try:
-                    compiled = _dsl.dsl().cute.compile(jit_fn, *pos, **kw)
+                    compiled = _dsl.compile(jit_fn, *pos, **kw)  # one compile at a time in the process
                 except D.CuteBindError:
                     raise
                 except Exception as exc:  # the DSL's own error, kept whole and chained
@@ -342,9 +347,40 @@ def kernel(fn: Any = None, /, **options: Any) -> Any:
 
 
 def _make(fn: Any, options: dict[str, Any]) -> Kernel[Any]:
+    if isinstance(fn, Kernel):
+        # cute_bind.kernel over a Kernel (a helper module re-wrapping, a decorator applied twice):
+        # a new kernel over the same function, the options given now over the ones it had
+        return Kernel(fn.fn, **{**fn._options, **options})
     if _dsl.is_dsl_decorated(fn) == "kernel":
         # a device kernel runs on the GPU; a prepared launch calls a host function
         name = options.get("name") or getattr(unwrap(fn), "__name__", "kernel")
         got, expected = W.DEVICE_KERNEL
         raise D.error(D.DEVICE_KERNEL, kernel=str(name), got=got, expected=expected)
+    if _wrapped_without_jit(fn):
+        inner = unwrap(fn)
+        name = options.get("name") or getattr(inner, "__name__", "kernel")
+        raise D.error(
+            D.WRAPPED_WITHOUT_JIT,
+            kernel=str(name),
+            # functools.wraps copies the names: the wrapper's own is its code's
+            got=f"a wrapper ({getattr(fn.__code__, 'co_qualname', fn.__code__.co_name)}) of {getattr(inner, '__qualname__', name)} with no @cute.jit under it",
+            expected="@cute.jit directly over def, under your own decorator",
+        )
     return Kernel(fn, **options)
+
+
+def _wrapped_without_jit(fn: Any) -> bool:
+    """A functools.wraps wrapper chain over a plain function, no DSL decorator anywhere along it."""
+    import inspect
+
+    if not inspect.isfunction(fn) or not callable(getattr(fn, "__wrapped__", None)):
+        return False
+    obj: Any = fn
+    for _ in range(16):
+        if _dsl.is_dsl_decorated(obj) is not None:
+            return False
+        inner = getattr(obj, "__wrapped__", None)
+        if inner is None:
+            return True
+        obj = inner
+    return False

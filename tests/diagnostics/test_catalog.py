@@ -27,6 +27,7 @@ KNOWN_CODES = [
     "CB220", "CB221",  # calls: the left-out stream
     "CB601", "CB602",  # compiling and specializing
     "CB605", "CB606", "CB607", "CB608", "CB609",
+    "CB118",  # a user's own wrapper with nothing jitted under it
 ]  # fmt: skip
 
 
