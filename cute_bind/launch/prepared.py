@@ -824,10 +824,17 @@ def build(
     # Defaults are pre-coerced so a call relying on them stays on the fast path.
     # Kinds with a converter keep the raw default (their fast paths convert it)
     # after checking it once here.
+    # A default the compiled slot cannot take (``window: Optional[Int32] = None``
+    # compiled with a value) stays raw: a launch that leaves the parameter out
+    # then raises the slot's own error (CB225), as it would for ``None`` passed.
     packed_defaults = {}
     for name, slot, where in zip(names, slots, (Where(kernel, n) for n in names)):
         if name in defaults:
-            coerced = slot.coerce(defaults[name], where)
+            try:
+                coerced = slot.coerce(defaults[name], where)
+            except D.CuteBindError:
+                packed_defaults[name] = defaults[name]
+                continue
             packed_defaults[name] = coerced if slot.converter(where) is None else defaults[name]
     returns = 0 if entry.result_ctype is not None else None
     shared = _Shared(kernel, tuple(names), slots, packed_defaults, frozenset(constexpr_names), layout, returns, entry)

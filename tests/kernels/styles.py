@@ -219,3 +219,14 @@ def optional_float(out: cute.Tensor, shift: Optional[cutlass.Float32]):
             out[i] = cutlass.Float32(-1.0)
         else:
             out[i] = shift
+
+
+@cute.jit
+def optional_window_default(out: cute.Tensor, window: Optional[cutlass.Int32] = None):
+    """out[i] = window (or -1 when None): an Optional parameter with a None default (FlashAttention's
+    window sizes), compiled with a value as often as without."""
+    for i in range(cute.size(out)):
+        if cutlass.const_expr(window is None):
+            out[i] = cutlass.Float32(-1.0)
+        else:
+            out[i] = cutlass.Float32(window)

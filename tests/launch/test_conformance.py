@@ -108,6 +108,8 @@ CASES = [
     ),
     Case("optional_float_value", S.optional_float, lambda s: [torch.zeros(_n(s)), 0.5 * s], compile_scalars={1: cutlass.Float32(1.0)}),
     Case("optional_float_none", S.optional_float, lambda s: [torch.zeros(_n(s)), None]),
+    Case("optional_default_given_a_value", S.optional_window_default, lambda s: [torch.zeros(_n(s)), 3 + s], compile_scalars={1: cutlass.Int32(1)}),
+    Case("optional_default_left_out", S.optional_window_default, lambda s: [torch.zeros(_n(s))]),
     Case("optional_tensor_none", S.optional_tensor, lambda s: [torch.zeros(_n(s)), _r(s, _n(s)), None, 1e-3 * s]),
     Case("optional_tensor_value", S.optional_tensor, lambda s: [torch.zeros(_n(s)), _r(s, _n(s)), _r(s + 5, _n(s))]),
     Case(
@@ -230,3 +232,20 @@ def test_kernel_bind_matches_calling_the_kernel(name: str, kernel: Any, make: Ca
         handle.launch(*[a for i, a in enumerate(args) if i not in constexpr_at])
         for got, want in zip(_tensors(args), _tensors(direct)):
             assert got.numpy().tobytes() == want.numpy().tobytes()
+
+
+def test_an_optional_default_the_handle_was_not_compiled_for_is_cb225_at_launch():
+    """Compiled with a value, a handle may still be prepared (its None default is not coerced at bind);
+    leaving the parameter out at launch is the same mistake as passing None: CB225."""
+    out = torch.zeros(4)
+    compiled = cute.compile(S.optional_window_default, from_dlpack(out).mark_layout_dynamic(), cutlass.Int32(1))
+    h = cute_bind.prepare(compiled, out, 3)
+    h.launch(out, 5)
+    assert out.tolist() == [5.0] * 4
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        h.launch(out)
+    assert info.value.code == "CB225"
+    bound = cute_bind.kernel(S.optional_window_default).bind(out, 2)
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        bound.launch(out)
+    assert info.value.code == "CB225"
