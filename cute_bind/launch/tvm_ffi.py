@@ -161,6 +161,22 @@ class PreparedTvmFfiLaunch:
         """A new handle with its own argument array (e.g. one per thread)."""
         return PreparedTvmFfiLaunch(self._kernel, self._compiled, self._entry, self._kinds, self._specs, self._defaults)
 
+    def __copy__(self) -> PreparedTvmFfiLaunch:
+        """``copy.copy(handle)`` is :meth:`clone`: a copy sharing the launcher would share its close."""
+        return self.clone()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PreparedTvmFfiLaunch:
+        """``copy.deepcopy(handle)`` is :meth:`clone` too (the compiled function is never copied)."""
+        return self.clone()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise D.error(
+            D.HANDLE_NOT_PICKLABLE,
+            kernel=self._kernel,
+            expected="a handle prepared in this process (prepare again after unpickling the arguments)",
+            got="pickle of a PreparedTvmFfiLaunch",
+        )
+
     def close(self) -> None:
         """Later launches raise CB404."""
         if self._closed:

@@ -136,3 +136,26 @@ def test_closed_handles_and_clones(windowed: Any, tvm_path: str) -> None:
     y = torch.zeros(8)
     c.launch(y, torch.ones(8), None, 3, 0, 0.5)
     assert torch.equal(y, torch.full((8,), 3 * 1.5 * 4))
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy"])
+def test_copies_are_clones_closing_one_leaves_the_other(windowed: Any, tvm_path: str, how: str) -> None:
+    import copy
+
+    h = cute_bind.prepare(windowed, torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5)
+    c = copy.copy(h) if how == "copy" else copy.deepcopy(h)
+    assert isinstance(c, PreparedTvmFfiLaunch) and c is not h
+    c.close()
+    assert c.closed and not h.closed
+    y = torch.zeros(8)
+    h.launch(y, torch.ones(8), None, 3, 0, 0.5)
+    assert torch.equal(y, torch.full((8,), 3 * 1.5 * 4))
+
+
+def test_a_handle_cannot_be_pickled_cb405(windowed: Any) -> None:
+    import pickle
+
+    h = cute_bind.prepare(windowed, torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5)
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        pickle.dumps(h)
+    assert info.value.code == "CB405"
