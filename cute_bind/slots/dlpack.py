@@ -178,9 +178,26 @@ def _view(dl: DLTensor, owner: Any = None) -> DLView:
 _FLAG_READ_ONLY: Final = 1
 
 
-def read_capsule(capsule: Any) -> DLView:
-    """Read the ``DLTensor`` inside a DLPack capsule (versioned or not, used or not); the view holds the capsule."""
+#: the names a fresh DLPack export carries; a consumer renames them "used_..." when it takes the tensor
+_FRESH_NAMES = (b"dltensor", b"dltensor_versioned")
+_USED_NAMES = (b"used_dltensor", b"used_dltensor_versioned")
+
+
+def read_capsule(capsule: Any, *, consumed: bool = False) -> DLView:
+    """Read the ``DLTensor`` inside a DLPack capsule (versioned or not); the view holds the capsule.
+
+    A capsule from ``__dlpack__`` must be a fresh export (named ``dltensor`` or
+    ``dltensor_versioned``): any other capsule is not a DLPack tensor (its
+    pointer is something else), and a used one's memory may already be freed.
+    ``consumed=True`` also takes the used names: for a ``from_dlpack`` tensor,
+    whose DSL object consumed the capsule and keeps the tensor alive.
+    """
+    if type(capsule).__name__ != "PyCapsule" or type(capsule).__module__ != "builtins":
+        raise TypeError(f"__dlpack__ returned {type(capsule).__name__}, not a capsule")  # not a tensor at all (CB204)
     name = _api.PyCapsule_GetName(capsule)
+    if name not in _FRESH_NAMES + (_USED_NAMES if consumed else ()):
+        shown = name.decode("utf-8", "replace") if isinstance(name, bytes) else repr(name)
+        raise InvalidDLPack(f"a capsule named {shown!r}, not a fresh DLPack export ('dltensor' or 'dltensor_versioned')")
     pointer = _api.PyCapsule_GetPointer(capsule, name)
     if not pointer:
         raise InvalidDLPack("an empty capsule")

@@ -168,7 +168,7 @@ class TensorKind(SlotKind):
     # ------------------------------------------------------------------ reading values
     def _read(self, value: Any, where: Where) -> _dlpack.DLView:
         if _dsl.is_dsl_tensor(value):
-            return _dlpack.read_capsule(_dsl.dsl_tensor_capsule(value))
+            return _dlpack.read_capsule(_dsl.dsl_tensor_capsule(value), consumed=True)
         if isinstance(value, (bool, int, float, str, bytes)) or value is None:
             raise wrong_kind(where, self.expected(), value)
         if self.device is not None and _dlpack.reader_for(type(value)) is None:

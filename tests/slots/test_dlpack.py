@@ -1,5 +1,8 @@
 """Reading tensors through DLPack: the exchange API route and the capsule route agree."""
 
+import ctypes
+import datetime
+
 import numpy as np
 import pytest
 
@@ -82,3 +85,40 @@ def test_torch_attribute_reader_agrees_with_the_exchange_api():
     for t in _torch_values():
         assert reader(t) == _dlpack.read_exchange(found, t), (t.device, t.dtype, t.shape)
     assert reader(torch.zeros(4, device="meta")) is None and reader(torch.zeros(4).to_sparse()) is None
+
+
+_USED = ctypes.create_string_buffer(b"used_dltensor")  # PyCapsule_SetName keeps the pointer: keep the buffer
+
+
+class _Producer:
+    """A __dlpack__ that hands back whatever capsule (or object) it was given."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.make()
+
+
+def _used_capsule():
+    keep = np.zeros(4, np.float32)
+    capsule = keep.__dlpack__()
+    ctypes.pythonapi.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    ctypes.pythonapi.PyCapsule_SetName(capsule, _USED)  # what a consumer does when it takes the tensor
+    return capsule
+
+
+@pytest.mark.parametrize(
+    "make, fragment",
+    [
+        (lambda: datetime.datetime_CAPI, "'datetime.datetime_CAPI'"),  # another API's capsule: its pointer is no DLTensor
+        (_used_capsule, "'used_dltensor'"),  # consumed already: its memory may be freed
+        (lambda: 12345, "not a capsule"),  # not a tensor at all: a TypeError (CB204 in a slot)
+    ],
+    ids=["foreign capsule", "used capsule", "not a capsule"],
+)
+def test_only_fresh_dlpack_capsules_are_read(make, fragment):
+    with pytest.raises((_dlpack.InvalidDLPack, TypeError)) as info:
+        _dlpack.read(_Producer(make))
+    assert fragment in str(info.value)
+    assert isinstance(info.value, TypeError) == (fragment == "not a capsule")
