@@ -189,6 +189,11 @@ class TensorKind(SlotKind):
                 D.READ_ONLY_BUFFER, kernel=where.kernel, parameter=where.parameter, expected="a writable tensor", got=describe_value(value)
             ) from None
         except Exception as exc:  # not readable, or a hostile __dlpack__ that raised: a typed error
+            if isinstance(exc, BufferError) and getattr(getattr(value, "flags", None), "writeable", True) is False:
+                # NumPy refuses to export a read-only array through unversioned DLPack: it is read-only (CB217)
+                raise D.error(
+                    D.READ_ONLY_BUFFER, kernel=where.kernel, parameter=where.parameter, expected="a writable tensor", got=describe_value(value)
+                ) from None
             raise D.error(
                 D.WRONG_KIND, kernel=where.kernel, parameter=where.parameter, expected=self.expected(), got=f"{describe_value(value)} ({exc})"
             ) from None

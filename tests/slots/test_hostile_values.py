@@ -83,6 +83,19 @@ def test_read_only_array_in_a_pointer_slot_is_cb217(path: str) -> None:
     assert frozen == bytes(24)  # the immutable bytes object was not written
 
 
+def test_read_only_array_in_a_tensor_slot_is_cb217(path: str) -> None:
+    frozen = bytes(16)
+    x = np.ones(4, np.float32)
+    k = cute_bind.kernel(tscale)
+    for h in handles(k.bind(np.zeros(4, np.float32), x, 2.0)):
+        assert code_of(h.launch, np.frombuffer(frozen, np.float32), x, 2.0) == "CB217"
+        ro = np.zeros(4, np.float32)
+        ro.flags.writeable = False
+        assert code_of(h.launch, ro, x, 2.0) == "CB217"
+        assert not ro.any()
+    assert frozen == bytes(16)
+
+
 @pytest.mark.parametrize(
     "make, fragment",
     [
