@@ -307,3 +307,49 @@ def test_source_that_cannot_be_read_is_reported_not_skipped(workdir: Path) -> No
         ["--config-file", str(config), "--cache-dir", str(config.parent / "cache"), "-c", "import cute_bind\n@cute_bind.kernel\ndef f(n): pass\n"]
     )
     assert status == 1 and "could not be read" in stdout and "[cute-bind]" in stdout, stdout
+
+
+DSL_TYPED_DEFAULTS = """\
+import cutlass
+import cutlass.cute as cute
+
+import cute_bind
+
+
+@cute_bind.kernel
+def with_defaults(
+    out: cute_bind.Pointer[cutlass.Int32],
+    value: cutlass.Int32,
+    extra: cutlass.Int32 = cutlass.Int32(5),
+    alpha: cutlass.Float32 = cutlass.Float32(0.5),
+):
+    o = cute.make_tensor(out, cute.make_layout(1))
+    o[0] = value + extra
+
+
+@cute_bind.kernel
+def python_default(out: cute_bind.Pointer[cutlass.Int32], extra: cutlass.Int32 = 5):  # expect: assignment
+    pass
+
+
+def use() -> None:
+    with_defaults(0, 1)
+    with_defaults.bind(0, 1, 2, 0.25)
+"""
+
+
+def test_dsl_typed_defaults_type_check_and_python_ones_are_mypys_own_finding(workdir: Path) -> None:
+    """What docs/concepts/eligibility.md says of defaults: mypy checks a default against its annotation
+    itself (no cute_bind code), so the DSL-typed spelling is clean and `= 5` is mypy's [assignment]."""
+    folder = workdir / "dsl_defaults"
+    folder.mkdir()
+    (folder / "dsl_defaults.py").write_text(DSL_TYPED_DEFAULTS)
+    config = folder / "mypy.ini"
+    # the configuration docs/concepts/eligibility.md gives (mypy reads cutlass's own classes)
+    config.write_text(
+        "[mypy]\nplugins = cute_bind.mypy\nshow_column_numbers = True\nerror_summary = False\n"
+        "[mypy-cutlass.*]\nignore_missing_imports = True\n[mypy-cuda.*]\nignore_missing_imports = True\n"
+    )
+    found = run_mypy(config, str(folder / "dsl_defaults.py"))
+    lines = DSL_TYPED_DEFAULTS.splitlines()
+    assert {(r.line, r.code) for r in found} == {(i, "assignment") for i, line in enumerate(lines, 1) if "# expect: assignment" in line}, found
