@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 __all__ = ["main"]
@@ -134,7 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(p)
     p.set_defaults(func=_cache)
     args = parser.parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except BrokenPipeError:
+        # the reader went away (`cute-bind cache info | head`): stop quietly, as other tools do, and
+        # point stdout at /dev/null so the interpreter's final flush does not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the broken pipe
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
+from ..diagnostics.errors import CuteBindError
 from . import cache_dir, clear, info, prune, size_limit
 from .settings import parse_size
 
@@ -16,8 +18,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=("info", "clear", "prune"), help="info: list entries; clear: remove all; prune: clean up and evict to the size limit")
     p.add_argument("--dir", help="cache folder (default: CUTE_BIND_CACHE_DIR or the user's cache folder)")
     p.add_argument("--max-size", help="prune: size limit such as 512M (default: CUTE_BIND_CACHE_SIZE or 1G)")
-    p.add_argument("--older-than", type=float, metavar="DAYS", help="prune: also remove entries unused for this many days")
+    p.add_argument("--older-than", type=_days, metavar="DAYS", help="prune: also remove entries unused for this many days")
     p.add_argument("--json", action="store_true", help="info: print JSON")
+
+
+def _days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days") from None
+    if not days >= 0:  # also NaN
+        raise argparse.ArgumentTypeError(f"{text!r}: the age must be 0 days or more")
+    return days
 
 
 def _size(n: float) -> str:
@@ -41,7 +53,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"removed {clear(root)} entries from {root}")
         return 0
     if args.action == "prune":
-        limit = parse_size(args.max_size, "--max-size") if args.max_size else size_limit()
+        try:
+            limit = parse_size(args.max_size, "--max-size") if args.max_size else size_limit()
+        except CuteBindError as exc:  # a one-line error, not a traceback
+            first = exc.args[0].splitlines()[0].replace(" (kernel '?')", "")  # a setting, not a kernel's
+            print(f"cute-bind cache prune: {first}", file=sys.stderr)
+            return 2
         removed = prune(root, max_size=limit, older_than_s=args.older_than * 86400 if args.older_than is not None else None)
         print(f"removed {len(removed)} entries from {root} (limit {_size(limit)})")
         return 0

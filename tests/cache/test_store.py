@@ -248,3 +248,38 @@ def test_cli_info_clear_prune(cache_dir, capsys):
     assert "removed 1 entries" in capsys.readouterr().out
     assert cute_bind.cache.info() == []
     cached.affine.clear_cache()
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["cache", "prune", "--max-size", "banana"], "the disk cache setting --max-size is invalid: expected a size"),
+        (["cache", "prune", "--older-than", "-3"], "the age must be 0 days or more"),
+        (["cache", "prune", "--older-than", "soon"], "is not a number of days"),
+    ],
+    ids=["size", "negative age", "not a number"],
+)
+def test_cli_refuses_nonsense_in_one_line(tmp_path, monkeypatch, capsys, argv, fragment):
+    from cute_bind.__main__ import main
+
+    monkeypatch.setenv("CUTE_BIND_CACHE_DIR", str(tmp_path))
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own refusal
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and fragment in err and "Traceback" not in err
+
+
+def test_cli_output_into_a_closed_pipe_stops_quietly(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CUTE_BIND_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "cute_bind", "cache", "info"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader went away before the first line (as `| head -0` does)
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert "BrokenPipeError" not in err and "Traceback" not in err, err
+    assert proc.returncode in (0, 141)
