@@ -234,6 +234,12 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
         elif default is inspect.Parameter.empty:
             default = _REQUIRED
         value = bound.arguments.get(p.name, default)
+        if isinstance(value, _dsl.cuda_stream_class()):
+            # a CUstream (given, or a `stream: cuda.CUstream = cuda.CUstream(0)` default): the entry takes
+            # its handle, an int, as the direct call passes it
+            value = int(value)
+            if p.name not in bound.arguments:
+                default = value
         kind, spec = _kind_of(value)
         if p.name in entry.pointer_parameters:
             # the DSL passes a pointer parameter's int address as is, after checking it is >= 0;

@@ -15,6 +15,7 @@ from tests.optional import torch_or_skip
 
 torch = torch_or_skip()
 pytest.importorskip("tvm_ffi")
+import cuda.bindings.driver as cuda  # noqa: E402
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 from cutlass.cute.runtime import from_dlpack, make_fake_stream  # noqa: E402
@@ -159,3 +160,19 @@ def test_a_handle_cannot_be_pickled_cb405(windowed: Any) -> None:
     with pytest.raises(cute_bind.CuteBindError) as info:
         pickle.dumps(h)
     assert info.value.code == "CB405"
+
+
+def test_a_stream_default_of_the_compiled_function_is_taken_as_the_call_takes_it(tvm_path: str) -> None:
+    """quack/FlashAttention style: `stream: cuda.CUstream = cuda.CUstream(0)` left out at prepare and launch."""
+    scaler = S.Scaler(0.25)
+    o, x = torch.zeros(8), _r(3, 8)
+    marked = [from_dlpack(t).mark_layout_dynamic() for t in (o, x)]
+    compiled = cute.compile(scaler, *marked, False, cutlass.Float32(1.0), make_fake_stream(), options="--enable-tvm-ffi")
+    h = cute_bind.prepare(compiled, o, x, 0.5)  # the stream left out, as calling compiled(o, x, 0.5) leaves it
+    mine, theirs = torch.zeros(8), torch.zeros(8)
+    h.launch(mine, x, 0.75)
+    compiled(theirs, x, 0.75)
+    assert torch.equal(mine.view(torch.int32), theirs.view(torch.int32))
+    h.launch(mine, x, 0.5, cuda.CUstream(0))  # a stream object given at launch: the call's own path
+    compiled(theirs, x, 0.5, cuda.CUstream(0))
+    assert torch.equal(mine.view(torch.int32), theirs.view(torch.int32))
