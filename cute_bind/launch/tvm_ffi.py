@@ -120,10 +120,28 @@ class PreparedTvmFfiLaunch:
     def _direct(self, *args: Any, **kwargs: Any) -> Any:
         if self._closed:
             raise D.error(D.HANDLE_CLOSED, kernel=self._kernel, expected="an open handle")
-        return self._compiled(*args, **kwargs)
+        return self._slow(args, kwargs)
 
     def _slow(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return self._compiled(*args, **kwargs)
+        """The compiled call itself (what the C launcher does not take as is); its errors as catalog errors."""
+        try:
+            return self._compiled(*args, **kwargs)
+        except D.CuteBindError:
+            raise
+        except Exception as exc:
+            raise self._call_error(args, kwargs, exc) from exc
+
+    def _call_error(self, args: tuple[Any, ...], kwargs: dict[str, Any], exc: Exception) -> Exception:
+        import inspect
+
+        try:  # a wrong count or keyword, said as prepare() says it
+            inspect.Signature(list(self._entry.parameters)).bind(*args, **kwargs)
+        except TypeError as bad:
+            return D.error(D.UNEXPECTED_ARGUMENT, kernel=self._kernel, expected="the compiled function's arguments", got=str(bad))
+        # what the entry or its argument conversion refused (a dtype, a read-only or meta tensor...)
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        return D.error(D.TVM_FFI_CALL_ERROR, kernel=self._kernel, expected="arguments the compiled function takes", got=f"{type(exc).__name__}: {first}")
 
     def _fail(self, kind: str, message: str, backtrace: str) -> None:
         cause = _dsl.tvm_ffi_error(kind, message, backtrace)

@@ -89,11 +89,9 @@ def test_entry_errors_are_cb309_chained_to_the_direct_calls(windowed: Any, tvm_p
         windowed(*bad)
     with pytest.raises(ValueError) as info:
         h.launch(*bad)
-    if tvm_path == "c":
-        assert info.value.code == "CB309"  # type: ignore[attr-defined]
-        assert type(info.value.__cause__) is type(direct.value) and str(direct.value) in str(info.value.__cause__)
-    else:
-        assert str(info.value) == str(direct.value)
+    # both paths: the C launcher's entry call and the compiled call it falls back to
+    assert info.value.code == "CB309"  # type: ignore[attr-defined]
+    assert type(info.value.__cause__) is type(direct.value) and str(direct.value) in str(info.value.__cause__)
 
 
 @pytest.mark.parametrize(
@@ -109,8 +107,28 @@ def test_what_the_entry_refuses_is_refused_as_the_direct_call_refuses_it(windowe
         windowed(*args)
     with pytest.raises(Exception) as info:
         h.launch(*args)
-    cause = info.value.__cause__ if tvm_path == "c" and isinstance(info.value, cute_bind.CuteBindError) else info.value
+    assert isinstance(info.value, cute_bind.CuteBindError) and info.value.code == "CB309"
+    cause = info.value.__cause__
     assert type(cause) is type(direct.value) and str(cause) == str(direct.value)
+
+
+@pytest.mark.parametrize(
+    "call, code",
+    [
+        (lambda h, a: h.launch(*a[:3]), "CB202"),  # too few: said as prepare() says it
+        (lambda h, a: h.launch(*a, 1), "CB202"),  # too many
+        (lambda h, a: h.launch(*a, nonsense=1), "CB202"),
+        (lambda h, a: h.launch(torch.empty(8, device="meta"), *a[1:]), "CB309"),  # the conversion refuses a meta tensor
+        (lambda h, a: h.launch(a[0], "x", *a[2:]), "CB309"),
+    ],
+    ids=["too_few", "too_many", "keyword", "meta_tensor", "str_for_tensor"],
+)
+def test_every_refusal_is_a_catalog_error_chained_to_the_calls_own(windowed: Any, tvm_path: str, call: Any, code: str) -> None:
+    h = cute_bind.prepare(windowed, torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5)
+    args = [torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5]
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        call(h, args)
+    assert info.value.code == code and info.value.__cause__ is not None
 
 
 @pytest.mark.parametrize(
