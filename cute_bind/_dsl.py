@@ -366,6 +366,33 @@ def jit(fn: Any, raw: Any) -> Any:
     return fn
 
 
+def compile_options_problem(options: str) -> str | None:
+    """Why ``cute.compile(..., options=options)`` would refuse ``options``, or ``None``.
+
+    Parsed with the DSL's own parser (``base_dsl.compiler._parse_compile_options_from_str``)
+    so that a typo is reported at decoration instead of at the first compile;
+    argparse's usage text goes nowhere. Where the DSL has no such parser, nothing
+    is checked here (the compile still refuses a bad string).
+    """
+    import contextlib
+    import io
+
+    try:
+        parse = importlib.import_module("cutlass.base_dsl.compiler")._parse_compile_options_from_str
+    except Exception:
+        return None
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            parse(options)
+    except BaseException as exc:  # the DSL's DSLUserCodeError, or argparse's SystemExit
+        if isinstance(exc, (KeyboardInterrupt, MemoryError)):
+            raise
+        said = [line.split("error:", 1)[1].strip() for line in err.getvalue().splitlines() if "error:" in line]
+        return said[0] if said else (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return None
+
+
 def preprocessing_source(fn: Any) -> str | None:
     """Why the DSL cannot rewrite ``fn``'s control flow (it reads the source), or ``None`` if it can."""
     import inspect

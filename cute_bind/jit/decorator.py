@@ -63,6 +63,13 @@ class Kernel(_CallBase, Generic[P]):
                 expected="compile options without it (TVM-FFI compiled functions: cute_bind.prepare)",
                 got=repr(compile_options),
             )
+        if compile_options:
+            problem = _dsl.compile_options_problem(compile_options)
+            if problem is not None:
+                raise D.error(
+                    D.INVALID_OPTION, kernel=self.name, parameter="compile_options",
+                    expected=f"options cute.compile accepts ({problem})", got=repr(compile_options),
+                )  # fmt: skip
         self.compile_options = compile_options
         self.checked = checked
         self.cache = cache  # the disk cache (cute_bind/cache/); the in-process one below is always on

@@ -119,6 +119,23 @@ def test_invalid_options(options, param):
     assert (info.value.code, info.value.parameter) == ("CB110", param)
 
 
+@pytest.mark.parametrize("options", ["--bogus-flag", "--opt-level two"])
+def test_compile_options_the_dsl_refuses_are_cb110_at_decoration(options, capsys):
+    from cute_bind import _dsl
+
+    if _dsl.compile_options_problem("--bogus-flag") is None:
+        pytest.skip("the installed DSL has no compile-options parser to ask")
+    with pytest.raises(cute_bind.KernelDefinitionError) as info:
+        cute_bind.kernel(compile_options=options)(K.ok_all_kinds)
+    assert (info.value.code, info.value.parameter) == ("CB110", "compile_options")
+    assert repr(options) in str(info.value)
+    assert "usage:" not in capsys.readouterr().err  # argparse's usage text is not printed
+
+
+def test_compile_options_the_dsl_accepts_decorate():
+    assert cute_bind.kernel(compile_options="--opt-level 2")(K.ok_all_kinds).compile_options == "--opt-level 2"
+
+
 def test_bare_and_with_options():
     assert isinstance(cute_bind.kernel(K.ok_all_kinds), cute_bind.Kernel)
     k = cute_bind.kernel(name="renamed", checked=True)(K.ok_all_kinds)
