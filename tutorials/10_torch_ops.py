@@ -240,8 +240,8 @@ def main() -> None:
         return
     device = "cuda" if GPU else "cpu"
     scale_add_op, scale_op, scale_add_ = make_ops()
+    register_backward(scale_add_op, scale_op)  # before anything traces the op (opcheck below): CB707 after
     run_eager(scale_add_op, scale_add_, device)
-    register_backward(scale_add_op, scale_op)
     run_model_step(scale_add_op, device)
     if GPU:
         run_cuda_graphs(scale_add_op)

@@ -49,6 +49,7 @@ __all__ = [
     "DSL_DECORATOR_ABOVE",
     "DEVICE_KERNEL",
     "WRAPPED_WITHOUT_JIT",
+    "OP_AUTOGRAD_TOO_LATE",
     "INELIGIBLE_OPTIONAL",
     "TVM_FFI_KERNEL",
     "MISSING_ARGUMENT",
@@ -2065,6 +2066,41 @@ raise cute_bind.error(
     Give the kernel a stream parameter (`stream: cuda.CUstream = None`) and
     launch its device code with `stream=stream`; the op fills it. Keep the
     op's tensors on the capturing device.
+    """,
+)
+
+OP_AUTOGRAD_TOO_LATE = _entry(
+    "CB707",
+    "op-autograd-too-late",
+    E.KernelDefinitionError,
+    summary="register_autograd was called on a torch op after the op was first traced.",
+    message="kernel '{kernel}', op '{parameter}': got {got}; expected {expected}",
+    explanation="""
+    torch records what it learns of an op the first time it traces it
+    (under `torch.compile`, `torch.library.opcheck` or a FakeTensor): a
+    backward formula registered after that is missing from later compiled
+    graphs, whose gradients then come back `None` with only a warning. So a
+    `cute_bind.torch` op refuses `register_autograd` once its fake
+    implementation has run.
+    """,
+    example=_PRELUDE
+    + """
+import torch
+import cute_bind.torch as cbt
+
+@cute_bind.kernel
+def scale(out: cute.Tensor, x: cute.Tensor, alpha: cutlass.Float32):
+    for i in range(cute.size(out)):
+        out[i] = x[i] * alpha
+
+op = cbt.op("cbexample707::scale", scale, outputs={"out": cbt.like("x")})
+torch.compile(lambda x: op(x, 2.0), backend="eager", fullgraph=True)(torch.ones(4))  # traced once
+
+op.register_autograd(lambda ctx, grad: (grad * 2.0, None))   # -> CB707
+""",
+    fix="""
+    Call `op.register_autograd(...)` right after `cute_bind.torch.op(...)`,
+    before anything compiles, traces or opchecks the op.
     """,
 )
 

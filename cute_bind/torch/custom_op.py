@@ -136,6 +136,7 @@ class TorchOp:
     overload: Any
     _impl: Callable[..., Any]
     _fake: list[Callable[..., Any]]
+    _traced: list[bool]
 
     def __init__(self) -> None:  # pragma: no cover - instances come from op()
         raise TypeError("make a TorchOp with cute_bind.torch.op(...)")
@@ -153,9 +154,18 @@ class TorchOp:
         non-tensors); ``setup_context(ctx, inputs, output)`` saves what it needs.
         Eager calls with an input that requires grad then go through torch's
         dispatcher, so the formula runs. Register it before the op is first
-        compiled: compiled graphs keep what they traced. Only a functional op
+        traced (``torch.compile``, ``opcheck``, a FakeTensor call): torch keeps
+        what it learnt at that trace, so later it raises CB707. Only a functional op
         (one with ``outputs``, no ``mutates_args``) can have one, as in torch.
         """
+        if self._traced[0]:
+            # torch keeps what it learnt of the op at its first trace: a backward added now is
+            # missing from later compiles (gradients silently None), so refuse instead
+            raise D.error(
+                D.OP_AUTOGRAD_TOO_LATE, kernel=self.kernel.name, parameter=self.name,
+                expected="register_autograd before the op is first traced (torch.compile, opcheck, FakeTensor)",
+                got="register_autograd after the op was traced",
+            )  # fmt: skip
         self._torch().library.register_autograd(self.name, backward, setup_context=setup_context, lib=self.library)
 
     def register_fake(self, fn: Callable[..., Any], /) -> None:
@@ -453,7 +463,13 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
         ) from exc
     lib.impl(opname, impl, "CompositeExplicitAutograd")
     fake: list[Callable[..., Any]] = [_fake(rt, plan, allocs)]
-    torch.library.register_fake(name, lambda *args, **kwargs: fake[0](*args, **kwargs), lib=lib)
+    traced = [False]  # the fake runs only under tracing (torch.compile, opcheck, FakeTensor): register_autograd checks it
+
+    def fake_impl(*args: Any, **kwargs: Any) -> Any:
+        traced[0] = True
+        return fake[0](*args, **kwargs)
+
+    torch.library.register_fake(name, fake_impl, lib=lib)
     _LIBRARIES.append(lib)  # registrations live as long as their Library: keep it for the process
     overload = getattr(getattr(torch.ops, ns), opname).default
     namespace["_cb_overload"] = overload  # the generated call reads it at call time
@@ -467,6 +483,7 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
     obj.overload = overload
     obj._impl = impl
     obj._fake = fake
+    obj._traced = traced
     obj.__signature__ = _python_signature(plan)  # type: ignore[attr-defined]
     return obj
 

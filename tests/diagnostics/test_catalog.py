@@ -28,6 +28,7 @@ KNOWN_CODES = [
     "CB601", "CB602",  # compiling and specializing
     "CB605", "CB606", "CB607", "CB608", "CB609",
     "CB118",  # a user's own wrapper with nothing jitted under it
+    "CB707",  # register_autograd after the op was traced
 ]  # fmt: skip
 
 

@@ -127,3 +127,23 @@ def test_autograd_through_the_compiled_op():
     assert torch.allclose(x1.grad, x2.grad)
     expected = 2 * 3.0 * x2.detach().sin() * 3.0 * x2.detach().cos()
     assert torch.allclose(x2.grad, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [
+        lambda op: torch.compile(lambda x: op(x, 2.0), fullgraph=True, backend="eager")(torch.ones(5)),
+        lambda op: torch.library.opcheck(op.overload, (torch.ones(5), 2.0)),
+    ],
+    ids=["torch.compile", "opcheck"],
+)
+def test_register_autograd_after_a_trace_is_cb707(opname, trace):
+    """A backward registered after torch traced the op would be missing from later compiles
+    (gradients silently None): refused, and the op keeps working."""
+    k = cute_bind.kernel(host.tscale)
+    scaled = cbt.op(opname("late_grad"), k, outputs={"out": "inp"})
+    trace(scaled)
+    with pytest.raises(cute_bind.KernelDefinitionError) as info:
+        scaled.register_autograd(lambda ctx, grad: (grad * 2.0, None))
+    assert info.value.code == "CB707" and scaled.name in str(info.value)
+    assert torch.equal(scaled(torch.ones(5), 2.0), torch.full((5,), 2.0))
