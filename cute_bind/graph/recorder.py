@@ -144,6 +144,7 @@ class Step:
             self.writers.append(w)
         self.effects: dict[Item, Effect] = {}
         self.base: Capture | None = None
+        self.mapped: bytes = b""  # the values the base capture was taken with
         self.noise: dict[tuple[int, int], set[int]] = {}
         self.nodes: list[int] = []  # graph node index of each of the step's kernel nodes
         self.plan: dict[Item, list[tuple[_NodeBuffer, int]]] = {}
@@ -259,6 +260,8 @@ class Graph:
         return step
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self._state == "closed":  # closed inside the block: close() ended the capture already
+            return
         t0 = time.perf_counter()
         try:
             graph = self._end_recording(exc_type is not None)
@@ -365,6 +368,7 @@ class Graph:
                     results.append(classify(base, self._capture(step, bytes(probe)), old, new, noise))
                 effects[it] = combine(results)
             step.base, step.noise, step.effects = base, noise, effects
+            step.mapped = data  # the values the base capture holds (what _match looks for)
         finally:
             handle._storage[: len(saved)] = saved
 
@@ -612,13 +616,19 @@ class Graph:
                 self._refresh_fast(st)
                 return set_pointer
 
+            # several locations: (targets, keys) for the current recording, rebuilt after a re-record
+            where = [self.stats.rerecords, targets, keys]
+
             def set_pointer_n(value: Any) -> None:
                 if value.__class__ is not int or not 0 <= value < _U64:
                     set_slow(st, j, value)
                     return
-                for b, off in targets:
+                if where[0] != self.stats.rerecords:
+                    plan = st.plan.get(it, ())
+                    where[:] = [self.stats.rerecords, ((st.data, it.start), *((b.buf, o) for b, o in plan)), tuple({b.key: b.pair for b, _ in plan}.items())]
+                for b, off in where[1]:
                     pack(b, off, value)
-                dirty.update(keys)
+                dirty.update(where[2])
 
             return set_pointer_n
 
@@ -670,8 +680,11 @@ class Graph:
         self._check_rerecordable(first, "?")
         for s in self._steps:
             self._sync(s, s.items)
-        for index in sorted(self._pending):
-            self._map(self._steps[index])
+        # A step is found in the new graph by its nodes as captured when it was mapped: one whose
+        # values changed since (an in-place update) is mapped again too, or it would not be found.
+        for s in self._steps:
+            if s.index in self._pending or bytes(s.data) != s.mapped:
+                self._map(s)
         drv = self._driver
         saved = [(s.handle, s.handle.storage_bytes()) for s in self._steps]
         drv.begin_capture(self._stream)
@@ -682,10 +695,16 @@ class Graph:
             graph = drv.end_capture(self._stream)
             for h, data in saved:
                 h._storage[: len(data)] = data
-        old_graph, old_exec = self._graph, self._exec
-        self._graph, self._nodes = graph, drv.nodes(graph)
-        self._match()
-        self._exec = drv.instantiate(graph)
+        old_graph, old_exec, old_nodes = self._graph, self._exec, self._nodes
+        try:
+            self._graph, self._nodes = graph, drv.nodes(graph)
+            self._match()
+            self._exec = drv.instantiate(graph)
+        except BaseException:
+            # the new capture is dropped (no leak); the step stays pending, so the next replay tries again
+            self._graph, self._exec, self._nodes = old_graph, old_exec, old_nodes
+            drv.destroy_graph(graph)
+            raise
         drv.destroy_exec(old_exec)
         drv.destroy_graph(old_graph)
         self._pending.clear()
@@ -697,7 +716,13 @@ class Graph:
         """Release the executable graph and the graph (a torch-recorded graph stays torch's)."""
         if self._state == "closed":
             return
+        recording = self._state == "recording"
         self._state = "closed"
+        if recording:  # closed (or collected) inside the with block: end the stream capture, keep nothing
+            try:
+                self._end_recording(failed=True)
+            except CuteBindError:
+                pass
         if self._torch_graph is None:
             try:
                 if self._exec is not None:

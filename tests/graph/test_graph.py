@@ -467,3 +467,81 @@ def test_updates_as_whole_argument_lists():
     with pytest.raises(cute_bind.LaunchArgumentError):
         g.replay({steps[0]: new[0][:2]})  # too few arguments: the handle's own CB201
     g.close()
+
+
+def test_rerecord_after_another_step_was_updated_in_place():
+    """A re-record finds every step in the new graph, also one updated in place since it was mapped."""
+    o1, i1, o2, i2 = arr(300), arr(301), arr(302), arr(303)
+    a = bind(K.scale, addr(o1), addr(i1), 1.0, N, 0)
+    b = bind(K.scale_grid, addr(o2), addr(i2), 1.0, N, 0)
+    g, (sa, sb) = record([(a, (addr(o1), addr(i1), 2.0, N, 0)), (b, (addr(o2), addr(i2), 2.0, N, 0))], derived="rerecord")
+    g.replay({sa: {"alpha": 3.0}})  # in place
+    FAKE.synchronize()
+    o1[:], o2[:] = 0, 0
+    g.replay({sb: {"n": 32}})  # derived: re-records, with step 0 at alpha 3
+    FAKE.synchronize()
+    assert g.stats.rerecords == 1
+    got = (o1.copy(), o2.copy())
+    o1[:], o2[:] = 0, 0
+    eager([(a, (addr(o1), addr(i1), 3.0, N, 0)), (b, (addr(o2), addr(i2), 2.0, 32, 0))])
+    assert got[0].tobytes() == o1.tobytes() and got[1].tobytes() == o2.tobytes()
+    g.close()
+
+
+def test_a_failed_rerecord_leaves_no_captured_graph_behind(monkeypatch):
+    o, i = arr(310), arr(311)
+    h = bind(K.scale_grid, addr(o), addr(i), 1.0, N, 0)
+    g, (s,) = record([(h, (addr(o), addr(i), 2.0, N, 0))], derived="rerecord")
+    calls = dict(FAKE.calls)
+
+    def no_match():
+        raise cute_bind.error(cute_bind.CATALOG["CB805"], kernel="scale_grid", detail="injected", expected="a match", got="none")
+
+    monkeypatch.setattr(g, "_match", no_match)
+    with pytest.raises(cute_bind.CuteBindError):
+        g.replay({s: {"n": 32}})
+    ended = FAKE.calls["end_capture"] - calls.get("end_capture", 0)
+    destroyed = FAKE.calls["destroy_graph"] - calls.get("destroy_graph", 0)
+    assert ended == destroyed  # every capture of the failed re-record was destroyed
+    monkeypatch.undo()
+    g.replay()  # the step is still pending: this replay re-records for real
+    assert g.stats.rerecords == 1
+    g.close()
+
+
+def test_a_pointer_updater_for_several_nodes_follows_rerecords():
+    out, tmp, inp, other = arr(320), arr(321), arr(322), arr(323)
+    h = bind(K.scale_then_add_grid, addr(out), addr(tmp), addr(inp), 1.5, N, 0)
+    g, (s,) = record([(h, (addr(out), addr(tmp), addr(inp), 1.5, N, 0))], derived="rerecord")
+    set_inp = g.updater(s, "inp")  # inp reaches both kernel nodes
+    g.replay({s: {"n": 32}})  # re-record: new nodes, new parameter buffers
+    FAKE.synchronize()
+    set_inp(addr(other))
+    g.replay()
+    FAKE.synchronize()
+    got = out.copy()
+    ref_o, ref_t = arr(320), arr(321)
+    eager([(h, (addr(ref_o), addr(ref_t), addr(other), 1.5, 32, 0))])
+    assert got.tobytes() == ref_o.tobytes()
+    g.close()
+
+
+def test_close_inside_the_block_ends_the_capture_and_stays_closed():
+    o, i = arr(330), arr(331)
+    args = (addr(o), addr(i), 2.0, N, 0)
+    h = bind(K.scale, *args)
+    g = cute_bind.graph(0, driver=FAKE)
+    g.__enter__()
+    g.launch(h, *args)
+    g.close()
+    assert not FAKE._capturing  # the stream is not left capturing
+    with cute_bind.graph(0, driver=FAKE) as g2:  # so the next graph records
+        g2.launch(h, *args)
+    g2.close()
+    with cute_bind.graph(0, driver=FAKE) as g3:
+        s = g3.launch(h, *args)
+        g3.close()
+    assert "closed" in repr(g3)
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        g3.replay({s: {"alpha": 5.0}})
+    assert info.value.code == "CB806"

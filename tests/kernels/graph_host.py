@@ -130,6 +130,13 @@ def scale_then_add(out: F32, tmp: F32, inp: F32, alpha: cutlass.Float32, n: cutl
 
 
 @cute.jit
+def scale_then_add_grid(out: F32, tmp: F32, inp: F32, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream, box: cutlass.Constexpr[int]):
+    """scale_then_add with a grid derived from n: inp reaches two nodes, and another n re-records."""
+    fake_launch(box, 1, (n + 127) // 128, 128, ("ptr", tmp), ("ptr", inp), ("f32", alpha), ("i32", n))
+    fake_launch(box, 3, (n + 127) // 128, 128, ("ptr", out), ("ptr", tmp), ("ptr", inp), ("i32", n))
+
+
+@cute.jit
 def mix(out: F64, i8: cutlass.Int8, i16: cutlass.Int16, u32: cutlass.Uint32, i64: cutlass.Int64, d: cutlass.Float64, flag: cutlass.Boolean,
         stream: cuda.CUstream, box: cutlass.Constexpr[int]):  # fmt: skip
     """Scalars of several kinds, the narrow ones widened to 32 bits by the host function."""
