@@ -467,6 +467,7 @@ class Graph:
 
     def set_policy(self, step: Step | int | PreparedLaunch[Any], parameter: str, policy: Literal["fixed", "rerecord"]) -> None:
         """What a replay does when ``parameter`` of ``step`` changes and is not updatable in place."""
+        self._require_ready("set_policy applies to a recorded graph")
         st = self._step(step)
         j = self._slot_index(st, parameter)
         if policy not in ("fixed", "rerecord"):
@@ -492,6 +493,10 @@ class Graph:
             )
 
     # ------------------------------------------------------------------ replay
+    def _require_ready(self, detail: str) -> None:
+        if self._state != "ready":
+            raise self._misuse(detail, "a recorded graph", f"a graph that is {self._state}")
+
     def _misuse(self, detail: str, expected: str, got: str) -> CuteBindError:
         kernel = self._steps[0].kernel if self._steps else "graph"
         return D.error(D.GRAPH_MISUSE, kernel=kernel, detail=detail, expected=expected, got=got)
@@ -542,6 +547,7 @@ class Graph:
                 data[it.start : it.end] = buf.buf[off : off + it.end - it.start]
 
     def _set(self, st: Step, j: int, value: Any) -> None:
+        self._require_ready("updates apply to a recorded graph")  # also a saved updater after close()
         slot = st.slots[j]
         packed = slot.coerce(value, st.wheres[j])
         vals = packed if slot.packs_tuple else (packed,)
@@ -587,6 +593,7 @@ class Graph:
         For a pointer rewritten in place it writes an int address straight
         into the node buffers; other values go through ``update``'s checks.
         """
+        self._require_ready("updaters belong to a recorded graph (after the with block)")
         st = self._step(step)
         j = self._slot_index(st, parameter)
         items = st.slot_items[j]
@@ -620,7 +627,7 @@ class Graph:
             where = [self.stats.rerecords, targets, keys]
 
             def set_pointer_n(value: Any) -> None:
-                if value.__class__ is not int or not 0 <= value < _U64:
+                if value.__class__ is not int or not 0 <= value < _U64 or self._state != "ready":
                     set_slow(st, j, value)
                     return
                 if where[0] != self.stats.rerecords:
@@ -651,9 +658,16 @@ class Graph:
         if self._state != "ready":
             raise self._misuse("replay launches a recorded graph", "a recorded graph", f"a graph that is {self._state}")
         if updates:
+            if not isinstance(updates, abc.Mapping):
+                raise self._misuse("replay takes {step: {parameter: value}} or {step: (arguments...)}", "a mapping of steps", type(updates).__name__)
             for key, values in updates.items():
                 st = self._step(key)
                 # the whole argument list (as handle.launch takes it), or some parameters by name
+                if not isinstance(values, (abc.Mapping, tuple, list)):
+                    raise self._misuse(
+                        f"the update of step {st.index} is its parameters by name or its whole argument list",
+                        "a mapping {parameter: value} or a tuple/list of arguments", type(values).__name__,
+                    )  # fmt: skip
                 named = values if isinstance(values, abc.Mapping) else self._bind_all(st, values)
                 for name, value in named.items():
                     self._set(st, self._slot_index(st, name), value)
@@ -734,6 +748,9 @@ class Graph:
         self._exec = self._graph = None
         self._buffers.clear()
         self._dirty.clear()
+        for step in self._steps:  # saved pointer updaters now take the checked path (CB806)
+            for ref in step.fast.values():
+                ref[:] = [None, 0, 0, None]
 
     def __del__(self) -> None:
         try:

@@ -545,3 +545,41 @@ def test_close_inside_the_block_ends_the_capture_and_stays_closed():
     with pytest.raises(cute_bind.CuteBindError) as info:
         g3.replay({s: {"alpha": 5.0}})
     assert info.value.code == "CB806"
+
+
+@pytest.mark.parametrize(
+    "misuse",
+    [
+        lambda g, s, saved: g.replay([(s, {"alpha": 1.0})]),  # a list of pairs, not a mapping
+        lambda g, s, saved: g.replay({s: 5}),
+        lambda g, s, saved: g.replay({s: None}),
+    ],
+    ids=["updates_not_a_mapping", "update_an_int", "update_none"],
+)
+def test_malformed_updates_are_cb806(misuse):
+    o, i = arr(340), arr(341)
+    h = bind(K.scale, addr(o), addr(i), 1.0, N, 0)
+    g, (s,) = record([(h, (addr(o), addr(i), 2.0, N, 0))])
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        misuse(g, s, None)
+    assert info.value.code == "CB806"
+    g.close()
+
+
+def test_updaters_and_policies_need_a_recorded_open_graph():
+    o, i = arr(350), arr(351)
+    args = (addr(o), addr(i), 2.0, N, 0)
+    h = bind(K.scale, *args)
+    with cute_bind.graph(0, driver=FAKE) as g:
+        s = g.launch(h, *args)
+        with pytest.raises(cute_bind.CuteBindError) as info:
+            g.updater(s, "out")  # inside the block: nothing is mapped yet
+        assert info.value.code == "CB806"
+    saved = g.updater(s, "out")
+    g.close()
+    before = o.copy()
+    for misuse in (lambda: g.set_policy(s, "n", "fixed"), lambda: g.updater(s, "out"), lambda: saved(addr(i)), lambda: g.update(s, alpha=3.0)):
+        with pytest.raises(cute_bind.CuteBindError) as info:
+            misuse()
+        assert info.value.code == "CB806"
+    assert o.tobytes() == before.tobytes()
