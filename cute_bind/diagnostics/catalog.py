@@ -49,6 +49,7 @@ __all__ = [
     "DSL_DECORATOR_ABOVE",
     "DEVICE_KERNEL",
     "WRAPPED_WITHOUT_JIT",
+    "INVALID_DEFAULT",
     "OP_AUTOGRAD_TOO_LATE",
     "INELIGIBLE_OPTIONAL",
     "TVM_FFI_KERNEL",
@@ -598,6 +599,27 @@ def fill(out: cute_bind.Pointer[cutlass.Int32], n: cutlass.Int32):
     (`@cute_bind.kernel`, `@logged`, `@cute.jit`, `def ...`), or apply your
     decorator above `@cute_bind.kernel`.
     """,
+)
+
+INVALID_DEFAULT = _entry(
+    "CB119",
+    "invalid-default",
+    E.KernelDefinitionError,
+    summary="A scalar parameter's default is not a value its slot takes.",
+    message="kernel '{kernel}', parameter '{parameter}': the default {got} is not a value for this slot; expected {expected}",
+    explanation="""
+    A launch that leaves a parameter out writes its default into the slot,
+    so the default must be a value the slot takes: an int in range for an
+    integer type, a number for a float type. It is checked once, at
+    decoration, rather than at the first call that leaves the argument out.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def fill(out: cute_bind.Pointer[cutlass.Int32], n: cutlass.Uint8 = 300):   # 300 does not fit a Uint8 -> CB119
+    pass
+""",
+    fix="Give the parameter a default of its own type and range (`n: cutlass.Uint8 = 255`, or `cutlass.Uint8(255)`).",
 )
 
 INELIGIBLE_OPTIONAL = _entry(

@@ -11,7 +11,7 @@ from .. import _dsl
 from .. import _whitelist as W
 from .. import diagnostics as D
 from ..diagnostics.errors import CuteBindError
-from ..slots import Constexpr, Rejected, SlotKind, classify
+from ..slots import Constexpr, Rejected, SlotKind, Where, classify, describe_value
 
 __all__ = ["Param", "KernelSignature", "read_signature", "check_function", "unwrap"]
 
@@ -118,6 +118,18 @@ def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None
         if isinstance(found, Rejected):
             problems.append(D.error(found.diagnostic, kernel=name, parameter=p.name, expected=W.expected_for(found.diagnostic.code), got=found.got, detail=found.detail))
             continue
+        if p.default is not _EMPTY and not isinstance(found, Constexpr) and found.kind == "scalar":
+            # a scalar default is written by every launch that leaves it out: check it once, now
+            try:
+                found.coerce(p.default, Where(name, p.name))
+            except CuteBindError:
+                problems.append(
+                    D.error(
+                        D.INVALID_DEFAULT, kernel=name, parameter=p.name, expected=found.expected(),
+                        got=describe_value(p.default),
+                    )  # fmt: skip
+                )
+                continue
         params.append(
             Param(
                 name=p.name,

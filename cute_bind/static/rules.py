@@ -191,8 +191,17 @@ class _Scope:
         if live:
             preferred = [b for b in live if not b.fallback]
             return (preferred or live)[-1]
+        if name in _BUILTINS:
+            # `from cutlass import *` does not rebind `int`, `float`, `list`, `tuple`...: a star
+            # import is taken to export no builtin's name (the modules users star-import do not)
+            return None
         stars = [b for b in self.stars if not b.typing_only and (before is None or b.line < before)]
-        return stars[-1] if stars else None
+        for star in reversed(stars):
+            # cute_bind's own exports are known: a name it does not export comes from an earlier star
+            if star.target == "cute_bind" and name not in _cute_bind_exports():
+                continue
+            return star
+        return None
 
     def lookup(self, name: str, before: int | None) -> _Binding | Literal["builtin"] | None:
         """Resolve ``name`` as Python would when evaluating in this scope.
@@ -217,6 +226,14 @@ class _Scope:
         while scope.parent is not None:
             scope = scope.parent
         return scope
+
+
+@functools.lru_cache(maxsize=1)
+def _cute_bind_exports() -> frozenset[str]:
+    """What ``from cute_bind import *`` binds (its ``__all__``)."""
+    import cute_bind
+
+    return frozenset(getattr(cute_bind, "__all__", ()))
 
 
 def _is_type_checking(test: ast.expr) -> bool:

@@ -29,6 +29,7 @@ KNOWN_CODES = [
     "CB605", "CB606", "CB607", "CB608", "CB609",
     "CB118",  # a user's own wrapper with nothing jitted under it
     "CB707",  # register_autograd after the op was traced
+    "CB119",  # a scalar default its slot does not take
 ]  # fmt: skip
 
 
