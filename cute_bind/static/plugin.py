@@ -53,7 +53,7 @@ import os
 from typing import Callable
 
 from mypy.errorcodes import ErrorCode
-from mypy.nodes import CallExpr, Context, Decorator, RefExpr, StrExpr
+from mypy.nodes import ARG_STAR, ARG_STAR2, CallExpr, Context, Decorator, RefExpr, StrExpr
 from mypy.options import Options
 from mypy.plugin import AnalyzeTypeContext, CheckerPluginInterface, FunctionContext, Plugin, ReportConfigContext
 from mypy.types import AnyType, CallableType, Instance, Parameters, TupleType, Type, TypeOfAny, get_proper_type
@@ -126,7 +126,7 @@ class CuteBindPlugin(Plugin):
     def _kernel_hook(self, ctx: FunctionContext) -> Type:
         if isinstance(ctx.context, Decorator):
             self._check_kernel(ctx.context, ctx.api)
-            return _runtime_values(ctx.default_return_type)
+            return _runtime_values(_own_parameters(ctx.default_return_type, ctx.context))
         returned = get_proper_type(ctx.default_return_type)
         if isinstance(returned, CallableType):
             # ``kernel(name=...)``: the decorator proper is what this returns.
@@ -200,6 +200,28 @@ def _not_visible(options: Options) -> str | None:
         "checkout writes a plain path entry mypy reads; from an older one add "
         "`--config-settings editable_mode=compat`), or add the folder holding cute_bind/ to mypy_path."
     )
+
+
+def _own_parameters(kernel_type: Type, dec: Decorator) -> Type:
+    """``Kernel[P]`` with ``P`` the decorated ``def``'s own parameters where the decorators under
+    ``@cute_bind.kernel`` erased them (``@cute.jit`` is typed ``(*Any, **Any) -> Any``).
+
+    cute_bind reads the signature of the function itself (through ``__wrapped__``), so the
+    parameters of the ``def`` are the kernel's: with them, a wrong argument count or an
+    unknown keyword is an error for the ``@cute_bind.kernel`` over ``@cute.jit`` spelling too.
+    """
+    proper = get_proper_type(kernel_type)
+    if not isinstance(proper, Instance) or not proper.args:
+        return kernel_type
+    params = get_proper_type(proper.args[0])
+    erased = isinstance(params, Parameters) and params.arg_kinds == [ARG_STAR, ARG_STAR2] and all(
+        isinstance(get_proper_type(t), AnyType) for t in params.arg_types
+    )
+    own = get_proper_type(dec.func.type)
+    if not erased or not isinstance(own, CallableType) or not dec.decorators[1:]:
+        return kernel_type
+    own_params = Parameters(own.arg_types, own.arg_kinds, own.arg_names)
+    return proper.copy_modified(args=[own_params, *proper.args[1:]])
 
 
 def _runtime_values(kernel_type: Type) -> Type:

@@ -433,7 +433,7 @@ def model_tensor(value: Any, fmt: str) -> tuple[str, Any]:
         return ("error", "CB204")
     t = value.numpy() if hasattr(value, "numpy") and not isinstance(value, np.ndarray) else value
     if isinstance(t, np.ndarray) and not t.flags.writeable and not hasattr(value, "numpy"):
-        return ("error", "CB204")  # NumPy refuses to export a read-only array through DLPack
+        return ("error", "CB217")  # read-only (NumPy refuses to export it through unversioned DLPack)
     if t.dtype != np.float32:
         return ("error", "CB211")
     if t.ndim != 1:

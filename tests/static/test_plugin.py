@@ -353,3 +353,43 @@ def test_dsl_typed_defaults_type_check_and_python_ones_are_mypys_own_finding(wor
     found = run_mypy(config, str(folder / "dsl_defaults.py"))
     lines = DSL_TYPED_DEFAULTS.splitlines()
     assert {(r.line, r.code) for r in found} == {(i, "assignment") for i, line in enumerate(lines, 1) if "# expect: assignment" in line}, found
+
+
+OVER_JIT = """\
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+
+import cute_bind
+
+
+@cute_bind.kernel
+@cute.jit
+def over_jit(a: cute.Tensor, n: cutlass.Int32, stream: cuda.CUstream = None):
+    pass
+
+
+def use(x: object) -> None:
+    over_jit(x, 1)
+    over_jit(x, 2.5, stream=None)  # a slot takes Python values: no arg-type error
+    over_jit.bind(x, 1, None)
+    over_jit(x)  # expect: call-arg
+    over_jit.bind(x)  # expect: call-arg
+    over_jit(x, 1, None, 7)  # expect: call-arg
+    over_jit(x, 1, strem=None)  # expect: call-arg
+"""
+
+
+def test_the_parameters_of_a_def_under_cute_jit_are_the_kernels(workdir: Path) -> None:
+    """@cute.jit is typed (*Any, **Any): under @cute_bind.kernel the def's own parameters count."""
+    folder = workdir / "over_jit"
+    folder.mkdir()
+    (folder / "over_jit.py").write_text(OVER_JIT)
+    config = folder / "mypy.ini"
+    config.write_text(
+        "[mypy]\nplugins = cute_bind.mypy\nshow_column_numbers = True\nerror_summary = False\n"
+        "[mypy-cutlass.*]\nignore_missing_imports = True\n[mypy-cuda.*]\nignore_missing_imports = True\n"
+    )
+    found = run_mypy(config, str(folder / "over_jit.py"))
+    lines = OVER_JIT.splitlines()
+    assert {(r.line, r.code) for r in found if r.severity == "error"} == {(i, "call-arg") for i, line in enumerate(lines, 1) if "# expect: call-arg" in line}, found
