@@ -624,7 +624,7 @@ class Graph:
                 return set_pointer
 
             # several locations: (targets, keys) for the current recording, rebuilt after a re-record
-            where = [self.stats.rerecords, targets, keys]
+            where: list[Any] = [self.stats.rerecords, targets, keys]
 
             def set_pointer_n(value: Any) -> None:
                 if value.__class__ is not int or not 0 <= value < _U64 or self._state != "ready":

@@ -255,7 +255,7 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
         if isinstance(value, _dsl.cuda_stream_class()):
             # a CUstream (given, or a `stream: cuda.CUstream = cuda.CUstream(0)` default): the entry takes
             # its handle, an int, as the direct call passes it
-            value = int(value)
+            value = int(value)  # type: ignore[call-overload]  # CUstream defines __int__
             if p.name not in bound.arguments:
                 default = value
         kind, spec = _kind_of(value)
