@@ -15,6 +15,7 @@ it). Many processes may share one folder.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -41,6 +42,14 @@ MAGIC = b"CUTE_BIND_CACHE\n"
 _LEN = struct.Struct("<I")
 _DIGEST = 32
 _TMP_MAX_AGE_S = 3600.0
+
+
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    """The process's umask, read once (reading it means setting it, so set it straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 @dataclass(frozen=True)
@@ -140,6 +149,9 @@ class Store:
         data = encode(header, payload)
         fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=self.entries)
         try:
+            # mkstemp makes the file 0600; an entry is read by every process and user sharing the
+            # folder, so it gets the mode an ordinary new file would (0666 less the umask)
+            os.fchmod(fd, 0o666 & ~_umask())
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             os.replace(tmp, self.entry_path(key))

@@ -283,3 +283,16 @@ def test_cli_output_into_a_closed_pipe_stops_quietly(tmp_path):
     proc.wait(timeout=120)
     assert "BrokenPipeError" not in err and "Traceback" not in err, err
     assert proc.returncode in (0, 141)
+
+
+def test_entries_get_an_ordinary_files_mode(cache_dir):
+    """Not mkstemp's 0600: a folder shared by several users' processes must be readable by them."""
+    import stat
+
+    cached.affine.clear_cache()
+    _bind(bias=41)
+    (entry,) = [e for e in cute_bind.cache.info() if e.status == "ok"]
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert stat.S_IMODE(os.stat(entry.path).st_mode) == 0o666 & ~mask
+    cached.affine.clear_cache()
