@@ -530,8 +530,7 @@ class Graph:
 
     def update(self, step: Step | int | PreparedLaunch[Any], /, **values: Any) -> None:
         """Stage new values for parameters of ``step``; the next ``replay`` runs with them."""
-        if self._state != "ready":
-            raise self._misuse("updates apply to a recorded graph", "a recorded graph", f"a graph that is {self._state}")
+        self._require_ready("updates apply to a recorded graph")
         st = self._step(step)
         for name, value in values.items():
             self._set(st, self._slot_index(st, name), value)
@@ -602,9 +601,13 @@ class Graph:
             it = items[0]
             pack = struct.Struct("<Q").pack_into
             dirty = self._dirty
-            # (bytearray, offset) pairs: the step's own copy first, then each node buffer
-            targets = ((st.data, it.start), *((buf.buf, off) for buf, off in st.plan.get(it, ())))
-            keys = tuple({buf.key: buf.pair for buf, _ in st.plan.get(it, ())}.items())
+
+            def locations() -> tuple[tuple[tuple[bytearray, int], ...], tuple[tuple[int, Any], ...]]:
+                """(bytearray, offset) pairs, the step's own copy first, then each node buffer; and the dirty keys."""
+                plan = st.plan.get(it, ())
+                return ((st.data, it.start), *((buf.buf, off) for buf, off in plan)), tuple({buf.key: buf.pair for buf, _ in plan}.items())
+
+            targets, keys = locations()
             if len(targets) == 2 and len(keys) == 1:  # the common case: one location in one node
                 # only the node buffer is written: the step's copy is read back from it when
                 # needed (_sync), so the fast path is one pack and one dict store. ``ref``
@@ -623,7 +626,7 @@ class Graph:
                 self._refresh_fast(st)
                 return set_pointer
 
-            # several locations: (targets, keys) for the current recording, rebuilt after a re-record
+            # several locations: (targets, keys) of the current recording, rebuilt after a re-record
             where: list[Any] = [self.stats.rerecords, targets, keys]
 
             def set_pointer_n(value: Any) -> None:
@@ -631,8 +634,7 @@ class Graph:
                     set_slow(st, j, value)
                     return
                 if where[0] != self.stats.rerecords:
-                    plan = st.plan.get(it, ())
-                    where[:] = [self.stats.rerecords, ((st.data, it.start), *((b.buf, o) for b, o in plan)), tuple({b.key: b.pair for b, _ in plan}.items())]
+                    where[:] = [self.stats.rerecords, *locations()]
                 for b, off in where[1]:
                     pack(b, off, value)
                 dirty.update(where[2])
@@ -655,8 +657,7 @@ class Graph:
         policy ``"rerecord"``, re-records the graph first. ``stream``
         (default: the recording stream) is where the graph runs.
         """
-        if self._state != "ready":
-            raise self._misuse("replay launches a recorded graph", "a recorded graph", f"a graph that is {self._state}")
+        self._require_ready("replay launches a recorded graph")
         if updates:
             if not isinstance(updates, abc.Mapping):
                 raise self._misuse("replay takes {step: {parameter: value}} or {step: (arguments...)}", "a mapping of steps", type(updates).__name__)
