@@ -184,13 +184,11 @@ class TensorKind(SlotKind):
                 D.INVALID_DLPACK, kernel=where.kernel, parameter=where.parameter, detail=str(exc),
                 expected="a tensor a DLPack producer can describe", got=describe_value(value)
             ) from None
-        except _dlpack.ReadOnlyDLPack:
-            raise D.error(
-                D.READ_ONLY_BUFFER, kernel=where.kernel, parameter=where.parameter, expected="a writable tensor", got=describe_value(value)
-            ) from None
         except Exception as exc:  # not readable, or a hostile __dlpack__ that raised: a typed error
-            if isinstance(exc, BufferError) and getattr(getattr(value, "flags", None), "writeable", True) is False:
-                # NumPy refuses to export a read-only array through unversioned DLPack: it is read-only (CB217)
+            # a read-only capsule, or NumPy refusing to export a read-only array through unversioned DLPack
+            if isinstance(exc, _dlpack.ReadOnlyDLPack) or (
+                isinstance(exc, BufferError) and getattr(getattr(value, "flags", None), "writeable", True) is False
+            ):
                 raise D.error(
                     D.READ_ONLY_BUFFER, kernel=where.kernel, parameter=where.parameter, expected="a writable tensor", got=describe_value(value)
                 ) from None
