@@ -908,7 +908,7 @@ def _runtime_problems() -> list[str]:
     def compile_probe() -> None:
         found["ptr"] = make_pointer(cutlass.Int32, address, cute.AddressSpace.generic, 4)
         found["args"] = (found["ptr"], cutlass.Int32(7), d.cuda_driver.CUstream(0))
-        found["compiled"] = cute.compile(contract_probe, *found["args"])
+        found["compiled"] = compile_jit(contract_probe, *found["args"])  # one compile at a time, as every other
 
     if not step("cute.compile of a host-only function", compile_probe):
         return problems
@@ -1469,7 +1469,7 @@ def compiler_identity() -> tuple[str, ...]:
 _COMPILE_LOCK = threading.RLock()
 
 
-def compile(fn: Any, *args: Any, **kwargs: Any) -> Any:
+def compile_jit(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """``cute.compile(fn, *args, **kwargs)``, one at a time in the process (see ``_COMPILE_LOCK``)."""
     with _COMPILE_LOCK:
         return dsl().cute.compile(fn, *args, **kwargs)

@@ -160,7 +160,7 @@ class Kernel(_CallBase, Generic[P]):
                     kw["options"] = self.compile_options
                 jit_fn = self._jit_function()
                 try:
-                    compiled = _dsl.compile(jit_fn, *pos, **kw)  # one compile at a time in the process
+                    compiled = _dsl.compile_jit(jit_fn, *pos, **kw)  # one compile at a time in the process
                 except D.CuteBindError:
                     raise
                 except Exception as exc:  # the DSL's own error, kept whole and chained
@@ -382,12 +382,8 @@ def _wrapped_without_jit(fn: Any) -> bool:
 
     if not inspect.isfunction(fn) or not callable(getattr(fn, "__wrapped__", None)):
         return False
-    obj: Any = fn
-    for _ in range(16):
-        if _dsl.is_dsl_decorated(obj) is not None:
-            return False
-        inner = getattr(obj, "__wrapped__", None)
-        if inner is None:
-            return True
-        obj = inner
-    return False
+    try:  # down the __wrapped__ chain, stopping at the first DSL wrapper
+        innermost = inspect.unwrap(fn, stop=lambda f: _dsl.is_dsl_decorated(f) is not None)
+    except ValueError:  # a cycle: not a chain over one function
+        return False
+    return _dsl.is_dsl_decorated(innermost) is None
