@@ -132,12 +132,10 @@ class PreparedTvmFfiLaunch:
             raise self._call_error(args, kwargs, exc) from exc
 
     def _call_error(self, args: tuple[Any, ...], kwargs: dict[str, Any], exc: Exception) -> Exception:
-        import inspect
-
         try:  # a wrong count or keyword, said as prepare() says it
-            inspect.Signature(list(self._entry.parameters)).bind(*args, **kwargs)
-        except TypeError as bad:
-            return D.error(D.UNEXPECTED_ARGUMENT, kernel=self._kernel, expected="the compiled function's arguments", got=str(bad))
+            _bind(self._entry, self._kernel, args, kwargs)
+        except D.CuteBindError as bad:
+            return bad
         # what the entry or its argument conversion refused (a dtype, a read-only or meta tensor...)
         text = str(exc).strip()
         first = text.splitlines()[0] if text else type(exc).__name__
@@ -220,6 +218,16 @@ class PreparedTvmFfiLaunch:
         return f"<PreparedTvmFfiLaunch {self._kernel}({params}){' closed' if self._closed else ''}>"
 
 
+def _bind(entry: _dsl.TvmFfiEntry, kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``args``/``kwargs`` bound to the entry's parameters; CB202 for a wrong count or keyword."""
+    import inspect
+
+    try:
+        return inspect.Signature(list(entry.parameters)).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise D.error(D.UNEXPECTED_ARGUMENT, kernel=kernel, expected="the compiled function's arguments", got=str(exc)) from None
+
+
 def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PreparedTvmFfiLaunch:
     """Prepare a TVM-FFI compiled function for values like ``args``/``kwargs`` (nothing is launched)."""
     try:
@@ -238,10 +246,7 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
         )
     import inspect
 
-    try:
-        bound = inspect.Signature(list(entry.parameters)).bind(*args, **kwargs)
-    except TypeError as exc:
-        raise D.error(D.UNEXPECTED_ARGUMENT, kernel=kernel, expected="the compiled function's arguments", got=str(exc)) from None
+    bound = _bind(entry, kernel, args, kwargs)
     missing = _dsl.tvm_ffi_missing()
     defaults_given = _dsl.runtime_signature(compiled).defaults
     kinds, specs, defaults = [], [], []
