@@ -309,6 +309,14 @@ def test_source_that_cannot_be_read_is_reported_not_skipped(workdir: Path) -> No
     assert status == 1 and "could not be read" in stdout and "[cute-bind]" in stdout, stdout
 
 
+#: the configuration docs/concepts/eligibility.md gives (mypy reads cutlass's own classes there),
+#: plus the output settings run_mypy parses
+DOCUMENTED_CONFIG = (
+    "[mypy]\nplugins = cute_bind.mypy\nshow_column_numbers = True\nerror_summary = False\n"
+    "[mypy-cutlass.*]\nignore_missing_imports = True\n[mypy-cuda.*]\nignore_missing_imports = True\n"
+)
+
+
 DSL_TYPED_DEFAULTS = """\
 import cutlass
 import cutlass.cute as cute
@@ -345,11 +353,7 @@ def test_dsl_typed_defaults_type_check_and_python_ones_are_mypys_own_finding(wor
     folder.mkdir()
     (folder / "dsl_defaults.py").write_text(DSL_TYPED_DEFAULTS)
     config = folder / "mypy.ini"
-    # the configuration docs/concepts/eligibility.md gives (mypy reads cutlass's own classes)
-    config.write_text(
-        "[mypy]\nplugins = cute_bind.mypy\nshow_column_numbers = True\nerror_summary = False\n"
-        "[mypy-cutlass.*]\nignore_missing_imports = True\n[mypy-cuda.*]\nignore_missing_imports = True\n"
-    )
+    config.write_text(DOCUMENTED_CONFIG)
     found = run_mypy(config, str(folder / "dsl_defaults.py"))
     lines = DSL_TYPED_DEFAULTS.splitlines()
     assert {(r.line, r.code) for r in found} == {(i, "assignment") for i, line in enumerate(lines, 1) if "# expect: assignment" in line}, found
@@ -386,10 +390,7 @@ def test_the_parameters_of_a_def_under_cute_jit_are_the_kernels(workdir: Path) -
     folder.mkdir()
     (folder / "over_jit.py").write_text(OVER_JIT)
     config = folder / "mypy.ini"
-    config.write_text(
-        "[mypy]\nplugins = cute_bind.mypy\nshow_column_numbers = True\nerror_summary = False\n"
-        "[mypy-cutlass.*]\nignore_missing_imports = True\n[mypy-cuda.*]\nignore_missing_imports = True\n"
-    )
+    config.write_text(DOCUMENTED_CONFIG)
     found = run_mypy(config, str(folder / "over_jit.py"))
     lines = OVER_JIT.splitlines()
     assert {(r.line, r.code) for r in found if r.severity == "error"} == {(i, "call-arg") for i, line in enumerate(lines, 1) if "# expect: call-arg" in line}, found
