@@ -17,6 +17,15 @@ implementation calls the kernel, and whose fake implementation it generates
 The call is generated per op (plain Python, the op's own parameter names), so
 the eager checks cost a handful of attribute reads and C calls. torch is
 imported when an op is made, never by ``import cute_bind``.
+
+Mistakes in a call raise what ``kernel(...)`` raises for them: a missing,
+extra, unknown or repeated argument CB201/CB202/CB203 (the binding rules of
+:func:`cute_bind.launch.arguments.bind_arguments`), a value of the wrong kind
+(``None`` or a number for a tensor) CB204, named by the kernel and parameter.
+The diagnosis runs only once a call was refused or failed (see
+:func:`_generate`); what a correct call pays for being able to get there is
+Python's ``**kwargs`` dict and one test (about 30 ns on the CPU), and a call
+with keywords their claiming in Python (about 150 ns).
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ from typing import Any, Callable, Mapping, Sequence, Union, overload
 
 from .. import diagnostics as D
 from ..jit import Kernel
+from ..launch.arguments import bind_arguments
+from ..slots import Where, describe_value
 from .schema import OpParam, OpPlan, parse_name, plan_op
 
 __all__ = ["TorchOp", "Like", "like", "op"]
@@ -72,6 +83,18 @@ def _torch() -> Any:
 
 def _always() -> bool:
     return True
+
+
+class _Missing:
+    """The generated call's default for every parameter: "not given" (an argument is never this object)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_MISSING = _Missing()
 
 
 class _Runtime:
@@ -250,8 +273,95 @@ def _stream_errors(rt: _Runtime, plan: OpPlan) -> tuple[Callable[[int], None], C
     return other_device, default_stream_only
 
 
+def _binder(plan: OpPlan, kernel: Kernel[Any]) -> Callable[..., tuple[Any, ...]]:
+    """The generated call's binding of last resort: every input's value, or what ``kernel(...)`` raises.
+
+    Called with the input values the generated call has so far (:data:`_MISSING`
+    where none), its extra positional values and its keywords left unclaimed, when
+    the generated code's own checks found something off. :func:`bind_arguments` (the
+    rule set of ``kernel(...)``, ``bind()`` and ``launch()``) raises the
+    CB201/CB202/CB203 for the mistake, or binds the call when there was none.
+    """
+    inputs = plan.inputs
+    names = tuple(p.name for p in inputs)
+    kwonly_names = tuple(p.name for p in inputs if p.keyword_only)
+    kwonly = frozenset(kwonly_names)
+    defaults = {p.name: p.default for p in inputs if p.has_default}
+    hints = dict(getattr(kernel, "_hints", {}))  # what each parameter expects, in kernel(...)'s words (CB201)
+    missing = _MISSING
+    n_positional = len(names) - len(kwonly_names)
+
+    def bind(values: tuple[Any, ...], extra: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
+        # the call as made, as far as the verdict depends on it: positional values fill a
+        # prefix; a keyword that took a free parameter's place (now out of kw) never raises
+        # in bind_arguments, so counting it in the prefix gives the same error
+        given = 0
+        while given < n_positional and values[given] is not missing:
+            given += 1
+        taken = {n: v for n, v in zip(names[given:], values[given:]) if v is not missing and n not in kwonly}
+        kwargs = {**taken, **kw, **{n: v for n, v in zip(names, values) if n in kwonly and v is not missing}}
+        bound = bind_arguments(plan.kernel, names, kwonly, defaults, values[:given] + extra, kwargs, hints)
+        return tuple(bound[n] for n in names)
+
+    return bind
+
+
+def _diagnoser(plan: OpPlan, kernel: Kernel[Any], rt: _Runtime) -> Callable[[BaseException, tuple[Any, ...]], None]:
+    """The CB204 (or CB209) ``kernel(...)`` gives for the first input that cannot be its parameter's value.
+
+    Called with a call's exception (torch's argument parser refusing ``None`` or a
+    number for a ``Tensor``, an ``AttributeError`` of the generated code) and the
+    op's input values in order. It raises the catalog error, chained to the
+    exception, or returns when every value is of its parameter's kind (then
+    the caller re-raises the exception unchanged). A catalog error is already
+    the diagnosis: it returns at once.
+    """
+    inputs = plan.inputs
+    by_name = {p.name: p for p in kernel.signature.params}
+    tensor = rt.Tensor
+
+    def diagnose(exc: BaseException, values: tuple[Any, ...]) -> None:
+        if isinstance(exc, D.CuteBindError):
+            return
+        for p, value in zip(inputs, values):
+            if p.tensor and not p.sequence and isinstance(value, tensor):
+                continue
+            if p.tensor and p.sequence and isinstance(value, (list, tuple)) and all(isinstance(t, tensor) for t in value):
+                continue
+            slot = by_name[p.name].slot
+            try:
+                if slot is None:  # Constexpr: kernel(...) refuses only what cannot key a compile
+                    try:
+                        hash(value)
+                    except TypeError:
+                        raise D.error(
+                            D.CONSTEXPR_UNHASHABLE, kernel=plan.kernel, parameter=p.name, expected="a hashable value", got=describe_value(value)
+                        ) from None
+                    continue
+                slot.bind(value, Where(plan.kernel, p.name))  # the slot's own check: kernel(...)'s words
+            except D.CuteBindError as err:
+                raise err from exc
+            except Exception:  # noqa: BLE001 - the slot could not tell: the call's own exception stands
+                continue
+
+    return diagnose
+
+
 def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str, tuple[str, Any]]) -> tuple[Callable[..., Any], Callable[..., Any], dict[str, Any]]:
-    """The generated ``__call__`` (eager checks, then the kernel), the dispatcher implementation, their globals."""
+    """The generated ``__call__`` (eager checks, then the kernel), the dispatcher implementation, their globals.
+
+    ``__call__`` takes the positional parameters positionally only, each defaulting
+    to a "not given" marker, the keyword-only ones by name, and the rest in
+    ``*_cb_extra, **_cb_kw``: so no mistake in a call is Python's own ``TypeError``
+    of argument binding (raised before any of the op's code runs, where nothing
+    could catch it; a repeated argument can only be seen this way). One test of
+    the two catch-alls and the last required parameter lets a plain positional
+    call through; any other claims its keywords in generated code, and what is
+    left over goes to :func:`_binder`'s binding, which raises ``kernel(...)``'s
+    error. Wrong values are diagnosed only after the call failed
+    (:func:`_diagnoser`, in ``except`` blocks, which cost nothing until something
+    raises).
+    """
     inputs = plan.inputs
     sig_parts: list[str] = []
     star = False
@@ -261,6 +371,34 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
             star = True
         sig_parts.append(f"{p.name}=_cb_default_{p.name}" if p.has_default else p.name)
     signature = ", ".join(sig_parts)
+    ind = "    "
+    positional = [p for p in inputs if not p.keyword_only]
+    kwonly = [p for p in inputs if p.keyword_only]
+    call_parts = ["_cb_self"] + [f"{p.name}=_cb_M" for p in positional] + ["/", "*_cb_extra"]
+    call_parts += [f"{p.name}=_cb_default_{p.name}" if p.has_default else f"{p.name}=_cb_M" for p in kwonly]
+    call_parts.append("**_cb_kw")
+    required = [p for p in inputs if not p.has_default]
+    required_pos = [p for p in positional if not p.has_default]
+    # positional arguments fill a prefix: the last required positional parameter is not given iff any is missing
+    unbound = " or ".join(["_cb_kw", "_cb_extra"] + [f"{p.name} is _cb_M" for p in required_pos[-1:] + [k for k in kwonly if not k.has_default]])
+
+    def tuple_of(ps: Sequence[OpParam]) -> str:
+        return "(" + ", ".join(p.name for p in ps) + ("," if len(ps) == 1 else "") + ")"
+
+    values = tuple_of(inputs)
+    assign = f"{', '.join(p.name for p in inputs)}, = " if inputs else ""
+    # a call with keywords, extra or missing arguments: each positional parameter not given
+    # positionally takes its keyword out of _cb_kw (its own dict: Python makes a new one per
+    # call); a keyword left over (unknown, or repeating a positional argument), an extra
+    # positional argument or a required parameter still missing goes to _cb_bind, which
+    # raises kernel(...)'s CB201/CB202/CB203 for the call as it was made
+    binding = [f"if {unbound}:"]
+    for p in positional:
+        binding.append(f"{ind}if {p.name} is _cb_M: {p.name} = _cb_kw.pop({p.name!r}, _cb_M)")
+    refused = " or ".join(["_cb_kw", "_cb_extra"] + [f"{p.name} is _cb_M" for p in required])
+    binding.append(f"{ind}if {refused}:")
+    binding.append(f"{ind * 2}{assign}_cb_bind({values}, _cb_extra, _cb_kw)")
+    binding += [f"if {p.name} is _cb_M: {p.name} = _cb_default_{p.name}" for p in positional if p.has_default]
     # keyword-only parameters are keyword-only in the schema too
     schema_args = ", ".join(f"{p.name}={p.name}" if p.keyword_only else p.name for p in inputs)
     tensors = [p for p in inputs if p.tensor and not p.sequence]
@@ -317,12 +455,17 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
         eager_guard += f" and not (({' or '.join(grads)}) and _cb_grad_enabled())"
     bump_items = mutated + [f"*{n}" for n in mutated_seqs]
     bump = f"_cb_bump(({', '.join(bump_items)},))" if bump_items else None
-    ind = "    "
-    src = [f"def __call__(_cb_self, {signature}):" if signature else "def __call__(_cb_self):"]
+    src = [f"def __call__({', '.join(call_parts)}):"]
+    src += [ind + line for line in binding]
     src.append(f"{ind}if _cb_compiling() or _cb_dispatch_modes() or _cb_function_modes() or _cb_functorch():")
     src.append(f"{ind * 2}return _cb_overload({schema_args})")
     src.append(f"{ind}if not ({eager_guard}):")
-    src.append(f"{ind * 2}return _cb_overload({schema_args})")
+    # the dispatcher's own argument parser refuses None or a number for a Tensor: say it as kernel(...) would
+    src.append(f"{ind * 2}try:")
+    src.append(f"{ind * 3}return _cb_overload({schema_args})")
+    src.append(f"{ind * 2}except Exception as _cb_exc:")
+    src.append(f"{ind * 3}_cb_diagnose(_cb_exc, {values})")
+    src.append(f"{ind * 3}raise")
     src += [ind + line for line in body[:1]]
     if meta_check:
         src.append(ind + meta_check)
@@ -332,10 +475,15 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
     src.append(f"{ind}return {ret}")
     src.append("")
     src.append(f"def _cb_impl({signature}):")
-    src += [ind + line for line in body]
+    # the dispatcher hands None to a Tensor parameter as it is: diagnose after the failure, as the call does
+    src.append(f"{ind}try:")
+    src += [ind * 2 + line for line in body]
     if bump:  # the op has no ADInplaceOrView kernel: its implementation bumps the versions itself
-        src.append(ind + bump)
-    src.append(f"{ind}return {ret}")
+        src.append(ind * 2 + bump)
+    src.append(f"{ind * 2}return {ret}")
+    src.append(f"{ind}except Exception as _cb_exc:")
+    src.append(f"{ind * 2}_cb_diagnose(_cb_exc, {values})")
+    src.append(f"{ind * 2}raise")
     other_device, default_stream_only = _stream_errors(rt, plan)
     tensor_cls, param_cls = rt.Tensor, rt.Parameter
 
@@ -371,6 +519,9 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
         "_cb_plain_seq": plain_seq,
         "_cb_seq_grad": seq_grad,
         "_cb_seq_device": seq_device,
+        "_cb_M": _MISSING,
+        "_cb_bind": _binder(plan, kernel),
+        "_cb_diagnose": _diagnoser(plan, kernel, rt),
     }
     for p in inputs:
         if p.has_default:

@@ -101,7 +101,7 @@ class OpPlan:
                 alias += 1
             text = f"{t} {p.name}"
             if p.has_default:
-                text += "=" + _default_text(p.default)
+                text += "=" + _default_text(p.default, t)
             args.append(text)
         if not self.outputs:
             ret = "()"
@@ -112,9 +112,12 @@ class OpPlan:
         return "(" + ", ".join(args) + ") -> " + ret
 
 
-def _default_text(value: Any) -> str:
-    if isinstance(value, bool):
+def _default_text(value: Any, schema_type: str) -> str:
+    """A default as the schema spells it for its type: torch reads ``bool b=1`` as the int 1, ``SymInt n=True`` as a bool."""
+    if schema_type == "bool":  # a Boolean slot also takes 0/1 as its default
         return "True" if value else "False"
+    if isinstance(value, bool):  # a number parameter's True/False default is 1/0
+        value = int(value)
     if isinstance(value, float):
         return repr(value)
     return str(int(value))

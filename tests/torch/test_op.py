@@ -11,6 +11,7 @@ from tests.optional import torch_or_skip
 
 torch = torch_or_skip()
 
+import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -350,3 +351,29 @@ def test_meta_tensors_take_the_registered_op(opname):
     assert calls >= 1 and y.device.type == "meta" and y.shape == (7,) and y.dtype == torch.float64
     scale = cbt.op(opname("meta_"), host.tscale, mutates_args=("out",))
     assert scale(torch.empty(3, device="meta"), torch.empty(3, device="meta"), 2.0) is None
+
+
+# ------------------------------------------------------------------ bool defaults (the schema spells them True/False)
+@cute.jit
+def tflag(out: cute.Tensor, inp: cute.Tensor, negate: cutlass.Boolean = 1, twice: cutlass.Constexpr[bool] = False):
+    """out = ±inp (negated when ``negate``), doubled when ``twice``."""
+    for i in range(cute.size(out)):
+        v = inp[i]
+        if cutlass.const_expr(twice):
+            v = v * 2.0
+        if negate:
+            v = -v
+        out[i] = v
+
+
+def test_bool_defaults_reach_the_kernel_eagerly_and_through_the_dispatcher(opname):
+    op = cbt.op(opname("tflag"), tflag, mutates_args=("out",))
+    assert op.schema == "(Tensor(a0!) out, Tensor inp, bool negate=True, bool twice=False) -> ()"
+    x = arange(6)
+    for args, expect in [((), -x), ((False,), x), ((True, True), -2 * x), ((0,), x)]:
+        eager, dispatched = torch.zeros(6), torch.zeros(6)
+        op(eager, x, *args)
+        op.overload(dispatched, x, *args)
+        assert torch.equal(eager, expect) and torch.equal(dispatched, expect), args
+    result = torch.library.opcheck(op.overload, (torch.zeros(6), x))
+    assert set(result.values()) == {"SUCCESS"}, result

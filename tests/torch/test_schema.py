@@ -55,6 +55,22 @@ def list_ptrs(outs: list[F32], n: int, flag: bool, x: float, half: cutlass.Float
     pass
 
 
+def bool_defaults(out: cute.Tensor, flag: cutlass.Boolean = True, off: cutlass.Boolean = False, pb: bool = False, pt: bool = True):
+    pass
+
+
+def bool_constexpr(out: cute.Tensor, c: cutlass.Constexpr[bool] = True, d: cutlass.Constexpr[bool] = False):
+    pass
+
+
+def bool_as_number(out: cute.Tensor, flag: cutlass.Boolean = 1, off: cutlass.Boolean = 0, n: cutlass.Int32 = True, c: cutlass.Constexpr[int] = False, x: cutlass.Float32 = True):
+    pass
+
+
+def bool_kwonly(out: cute.Tensor, *, flag: cutlass.Boolean = False, c: cutlass.Constexpr[bool] = True):
+    pass
+
+
 #: (kernel, mutates_args, outputs, schema)
 SCHEMAS = [
     (host.tscale, ("out",), (), "(Tensor(a0!) out, Tensor inp, float alpha) -> ()"),
@@ -70,6 +86,11 @@ SCHEMAS = [
     (host.tsplit, ("hi",), ("lo",), "(Tensor(a0!) hi, Tensor inp, *, float cut=0.0) -> Tensor"),
     (host.tsum_list, ("out", "ins"), (), "(Tensor(a0!) out, Tensor(a1!)[] ins, float[] weights) -> ()"),
     (list_ptrs, ("outs",), (), "(Tensor(a0!)[] outs, SymInt n, bool flag, float x, float half, float tf) -> ()"),
+    # bool defaults: torch's schema spells them True/False (a Boolean slot's 0/1 too), and a number's True/False as 1/0
+    (bool_defaults, ("out",), (), "(Tensor(a0!) out, bool flag=True, bool off=False, bool pb=False, bool pt=True) -> ()"),
+    (bool_constexpr, ("out",), (), "(Tensor(a0!) out, bool c=True, bool d=False) -> ()"),
+    (bool_as_number, ("out",), (), "(Tensor(a0!) out, bool flag=True, bool off=False, SymInt n=1, int c=0, float x=1) -> ()"),
+    (bool_kwonly, (), ("out",), "(*, bool flag=False, bool c=True) -> Tensor"),
     (
         host.all_scalars,
         ("out",),
@@ -87,6 +108,26 @@ def test_schema_of_each_slot_kind(fn, mutates, outputs, schema):
     roles = {p.name: p.role for p in plan.params}
     assert all(roles[o] == "output" for o in plan.outputs)
     assert [p.name for p in plan.params] == [p.name for p in _sig(fn).params]  # every parameter, in order
+
+
+_PYTHON_TYPE = {"bool": bool, "SymInt": int, "int": int, "float": float}
+
+
+@pytest.mark.parametrize(("fn", "mutates", "outputs", "schema"), SCHEMAS, ids=[f"{s[0].__name__}-{i}" for i, s in enumerate(SCHEMAS)])
+def test_torch_reads_each_default_as_the_kernel_default_of_its_type(fn, mutates, outputs, schema):
+    """torch's own schema parser: a default has its parameter's type and the kernel's value (``bool b=1`` would be an int)."""
+    from tests.optional import torch_or_skip
+
+    torch = torch_or_skip()
+    parsed = torch._C.parse_schema("lib::op" + plan_op("lib::op", _sig(fn), mutates, outputs).schema())
+    defaults = {p.name: p.default for p in _sig(fn).params if p.has_default}
+    for arg in parsed.arguments:
+        if arg.name not in defaults:
+            assert arg.default_value is None, arg.name
+            continue
+        kind = _PYTHON_TYPE[str(arg.type)]
+        assert type(arg.default_value) is kind, (arg.name, str(arg.type), arg.default_value)
+        assert arg.default_value == kind(defaults[arg.name]), arg.name
 
 
 def test_stream_is_no_argument_of_the_op():
