@@ -79,6 +79,20 @@ def test_error_carries_structured_fields():
         assert part in text
 
 
+@pytest.mark.parametrize("code", [c for c in KNOWN_CODES if not D.CATALOG[c].retired])
+def test_every_error_carries_its_fix(code):
+    """``.fix`` is the entry's fix for this occurrence (its fields filled in), and the message shows it.
+
+    tests/diagnostics/test_catalog_examples.py checks the same on the error each example really raises.
+    """
+    d = D.CATALOG[code]
+    fields = {"kernel": "scale", "parameter": "alpha", "expected": "a float", "got": "str 'x'"}
+    err = D.error(d, **fields)
+    rendered = " ".join(d.fix.format(**fields).split())
+    assert rendered and err.fix == rendered
+    assert f"\n  fix: {rendered}\n" in str(err)
+
+
 def test_lookup_case_insensitive_and_unknown():
     assert cute_bind.lookup("cb204") is D.WRONG_KIND
     with pytest.raises(KeyError, match="unknown diagnostic code"):

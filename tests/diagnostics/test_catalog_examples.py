@@ -8,11 +8,15 @@ exception class and a message containing ``[CODE]``. Examples that only
 machine; the docs label them as illustrations) are run the same way.
 
 The examples run in parallel (one worker per core) in a module fixture; the
-table-driven test then checks each result.
+table-driven test then checks each result. Each runs as ``__main__`` under a
+small bootstrap (``_BOOT``) that records the exception it ends with (its code,
+``fix`` and message) beside it, so the error a user would get is checked too:
+its ``fix`` is the entry's fix, rendered, and its message shows it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -50,6 +54,26 @@ NEEDS_FEATURE = {
 _TORCH = re.compile(r"^\s*(import torch\b|from torch\b|import cute_bind\.torch\b|from cute_bind\.torch\b|from cute_bind import torch\b)", re.M)
 
 
+#: Runs the example (argv[1]) as ``__main__``; the exception it ends with is written to argv[2]
+#: as JSON, then reported as usual (same traceback on stderr, same exit status).
+_BOOT = """
+import json, runpy, sys
+script, record = sys.argv[1], sys.argv[2]
+def hook(kind, exc, tb):
+    fields = ("code", "fix", "kernel", "parameter", "expected", "got")
+    with open(record, "w", encoding="utf-8") as f:
+        json.dump({"type": kind.__name__, "message": str(exc), **{n: getattr(exc, n, None) for n in fields}}, f, default=str)
+    sys.__excepthook__(kind, exc, tb)
+sys.excepthook = hook
+sys.argv = [script]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+def _record(folder: Path, code: str) -> Path:
+    return folder / f"example_{code.lower()}.raised.json"
+
+
 def _run(code: str, folder: Path) -> subprocess.CompletedProcess[str]:
     script = folder / f"example_{code.lower()}.py"
     script.write_text(CATALOG[code].example, encoding="utf-8")
@@ -57,16 +81,29 @@ def _run(code: str, folder: Path) -> subprocess.CompletedProcess[str]:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.pop("CUTE_BIND_CHECKED", None)
     return subprocess.run(
-        [sys.executable, str(script)], cwd=folder, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
+        [sys.executable, "-c", _BOOT, str(script), str(_record(folder, code))], cwd=folder, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
     )
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
-    folder = tmp_path_factory.mktemp("catalog_examples")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("catalog_examples")
+
+
+@pytest.fixture(scope="module")
+def results(folder: Path) -> dict[str, subprocess.CompletedProcess[str]]:
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
         done = dict(zip(CODES, pool.map(lambda c: _run(c, folder), CODES)))
     return done
+
+
+def _skip_unless_runnable(code: str) -> None:
+    if code in NEEDS_NO_GPU and cuda_device_count() > 0:
+        pytest.skip(f"{code}: {NEEDS_NO_GPU[code]}")
+    if code in NEEDS_FEATURE and not getattr(features(), NEEDS_FEATURE[code]):
+        pytest.skip(f"{code}: the installed DSL has no {NEEDS_FEATURE[code]}")
+    if _TORCH.search(CATALOG[code].example):
+        torch_or_skip()
 
 
 def test_catalog_is_not_empty() -> None:
@@ -76,18 +113,34 @@ def test_catalog_is_not_empty() -> None:
 
 @pytest.mark.parametrize("code", [c for c in CODES if not CATALOG[c].retired])
 def test_example_raises_its_code(code: str, results: dict[str, subprocess.CompletedProcess[str]]) -> None:
-    if code in NEEDS_NO_GPU and cuda_device_count() > 0:
-        pytest.skip(f"{code}: {NEEDS_NO_GPU[code]}")
-    if code in NEEDS_FEATURE and not getattr(features(), NEEDS_FEATURE[code]):
-        pytest.skip(f"{code}: the installed DSL has no {NEEDS_FEATURE[code]}")
-    if _TORCH.search(CATALOG[code].example):
-        torch_or_skip()
+    _skip_unless_runnable(code)
     proc = results[code]
     entry = CATALOG[code]
     output = f"--- example\n{entry.example}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
     assert proc.returncode != 0, f"{code}: the example ran without raising\n{output}"
     # The traceback's last exception line: "<module>.<Class>: [CODE] message".
     assert f"{entry.error_class.__name__}: [{code}]" in proc.stderr, output
+
+
+class _Unfilled(dict[str, str]):
+    """A field the occurrence left out reads "?", as in every message."""
+
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+@pytest.mark.parametrize("code", [c for c in CODES if not CATALOG[c].retired])
+def test_example_error_carries_its_fix(code: str, results: dict[str, subprocess.CompletedProcess[str]], folder: Path) -> None:
+    """The exception a user gets has ``.fix``: the entry's fix for this occurrence, also in its message."""
+    _skip_unless_runnable(code)
+    assert results[code].returncode != 0
+    raised = json.loads(_record(folder, code).read_text(encoding="utf-8"))
+    entry = CATALOG[code]
+    assert raised["code"] == code, raised
+    fields = _Unfilled({n: str(raised[n]) for n in ("kernel", "parameter", "expected", "got") if raised[n] is not None})
+    rendered = " ".join(entry.fix.format_map(fields).split())  # the catalog's fix, on one line
+    assert rendered and raised["fix"] == rendered, raised
+    assert f"\n  fix: {rendered}\n" in raised["message"], raised["message"]
 
 
 @pytest.mark.parametrize("code", [c for c in CODES if CATALOG[c].retired])
