@@ -5,7 +5,8 @@
 #   device run (carry .device):  bash benchmarks/device_job.sh tests     # the core suites, tutorials
 #                                bash benchmarks/device_job.sh rooms     # graphs, torch ops, cache, hostile input, forms
 #                                bash benchmarks/device_job.sh bench     # every timing, with its bitwise checks
-#   (no argument: all three, for a machine without the 10-minute limit)
+#                                bash benchmarks/device_job.sh fuzz      # the long fuzzing run of every slot kind (-m fuzz_long)
+#   (no argument: all four, for a machine without the 10-minute limit)
 #
 # Logs go under $OUT (or ./device-out); each part prints a short summary last.
 set -u
@@ -65,6 +66,12 @@ if [ "$PART" = rooms ] || [ "$PART" = all ]; then
   echo "---- hostile input rc=$(rc hostile)"; grep -E "passed|failed|error|refused with CB403" "$OUT/hostile.txt" | tail -n 4
   echo "---- README examples + decorator forms rc=$(rc authoring)"; grep -E "passed|failed|error" "$OUT/authoring.txt" | tail -n 3
   echo "---- multi-GPU: $multi"
+fi
+
+if [ "$PART" = fuzz ] || [ "$PART" = all ]; then
+  # 4000 examples per slot kind and fast path (CUTE_BIND_FUZZ_LONG_EXAMPLES); the default runs above use 60
+  run fuzz_long python3 -m pytest -q -p no:cacheprovider -rs -m fuzz_long tests/slots/test_fuzz.py
+  echo "---- long fuzzing run rc=$(rc fuzz_long)"; grep -E "passed|failed|error|skipped" "$OUT/fuzz_long.txt" | tail -n 3
 fi
 
 if [ "$PART" = bench ] || [ "$PART" = all ]; then
