@@ -1469,6 +1469,19 @@ def compiler_identity() -> tuple[str, ...]:
 _COMPILE_LOCK = threading.RLock()
 
 
+def _reset_locks_in_child() -> None:
+    """After ``os.fork()``: new locks in the child. A lock held by another thread at the fork (one
+    compiling, say) stays held in the child for good, since that thread does not exist there: the
+    child's first compile would wait forever."""
+    global _COMPILE_LOCK, _HOOK_LOCK
+    _COMPILE_LOCK = threading.RLock()
+    _HOOK_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
+    os.register_at_fork(after_in_child=_reset_locks_in_child)
+
+
 def compile_jit(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """``cute.compile(fn, *args, **kwargs)``, one at a time in the process (see ``_COMPILE_LOCK``)."""
     with _COMPILE_LOCK:

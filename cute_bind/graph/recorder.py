@@ -210,6 +210,10 @@ class Graph:
         self._findings: list[Finding] = []
         self.stats = GraphStats()
         self._replay_stream: tuple[int, Any] = (0, None)
+        # What keeps each recorded launch's compiled module loaded (its handle's pin): the graph's kernel
+        # nodes point into the modules, and a closed handle or a cleared kernel cache would otherwise let
+        # one be unloaded under a graph that still replays it. Released by close().
+        self._pins: list[Any] = []
 
     # ------------------------------------------------------------------ recording
     def __enter__(self) -> Graph:
@@ -252,6 +256,7 @@ class Graph:
         if not isinstance(handle, PreparedLaunch):
             raise self._misuse("g.launch records a prepared launch", "a PreparedLaunch", type(handle).__name__)
         handle.launch(*args, **kwargs)
+        self._pins.append(handle._pinned())  # the launch succeeded: the handle is open and pinned
         step = Step(self, len(self._steps), handle, handle.storage_bytes())
         for it in step.items:
             if it.role == "stream":  # the step runs on the graph's stream, whatever it named
@@ -267,11 +272,13 @@ class Graph:
             graph = self._end_recording(exc_type is not None)
         except BaseException:
             self._state = "closed"
+            self._release_pins()
             if exc_type is None:
                 raise
             return  # the block's own exception is the one to see
         if exc_type is not None:
             self._state = "closed"
+            self._release_pins()
             return
         try:
             self._finish(graph)
@@ -694,6 +701,8 @@ class Graph:
         first = min(self._pending)
         self._check_rerecordable(first, "?")
         for s in self._steps:
+            s.handle._pinned()  # a closed handle cannot be captured again: its CB404, before any capture
+        for s in self._steps:
             self._sync(s, s.items)
         # A step is found in the new graph by its nodes as captured when it was mapped: one whose
         # values changed since (an in-place update) is mapped again too, or it would not be found.
@@ -747,11 +756,22 @@ class Graph:
             except CuteBindError:
                 pass  # a driver gone at shutdown: nothing left to release
         self._exec = self._graph = None
+        self._release_pins()
         self._buffers.clear()
         self._dirty.clear()
         for step in self._steps:  # saved pointer updaters now take the checked path (CB806)
             for ref in step.fast.values():
                 ref[:] = [None, 0, 0, None]
+
+    def _release_pins(self) -> None:
+        """Let the recorded launches' modules go, once nothing can launch the graph's nodes any more."""
+        pins, self._pins = self._pins, []
+        if self._torch_graph is not None and pins:
+            # a torch-recorded graph stays torch's (and replayable through it): its modules stay with it
+            try:
+                weakref.finalize(self._torch_graph, pins.clear)
+            except TypeError:  # not weakly referable: kept as long as this graph object instead
+                self._pins = pins
 
     def __del__(self) -> None:
         try:

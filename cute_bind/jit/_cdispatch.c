@@ -22,8 +22,25 @@
  * (`_count_hit`), sums hits (`_hits`) and replaces the token on a reset
  * (`_reset_calls`), which drops every thread's state at once.
  *
- * Each thread's state is a `_ThreadState` object owned by that thread's
- * state dict (and listed in the kernel's `states` list for the hit sums).
+ * Lifetimes. A thread-state dict lives as long as its thread, a kernel often
+ * much less (dropped, or reset by clear_cache()). So what the thread-state
+ * dict holds is a `_Slot`: a small object that owns nothing, only a borrowed
+ * pointer to the thread's `_ThreadState`. The states, which own the callers
+ * (and through them the handles and compiled modules), are owned by the
+ * kernel alone (its `states` list), so they go with the kernel, and a caller
+ * that refers back to the kernel makes a cycle the collector can see (the
+ * thread-state dict is a root: nothing reachable from it could be collected).
+ * The two borrowed pointers are kept in step by both deallocators:
+ *
+ *   - a kernel reset or gone: its states are unlinked from their slots and
+ *     dropped; each slot left behind is a *husk* (state NULL, counted in
+ *     `husks`). The calling thread's husk is removed at once; other threads'
+ *     are removed by their own next state creation (a sweep of their dict,
+ *     only while husks exist) or with their thread;
+ *   - a thread gone: its dict drops its slots; each slot's state releases its
+ *     caller (nobody can call it any more) and keeps its hit count, folded
+ *     into the kernel's `retired` count when the list is next compacted.
+ *
  * The GIL is held throughout; references held across the call are owned.
  */
 #define Py_LIMITED_API 0x030A0000
@@ -33,28 +50,93 @@
 /* Py_XSETREF is not part of the limited API */
 #define CB_XSETREF(dst, src) do { PyObject *_old = (PyObject *)(dst); (dst) = (src); Py_XDECREF(_old); } while (0)
 
+typedef struct ThreadState ThreadState;
+
 typedef struct {
+    PyObject_HEAD
+    ThreadState *state;      /* borrowed (the kernel owns it); NULL once detached: a husk */
+    int husk;                /* 1 while counted in `husks` */
+} Slot;
+
+struct ThreadState {
     PyObject_HEAD
     PyObject *call;          /* the thread's current caller (owned) */
     PyObject *stream_fn;     /* () -> stream, for a call that leaves its last (stream) argument out (owned) */
     Py_ssize_t fill_n;       /* the positional count of such a call (-1: none) */
     long long hits;
-} ThreadState;
+    Slot *slot;              /* borrowed (the thread-state dict owns it); NULL once its thread is gone or detached */
+};
 
 typedef struct {
     PyObject_HEAD
-    PyObject *token;         /* key of this kernel's entry in each thread-state dict (owned) */
+    PyObject *token;         /* key of this kernel's slot in each thread-state dict (owned) */
     PyObject *dispatch;      /* the Python dispatch path: dispatch(args, kwargs or None) (owned) */
     PyObject *fallback;      /* tuple of exception classes that send a call to `dispatch` (owned) */
-    PyObject *states;        /* list of every ThreadState made under `token` (owned) */
+    PyObject *states;        /* list of every ThreadState made under `token` (owned; their only owner) */
+    long long retired;       /* hits of states dropped from `states` since the reset (their threads are gone) */
 } CallBase;
 
 static PyObject *ThreadState_type = NULL;
+static PyObject *Slot_type = NULL;
+/* slots whose state was detached and that are still in some thread's dict (the sweep's trigger) */
+static Py_ssize_t husks = 0;
+
+/* Unlink a state from its slot (which becomes a husk); nothing is released. */
+static void unlink_state(ThreadState *st) {
+    Slot *slot = st->slot;
+    if (slot != NULL) {
+        slot->state = NULL;
+        if (!slot->husk) {
+            slot->husk = 1;
+            husks++;
+        }
+        st->slot = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------ Slot */
+static void Slot_dealloc(PyObject *self) {
+    Slot *slot = (Slot *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject *call = NULL, *stream_fn = NULL;
+    ThreadState *st = slot->state;
+    if (st != NULL) {
+        /* the thread's dict let go of its slot: the thread is gone, so nobody calls this state again;
+           its caller (and handle) go now, its hits stay with the kernel */
+        st->slot = NULL;
+        slot->state = NULL;
+        call = st->call;
+        stream_fn = st->stream_fn;
+        st->call = NULL;
+        st->stream_fn = NULL;
+        st->fill_n = -1;
+    }
+    if (slot->husk) {
+        husks--;
+    }
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(tp);
+    /* last: releasing them may run arbitrary code, and every pointer is consistent by now */
+    Py_XDECREF(call);
+    Py_XDECREF(stream_fn);
+}
+
+static PyType_Slot Slot_slots[] = {
+    {Py_tp_dealloc, Slot_dealloc},
+    {Py_tp_doc, "One kernel's entry in one thread-state dict (internal): a borrowed pointer to the thread's state."},
+    {0, NULL},
+};
+
+static PyType_Spec Slot_spec = {
+    "cute_bind.jit._cdispatch._Slot", sizeof(Slot), 0, Py_TPFLAGS_DEFAULT, Slot_slots,
+};
 
 /* ------------------------------------------------------------------ ThreadState */
 static void ThreadState_dealloc(PyObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
+    unlink_state((ThreadState *)self); /* its slot, if its thread still has it, becomes a husk */
     Py_CLEAR(((ThreadState *)self)->call);
     Py_CLEAR(((ThreadState *)self)->stream_fn);
     freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
@@ -111,10 +193,143 @@ static ThreadState *find_state(CallBase *self) {
         PyErr_Clear();
         return NULL;
     }
-    if ((PyObject *)Py_TYPE(found) != ThreadState_type) {
+    if ((PyObject *)Py_TYPE(found) != Slot_type) {
         return NULL; /* only this module stores under a token; anything else is not ours to call */
     }
-    return (ThreadState *)found;
+    return ((Slot *)found)->state; /* NULL for a husk */
+}
+
+/* Remove the calling thread's husk under `token`, if it has one (its dict is the only one we can reach). */
+static void drop_own_husk(PyObject *token) {
+    PyObject *tsd = PyThreadState_GetDict();
+    if (tsd == NULL) {
+        return;
+    }
+    PyObject *found = PyDict_GetItemWithError(tsd, token);
+    if (found == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    if ((PyObject *)Py_TYPE(found) == Slot_type && ((Slot *)found)->state == NULL && PyDict_DelItem(tsd, token) < 0) {
+        PyErr_Clear();
+    }
+}
+
+/* Detach every state of `states` (made under `token`): unlink each from its slot (a husk now), remove the
+ * calling thread's husk, release the callers. Steals both references (either may be NULL); keeps any
+ * exception that is set (it runs from deallocators too). */
+static void detach(PyObject *states, PyObject *token) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (states != NULL) {
+        Py_ssize_t n = PyList_Size(states);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            ThreadState *st = (ThreadState *)PyList_GetItem(states, i);
+            if (st != NULL) {
+                unlink_state(st);
+            }
+        }
+        if (token != NULL) {
+            drop_own_husk(token);
+        }
+        /* a state held by a call in flight outlives the list: release its caller now all the same */
+        for (Py_ssize_t i = 0; i < n; i++) {
+            ThreadState *st = (ThreadState *)PyList_GetItem(states, i);
+            if (st != NULL) {
+                st->fill_n = -1;
+                Py_CLEAR(st->call);
+                Py_CLEAR(st->stream_fn);
+            }
+        }
+        Py_DECREF(states);
+    }
+    Py_XDECREF(token);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+}
+
+/* Remove the calling thread's husks, while any exist in some thread (they own nothing but their token). */
+static int sweep_husks(PyObject *tsd) {
+    if (husks <= 0) {
+        return 0;
+    }
+    PyObject *dead = PyList_New(0);
+    if (dead == NULL) {
+        return -1;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(tsd, &pos, &key, &value)) {
+        if ((PyObject *)Py_TYPE(value) == Slot_type && ((Slot *)value)->state == NULL && PyList_Append(dead, key) < 0) {
+            Py_DECREF(dead);
+            return -1;
+        }
+    }
+    Py_ssize_t n = PyList_Size(dead);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *key_i = PyList_GetItem(dead, i);
+        if (key_i != NULL && PyDict_DelItem(tsd, key_i) < 0) {
+            PyErr_Clear(); /* gone already: nothing to remove */
+        }
+    }
+    Py_DECREF(dead);
+    return 0;
+}
+
+/* Drop the states whose thread is gone (slot NULL, caller released) from `states`, their hits into `retired`.
+ * An allocation may run the collector and with it a finaliser that resets this kernel: the list is held
+ * and replaced only if it is still the kernel's. */
+static int compact(CallBase *self) {
+    PyObject *states = self->states;
+    if (states == NULL) {
+        return 0;
+    }
+    Py_ssize_t n = PyList_Size(states);
+    if (n < 0) {
+        return -1;
+    }
+    Py_ssize_t gone = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        ThreadState *st = (ThreadState *)PyList_GetItem(states, i);
+        if (st == NULL) {
+            return -1;
+        }
+        gone += st->slot == NULL;
+    }
+    if (gone == 0) {
+        return 0;
+    }
+    Py_INCREF(states);
+    PyObject *kept = PyList_New(0);
+    if (kept == NULL) {
+        Py_DECREF(states);
+        return -1;
+    }
+    long long retired = 0;
+    n = PyList_Size(states); /* the list is the kernel's: only a reset replaces it, never changes it in place */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        ThreadState *st = (ThreadState *)PyList_GetItem(states, i);
+        if (st == NULL) {
+            Py_DECREF(kept);
+            Py_DECREF(states);
+            return -1;
+        }
+        if (st->slot == NULL) {
+            retired += st->hits;
+        } else if (PyList_Append(kept, (PyObject *)st) < 0) {
+            Py_DECREF(kept);
+            Py_DECREF(states);
+            return -1;
+        }
+    }
+    if (self->states == states) {
+        self->retired += retired;
+        CB_XSETREF(self->states, kept);
+    } else {
+        Py_DECREF(kept); /* reset meanwhile: the old list is detached already */
+    }
+    Py_DECREF(states);
+    return 0;
 }
 
 /* `args` plus the stream from `stream_fn()` as one more positional argument (new reference), or NULL. */
@@ -203,29 +418,22 @@ static PyObject *CallBase_reset_calls(PyObject *self_, PyObject *args) {
         Py_DECREF(token);
         return NULL;
     }
+    PyObject *old_states = self->states, *old_token = self->token; /* owned: swapped out, then detached */
+    self->states = states;
+    self->token = token;
+    self->retired = 0;
     Py_INCREF(dispatch);
     Py_INCREF(fallback);
     CB_XSETREF(self->dispatch, dispatch);
     CB_XSETREF(self->fallback, fallback);
-    CB_XSETREF(self->token, token);
-    PyObject *old = self->states; /* owned: swapped out before its states are cleared */
-    self->states = states;
-    /* the old states are unreachable now (their token is gone): drop their callers and handles */
-    if (old != NULL) {
-        Py_ssize_t n = PyList_Size(old);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            ThreadState *st = (ThreadState *)PyList_GetItem(old, i);
-            if (st != NULL) {
-                Py_CLEAR(st->call);
-                Py_CLEAR(st->stream_fn);
-                st->fill_n = -1;
-            }
-        }
-        Py_DECREF(old);
-    }
+    /* the old states are unreachable now (their token is gone): drop them, their callers and handles */
+    detach(old_states, old_token);
     Py_RETURN_NONE;
 }
 
+/* The calling thread's state under the current token, made if it has none (a new reference), or NULL with
+ * an error set. A new reference: an allocation here may run the collector, and a finaliser that resets the
+ * kernel would drop a borrowed state under our feet (the state returned is then detached: harmless). */
 static ThreadState *get_or_make_state(CallBase *self) {
     if (self->token == NULL || self->states == NULL) {
         PyErr_SetString(PyExc_TypeError, "kernel not initialised");
@@ -233,6 +441,7 @@ static ThreadState *get_or_make_state(CallBase *self) {
     }
     ThreadState *st = find_state(self);
     if (st != NULL) {
+        Py_INCREF(st);
         return st;
     }
     PyObject *tsd = PyThreadState_GetDict();
@@ -240,9 +449,18 @@ static ThreadState *get_or_make_state(CallBase *self) {
         PyErr_SetString(PyExc_RuntimeError, "no thread-state dict");
         return NULL;
     }
-    PyTypeObject *tp = (PyTypeObject *)ThreadState_type;
-    allocfunc alloc = (allocfunc)PyType_GetSlot(tp, Py_tp_alloc);
-    st = (ThreadState *)alloc(tp, 0);
+    /* the slow path (a thread's first call since a reset) is where stale entries are cleaned up */
+    if (sweep_husks(tsd) < 0 || compact(self) < 0) {
+        return NULL;
+    }
+    PyTypeObject *st_tp = (PyTypeObject *)ThreadState_type, *slot_tp = (PyTypeObject *)Slot_type;
+    allocfunc st_alloc = (allocfunc)PyType_GetSlot(st_tp, Py_tp_alloc);
+    allocfunc slot_alloc = (allocfunc)PyType_GetSlot(slot_tp, Py_tp_alloc);
+    if (st_alloc == NULL || slot_alloc == NULL) {
+        PyErr_SetString(PyExc_SystemError, "_cdispatch: no tp_alloc");
+        return NULL;
+    }
+    st = (ThreadState *)st_alloc(st_tp, 0);
     if (st == NULL) {
         return NULL;
     }
@@ -250,12 +468,41 @@ static ThreadState *get_or_make_state(CallBase *self) {
     st->stream_fn = NULL;
     st->fill_n = -1;
     st->hits = 0;
-    if (PyDict_SetItem(tsd, self->token, (PyObject *)st) < 0 || PyList_Append(self->states, (PyObject *)st) < 0) {
+    st->slot = NULL;
+    Slot *slot = (Slot *)slot_alloc(slot_tp, 0);
+    if (slot == NULL) {
         Py_DECREF(st);
         return NULL;
     }
-    Py_DECREF(st); /* owned by the thread-state dict and the list */
-    return st;
+    slot->state = NULL;
+    slot->husk = 0;
+    PyObject *states = self->states, *token = self->token; /* held across the calls below (see above) */
+    if (states == NULL || token == NULL) {
+        Py_DECREF(slot);
+        Py_DECREF(st);
+        PyErr_SetString(PyExc_TypeError, "kernel not initialised");
+        return NULL;
+    }
+    Py_INCREF(states);
+    Py_INCREF(token);
+    int failed = PyList_Append(states, (PyObject *)st) < 0;
+    if (!failed) {
+        slot->state = st;
+        st->slot = slot;
+        failed = PyDict_SetItem(tsd, token, (PyObject *)slot) < 0;
+        if (failed) {
+            slot->state = NULL;
+            st->slot = NULL; /* the list's next compaction drops it (no thread has it) */
+        }
+    }
+    Py_DECREF(token);
+    Py_DECREF(states);
+    Py_DECREF(slot); /* owned by the thread-state dict (or gone) */
+    if (failed) {
+        Py_DECREF(st);
+        return NULL;
+    }
+    return st; /* owned by the list, and this reference */
 }
 
 static PyObject *CallBase_set_call(PyObject *self_, PyObject *args) {
@@ -272,6 +519,7 @@ static PyObject *CallBase_set_call(PyObject *self_, PyObject *args) {
     if (st == NULL) {
         return NULL;
     }
+    st->fill_n = -1; /* consistent while the old callers are released below (that may run code) */
     Py_INCREF(call);
     CB_XSETREF(st->call, call);
     if (fill_n >= 0) {
@@ -281,6 +529,7 @@ static PyObject *CallBase_set_call(PyObject *self_, PyObject *args) {
         Py_CLEAR(st->stream_fn);
     }
     st->fill_n = fill_n;
+    Py_DECREF(st);
     Py_RETURN_NONE;
 }
 
@@ -290,12 +539,13 @@ static PyObject *CallBase_count_hit(PyObject *self_, PyObject *unused) {
         return NULL;
     }
     st->hits++;
+    Py_DECREF(st);
     Py_RETURN_NONE;
 }
 
 static PyObject *CallBase_hits(PyObject *self_, PyObject *unused) {
     CallBase *self = (CallBase *)self_;
-    long long total = 0;
+    long long total = self->retired;
     if (self->states != NULL) {
         Py_ssize_t n = PyList_Size(self->states);
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -320,10 +570,12 @@ static int CallBase_traverse(PyObject *self_, visitproc visit, void *arg) {
 
 static int CallBase_clear(PyObject *self_) {
     CallBase *self = (CallBase *)self_;
-    Py_CLEAR(self->token);
+    PyObject *states = self->states, *token = self->token;
+    self->states = NULL;
+    self->token = NULL;
+    detach(states, token); /* every thread's state goes with the kernel */
     Py_CLEAR(self->dispatch);
     Py_CLEAR(self->fallback);
-    Py_CLEAR(self->states);
     return 0;
 }
 
@@ -367,6 +619,16 @@ static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "_cdispatch", "C fast path of Kernel.__call__.", -1, NULL,
 };
 
+/* Add a new reference to `obj` to the module under `name` (PyModule_AddObject steals only on success). */
+static int add_type(PyObject *m, const char *name, PyObject *obj) {
+    Py_INCREF(obj);
+    if (PyModule_AddObject(m, name, obj) < 0) {
+        Py_DECREF(obj);
+        return -1;
+    }
+    return 0;
+}
+
 PyMODINIT_FUNC
 PyInit__cdispatch(void)
 {
@@ -374,8 +636,13 @@ PyInit__cdispatch(void)
     if (m == NULL) {
         return NULL;
     }
-    ThreadState_type = PyType_FromSpec(&ThreadState_spec);
     if (ThreadState_type == NULL) {
+        ThreadState_type = PyType_FromSpec(&ThreadState_spec);
+    }
+    if (Slot_type == NULL) {
+        Slot_type = PyType_FromSpec(&Slot_spec);
+    }
+    if (ThreadState_type == NULL || Slot_type == NULL) {
         Py_DECREF(m);
         return NULL;
     }
@@ -385,9 +652,7 @@ PyInit__cdispatch(void)
         Py_DECREF(m);
         return NULL;
     }
-    Py_INCREF(ThreadState_type);
-    if (PyModule_AddObject(m, "_ThreadState", ThreadState_type) < 0) {
-        Py_DECREF(ThreadState_type);
+    if (add_type(m, "_ThreadState", ThreadState_type) < 0 || add_type(m, "_Slot", Slot_type) < 0) {
         Py_DECREF(m);
         return NULL;
     }

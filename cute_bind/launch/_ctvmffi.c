@@ -87,6 +87,7 @@ typedef struct {
     PyObject *slow;
     PyObject *fail;
     PyObject *keep;
+    int closed;           /* close() was called: every launch goes to `slow`, now the refusal */
 } Launcher;
 
 static PyObject *
@@ -193,7 +194,10 @@ Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObjec
         PyErr_SetString(PyExc_RuntimeError, "TVM-FFI launcher not initialised");
         return NULL;
     }
-    if (nargs > self->n || kwnames != NULL) return go_slow(self, args, nargs + (kwnames ? PyTuple_Size(kwnames) : 0), kwnames);
+    /* closed: refused whatever the arguments (a function without parameters has no argument to refuse) */
+    if (self->closed || nargs > self->n || kwnames != NULL) {
+        return go_slow(self, args, nargs + (kwnames ? PyTuple_Size(kwnames) : 0), kwnames);
+    }
     int32_t dev_type = -1, dev_id = 0;
     void *stream = NULL;
     for (Py_ssize_t i = 0; i < self->n; i++) {
@@ -342,8 +346,9 @@ Launcher_close(Launcher *self, PyObject *refuse)
     PyObject *old = self->slow;
     Py_INCREF(refuse);
     self->slow = refuse;
-    Py_XDECREF(old);
+    self->closed = 1; /* launch checks it first: no argument list reaches the entry again */
     for (Py_ssize_t i = 0; i < self->n; i++) self->kinds[i] = 'x'; /* nothing is taken as is any more */
+    Py_XDECREF(old); /* last: releasing it may run code, and the launcher is consistent by now */
     Py_RETURN_NONE;
 }
 

@@ -33,7 +33,6 @@ own call (correct, no faster).
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 from .. import _dsl
@@ -95,7 +94,6 @@ class PreparedTvmFfiLaunch:
         self._specs = specs
         self._defaults = defaults
         self._closed = False
-        self._lock = threading.Lock()
         launcher_class = _c_launcher_class()
         self._launcher: Any = None
         if launcher_class is None:

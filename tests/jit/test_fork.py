@@ -1,0 +1,86 @@
+"""``os.fork()`` while another thread holds cute_bind's locks: the child may compile and launch (issue 22, row 10).
+
+A lock held by another thread at the fork stays held in the child, where that
+thread does not exist; without a reset the child's first compile (or first
+miss of that kernel) waits forever. Each case runs in a process of its own
+(``fork`` from pytest's process would copy it whole): a thread takes the locks
+and waits, the main thread forks, the child compiles and launches host-only
+kernels, and the parent reports how the child ended within a time limit.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+
+SCRIPT = r"""
+import ctypes, os, sys, threading, time
+from cute_bind import _dsl
+from tests.kernels.wrapped import make_constant_writer
+
+case, limit = sys.argv[1], float(sys.argv[2])
+buf = (ctypes.c_int32 * 1)()
+address = ctypes.addressof(buf)
+k = make_constant_writer()
+k(address, 1)  # compiled in the parent
+held, release = threading.Event(), threading.Event()
+
+def hold():
+    k(address, 1)  # this thread's own call state, which the child never sees
+    locks = {"compile lock": [_dsl._COMPILE_LOCK], "kernel locks": [k._calls._lock, k._lock]}[case]
+    for lock in locks:
+        lock.acquire()
+    held.set()
+    release.wait()
+    for lock in reversed(locks):
+        lock.release()
+
+t = threading.Thread(target=hold)
+t.start()
+held.wait()
+pid = os.fork()
+if pid == 0:
+    code = 3
+    try:
+        fresh = make_constant_writer()
+        fresh(address, 7)  # a new kernel: a compile
+        ok = buf[0] == 7
+        k(address, 8)  # a miss of the kernel whose locks the other thread held: a compile too
+        k(address, 8)  # a hit
+        ok = ok and buf[0] == 8 and k.cache_info()["hits"] >= 1
+        code = 0 if ok else 4
+    except BaseException as exc:
+        print("child raised", repr(exc), flush=True)
+    finally:
+        os._exit(code)
+deadline = time.monotonic() + limit
+while True:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        print("child exit", os.waitstatus_to_exitcode(status), flush=True)
+        break
+    if time.monotonic() > deadline:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        print("child hung", flush=True)
+        break
+    time.sleep(0.05)
+release.set()
+t.join()
+"""
+
+
+@pytest.mark.parametrize("case", ["compile lock", "kernel locks"])
+def test_a_forked_child_compiles_and_launches_while_another_thread_held_the_locks(case: str) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, case, "180"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "child exit 0" in proc.stdout, (proc.stdout, proc.stderr[-2000:])
