@@ -6,7 +6,10 @@
 #                                bash benchmarks/device_job.sh rooms     # graphs, torch ops, cache, hostile input, forms
 #                                bash benchmarks/device_job.sh bench     # every timing, with its bitwise checks
 #                                bash benchmarks/device_job.sh fuzz      # the long fuzzing run of every slot kind (-m fuzz_long)
-#   (no argument: all four, for a machine without the 10-minute limit)
+#                                bash benchmarks/device_job.sh clients   # quack and FlashAttention-4 through both doors, bitwise
+#                                                                        # against their own calls, and their decode benchmark
+#   (no argument: all five, for a machine without the 10-minute limit)
+#   The clients part needs their wheels in .device/clients (bash benchmarks/stage_clients.sh, after stage.sh).
 #
 # Logs go under $OUT (or ./device-out); each part prints a short summary last.
 set -u
@@ -72,6 +75,35 @@ if [ "$PART" = fuzz ] || [ "$PART" = all ]; then
   # 4000 examples per slot kind and fast path (CUTE_BIND_FUZZ_LONG_EXAMPLES); the default runs above use 60
   run fuzz_long python3 -m pytest -q -p no:cacheprovider -rs -m fuzz_long tests/slots/test_fuzz.py
   echo "---- long fuzzing run rc=$(rc fuzz_long)"; grep -E "passed|failed|error|skipped" "$OUT/fuzz_long.txt" | tail -n 3
+fi
+
+if [ "$PART" = clients ] || [ "$PART" = all ]; then
+  # the pinned client wheels (pure Python; no network here), installed once per machine beside the DSL
+  if [ ! -f /tmp/clients/.ok ]; then
+    if ls .device/clients/*.whl > /dev/null 2>&1; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/clients .device/clients/*.whl \
+        > "$OUT/clients_install.txt" 2>&1 && touch /tmp/clients/.ok
+    else
+      echo "no wheels in .device/clients: run bash benchmarks/stage_clients.sh on the development machine" > "$OUT/clients_install.txt"
+    fi
+  fi
+  if [ -f /tmp/clients/.ok ]; then
+    export PYTHONPATH=$PYTHONPATH:/tmp/clients
+    # every compile the clients make, through prepare / kernel / kernel.bind, bitwise against the client's own
+    # call; the table is in clients_gpu.txt, the JSON in clients_gpu.json
+    CUTE_BIND_CLIENTS_GPU_JSON="$OUT/clients_gpu.json" T=${CLIENTS_TEST_TIMEOUT:-330} \
+      run clients_gpu python3 -m pytest -q -p no:cacheprovider -rfEsX -s tests/gpu/test_clients_gpu.py tests/clients/test_bitwise.py
+    # tutorial 11 with the clients: both doors launched and compared with the packages' own functions
+    T=120 run clients_tutorial python3 tutorials/11_porting_clients.py
+    # FlashAttention-4 decode and quack at small shapes: the package's function vs cute_bind, host us per call
+    T=${CLIENTS_BENCH_TIMEOUT:-200} run clients_bench python3 benchmarks/clients_bench.py \
+      --repeats "${CLIENTS_REPEATS:-11}" --iters "${CLIENTS_ITERS:-300}" --json "$OUT/clients_bench.json"
+  fi
+  echo "---- clients install"; cat "$OUT/clients_install.txt" 2>/dev/null | tail -n 3; ls /tmp/clients 2>/dev/null | grep -E "dist-info" | tr '\n' ' '; echo
+  echo "---- clients through both doors, bitwise on the GPU rc=$(rc clients_gpu)"
+  grep -E "^\| |passed|failed|error" "$OUT/clients_gpu.txt" 2>/dev/null | tail -n 40
+  echo "---- tutorial 11 with the clients rc=$(rc clients_tutorial)"; tail -n 4 "$OUT/clients_tutorial.txt" 2>/dev/null
+  echo "---- clients benchmark rc=$(rc clients_bench)"; grep -vE "^# " "$OUT/clients_bench.txt" 2>/dev/null | tail -n 60
 fi
 
 if [ "$PART" = bench ] || [ "$PART" = all ]; then

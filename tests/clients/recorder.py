@@ -83,6 +83,10 @@ class Call:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     case: str  # a compile is reused by later cases whose compile key is the same (FlashAttention's decode)
+    # GPU mode only (``Recorder(gpu=True)``): copies of every tensor argument just before and just after
+    # the client's own call (``snapshot``), what tests/clients/bitwise.py compares each door with
+    before: Any = None
+    after: Any = None
 
 
 @dataclasses.dataclass
@@ -109,8 +113,21 @@ class _Proxy:
         object.__setattr__(self, "_record", record)
         object.__setattr__(self, "_recorder", recorder)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
-        self._record.calls.append(Call(args, dict(kwargs), self._recorder.case))
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        call = Call(args, dict(kwargs), self._recorder.case)
+        self._record.calls.append(call)
+        if not self._recorder.gpu:
+            return None
+        # GPU mode: the client's own call runs, between copies of its tensors (the reference)
+        import torch
+
+        call.before = snapshot((args, kwargs)) if self._recorder.snapshots else None
+        result = self._record.compiled(*args, **kwargs)
+        if self._recorder.snapshots:
+            if torch.cuda.is_available():  # (the CPU tests of this mode call host-only functions)
+                torch.cuda.synchronize()
+            call.after = snapshot((args, kwargs))
+        return result
 
     def __getattr__(self, name: str) -> Any:  # export_to_c and the like: the compiled function's own
         return getattr(self._record.compiled, name)
@@ -138,11 +155,19 @@ def _host_name(host: Any) -> str:
 
 
 class Recorder:
-    """Patches ``cute.compile`` and ``cute.runtime.load_module`` while active; collects :class:`Recorded`."""
+    """Patches ``cute.compile`` and ``cute.runtime.load_module`` while active; collects :class:`Recorded`.
 
-    def __init__(self) -> None:
+    ``gpu=True`` (on a CUDA machine): the proxy the client receives also makes
+    the client's call, so the client computes its real results, and (with
+    ``snapshots``) keeps copies of the call's tensors from just before and
+    just after it (:attr:`Call.before`, :attr:`Call.after`).
+    """
+
+    def __init__(self, gpu: bool = False, snapshots: bool = True) -> None:
         self.records: list[Recorded] = []
         self.case = "?"
+        self.gpu = gpu
+        self.snapshots = snapshots
 
     def _add(self, record: Recorded) -> Recorded:
         same = sum(1 for r in self.records if r.case == record.case and r.label.split("#")[0] == record.label)
@@ -232,6 +257,12 @@ class Recorder:
 
 
 # ------------------------------------------------------------------ the clients' entries, driven on the CPU
+#: set by ``record(..., gpu=True)``: the drivers then run on the GPU (their tensors made on CUDA, no shims)
+_GPU = False
+#: tensors a client passes by address (an int), kept for the process: recorded calls stay replayable
+_KEEP_ALIVE: list[Any] = []
+
+
 def _quack_shims() -> None:
     """quack on the CPU: the H200's SM count, and CPU kernels for its CUDA-only functional ops (their own body)."""
     rmsnorm = importlib.import_module("quack.rmsnorm")
@@ -325,7 +356,11 @@ def quack_split_k_reduce() -> None:
     out = torch.empty(2, 128, 256, dtype=torch.bfloat16)
     c = _bf16(2, 128, 256)
     m.split_k_reduce(ws, out, 2, beta=0.0, C=c)  # beta as Float32(0.0)
-    m.split_k_reduce(ws, out, 2, alpha=torch.tensor([2.0]))  # alpha as a device address
+    alpha = torch.tensor([2.0])
+    # quack passes alpha.data_ptr(), an int: the GPU check (bitwise.py) replays the call later, so the
+    # memory it points at must outlive this driver (freed, the caching allocator hands it out again)
+    _KEEP_ALIVE.append(alpha)
+    m.split_k_reduce(ws, out, 2, alpha=alpha)  # alpha as a device address
 
 
 def quack_rms_final_reduce() -> None:
@@ -354,7 +389,13 @@ def quack_disk_cache(tmp: str) -> None:
 
 @contextlib.contextmanager
 def _fa4_fake_calls() -> Iterator[None]:
-    """FlashAttention-4's CPU compile mode (FakeTensorMode), with its calls made (into the recording proxy)."""
+    """FlashAttention-4's CPU compile mode (FakeTensorMode), with its calls made (into the recording proxy).
+
+    In GPU mode nothing: FlashAttention-4 runs as it does for its users, on real CUDA tensors.
+    """
+    if _GPU:
+        yield
+        return
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     interface = importlib.import_module("flash_attn.cute.interface")
@@ -528,6 +569,36 @@ def _real(value: Any) -> Any:
     return value
 
 
+def snapshot(value: Any, memo: dict[int, Any] | None = None) -> Any:
+    """A copy of ``value`` with every torch tensor copied (GPU mode's reference of a call).
+
+    Each tensor's whole storage is copied, so its storage offset and strides,
+    the bytes outside its view and aliasing between the tensors of one call
+    (one copy per storage) are the same in the copy; containers are mapped.
+    """
+    import torch
+
+    memo = {} if memo is None else memo
+    tp = type(value)
+    if isinstance(value, torch.Tensor):
+        storage = value.untyped_storage()
+        key = storage.data_ptr()
+        if key not in memo:
+            raw = torch.empty(0, dtype=torch.uint8, device=value.device).set_(storage)
+            memo[key] = raw.clone()
+        base = memo[key]
+        item = value.element_size()
+        flat = base[: (base.numel() // item) * item].view(value.dtype)
+        return torch.as_strided(flat, tuple(value.shape), tuple(value.stride()), int(value.storage_offset()))
+    if isinstance(value, tuple) and hasattr(tp, "_fields"):
+        return tp(*(snapshot(v, memo) for v in value))
+    if isinstance(value, (tuple, list)):
+        return tp(snapshot(v, memo) for v in value)
+    if isinstance(value, dict):
+        return {k: snapshot(v, memo) for k, v in value.items()}
+    return value
+
+
 def outcome(exc: BaseException | None, step: str = "") -> dict[str, Any]:
     if exc is None:
         return {"ok": True, "code": None, "step": step, "error": ""}
@@ -645,18 +716,30 @@ def per_parameter(record: Recorded) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------ running
-def run(cases: list[str], tmp: str) -> dict[str, Any]:
-    recorder = Recorder()
+def record(cases: list[str], tmp: str, gpu: bool = False, snapshots: bool = True) -> tuple[Recorder, dict[str, str]]:
+    """Drive each case's client and record its compiles; returns the recorder and the cases whose driver failed.
+
+    ``gpu=True`` (a CUDA machine): the drivers make their tensors on the GPU
+    (under ``torch.device("cuda")``), without the CPU shims, and every call
+    the client makes runs (see :class:`Recorder`).
+    """
+    global _GPU
+    _GPU = gpu
+    recorder = Recorder(gpu=gpu, snapshots=snapshots)
     problems: dict[str, str] = {}
-    started = time.perf_counter()
     for case in cases:
         modules, driver = CASES[case]
         try:
             for name in modules:
                 importlib.import_module(name)
-            if case.startswith("quack."):
+            if case.startswith("quack.") and not gpu:
                 _quack_shims()
-            with recorder.active(case):
+            device: Any = contextlib.nullcontext()
+            if gpu:
+                import torch
+
+                device = torch.device("cuda")
+            with recorder.active(case), device:
                 if "tmp" in inspect.signature(driver).parameters:
                     driver(tmp=os.path.join(tmp, case))
                 else:
@@ -664,6 +747,12 @@ def run(cases: list[str], tmp: str) -> dict[str, Any]:
         except Exception as exc:  # the driver itself failed: reported, the other cases go on
             problems[case] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             traceback.print_exc()
+    return recorder, problems
+
+
+def run(cases: list[str], tmp: str) -> dict[str, Any]:
+    started = time.perf_counter()
+    recorder, problems = record(cases, tmp)
     rows = []
     for r in recorder.records:
         rows.append(
