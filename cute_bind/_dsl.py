@@ -576,6 +576,56 @@ def is_executor(obj: Any) -> bool:
     return isinstance(obj, dsl().jit_executor.JitExecutor)
 
 
+def direct_call_tensor_layout(compiled: Any, value: Any) -> TensorLayout | None:
+    """The layout the direct call of ``compiled`` reads a plain tensor ``value`` as, or ``None``
+    when it does not read it through the DSL's own tensor adapter.
+
+    The direct call (``ExecutionArgs.generate_execution_args``) converts a
+    value without ``__c_pointers__`` with the JIT argument adapter registered
+    for its type, in the compiled function's adapter scope; for torch tensors,
+    NumPy arrays and JAX arrays that is ``cute.runtime.TensorAdapter``, which
+    is ``from_dlpack(value).mark_layout_dynamic()``: the value's own leading
+    dimension, every other stride and every extent dynamic, the element's
+    alignment. Replicated here with the same two calls.
+    """
+    if hasattr(value, "__c_pointers__"):
+        return None
+    runtime = dsl().runtime
+    adapter_class = getattr(runtime, "TensorAdapter", None)
+    try:
+        from cutlass.base_dsl.runtime.jit_arg_adapters import JitArgAdapterRegistry
+
+        scope = getattr(execution_args_of(compiled), "_jit_arg_adapter_scope", None)
+        adapter = JitArgAdapterRegistry.call_with_scope(scope, JitArgAdapterRegistry.get_registered_adapter, value)
+    except Exception:  # no registry or scopes in this version: nothing to replicate
+        return None
+    if adapter_class is None or adapter is not adapter_class:
+        return None
+    try:
+        return tensor_layout(runtime.from_dlpack(value).mark_layout_dynamic())
+    except Exception:  # the direct call would fail on it too
+        return None
+
+
+def compiled_from_dsl_values(compiled: Any) -> bool | None:
+    """What the DSL recorded of the values ``compiled`` was compiled from: ``True`` when every
+    runtime argument was a value its C header generator spells (``from_dlpack`` and fake
+    tensors, numbers, pointers, streams), ``False`` when one was not (a plain torch tensor,
+    which the compile read with the DSL's tensor adapter), ``None`` when nothing was recorded.
+
+    The DSL generates the AOT C header arguments from the compile's runtime
+    arguments when it makes the compiled function
+    (``JitCompiledFunction._generate_c_header_arguments``) and keeps only the
+    result or the error (``CHeaderArguments.error_msg``), never the values.
+    """
+    if is_executor(compiled):
+        return None
+    header = getattr(compiled, "c_header_arguments", None)
+    if header is None or not hasattr(header, "error_msg"):
+        return None
+    return header.error_msg is None
+
+
 def execution_args_of(obj: Any) -> Any:
     if is_executor(obj):
         return obj.jit_module.execution_args
@@ -1344,6 +1394,138 @@ def dlpack_exchange_functions(tp: type) -> tuple[int, int]:
     reader = ctypes.c_void_p.from_address(table + 8 + p + 3 * p).value or 0
     stream = ctypes.c_void_p.from_address(table + 8 + p + 4 * p).value or 0
     return int(reader), int(stream)
+
+
+def is_tvm_ffi_function(obj: Any) -> bool:
+    """A ``tvm_ffi.Function`` (e.g. ``cute.runtime.load_module(path, enable_tvm_ffi=True)["func"]``).
+
+    Without tvm_ffi imported nothing can be one, so it is never imported here.
+    """
+    tvm_ffi = sys.modules.get("tvm_ffi")
+    return tvm_ffi is not None and isinstance(obj, tvm_ffi.Function)
+
+
+def tvm_ffi_function_entry(function: Any, count: int) -> TvmFfiEntry:
+    """The entry of a bare ``tvm_ffi.Function`` taking ``count`` positional arguments.
+
+    A function the DSL exported and loaded back (``load_module(...,
+    enable_tvm_ffi=True)[name]``, made by ``tvm_ffi.Function.__from_extern_c__``
+    over the module's ``__tvm_ffi_<name>`` symbol) has no engine, name or
+    signature on the Python side. Its call is positional only and converts
+    nothing before TVM-FFI's own argument setters. The entry is its function
+    cell's ``safe_call``, right after the object header
+    (``TVMFFIFunctionGetCellPtr``: ``handle + sizeof(TVMFFIObject)``), called
+    with the function's handle as ``self``, exactly as ``TVMFFIFunctionCall``
+    calls it.
+    """
+    import inspect
+
+    handle = int(function.__chandle__() or 0)
+    if not handle:
+        raise ValueError("the tvm_ffi.Function has no handle")
+    safe_call = int(ctypes.c_void_p.from_address(handle + _TVM_FFI_OBJECT_HEADER).value or 0)
+    if not safe_call:
+        raise ValueError("the tvm_ffi.Function has no safe_call entry")
+    set_stream, move_error, dec_ref = _tvm_ffi_c_api()
+    return TvmFfiEntry(
+        safe_call=safe_call,
+        handle=handle,
+        function=function,
+        parameters=tuple(inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(count)),
+        set_stream=set_stream,
+        move_error=move_error,
+        dec_ref=dec_ref,
+        pointer_parameters=frozenset(),
+        converts_sequences=False,
+    )
+
+
+# TVMFFIObject: combined ref count (8), type_index (4), padding (4), deleter (8)
+_TVM_FFI_OBJECT_HEADER = 24
+_TVM_FFI_TYPE_INDEX_OFFSET = 8
+
+
+def tvm_ffi_scalar_kind(tp: type) -> tuple[str, bool]:
+    """How TVM-FFI's argument setter factory writes a value of type ``tp`` that is not an exact
+    ``None``/``bool``/``int``/``float``: ``("i", via_protocol)`` for an int, ``("f", ...)`` for a
+    float, ``("", False)`` for anything else.
+
+    Mirrors the order of ``TVMFFICyArgSetterFactory`` (tvm_ffi/cython/function.pxi), which
+    dispatches on the exact type: FFI objects, the DLPack, stream and tensor protocols, then
+    ``bool``, ``numbers.Integral`` (written as ``int(value)``), ``numbers.Real`` (``float``),
+    dtypes, devices, strings, containers, opaque pointers, and only then
+    ``__tvm_ffi_int__`` / ``__tvm_ffi_float__`` (the DSL's ``cutlass.Int32``,
+    ``cutlass.Float32``... define them: ``return self.value``). ``via_protocol`` is True
+    for those last two, whose value is the protocol method's result.
+    """
+    import numbers
+
+    import tvm_ffi
+
+    core = tvm_ffi.core
+    ffi_classes = tuple(c for c in (getattr(core, n, None) for n in ("Tensor", "CContainerBase", "CObject", "ObjectRValueRef")) if isinstance(c, type))
+    if issubclass(tp, ffi_classes) or issubclass(tp, cuda_stream_class()):
+        return "", False
+    if any(hasattr(tp, a) for a in ("__tvm_ffi_object__", "__dlpack_c_exchange_api__", "__cuda_stream__", "__dlpack__")):
+        return "", False
+    torch = sys.modules.get("torch")
+    if torch is not None and issubclass(tp, torch.Tensor):
+        return "", False
+    if issubclass(tp, bool):
+        return "", False
+    if issubclass(tp, numbers.Integral):
+        return "i", False
+    if issubclass(tp, numbers.Real):
+        return "f", False
+    others = tuple(c for c in (getattr(core, n, None) for n in ("DataType", "Device", "PyNativeObject")) if isinstance(c, type))
+    if issubclass(tp, (str, bytes, bytearray, tuple, list, dict, ctypes.c_void_p, Exception, *others)):
+        return "", False
+    if any(hasattr(tp, a) for a in ("__tvm_ffi_opaque_ptr__", "__dlpack_data_type__", "__dlpack_device__")):
+        return "", False
+    if hasattr(tp, "__tvm_ffi_int__"):
+        return "i", True
+    if hasattr(tp, "__tvm_ffi_float__"):
+        return "f", True
+    return "", False
+
+
+#: How deep a constant structure may nest (the C launcher compares up to this depth).
+TVM_FFI_CONSTANT_DEPTH = 16
+
+
+def tvm_ffi_constant_leaves_ok(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is a tuple/list (NamedTuples included) whose leaves are all ``None``,
+    ``bool``, ``int`` (within int64) or ``float`` (exact types), nested at most
+    :data:`TVM_FFI_CONSTANT_DEPTH` deep: a value TVM-FFI's call turns into the same
+    ``ffi.Array`` every time it sees an equal one."""
+    if depth >= TVM_FFI_CONSTANT_DEPTH or not (isinstance(value, tuple) or type(value) is list):
+        return False
+    for item in value:
+        tp = type(item)
+        if item is None or tp is bool or tp is float:
+            continue
+        if tp is int:
+            if not -(2**63) <= item < 2**63:
+                return False
+            continue
+        if not tvm_ffi_constant_leaves_ok(item, depth + 1):
+            return False
+    return True
+
+
+def tvm_ffi_constant(value: Any) -> tuple[Any, int, int]:
+    """``(array, handle, type_index)``: the ``ffi.Array`` TVM-FFI's call builds from a constant
+    structure (``tvm_ffi.convert``: the same ``ffi.Array`` constructor over the same elements),
+    the object handle passed as the argument and its type index, read from the object header
+    (as ``TVMFFIObjectGetTypeIndex`` does)."""
+    import tvm_ffi
+
+    array = tvm_ffi.convert(value)
+    handle = int(array.__chandle__() or 0)
+    if not handle:
+        raise ValueError("tvm_ffi.convert gave no object")
+    type_index = int(ctypes.c_int32.from_address(handle + _TVM_FFI_TYPE_INDEX_OFFSET).value)
+    return array, handle, type_index
 # ------------------------------------------------------------------ devices
 def executor_on_device(compiled: Any, device: int, kernel: str | None = None) -> Any:
     """The executor of ``compiled`` for CUDA device ``device``: made once per device, kept on the compiled function.
@@ -1573,3 +1755,161 @@ def _present(owner: str, attr: str) -> bool:
         return hasattr(_resolve(owner), attr)
     except Exception:
         return False
+
+
+# ------------------------------------------------------------------ compile-only placeholders (issue 23)
+# ``cute.compile`` takes placeholders that describe a compile without data:
+# ``make_fake_tensor``/``make_fake_compact_tensor`` tensors (shape, strides
+# with SymInt positions, divisibility, alignment, memory space) and
+# ``make_fake_stream`` streams. ``Kernel.compile(...)`` takes them the same
+# way, inside :func:`compile_only`; a launch refuses them (nothing to launch).
+class CompileOnly:
+    """One ``Kernel.compile(...)`` binding: placeholders are allowed, and the SymInts met are numbered.
+
+    Two modes sharing one ``SymInt`` object are one runtime value (the
+    TVM-FFI entry takes it once and checks both against it), so the compile
+    key spells a ``SymInt`` by the order it first appears in the call, not by
+    its ``id`` (which a fresh object of the next call does not share).
+    """
+
+    def __init__(self) -> None:
+        self._numbers: dict[int, int] = {}
+        self._keep: list[Any] = []  # the numbered objects, alive while numbered (their ids stay theirs)
+
+    def number(self, symbol: Any) -> int:
+        n = self._numbers.get(id(symbol))
+        if n is None:
+            n = self._numbers[id(symbol)] = len(self._numbers)
+            self._keep.append(symbol)
+        return n
+
+
+_COMPILE_ONLY: contextvars.ContextVar[CompileOnly | None] = contextvars.ContextVar("cute_bind_compile_only", default=None)
+
+
+class compile_only:
+    """Context manager: values bound inside it are bound for a compile only (placeholders allowed)."""
+
+    def __enter__(self) -> CompileOnly:
+        state = CompileOnly()
+        self._token = _COMPILE_ONLY.set(state)
+        return state
+
+    def __exit__(self, *exc: object) -> None:
+        _COMPILE_ONLY.reset(self._token)
+
+
+def compiling() -> CompileOnly | None:
+    """The current :class:`CompileOnly` binding, or ``None`` outside ``Kernel.compile``."""
+    return _COMPILE_ONLY.get()
+
+
+def _fake_class(name: str) -> type | None:
+    cls = getattr(dsl().runtime, name, None)
+    return cls if isinstance(cls, type) else None
+
+
+def is_fake_tensor(value: Any) -> bool:
+    """A ``cute.runtime.make_fake_tensor``/``make_fake_compact_tensor`` placeholder."""
+    cls = _fake_class("_FakeTensor")
+    return cls is not None and isinstance(value, cls) and not hasattr(value, "__c_pointers__")
+
+
+def is_fake_stream(value: Any) -> bool:
+    """A ``cute.runtime.make_fake_stream(...)`` placeholder."""
+    cls = _fake_class("_FakeStream")
+    return cls is not None and isinstance(value, cls)
+
+
+def _symbolic(value: Any) -> bool:
+    cls = getattr(dsl().cute, "SymInt", None) or getattr(importlib.import_module("cutlass.cute.typing"), "SymInt", None)
+    return cls is not None and isinstance(value, cls)
+
+
+def _spell_mode(mode: Any, state: CompileOnly) -> Any:
+    if _symbolic(mode):
+        return ("?", int(mode.width), int(mode.divisibility), mode.symbol, state.number(mode))
+    if isinstance(mode, (tuple, list)):  # a nested mode
+        return tuple(_spell_mode(m, state) for m in mode)
+    return int(mode)
+
+
+def fake_tensor_facts(value: Any) -> tuple[str, int]:
+    """``(element type name, rank)`` of a fake tensor."""
+    return str(value.element_type.__name__), len(tuple(value.shape))
+
+
+def fake_tensor_spelling(value: Any, state: CompileOnly) -> tuple[Any, ...]:
+    """A fake tensor as a compile key part: everything the compile reads of it, in plain values.
+
+    Element type, memory space, assumed alignment, each extent and stride (an
+    int, or ``("?", width, divisibility, symbol, n)`` for the ``n``-th SymInt
+    of the call) and the 32-bit stride flag.
+    """
+    memspace = value.memspace
+    return (
+        "fake tensor",
+        str(value.element_type.__name__),
+        str(getattr(memspace, "name", memspace)),
+        int(value._assumed_align or 0),
+        tuple(_spell_mode(m, state) for m in value.shape),
+        tuple(_spell_mode(m, state) for m in value.stride),
+        bool(getattr(value, "_use_32bit_stride", False)),
+    )
+
+
+def fake_stream_spelling(value: Any) -> tuple[Any, ...]:
+    """A fake stream as a compile key part: with the TVM-FFI environment stream the entry has no stream argument."""
+    return ("fake stream", bool(getattr(value, "use_tvm_ffi_env_stream", False)))
+
+
+@functools.lru_cache(maxsize=None)
+def _laid_out_class() -> type:
+    base: Any = _fake_class("_FakeTensor")
+
+    class LaidOutTensor(base):  # type: ignore[misc]
+        """A tensor of exactly the layout a ``cute_bind.Tensor[...]`` annotation describes.
+
+        Compiles as the fake tensor of that layout (static extents, SymInt
+        extents and strides with their divisibility, alignment, memory space),
+        which ``from_dlpack``'s markings cannot all express (a static extent
+        beside a dynamic stride, say); marshals as one real tensor: the
+        descriptor cute_bind packed for it (data address, dynamic extents and
+        strides, in the layout's C struct), so the DSL's own call and the
+        prepared handle's check of it read the value it was made from.
+        """
+
+        def __init__(self, dtype: Any, shape: Any, stride: Any, memspace: Any, align: int, descriptor: bytes) -> None:
+            super().__init__(dtype, shape, stride=stride, memspace=memspace, assumed_align=align)
+            self._descriptor = ctypes.create_string_buffer(descriptor, max(len(descriptor), 1))
+
+        def __c_pointers__(self) -> list[int]:
+            return [ctypes.addressof(self._descriptor)]
+
+    return LaidOutTensor
+
+
+def laid_out_tensor(dtype: Any, shape: tuple[Any, ...], stride: tuple[Any, ...], gpu: bool, align: int, descriptor: bytes) -> Any:
+    """The DSL value of a tensor laid out as an annotation says (see ``LaidOutTensor``).
+
+    ``shape``/``stride`` hold an int per static mode and ``(width,
+    divisibility)`` per dynamic one (each its own SymInt); ``gpu`` picks the
+    memory space ``from_dlpack`` gives a CUDA tensor (gmem), else generic.
+    """
+    cute = dsl().cute
+    typing_module = importlib.import_module("cutlass.cute.typing")
+
+    def mode(m: Any) -> Any:
+        if isinstance(m, tuple):
+            return typing_module.SymInt(m[0], divisibility=m[1])
+        return int(m)
+
+    space = cute.AddressSpace.gmem if gpu else cute.AddressSpace.generic
+    return _laid_out_class()(dtype, tuple(mode(m) for m in shape), tuple(mode(m) for m in stride), space, align, descriptor)
+
+
+def numeric_value(value: Any) -> Any:
+    """A DSL number object's Python value (``cutlass.Int32(3)`` -> 3); anything else as it is."""
+    if is_numeric_type(type(value)):
+        return value.value
+    return value

@@ -16,7 +16,20 @@
  *   - int, bool, float and None exactly as TVM-FFI's own argument setters
  *     write them (kTVMFFIInt, kTVMFFIBool, kTVMFFIFloat, kTVMFFINone); an
  *     int for a pointer parameter only when it is a valid address (>= 0), the
- *     one check the DSL makes on it before a TVM-FFI call.
+ *     one check the DSL makes on it before a TVM-FFI call;
+ *   - for an int or float argument, an object whose type TVM-FFI writes
+ *     through the `__tvm_ffi_int__` / `__tvm_ffi_float__` protocol (the DSL's
+ *     `cutlass.Int32(...)`, `cutlass.Float32(...)`): the method's result, as
+ *     TVM-FFI's protocol setters write it. Which types those are is decided
+ *     once per type by `classify(type)` (Python: TVM-FFI's setter order); the
+ *     last type it accepted is remembered per argument, so a caller building
+ *     a fresh `Int32` per call (quack) stays on the fast path;
+ *   - a constant structure (a tuple or list, NamedTuples included, of None,
+ *     bool, int and float: FlashAttention's `AuxData(None, None)`): the
+ *     `ffi.Array` built once at prepare, passed as the object argument the
+ *     TVM-FFI call passes, when the value is the prepared one or equal to it
+ *     leaf for leaf with the same types (float bits compared), so TVM-FFI's
+ *     call would build an equal array from it.
  *
  * The argument array is built once and rewritten in place. Anything else (a
  * keyword, another type, an int outside int64) goes to `slow(args, kwargs)`,
@@ -58,6 +71,11 @@ typedef struct {
 typedef struct { const char *data; size_t size; } ByteArrayC;
 
 enum { K_NONE = 0, K_INT = 1, K_BOOL = 2, K_FLOAT = 3, K_DLTENSOR_PTR = 7, K_STATIC_OBJECT_BEGIN = 64 };
+/* how deep a constant structure is compared (prepare refuses deeper ones: _dsl.TVM_FFI_CONSTANT_DEPTH) */
+#define CONST_DEPTH 16
+
+static PyObject *name_int;   /* "__tvm_ffi_int__", interned at module init */
+static PyObject *name_float; /* "__tvm_ffi_float__" */
 /* TVMFFIObject header: ref counts (8), type_index (4), padding (4), deleter (8) */
 #define OBJECT_HEADER 24
 
@@ -76,12 +94,17 @@ typedef struct {
     move_error_t move_error;
     dec_ref_t dec_ref;
     Py_ssize_t n;
-    char *kinds;          /* per argument: 'T' tensor, 'i' int, 'a' address, 'b' bool, 'f' float, 'n' None */
+    char *kinds;          /* per argument: 'T' tensor, 'i' int, 'a' address, 'b' bool, 'f' float, 'n' None, 'o' constant */
     AnyC *args;
     DLTensorC *tensors;
     from_py_t *readers;   /* per tensor argument: the type's dltensor_from_py_object_no_sync */
     work_stream_t *streams;
     PyObject **types;     /* per tensor argument: the exact type taken (borrowed from keep) */
+    PyObject **ptypes;    /* per int/float argument: the last protocol type classify() accepted (owned), or NULL */
+    PyObject **consts;    /* per constant argument: the prepared structure (borrowed from keep) */
+    void **handles;       /* per constant argument: its ffi.Array handle (the array is held in keep) */
+    int32_t *type_indices; /* per constant argument: the array's type index */
+    PyObject *classify;   /* classify(type) -> "i", "f" or "": how TVM-FFI writes that type through its protocol */
     PyObject *defaults;   /* tuple: per argument its default, or `required` */
     PyObject *required;
     PyObject *slow;
@@ -111,6 +134,58 @@ go_slow(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnam
     return res;
 }
 
+/* 1 when v's type is the int/float protocol type TVM-FFI writes for argument i's kind; the last
+ * accepted type is remembered (one per argument), a new one is asked of classify() once. Never
+ * leaves an exception set. */
+static int
+protocol_type(Launcher *self, Py_ssize_t i, PyObject *v)
+{
+    PyObject *tp = (PyObject *)Py_TYPE(v);
+    if (tp == self->ptypes[i]) return 1;
+    PyObject *k = PyObject_CallFunctionObjArgs(self->classify, tp, NULL);
+    if (!k) { PyErr_Clear(); return 0; }
+    char want[2] = {self->kinds[i], 0};
+    int ok = PyUnicode_Check(k) && PyUnicode_CompareWithASCIIString(k, want) == 0;
+    Py_DECREF(k);
+    if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    if (!ok) return 0;
+    PyObject *old = self->ptypes[i];
+    Py_INCREF(tp);
+    self->ptypes[i] = tp;
+    Py_XDECREF(old);
+    return 1;
+}
+
+/* 1 when TVM-FFI's call builds from b the array it builds from the prepared a: the same types
+ * throughout, tuples (NamedTuples: the type itself) and lists of equal length, equal ints, floats
+ * of equal bits; None and bools are singletons. Never leaves an exception set. */
+static int
+same_constant(PyObject *a, PyObject *b, int depth)
+{
+    if (a == b) return 1;
+    if (depth >= CONST_DEPTH || Py_TYPE(a) != Py_TYPE(b)) return 0;
+    if (PyLong_CheckExact(a)) {
+        int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+        if (eq < 0) PyErr_Clear();
+        return eq == 1;
+    }
+    if (PyFloat_CheckExact(a)) {
+        double x = PyFloat_AsDouble(a), y = PyFloat_AsDouble(b);
+        return memcmp(&x, &y, sizeof x) == 0;
+    }
+    int tuple = PyTuple_Check(a);
+    if (!tuple && !PyList_CheckExact(a)) return 0;
+    Py_ssize_t n = tuple ? PyTuple_Size(a) : PyList_Size(a);
+    if (n != (tuple ? PyTuple_Size(b) : PyList_Size(b))) return 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *x = tuple ? PyTuple_GetItem(a, k) : PyList_GetItem(a, k);
+        PyObject *y = tuple ? PyTuple_GetItem(b, k) : PyList_GetItem(b, k);
+        if (!x || !y) { PyErr_Clear(); return 0; }
+        if (!same_constant(x, y, depth + 1)) return 0;
+    }
+    return 1;
+}
+
 /* 1: written; 0: not taken as is (the slow path decides). Never leaves an exception set. */
 static int
 write_one(Launcher *self, Py_ssize_t i, PyObject *v, int32_t *dev_type, int32_t *dev_id, void **stream)
@@ -137,9 +212,18 @@ write_one(Launcher *self, Py_ssize_t i, PyObject *v, int32_t *dev_type, int32_t 
         return 1;
     }
     case 'i': {
-        if (!PyLong_CheckExact(v)) return 0;
+        PyObject *r = NULL;
+        if (!PyLong_CheckExact(v)) {
+            /* TVM-FFI's int protocol setter: value = v.__tvm_ffi_int__(), written as an int */
+            if (!protocol_type(self, i, v)) return 0;
+            r = PyObject_CallMethodObjArgs(v, name_int, NULL);
+            if (!r) { PyErr_Clear(); return 0; }
+            if (!PyLong_Check(r)) { Py_DECREF(r); return 0; } /* TVM-FFI would int() it: the call decides */
+            v = r;
+        }
         int overflow = 0;
         long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        Py_XDECREF(r);
         if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
         out->type_index = K_INT; out->zero_padding = 0; out->v_int64 = x;
         return 1;
@@ -157,9 +241,24 @@ write_one(Launcher *self, Py_ssize_t i, PyObject *v, int32_t *dev_type, int32_t 
         if (v != Py_True && v != Py_False) return 0;
         out->type_index = K_BOOL; out->zero_padding = 0; out->v_int64 = v == Py_True;
         return 1;
-    case 'f':
-        if (!PyFloat_CheckExact(v)) return 0;
-        out->type_index = K_FLOAT; out->zero_padding = 0; out->v_float64 = PyFloat_AsDouble(v);
+    case 'f': {
+        if (PyFloat_CheckExact(v)) {
+            out->type_index = K_FLOAT; out->zero_padding = 0; out->v_float64 = PyFloat_AsDouble(v);
+            return 1;
+        }
+        /* TVM-FFI's float protocol setter: <double>(v.__tvm_ffi_float__()) */
+        if (!protocol_type(self, i, v)) return 0;
+        PyObject *r = PyObject_CallMethodObjArgs(v, name_float, NULL);
+        if (!r) { PyErr_Clear(); return 0; }
+        if (!PyFloat_Check(r)) { Py_DECREF(r); return 0; } /* a conversion of another type: the call decides */
+        double x = PyFloat_AsDouble(r);
+        Py_DECREF(r);
+        out->type_index = K_FLOAT; out->zero_padding = 0; out->v_float64 = x;
+        return 1;
+    }
+    case 'o':
+        if (v != self->consts[i] && !same_constant(self->consts[i], v, 0)) return 0;
+        out->type_index = self->type_indices[i]; out->zero_padding = 0; out->v_ptr = self->handles[i];
         return 1;
     case 'n':
         if (v != Py_None) return 0;
@@ -204,6 +303,8 @@ Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObjec
         PyObject *v = i < nargs ? args[i] : PyTuple_GetItem(self->defaults, i);
         if (v == self->required || !write_one(self, i, v, &dev_type, &dev_id, &stream)) return go_slow(self, args, nargs, NULL);
     }
+    /* a protocol method or classify() ran Python code, which may have closed the handle */
+    if (self->closed) return go_slow(self, args, nargs, NULL);
     void *prev = NULL;
     if (dev_type != -1 && self->set_stream(dev_type, dev_id, stream, &prev) != 0) return raise_entry_error(self);
     AnyC result;
@@ -234,15 +335,16 @@ as_pointer(PyObject *v, int *ok)
     return (void *)(uintptr_t)x;
 }
 
-/* Launcher(entry, self_handle, set_stream, move_error, dec_ref, kinds, tensor_specs, defaults, required, slow, fail, keep)
- * tensor_specs: per argument None or (reader_address, work_stream_address_or_0, type). */
+/* Launcher(entry, self_handle, set_stream, move_error, dec_ref, kinds, specs, defaults, required, slow, fail, classify, keep)
+ * specs: per argument None, for a tensor (reader_address, work_stream_address_or_0, type), for a
+ * constant (structure, array, handle, type_index). */
 static int
 Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
 {
-    PyObject *entry, *handle, *set_stream, *move_error, *dec_ref, *kinds, *specs, *defaults, *required, *slow, *fail, *keep;
+    PyObject *entry, *handle, *set_stream, *move_error, *dec_ref, *kinds, *specs, *defaults, *required, *slow, *fail, *classify, *keep;
     if (kw && PyDict_Size(kw)) { PyErr_SetString(PyExc_TypeError, "Launcher takes no keywords"); return -1; }
-    if (!PyArg_ParseTuple(a, "OOOOOSOOOOOO", &entry, &handle, &set_stream, &move_error, &dec_ref, &kinds, &specs, &defaults,
-                          &required, &slow, &fail, &keep))
+    if (!PyArg_ParseTuple(a, "OOOOOSOOOOOOO", &entry, &handle, &set_stream, &move_error, &dec_ref, &kinds, &specs, &defaults,
+                          &required, &slow, &fail, &classify, &keep))
         return -1;
     if (self->entry) { PyErr_SetString(PyExc_RuntimeError, "Launcher already initialised"); return -1; }
     int ok = 1;
@@ -255,7 +357,10 @@ Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
         PyErr_SetString(PyExc_ValueError, "kinds, tensor specs and defaults differ in length");
         return -1;
     }
-    if (!PyCallable_Check(slow) || !PyCallable_Check(fail)) { PyErr_SetString(PyExc_TypeError, "slow and fail must be callable"); return -1; }
+    if (!PyCallable_Check(slow) || !PyCallable_Check(fail) || !PyCallable_Check(classify)) {
+        PyErr_SetString(PyExc_TypeError, "slow, fail and classify must be callable");
+        return -1;
+    }
     Py_ssize_t m = n ? n : 1;
     self->kinds = PyMem_Calloc((size_t)m, 1);
     self->args = PyMem_Calloc((size_t)m, sizeof(AnyC));
@@ -263,13 +368,38 @@ Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
     self->readers = PyMem_Calloc((size_t)m, sizeof(from_py_t));
     self->streams = PyMem_Calloc((size_t)m, sizeof(work_stream_t));
     self->types = PyMem_Calloc((size_t)m, sizeof(PyObject *));
-    if (!self->kinds || !self->args || !self->tensors || !self->readers || !self->streams || !self->types) { PyErr_NoMemory(); return -1; }
+    self->ptypes = PyMem_Calloc((size_t)m, sizeof(PyObject *));
+    self->consts = PyMem_Calloc((size_t)m, sizeof(PyObject *));
+    self->handles = PyMem_Calloc((size_t)m, sizeof(void *));
+    self->type_indices = PyMem_Calloc((size_t)m, sizeof(int32_t));
+    if (!self->kinds || !self->args || !self->tensors || !self->readers || !self->streams || !self->types || !self->ptypes || !self->consts ||
+        !self->handles || !self->type_indices) {
+        PyErr_NoMemory();
+        return -1;
+    }
     const char *k = PyBytes_AsString(kinds);
     for (Py_ssize_t i = 0; i < n; i++) {
         char c = k[i];
-        if (c != 'T' && c != 'i' && c != 'a' && c != 'b' && c != 'f' && c != 'n') { PyErr_Format(PyExc_ValueError, "unknown argument kind %c", c); return -1; }
+        if (c != 'T' && c != 'i' && c != 'a' && c != 'b' && c != 'f' && c != 'n' && c != 'o') {
+            PyErr_Format(PyExc_ValueError, "unknown argument kind %c", c);
+            return -1;
+        }
         self->kinds[i] = c;
         PyObject *spec = PyTuple_GetItem(specs, i);
+        if (c == 'o') {
+            if (!PyTuple_Check(spec) || PyTuple_Size(spec) != 4) {
+                PyErr_SetString(PyExc_ValueError, "a constant argument needs (structure, array, handle, type_index)");
+                return -1;
+            }
+            void *hd = as_pointer(PyTuple_GetItem(spec, 2), &ok);
+            long ti = PyLong_AsLong(PyTuple_GetItem(spec, 3));
+            if (!ok || (ti == -1 && PyErr_Occurred())) return -1;
+            if (!hd || ti < K_STATIC_OBJECT_BEGIN) { PyErr_SetString(PyExc_ValueError, "a constant argument needs an object handle"); return -1; }
+            self->consts[i] = PyTuple_GetItem(spec, 0); /* kept alive by `specs`, held below, as is the array */
+            self->handles[i] = hd;
+            self->type_indices[i] = (int32_t)ti;
+            continue;
+        }
         if (c != 'T') continue;
         if (!PyTuple_Check(spec) || PyTuple_Size(spec) != 3 || !PyType_Check(PyTuple_GetItem(spec, 2))) {
             PyErr_SetString(PyExc_ValueError, "a tensor argument needs (reader, work_stream, type)");
@@ -291,6 +421,7 @@ Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
     Py_INCREF(required); self->required = required;
     Py_INCREF(slow); self->slow = slow;
     Py_INCREF(fail); self->fail = fail;
+    Py_INCREF(classify); self->classify = classify;
     PyObject *held = PyTuple_Pack(2, keep, specs);
     if (!held) return -1;
     self->keep = held;
@@ -305,7 +436,10 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
     Py_VISIT(self->required);
     Py_VISIT(self->slow);
     Py_VISIT(self->fail);
+    Py_VISIT(self->classify);
     Py_VISIT(self->keep);
+    if (self->ptypes)
+        for (Py_ssize_t i = 0; i < self->n; i++) Py_VISIT(self->ptypes[i]);
     return 0;
 }
 
@@ -317,7 +451,10 @@ Launcher_clear(Launcher *self)
     Py_CLEAR(self->required);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->fail);
+    Py_CLEAR(self->classify);
     Py_CLEAR(self->keep);
+    if (self->ptypes)
+        for (Py_ssize_t i = 0; i < self->n; i++) Py_CLEAR(self->ptypes[i]);
     return 0;
 }
 
@@ -332,6 +469,10 @@ Launcher_dealloc(Launcher *self)
     PyMem_Free(self->readers);
     PyMem_Free(self->streams);
     PyMem_Free(self->types);
+    PyMem_Free(self->ptypes);
+    PyMem_Free(self->consts);
+    PyMem_Free(self->handles);
+    PyMem_Free(self->type_indices);
     PyTypeObject *tp = Py_TYPE(self);
     freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     tp_free(self);
@@ -366,7 +507,7 @@ static PyType_Slot Launcher_slots[] = {
     {Py_tp_clear, Launcher_clear},
     {Py_tp_methods, Launcher_methods},
     {Py_tp_new, PyType_GenericNew},
-    {Py_tp_doc, "Launcher(entry, self_handle, set_stream, move_error, dec_ref, kinds, tensor_specs, defaults, required, slow, fail, keep)"},
+    {Py_tp_doc, "Launcher(entry, self_handle, set_stream, move_error, dec_ref, kinds, specs, defaults, required, slow, fail, classify, keep)"},
     {0, NULL},
 };
 
@@ -383,6 +524,9 @@ static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_ctvmffi", "C fas
 PyMODINIT_FUNC
 PyInit__ctvmffi(void)
 {
+    if (!name_int) name_int = PyUnicode_InternFromString("__tvm_ffi_int__");
+    if (!name_float) name_float = PyUnicode_InternFromString("__tvm_ffi_float__");
+    if (!name_int || !name_float) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
     PyObject *t = PyType_FromSpec(&Launcher_spec);

@@ -11,11 +11,12 @@ class Launcher:
         move_error: int,
         dec_ref: int,
         kinds: bytes,
-        tensor_specs: tuple[Any, ...],
+        specs: tuple[Any, ...],
         defaults: tuple[Any, ...],
         required: object,
         slow: Callable[[tuple[Any, ...], dict[str, Any]], Any],
         fail: Callable[[str, str, str], Any],
+        classify: Callable[[type], str],
         keep: object,
     ) -> None: ...
     def launch(self, *args: Any, **kwargs: Any) -> Any: ...

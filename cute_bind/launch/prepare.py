@@ -20,12 +20,22 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any] 
 
     Takes the same arguments as calling ``compiled``; eligibility comes from
     the compiled function's declared annotations and the values given. A
-    function compiled with ``--enable-tvm-ffi`` gives a
+    function compiled with ``--enable-tvm-ffi``, or a bare ``tvm_ffi.Function``
+    (such a function exported and loaded back with
+    ``cute.runtime.load_module(path, enable_tvm_ffi=True)[name]``), gives a
     :class:`~cute_bind.launch.tvm_ffi.PreparedTvmFfiLaunch` (its entry checks
     the arguments itself).
     """
+    if _dsl.is_tvm_ffi_function(compiled) and not _dsl.is_compiled(compiled):
+        # a bare tvm_ffi.Function: the DSL's exported functions loaded back
+        # (cute.runtime.load_module(path, enable_tvm_ffi=True)[name]); no name of its own
+        return prepare_tvm_ffi(compiled, "tvm_ffi.Function", args, kwargs)
     if not _dsl.is_compiled(compiled):
-        raise D.error(D.NOT_COMPILED, expected="the result of cute.compile(...) or compiled.to(device)", got=describe_value(compiled))
+        raise D.error(
+            D.NOT_COMPILED,
+            expected="the result of cute.compile(...), compiled.to(device) or a TVM-FFI function loaded back (tvm_ffi.Function)",
+            got=describe_value(compiled),
+        )
     if _dsl.is_tvm_ffi_compiled(compiled):
         # TVM-FFI entry points take a TVMFFIAny array, not the DSL's void** array: their own handle.
         return prepare_tvm_ffi(compiled, _dsl.compiled_display_name(compiled), args, kwargs)
@@ -88,9 +98,17 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
     each bound tensor slot says what it writes (``TensorKind.descriptor_groups``).
     They must be equal, else CB306. Counts and widths do not say which modes
     are static (``(?,?):(?{i64},1)`` and ``(?,?):(1,?{i64})`` have the same
-    argument type), so a plain tensor (torch, NumPy) whose reading leaves that
-    open is refused too (CB306): only a ``from_dlpack`` tensor, marked as when
-    compiling, states it (``TensorKind.groups_pin_layout``). Without IR (an executor from
+    argument type). A ``from_dlpack`` tensor, marked as when compiling, states
+    it. A plain tensor (torch, NumPy) whose reading leaves it open
+    (``TensorKind.groups_pin_layout``) is taken only as the direct call takes
+    it: when prepare() reads it exactly as the direct call does (the DSL's
+    tensor adapter, ``from_dlpack(t).mark_layout_dynamic()``:
+    ``_dsl.direct_call_tensor_layout``) and the compile itself was given a
+    value the DSL reads that way (what the DSL recorded of the compile's
+    arguments: not DSL values only, ``_dsl.compiled_from_dsl_values``), as
+    CUTLASS's elementwise_add compiles from and calls with plain torch
+    tensors; a compile from marked tensors only keeps its marking unknown,
+    so there a plain tensor is refused (CB306). Without IR (an executor from
     ``.to(device)``, a function loaded from a binary) nothing can be compared,
     so a function with tensor parameters is refused (CB307), never passed
     unchecked. Not in an argument type, and so taken from the value given:
@@ -124,7 +142,7 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
                 expected=_describe_groups(theirs, types[k] if k < len(types) else "no argument"),
                 got=f"{_describe_groups(ours, '')} (a tensor read as {leaf.describe()})",
             )
-        if not _dsl.is_dsl_tensor(given) and not leaf.groups_pin_layout():
+        if not _dsl.is_dsl_tensor(given) and not leaf.groups_pin_layout() and not _read_as_the_direct_call_reads(compiled, leaf, given):
             # Equal groups, but which mode is static is not in an argument type: a plain
             # tensor's reading (its own leading dimension) is a guess prepare() cannot check.
             raise D.error(
@@ -135,6 +153,24 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
                 "argument type (e.g. the leading dimension)",
                 got=f"a {type(given).__name__} read as {leaf.describe()}, which prepare() cannot check",
             )
+
+
+def _read_as_the_direct_call_reads(compiled: Any, leaf: TensorKind, given: Any) -> bool:
+    """Whether a plain tensor's prepared reading is the direct call's, for a function compiled
+    from values the DSL reads the same way (see :func:`_check_tensor_descriptors`).
+
+    Then a launch writes what the direct call writes for the same tensor,
+    field for field; which leading dimension the compile saw is recorded
+    nowhere in the compiled function (its argument types, C header arguments
+    and execution arguments hold counts and widths only), so, exactly as for
+    the direct call, the tensor must be laid out as at compile. Later launches
+    keep this reading: a tensor with another leading dimension is refused
+    (the direct call would read it differently from the compile).
+    """
+    if _dsl.compiled_from_dsl_values(compiled) is not False:
+        return False
+    direct = _dsl.direct_call_tensor_layout(compiled, given)
+    return direct is not None and direct == leaf.layout
 
 
 def _describe_groups(groups: tuple[tuple[int, ...], tuple[int, ...]] | None, raw: str) -> str:

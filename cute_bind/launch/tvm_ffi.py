@@ -7,11 +7,15 @@ the TVM-FFI environment stream, which the TVM-FFI call sets to the tensors'
 current stream (``torch.cuda.current_stream()``) for the call.
 
 Its entry decodes and checks every argument itself (dtype, rank, shapes,
-strides, alignment, device, integer ranges), so preparing it needs no
-descriptor of ours: ``prepare()`` classifies each argument by its Python type
-once (tensor, int, bool, float, None; the same classes TVM-FFI's own argument
-setters use), builds the argument array, and a launch rewrites it in place and
-calls the entry directly (``_ctvmffi.c``): a tensor is read with one
+strides, alignment, device, integer ranges, constants compiled in), so
+preparing it needs no descriptor of ours: ``prepare()`` classifies each
+argument by its Python type once, as TVM-FFI's own argument setters class it
+(a tensor; an int, bool, float or None; an object TVM-FFI writes as an int or
+float, such as the DSL's ``cutlass.Int32(-100)``; a constant structure, a
+tuple, list or NamedTuple of those scalars such as FlashAttention-4's
+``AuxData(None, None)``, whose TVM-FFI array is built once), builds the
+argument array, and a launch rewrites it in place and calls the entry
+directly (``_ctvmffi.c``): a tensor is read with one
 ``dltensor_from_py_object_no_sync`` call into the handle's own ``DLTensor``
 (the TVM-FFI call instead allocates a managed tensor and a TVM-FFI tensor
 object per argument), and for a tensor not on the CPU the producer's current
@@ -22,10 +26,18 @@ Identity: the entry receives the same values as from the TVM-FFI call (a
 ``DLTensor`` fields); outputs are bitwise identical. Anything the fast path
 does not take as it is (a keyword, another type, an int beyond int64) is the
 direct call of the compiled function, so behaviour, errors included, is the
-TVM-FFI call's. An error the entry reports is raised as CB309, chained to the
+TVM-FFI call's: a DSL number is written through its protocol method as
+TVM-FFI writes it, a constant structure passes the prepared array only when
+the value is the prepared one or equal to it with the same types throughout
+(else the call builds its own, and its entry takes or refuses the change).
+An error the entry reports is raised as CB309, chained to the
 exception the TVM-FFI call raises for it. Not replicated: the TVM-FFI call
 also installs the producer's tensor allocator for the call; CuTe DSL
 functions never allocate through it.
+
+A bare ``tvm_ffi.Function`` (the DSL's exports loaded back with
+``cute.runtime.load_module(path, enable_tvm_ffi=True)[name]``) is prepared the
+same way, its parameters being the positional values given.
 
 Without the C extension a prepared TVM-FFI launch is the compiled function's
 own call (correct, no faster).
@@ -57,7 +69,14 @@ def _c_launcher_class() -> Any:
 
 
 def _kind_of(value: Any) -> tuple[str, Any]:
-    """``(kind, tensor spec)`` of one argument, as TVM-FFI's setters class it; ``("", None)`` if not taken."""
+    """``(kind, spec)`` of one argument, as TVM-FFI's setters class it; ``("", None)`` if not taken.
+
+    Kinds: ``n`` None, ``b`` bool, ``i`` int (an exact int, a ``numbers.Integral``, or a type
+    TVM-FFI writes through ``__tvm_ffi_int__`` such as ``cutlass.Int32``), ``f`` float (likewise
+    ``numbers.Real`` and ``__tvm_ffi_float__``: ``cutlass.Float32``), ``T`` a tensor of a type with
+    the DLPack exchange API (spec: its reader, work-stream function and type), ``o`` a constant
+    structure (spec: see :func:`_constant_spec`).
+    """
     if value is None:
         return "n", None
     if value.__class__ is bool:
@@ -70,7 +89,51 @@ def _kind_of(value: Any) -> tuple[str, Any]:
     reader, stream = _dsl.dlpack_exchange_functions(tp)
     if reader:
         return "T", (reader, stream, tp)
+    try:
+        kind, _ = _dsl.tvm_ffi_scalar_kind(tp)
+    except Exception:  # a type whose attribute lookups raise: not taken (the caller says CB308)
+        kind = ""
+    if kind:
+        return kind, None
+    if _dsl.tvm_ffi_constant_leaves_ok(value):
+        try:
+            return "o", _constant_spec(value)
+        except Exception:  # TVM-FFI could not build its array: not taken (CB308)
+            return "", None
     return "", None
+
+
+def _protocol_kind(tp: type) -> str:
+    """For the C launcher, once per new type of an int/float argument: ``"i"``/``"f"`` when TVM-FFI
+    writes ``tp`` through ``__tvm_ffi_int__``/``__tvm_ffi_float__`` (which the launcher calls
+    itself), else ``""`` (an ``Integral``/``Real`` that is not an exact int or float: the call)."""
+    try:
+        kind, protocol = _dsl.tvm_ffi_scalar_kind(tp)
+    except Exception:  # a type whose attributes raise: not taken as is
+        return ""
+    return kind if protocol else ""
+
+
+def _snapshot(value: Any) -> Any:
+    """A private copy of a constant structure that nobody else can change: lists copied (tuples,
+    NamedTuples included, rebuilt around copied lists with their own type), immutable parts shared."""
+    if type(value) is list:
+        return [_snapshot(v) for v in value]
+    if isinstance(value, tuple):
+        items = [_snapshot(v) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return tuple.__new__(type(value), items)
+    return value
+
+
+def _constant_spec(value: Any) -> tuple[Any, Any, int, int]:
+    """``(structure, array, handle, type_index)`` of a constant structure: the ``ffi.Array``
+    TVM-FFI's call would build from it, built once; a launch passes it for a value equal to
+    ``structure`` (a snapshot: a list given at prepare may change later, the array would not)."""
+    structure = _snapshot(value)
+    array, handle, type_index = _dsl.tvm_ffi_constant(structure)
+    return structure, array, handle, type_index
 
 
 class PreparedTvmFfiLaunch:
@@ -111,6 +174,7 @@ class PreparedTvmFfiLaunch:
             _REQUIRED,
             self._slow,
             self._fail,
+            _protocol_kind,
             (entry.function, compiled),
         )
         self.launch = self._launcher.launch
@@ -211,7 +275,7 @@ class PreparedTvmFfiLaunch:
         self.close()
 
     def __repr__(self) -> str:
-        names = {"T": "tensor", "i": "int", "a": "address", "b": "bool", "f": "float", "n": "None"}
+        names = {"T": "tensor", "i": "int", "a": "address", "b": "bool", "f": "float", "n": "None", "o": "constant"}
         params = ", ".join(f"{p.name}: {names[k]}" for p, k in zip(self._entry.parameters, self._kinds))
         return f"<PreparedTvmFfiLaunch {self._kernel}({params}){' closed' if self._closed else ''}>"
 
@@ -226,10 +290,23 @@ def _bind(entry: _dsl.TvmFfiEntry, kernel: str, args: tuple[Any, ...], kwargs: d
         raise D.error(D.UNEXPECTED_ARGUMENT, kernel=kernel, expected="the compiled function's arguments", got=str(exc)) from None
 
 
+_EXPECTED = (
+    "a tensor of a DLPack-exchange type (torch.Tensor), an int, bool, float or None (or an object TVM-FFI writes "
+    "as one: cutlass.Int32(...), cutlass.Float32(...)), or a tuple, list or NamedTuple of None, bool, int and float"
+)
+
+
 def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PreparedTvmFfiLaunch:
-    """Prepare a TVM-FFI compiled function for values like ``args``/``kwargs`` (nothing is launched)."""
+    """Prepare a TVM-FFI compiled function for values like ``args``/``kwargs`` (nothing is launched).
+
+    ``compiled`` is ``cute.compile(..., options="--enable-tvm-ffi")``'s result or a bare
+    ``tvm_ffi.Function`` (``cute.runtime.load_module(path, enable_tvm_ffi=True)[name]``): its
+    call is positional only, so its parameters are the values given, in order, named
+    ``arg0``, ``arg1``...
+    """
+    bare = not _dsl.is_compiled(compiled)
     try:
-        entry = _dsl.tvm_ffi_entry(compiled)
+        entry = _dsl.tvm_ffi_function_entry(compiled, len(args)) if bare else _dsl.tvm_ffi_entry(compiled)
     except Exception as exc:
         raise D.error(
             D.NO_ENGINE, kernel=kernel, expected="an initialised TVM-FFI function", got=f"{type(exc).__name__}: {exc}"
@@ -246,7 +323,7 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
 
     bound = _bind(entry, kernel, args, kwargs)
     missing = _dsl.tvm_ffi_missing()
-    defaults_given = _dsl.runtime_signature(compiled).defaults
+    defaults_given = {} if bare else _dsl.runtime_signature(compiled).defaults
     kinds, specs, defaults = [], [], []
     for p in entry.parameters:
         default = p.default
@@ -265,13 +342,13 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
         if p.name in entry.pointer_parameters:
             # the DSL passes a pointer parameter's int address as is, after checking it is >= 0;
             # a make_ptr/ctypes pointer is converted by it (the direct call: the slow path)
-            kind = "a" if kind == "i" else ""
+            kind = "a" if kind == "i" and value.__class__ is int else ""
         if value is _REQUIRED or not kind:
             raise D.error(
                 D.TVM_FFI_UNSUPPORTED_ARGUMENT,
                 kernel=kernel,
                 parameter=p.name,
-                expected="a tensor of a DLPack-exchange type (torch.Tensor), an int, bool, float or None",
+                expected=_EXPECTED,
                 got=describe_value(value) if value is not _REQUIRED else "no value",
             )
         kinds.append(kind)

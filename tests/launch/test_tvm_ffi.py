@@ -133,8 +133,8 @@ def test_every_refusal_is_a_catalog_error_chained_to_the_calls_own(windowed: Any
 
 @pytest.mark.parametrize(
     "value, parameter",
-    [(cutlass.Float32(1.0), "softcap"), (__import__("numpy").zeros(8, "float32"), "inp")],
-    ids=["dsl_numeric", "numpy_array"],
+    [("1.0", "softcap"), ((torch.zeros(2), None), "softcap"), (__import__("numpy").zeros(8, "float32"), "inp")],
+    ids=["str", "structure_with_a_tensor", "numpy_array"],
 )
 def test_prepare_refuses_values_it_does_not_rewrite(windowed: Any, value: Any, parameter: str) -> None:
     args = [torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5]
