@@ -23,6 +23,8 @@ __all__ = [
     "CONSTEXPR_NAMES",
     "SEQUENCE_NAMES",
     "OPTIONAL_NAMES",
+    "NAMEDTUPLE_BASES",
+    "DATACLASS_DECORATORS",
     "ELIGIBLE_SUMMARY",
     "RUNTIME_SCALARS_SUMMARY",
     "expected_for",
@@ -122,17 +124,24 @@ SEQUENCE_NAMES: Final[frozenset[str]] = frozenset(
 )
 
 #: Optional annotations, by the origin's qualified name: ``Optional[X]``,
-#: ``Union[X, None]`` (and ``X | None``, spelled with ``|``) are an optional slot
-#: when ``X`` is one eligible runtime kind (a pointer, scalar, stream, tensor or
-#: sequence of those), else CB114; a union without ``None`` is CB102.
+#: ``Union[X, Y, None]`` (and ``X | Y | None``, spelled with ``|``) are an optional
+#: (union) slot when every member besides ``None`` is an eligible runtime kind (a
+#: pointer, scalar, stream, tensor, sequence or structure), else CB114; a union
+#: without ``None`` is CB102.
 OPTIONAL_NAMES: Final[frozenset[str]] = frozenset({"typing.Optional", "typing.Union", "typing_extensions.Optional", "typing_extensions.Union"})
+
+#: Structure annotations: a class with one of these bases (a NamedTuple) or under one
+#: of these decorators (a dataclass) is a structure slot when each field is an eligible
+#: kind or ``None`` (a dataclass also takes ``cutlass.Constexpr[...]`` fields), else CB125.
+NAMEDTUPLE_BASES: Final[frozenset[str]] = frozenset({"typing.NamedTuple", "typing_extensions.NamedTuple"})
+DATACLASS_DECORATORS: Final[frozenset[str]] = frozenset({"dataclasses.dataclass"})
 
 #: Human-readable summary used as the "expected" part of eligibility messages
 #: (short: the full list is in ``python -m cute_bind explain``'s pages).
 ELIGIBLE_SUMMARY: Final[str] = (
     "cute.Pointer or cute_bind.Pointer[dtype], a numeric scalar (cutlass.Int32, cutlass.Float32, ...,"
     " bool, int, float), cuda.CUstream, cute.Tensor or cute_bind.Tensor[dtype, rank],"
-    " a tuple/list or Optional[...] of these, or cutlass.Constexpr[...]"
+    " a tuple/list/NamedTuple or X | None of these, or cutlass.Constexpr[...]"
 )
 
 #: The "expected" part of CB104: the scalar types that have runtime storage.

@@ -7,7 +7,7 @@ from typing import Any
 from .. import _dsl
 from .. import _whitelist as W
 from .. import diagnostics as D
-from ..slots import Bound, OptionalKind, PointerKind, Rejected, SequenceKind, SlotKind, TensorKind, Where, classify, describe_value, infer_slot
+from ..slots import Bound, OptionalKind, PointerKind, Rejected, SequenceKind, SlotKind, StructureKind, TensorKind, Where, classify, describe_value, infer_slot
 from .arguments import bind_arguments
 from .prepared import PreparedLaunch, build
 from .tvm_ffi import PreparedTvmFfiLaunch, prepare_tvm_ffi
@@ -84,6 +84,9 @@ def _part_leaves(slot: SlotKind, value: Any) -> list[tuple[SlotKind, Any]]:
         return list(zip(slot.elements or (), value))
     if isinstance(slot, OptionalKind):
         return [] if slot.inner is None else _part_leaves(slot.inner, value)
+    if isinstance(slot, StructureKind):
+        # a structure's fields in field order; its constant (None) fields marshal nothing
+        return [leaf for fname, fslot, _ in slot.bound or () if fslot is not None for leaf in _part_leaves(fslot, getattr(value, fname))]
     return [(slot, value)] * len(slot.parts)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import pointer, scalar, stream, tensor  # noqa: F401  (element kinds, in order)
 from . import sequence  # noqa: F401  (composite: built from the element kinds)
 from . import optional  # noqa: F401  (composite: None or one eligible kind, fixed at bind)
+from . import structure  # noqa: F401  (composite: a NamedTuple/dataclass of eligible kinds or None)
 from .base import Bound, Constexpr, Rejected, SlotKind, Where, describe_annotation, describe_value, item_ranges
 from .optional import OptionalKind
 from .pointer import PointerKind
@@ -19,6 +20,7 @@ from .registry import classify, element_kinds, infer_slot, kinds, register
 from .scalar import ScalarKind, bfloat16_bits, float16_bits
 from .sequence import SequenceKind
 from .stream import StreamKind
+from .structure import StructureKind
 from .tensor import TensorKind
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "SequenceKind",
     "SlotKind",
     "StreamKind",
+    "StructureKind",
     "TensorKind",
     "Where",
     "bfloat16_bits",

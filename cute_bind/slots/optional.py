@@ -12,6 +12,19 @@ A bound value slot is its element slot: same storage, same fast paths (every
 fast path refuses ``None``, which then reaches ``coerce`` here and its
 catalog error). A bound ``None`` slot has no parts; its converter only checks
 that the value is still ``None``.
+
+A union of several eligible kinds with ``None`` (``Int32 | int | None``,
+``Optional[Float32 | cute.Pointer]``) is the same slot with several members.
+The DSL checks a value against the members (``isinstance``, as its
+``_validate_arg`` does) and then compiles it by its own kind: an ``int`` or
+``Int32`` a runtime Int32, a ``bool`` a Boolean, a ``Float32`` a Float32, a
+pointer a pointer. So the member (the value's own kind) is fixed at bind, is
+part of the compile key, and a launch keeps it: a value the bound member takes
+is written as that member writes it; one that is, by its own kind, another
+member is CB231 (``kernel(*args)`` compiles a new specialization for it). A
+value of no member is CB230 at bind. A union slot bound to a value launches
+through the generic class "X" (its converter checks the member by the value's
+class, once per class).
 """
 
 from __future__ import annotations
@@ -20,11 +33,14 @@ import types
 import typing
 from typing import Any
 
+from .. import _dsl
 from .. import diagnostics as D
 from .base import Bound, Rejected, SlotKind, Where, describe_annotation, describe_value
-from .registry import kinds, register
+from .pointer import PointerKind
+from .registry import infer_slot, kinds, register
+from .scalar import ScalarKind
 
-__all__ = ["OptionalKind", "optional_element"]
+__all__ = ["OptionalKind", "optional_element", "union_members"]
 
 _NONE = type(None)
 
@@ -32,8 +48,8 @@ _NONE = type(None)
 def optional_element(annotation: Any) -> Any | None:
     """``X`` for an ``Optional[X]`` / ``X | None`` / ``Union[X, None]`` annotation, else ``None``.
 
-    Only a union of exactly one type and ``None`` is optional; ``Union[X, Y, None]``
-    is not (the DSL cannot marshal a value whose kind changes between calls).
+    Only a union of exactly one type and ``None`` has one element; for ``Union[X, Y, None]``
+    see :func:`union_members`.
     """
     if not _is_union(annotation):
         return None
@@ -44,13 +60,23 @@ def optional_element(annotation: Any) -> Any | None:
     return rest[0] if len(rest) == 1 else None
 
 
+def union_members(annotation: Any) -> tuple[Any, ...] | None:
+    """The members besides ``None`` of a union with ``None`` (``typing`` flattens nested unions), else ``None``."""
+    if not _is_union(annotation):
+        return None
+    args = typing.get_args(annotation)
+    if _NONE not in args:
+        return None
+    return tuple(a for a in args if a is not _NONE)
+
+
 def _is_union(annotation: Any) -> bool:
     origin = typing.get_origin(annotation)
     return origin is typing.Union or origin is types.UnionType
 
 
 def _element_kind(element: Any) -> SlotKind | None:
-    # any eligible runtime kind, sequences included (not another optional)
+    # any eligible runtime kind, sequences and structures included (not another optional)
     for kind in kinds():
         if kind is OptionalKind:
             continue
@@ -60,30 +86,68 @@ def _element_kind(element: Any) -> SlotKind | None:
     return None
 
 
+_PROBE = Where("", "")  # where for a trial coerce whose error is dropped
+
+
+def _tag(slot: SlotKind) -> tuple[Any, ...]:
+    """What a union member contributes to the compile key: a scalar its dtype (an ``int``
+    and an ``Int32`` compile the same runtime Int32), any other kind its class."""
+    if isinstance(slot, ScalarKind):
+        return ("scalar", slot.dtype_name)
+    return (type(slot).__name__,)
+
+
+def _dsl_isinstance(value: Any, annotation: Any) -> bool:
+    """The DSL's own test of a value against one union member (``_validate_arg``)."""
+    base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
+    origin = typing.get_origin(base)
+    if origin is not None:
+        return isinstance(origin, type) and isinstance(value, origin)
+    if base is _dsl.cute_pointer_class():
+        return _dsl.is_runtime_pointer(value)
+    return isinstance(base, type) and isinstance(value, base)
+
+
 class OptionalKind(SlotKind):
-    """``Optional[X]``: ``None`` or a value of the element kind, fixed at bind."""
+    """``Optional[X]`` / ``X | Y | None``: ``None`` or a value of one member kind, fixed at bind."""
 
     kind = "optional"
     fast = "X"
     packs_tuple = True
 
-    def __init__(self, element: SlotKind, present: bool | None = None, inner: SlotKind | None = None) -> None:
-        #: the element kind recognised from the annotation (unbound)
+    def __init__(
+        self,
+        element: SlotKind,
+        present: bool | None = None,
+        inner: SlotKind | None = None,
+        members: tuple[SlotKind, ...] | None = None,
+        annotations: tuple[Any, ...] | None = None,
+    ) -> None:
+        #: the (first) member kind recognised from the annotation (unbound)
         self.element = element
+        #: every member kind besides None, in the annotation's order (one for Optional[X])
+        self.members = members or (element,)
+        #: the members' annotations (the DSL tests a value against them)
+        self.annotations = annotations
         #: None before bind; then whether the handle holds a value (True) or None (False)
         self.present = present
-        #: the bound element slot, when present
+        #: the bound member slot, when present
         self.inner = inner
         if inner is not None:
-            # a bound value: exactly the element slot's storage and fast path
+            # a bound value: exactly the member slot's storage (and, for one member, its fast path)
             self.fmt = inner.fmt
-            self.fast = inner.fast
-            self.packs_tuple = inner.packs_tuple  # type: ignore[misc]  # per instance: as the element packs
+            self.fast = inner.fast if not self.is_union else "X"
+            self.packs_tuple = inner.packs_tuple  # type: ignore[misc]  # per instance: as the member packs
         else:
             self.fmt = ""
 
     def __repr__(self) -> str:
         return f"OptionalKind({self.describe()})"
+
+    @property
+    def is_union(self) -> bool:
+        """Whether the annotation has several members besides None."""
+        return len(self.members) > 1
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -99,41 +163,54 @@ class OptionalKind(SlotKind):
         return getattr(self.inner, "elements", None)
 
     def describe(self) -> str:
-        inner = (self.inner or self.element).describe()
+        if self.inner is not None:
+            inner = self.inner.describe()
+        elif self.is_union:
+            inner = self._spelled()
+        else:
+            inner = self.element.describe()
         if self.present is None:
             return f"Optional[{inner}]"
         return f"Optional[{inner}] (bound to a value)" if self.present else f"Optional[{inner}] (bound to None)"
 
     @classmethod
     def recognize(cls, annotation: Any) -> OptionalKind | None:
-        element = optional_element(annotation)
-        if element is None:
+        members = union_members(annotation)
+        if not members:
             return None
-        found = _element_kind(element)
-        return cls(found) if found is not None else None
+        found = [_element_kind(m) for m in members]
+        if any(f is None for f in found):
+            return None
+        kinds_ = tuple(typing.cast(SlotKind, f) for f in found)
+        return cls(kinds_[0], members=kinds_, annotations=members)
 
     @classmethod
     def rejection(cls, annotation: Any) -> Rejected | None:
-        """A union with None whose other member is not eligible (or is several types) is CB114."""
-        if not _is_union(annotation) or _NONE not in typing.get_args(annotation):
+        """A union with None with a member that is not an eligible kind is CB114, naming the member."""
+        members = union_members(annotation)
+        if members is None:
             return None
-        element = optional_element(annotation)
-        if element is None:
-            detail = "only one type besides None is allowed"
-        elif _element_kind(element) is None:
-            detail = f"{describe_annotation(element)} is not a pointer, scalar, stream, tensor or sequence of those"
-        else:  # pragma: no cover - recognize() took it
-            return None
-        return Rejected(D.INELIGIBLE_OPTIONAL, describe_annotation(annotation), detail)
+        for member in members:
+            if _element_kind(member) is None:
+                detail = f"{describe_annotation(member)} is not a pointer, scalar, stream, tensor, sequence or structure of those"
+                return Rejected(D.INELIGIBLE_OPTIONAL, describe_annotation(annotation), detail)
+        return None  # pragma: no cover - recognize() took it
+
+    def _spelled(self) -> str:
+        return " | ".join(describe_annotation(a) for a in self.annotations or ()) or " | ".join(m.describe() for m in self.members)
 
     def expected(self) -> str:
         if self.present is False:
             return f"None (the {self.describe()} slot was compiled for None)"
         if self.present:
             return f"a value, not None, for the {self.describe()} slot"
+        if self.is_union:
+            return f"None or a value of one of {self._spelled()}"
         return f"None or {self.element.expected()}"
 
     def guard(self, var: str) -> str | None:
+        if self.is_union:
+            return None  # the converter checks the member
         g = self.inner.guard(var) if self.inner is not None else None
         return f"{var} is not None and ({g})" if g is not None else None
 
@@ -148,6 +225,67 @@ class OptionalKind(SlotKind):
             got=describe_value(value) if value is not None else "None",
         )
 
+    # -- unions: which member a value is
+    def own_kind(self, value: Any) -> tuple[int, SlotKind] | None:
+        """``(member index, kind to bind with)`` for a (non-None) value, or ``None`` for a value of no member.
+
+        First the DSL's own rule: the first member the value is an instance of,
+        a scalar then compiled by its own kind (an ``int`` as Int32, a ``bool``
+        as Boolean, a ``Float32`` as Float32). Then what a member's own slot
+        takes after conversion (a ``float`` for a Float32 member, a torch tensor
+        for a tensor member), bound with that member's kind so the DSL gets a
+        value of the member's type.
+        """
+        annotations = self.annotations or ()
+        for i, (annotation, kind) in enumerate(zip(annotations, self.members)):
+            if _dsl_isinstance(value, annotation):
+                if isinstance(kind, ScalarKind):
+                    own = infer_slot(value)
+                    return i, own if isinstance(own, ScalarKind) else kind
+                return i, kind
+        own = infer_slot(value)
+        for i, kind in enumerate(self.members):
+            if own is None:
+                break
+            if isinstance(kind, ScalarKind):
+                if isinstance(own, ScalarKind) and own.dtype_name == kind.dtype_name:
+                    return i, kind
+            elif type(own) is type(kind) and kind.kind != "structure":  # a structure only by isinstance
+                return i, kind
+        # last, a number the first scalar member's slot takes as it is (an int for a Float32 member),
+        # as a launch of the bound member would take it; not an integer beside a pointer member,
+        # where it may be an address (a handle bound to the pointer takes it as one)
+        if any(isinstance(m, PointerKind) for m in self.members) and not isinstance(value, float) and hasattr(value, "__index__"):
+            return None
+        for i, kind in enumerate(self.members):
+            if isinstance(kind, ScalarKind) and (own is None or isinstance(own, ScalarKind)):
+                try:
+                    kind.coerce(value, _PROBE)
+                except Exception:  # not a number this member takes: try the next
+                    continue
+                return i, kind
+        return None
+
+    def _member_error(self, value: Any, where: Where, found: SlotKind) -> Exception:
+        assert self.inner is not None  # internal: only a bound value slot checks members
+        return D.error(
+            D.UNION_MEMBER_CHANGED,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            expected=f"a value of the member it was bound to ({self.inner.describe()})",
+            got=f"{describe_value(value)}, a value of {found.describe()}",
+        )
+
+    def _launch_member(self, value: Any) -> SlotKind | None:
+        """The other member a launch value is, by its own kind (``None``: the bound member's own, or none)."""
+        assert self.inner is not None  # internal: only a bound value slot checks members
+        found = self.own_kind(value)
+        if found is None or _tag(found[1]) == _tag(self.inner):
+            return None
+        if isinstance(self.inner, PointerKind) and value.__class__ is int:
+            return None  # an int is an address for a pointer member, as the compiled function's own call takes it
+        return found[1]
+
     def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
         if self.present is False:
             if value is not None:
@@ -155,15 +293,21 @@ class OptionalKind(SlotKind):
             return ()
         if value is None or self.inner is None:
             raise self._presence_error(value, where)
+        if self.is_union:
+            other = self._launch_member(value)
+            if other is not None:
+                raise self._member_error(value, where, other)
         return self.inner.coerce(value, where, checked)
 
     def converter(self, where: Where) -> Any:
         if self.inner is None:
             return self.coerce_converter(where)
+        fail = self._presence_error
+        if self.is_union:
+            return self._union_converter(where)
         convert = self.inner.converter(where)
         if convert is None:
             return None  # the guard refuses None; coerce reports it
-        fail = self._presence_error
 
         def convert_present(value: Any) -> Any:
             if value is None:
@@ -172,6 +316,28 @@ class OptionalKind(SlotKind):
 
         return convert_present
 
+    def _union_converter(self, where: Where) -> Any:
+        """The member check by the value's class (decided once per class), then the member's own coerce."""
+        inner = self.inner
+        assert inner is not None  # internal: only a bound value slot converts
+        coerce, fail, member, member_error = inner.coerce, self._presence_error, self._launch_member, self._member_error
+        # the member a value is depends only on its class (isinstance, and the kinds' own recognition)
+        others: dict[type, SlotKind | None] = {}
+
+        def convert_member(value: Any) -> Any:
+            if value is None:
+                raise fail(value, where)
+            cls = value.__class__
+            if cls in others:
+                other = others[cls]
+            else:
+                other = others[cls] = member(value)
+            if other is not None:
+                raise member_error(value, where, other)
+            return coerce(value, where)
+
+        return convert_member
+
     def c_spec(self) -> Any:
         return self.inner.c_spec() if self.inner is not None else None
 
@@ -179,11 +345,27 @@ class OptionalKind(SlotKind):
         return self.bind_with(value, where, self.element.bind)
 
     def bind_with(self, value: Any, where: Where, bind: Any) -> Bound:
-        """Bind with ``bind`` for the element (``prepare()`` passes a pointer kind's ``prepare``)."""
+        """Bind with ``bind`` for the (first) element (``prepare()`` passes a pointer kind's ``prepare``)."""
         if value is None:
-            return Bound(packed=(), dsl_value=None, key=("none",), slot=OptionalKind(self.element, present=False))
-        b = bind(value, where)
-        return Bound(packed=b.packed, dsl_value=b.dsl_value, key=("value", b.key), slot=OptionalKind(self.element, True, b.slot))
+            return Bound(packed=(), dsl_value=None, key=("none",), slot=self._bound(False))
+        if not self.is_union:
+            b = bind(value, where)
+            return Bound(packed=b.packed, dsl_value=b.dsl_value, key=("value", b.key), slot=self._bound(True, b.slot))
+        found = self.own_kind(value)
+        if found is None:
+            raise D.error(
+                D.UNION_NO_MEMBER,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=f"None or a value of one of {self._spelled()}",
+                got=describe_value(value),
+            )
+        index, kind = found
+        b = bind(value, where) if index == 0 and kind is self.element else kind.bind(value, where)
+        return Bound(packed=b.packed, dsl_value=b.dsl_value, key=("value", _tag(b.slot), b.key), slot=self._bound(True, b.slot))
+
+    def _bound(self, present: bool, inner: SlotKind | None = None) -> OptionalKind:
+        return OptionalKind(self.element, present, inner, self.members, self.annotations)
 
 
 # composite: tried first, so Optional[X] is never taken for X's own kind; not a sequence element

@@ -97,6 +97,10 @@ class PointerKind(SlotKind):
             raise wrong_kind(where, self.expected(), value)
         if isinstance(value, int):
             return _PointerValue(self._check_range(value, where), None, None, None)
+        if _dsl.is_numeric_type(type(value)):
+            # a DSL number (cutlass.Float32(0.5)) has __index__: read as an address it would be a
+            # made-up one (0 for 0.5), so it is refused like a Python float
+            raise wrong_kind(where, self.expected(), value)
         if _dsl.is_runtime_pointer(value):
             address, dtype, space, align = _dsl.runtime_pointer_fields(value)
             return _PointerValue(self._check_range(address, where), _dtype_name(dtype), space, align)

@@ -22,6 +22,11 @@ What a name-based reading cannot know, and how it is handled:
   followed to its value; a value that is a call or any other expression is
   unknown and classified as unsupported (CB102), as the runtime would do for
   anything that is not a whitelisted type;
+- a NamedTuple or dataclass (a structure slot) is read from its ``class``
+  statement, in the file or in the source of the installed module it is
+  imported from (found on ``sys.path``, never imported); a class whose source
+  cannot be read that way (a star import, a C extension, a module not found)
+  is classified as unsupported (CB102);
 - whether an attribute exists is not checked (``cutlass.Int3`` is CB102
   statically, CB107 at run time under postponed annotations);
 - the parameters of ``cute_bind.Pointer[...]`` and ``cute_bind.Tensor[...]``
@@ -37,7 +42,9 @@ import builtins
 import functools
 import hashlib
 import os
+import sys
 from dataclasses import dataclass, field
+import typing
 from typing import Iterator, Literal, cast
 
 from .. import _whitelist as W
@@ -72,7 +79,7 @@ SUBSCRIPTED_TENSORS: frozenset[str] = frozenset(n for n in W.TENSOR_NAMES if n.p
 #: CB111 compiling) or need the annotation's values, which only evaluating it
 #: gives (CB109/CB112: the parameters of ``cute_bind.Pointer[...]``/``Tensor[...]``,
 #: raised at run time where the annotation is evaluated, before the decorator runs).
-REPORTED_CODES: frozenset[str] = frozenset({"CB101", "CB102", "CB104", "CB106", "CB107", "CB113", "CB114"})
+REPORTED_CODES: frozenset[str] = frozenset({"CB101", "CB102", "CB104", "CB106", "CB107", "CB113", "CB114", "CB125"})
 
 #: Catalog codes the static tools report about a kernel's decorators (on the
 #: decorator's line, without a parameter): a DSL decorator above
@@ -82,9 +89,15 @@ DECORATOR_CODES: frozenset[str] = frozenset({"CB116", "CB117"})
 _ANNOTATED = frozenset({"typing.Annotated", "typing_extensions.Annotated"})
 # Kinds ``classify`` accepts, and those it accepts as a sequence's elements.
 _ELEMENT_KINDS = frozenset({"pointer", "scalar", "stream", "tensor"})
-_ELIGIBLE = _ELEMENT_KINDS | {"constexpr", "sequence", "optional"}
-# Kinds an optional may hold besides None (``slots/optional.py``: any runtime kind but another optional).
-_OPTIONAL_MEMBERS = _ELEMENT_KINDS | {"sequence"}
+_ELIGIBLE = _ELEMENT_KINDS | {"constexpr", "sequence", "optional", "structure"}
+# Kinds a union with None may hold (``slots/optional.py``: any runtime kind but another optional).
+_OPTIONAL_MEMBERS = _ELEMENT_KINDS | {"sequence", "structure"}
+# Top-level packages whose names are never structures (the whitelist decides them): their sources are not read.
+_NOT_STRUCTURES = frozenset({"cutlass", "cuda", "builtins", "typing", "typing_extensions", "cute_bind", "collections", "dataclasses", "enum"})
+# The CB125 detail for a stream field of a NamedTuple (``slots/structure.py`` spells it the same).
+_NAMEDTUPLE_STREAM = "field '{name}': a stream inside a NamedTuple is not passed by the DSL (it adapts nothing inside one); use a dataclass"
+# Class-body annotations that are not fields (dataclasses skip them; a NamedTuple refuses them).
+_NOT_FIELDS = frozenset({"typing.ClassVar", "typing_extensions.ClassVar", "dataclasses.InitVar", "dataclasses.KW_ONLY"})
 # Sequence origins whose parameters are one annotation per element (``tuple[X, Y]``,
 # ``tuple[X, ...]``); every other sequence origin takes its first parameter as the
 # annotation of all elements (``list[X]``, ``Sequence[X]``).
@@ -169,6 +182,7 @@ class _Binding:
     value: ast.expr | None = None
     typing_only: bool = False  # under ``if TYPE_CHECKING:``: never bound at run time
     fallback: bool = False  # in an ``except`` handler: the ``try`` body's binding wins
+    cls: ast.ClassDef | None = None  # ``local`` bound by a ``class`` statement: its definition
 
 
 @dataclass(eq=False)
@@ -252,8 +266,8 @@ def _target_names(target: ast.expr) -> Iterator[ast.Name]:
 def _collect(stmts: list[ast.stmt], scope: _Scope, typing_only: bool = False, fallback: bool = False) -> None:
     """Record every name the statements bind in ``scope`` (not descending into defs and classes)."""
 
-    def bind(name: str, line: int, kind: BindingKind, target: str | None = None, value: ast.expr | None = None) -> None:
-        scope.add(name, _Binding(kind, line, scope, target, value, typing_only, fallback))
+    def bind(name: str, line: int, kind: BindingKind, target: str | None = None, value: ast.expr | None = None, cls: ast.ClassDef | None = None) -> None:
+        scope.add(name, _Binding(kind, line, scope, target, value, typing_only, fallback, cls))
 
     for st in stmts:
         line = st.lineno
@@ -266,13 +280,16 @@ def _collect(stmts: list[ast.stmt], scope: _Scope, typing_only: bool = False, fa
                     bind(top, line, "import", top)
         elif isinstance(st, ast.ImportFrom):
             for alias in st.names:
-                if st.level:  # relative: the package is not known from one file
-                    bind(alias.asname or alias.name, line, "local")
+                if st.level:  # relative: the package is not known from one file (kept to read a class's source)
+                    relative = "." * st.level + (f"{st.module}." if st.module else "") + alias.name
+                    bind(alias.asname or alias.name, line, "local", target=relative)
                 elif alias.name == "*":
                     scope.stars.append(_Binding("star", line, scope, st.module, None, typing_only, fallback))
                 else:
                     bind(alias.asname or alias.name, line, "import", f"{st.module}.{alias.name}")
-        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        elif isinstance(st, ast.ClassDef):
+            bind(st.name, line, "local", cls=st)
+        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
             bind(st.name, line, "local")
         elif isinstance(st, ast.Assign):
             for target in st.targets:
@@ -386,6 +403,8 @@ class ModuleAnalysis:
 
     def __init__(self, tree: ast.Module, module: str | None = None) -> None:
         self.module = module
+        #: the package relative imports start from (known for modules read from an installed source)
+        self.package: str | None = None
         self.future_annotations = any(
             isinstance(st, ast.ImportFrom) and st.module == "__future__" and any(a.name == "annotations" for a in st.names)
             for st in tree.body
@@ -527,7 +546,9 @@ class ModuleAnalysis:
             return _Kind("CB102")
         q = self._qualname(node, scope, before) if isinstance(node, (ast.Name, ast.Attribute)) else None
         if q is None:
-            return _Kind("CB102")
+            # a class of this file (a NamedTuple or dataclass is a structure slot)
+            local = self._structure_kind(node, scope, before) if isinstance(node, ast.Name) else None
+            return local if local is not None else _Kind("CB102")
         if q in W.CONSTEXPR_NAMES:
             return _Kind("constexpr")
         if q in W.POINTER_NAMES and q not in SUBSCRIPTED_POINTERS:
@@ -540,11 +561,14 @@ class ModuleAnalysis:
             return _Kind("tensor")
         if q in W.SEQUENCE_NAMES:
             return _Kind("sequence")  # unparameterized: the element kinds come from the values at bind
+        structure = self._structure_kind(node, scope, before)
+        if structure is not None:
+            return structure
         return _Kind(_rejection(q))
 
     def _union_kind(self, members: list[ast.expr], scope: _Scope, before: int | None, node: ast.expr) -> _Kind:
-        """``Optional[X]``, ``Union[X, None]``, ``X | None``: optional when ``X`` is one eligible
-        runtime kind; CB114 when ``None`` is there but ``X`` is not one eligible kind; else (no
+        """``Optional[X]``, ``Union[X, Y, None]``, ``X | Y | None``: optional when every member besides
+        ``None`` is an eligible runtime kind; CB114 naming the first member that is not; else (no
         ``None``) CB102, as ``OptionalKind.recognize``/``rejection`` decide."""
         flat: list[ast.expr] = []
         for m in members:  # Union[Union[a, b], c] and (a | b) | c are flattened by typing
@@ -559,15 +583,134 @@ class ModuleAnalysis:
         rest = [m for m in flat if not _is_none(m)]
         if len(rest) == len(flat):
             return _Kind("CB102")
-        spelled = {self._render(m, scope, before) for m in rest}
-        if len(spelled) != 1:
-            return _Kind("CB114", "only one type besides None is allowed")
-        element = rest[0]
-        found = self._kind(element, scope, before)
-        if found.kind in _OPTIONAL_MEMBERS:
-            return _Kind("optional")
-        spelled_element = self._render(element, scope, before)
-        return _Kind("CB114", f"{spelled_element} is not a pointer, scalar, stream, tensor or sequence of those")
+        for element in rest:
+            found = self._kind(element, scope, before)
+            if found.kind not in _OPTIONAL_MEMBERS:
+                spelled_element = self._render(element, scope, before)
+                return _Kind("CB114", f"{spelled_element} is not a pointer, scalar, stream, tensor, sequence or structure of those")
+        return _Kind("optional")
+
+    # ------------------------------------------------------------------ structures
+    def _structure_kind(self, node: ast.expr, scope: _Scope, before: int | None) -> _Kind | None:
+        """A NamedTuple or dataclass (``slots/structure.py``): "structure" when every field is
+        eligible or None, CB125 naming the first field that is not; ``None`` when ``node`` names
+        no such class, or one whose source cannot be read (CB102 follows, as before structures)."""
+        found = self._class_of(node, scope, before, 0)
+        if found is None or isinstance(found, _Kind):
+            return found
+        owner, cls, cls_scope = found
+        return owner._class_kind(cls, cls_scope, self._render(node, scope, before))
+
+    def _class_of(self, node: ast.expr, scope: _Scope, before: int | None, depth: int) -> _ClassFound:
+        """The ``class`` statement ``node`` names (here or in an installed module's source),
+        ``None`` when it names no class or its source cannot be read (a star import, a C
+        extension, a module not found), or the kind of what another module's alias stands for."""
+        if depth > _MAX_ALIAS_DEPTH:
+            return None
+        node, scope, before = self._expand(node, scope, before)
+        if isinstance(node, ast.Name):
+            found = scope.lookup(node.id, before)
+            if isinstance(found, _Binding) and found.kind == "local":
+                if found.cls is not None:
+                    return (self, found.cls, found.scope)
+                if found.target is not None:  # a relative import: read it when this module's package is known
+                    return self._relative_class(found.target, depth)
+                return None
+        q = self._qualname(node, scope, before) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        return _external_class(q, depth + 1) if q is not None else None
+
+    def _relative_class(self, target: str, depth: int) -> _ClassFound:
+        if self.package is None:
+            return None
+        rest = target.lstrip(".")
+        level = len(target) - len(rest)
+        base = self.package.split(".")
+        base = base[: len(base) - (level - 1)] if level > 1 else base
+        return _external_class(".".join([*base, rest]), depth + 1) if base else None
+
+    def _class_kind(self, cls: ast.ClassDef, scope: _Scope, spelled: str) -> _Kind | None:
+        """What ``structure_fields`` makes of a class (``None``: not a structure)."""
+        key = id(cls)
+        if key in _ACTIVE_CLASSES:
+            return _Kind("CB125", f"{spelled} holds itself")
+        _ACTIVE_CLASSES.add(key)
+        try:
+            namedtuple = dataclass_ = False
+            inherited: list[_Kind] = []  # the verdicts of base classes that are structures
+            for base in cls.bases:
+                head = base.value if isinstance(base, ast.Subscript) else base  # Generic[T]
+                q = self._qualname(head, scope, cls.lineno)
+                if q in W.NAMEDTUPLE_BASES:
+                    namedtuple = True
+                elif q not in ("builtins.object", "typing.Generic"):
+                    found = self._structure_kind(base, scope, cls.lineno)
+                    if found is not None:
+                        inherited.append(found)
+            for d in cls.decorator_list:
+                if self._qualname(d.func if isinstance(d, ast.Call) else d, scope, cls.lineno) in W.DATACLASS_DECORATORS:
+                    dataclass_ = True
+            if not (namedtuple or dataclass_):
+                # a subclass of a NamedTuple or dataclass is one, with its base's fields only
+                return inherited[0] if inherited else None
+            for verdict in inherited:  # a dataclass lists its bases' fields first
+                if verdict.kind != "structure":
+                    return verdict
+            return self._fields_kind(cls, scope, namedtuple)
+        finally:
+            _ACTIVE_CLASSES.discard(key)
+
+    def _is_stream(self, ann: ast.expr, scope: _Scope, before: int | None) -> bool:
+        """A stream annotation, or a union with a stream member (``structure._is_stream``)."""
+        ann, scope, before = self._expand(ann, scope, before)
+        if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+            return any(self._is_stream(m, scope, before) for m in _union_members(ann))
+        if isinstance(ann, ast.Subscript) and self._qualname(ann.value, scope, before) in W.OPTIONAL_NAMES:
+            return any(self._is_stream(m, scope, before) for m in _union_items(ann.slice))
+        return self._kind(ann, scope, before).kind == "stream"
+
+    def _fields_kind(self, cls: ast.ClassDef, scope: _Scope, namedtuple: bool) -> _Kind:
+        # Field annotations are evaluated by ``typing.get_type_hints`` in the module's globals
+        # (and a non-string one when the class body runs): names bound before the class.
+        module = scope.module_scope()
+        fields: list[tuple[str, ast.expr]] = []
+        for st in cls.body:
+            if not (isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)):
+                continue
+            ann = st.annotation
+            head = ann.value if isinstance(ann, ast.Subscript) else ann
+            if self._qualname(head, scope, cls.lineno) in _NOT_FIELDS:
+                continue
+            fields.append((st.target.id, ann))
+        for name, ann in fields:
+            field_scope, field_before = scope, cls.lineno if scope.at_import else None
+            if self.future_annotations or (isinstance(ann, ast.Constant) and isinstance(ann.value, str)):
+                raw = ann.value if isinstance(ann, ast.Constant) else ast.unparse(ann)
+                try:
+                    ann = ast.parse(str(raw).strip(), mode="eval").body
+                except SyntaxError as exc:
+                    return _Kind("CB125", f"its field annotations cannot be resolved (SyntaxError: {exc.msg})")
+                field_scope, field_before = module, None
+            missing = self._first_unbound(ann, field_scope, field_before)
+            if missing is not None:
+                return _Kind("CB125", f"its field annotations cannot be resolved (NameError: name '{missing}' is not defined)")
+            if _is_none(ann):
+                continue
+            found = self._kind(ann, field_scope, field_before)
+            if found.kind == "constexpr":
+                if namedtuple:
+                    return _Kind(
+                        "CB125",
+                        f"field '{name}' is Constexpr: the DSL passes no Python constant inside a NamedTuple "
+                        "(only None); use a dataclass for compile-time fields",
+                    )
+                continue
+            if namedtuple and self._is_stream(ann, field_scope, field_before):
+                return _Kind("CB125", _NAMEDTUPLE_STREAM.format(name=name))
+            if found.kind in _ELIGIBLE:
+                continue
+            why = found.detail or CATALOG[found.kind].summary.rstrip(".")
+            return _Kind("CB125", f"field '{name}': {self._render(ann, field_scope, field_before)} is not eligible ({why})")
+        return _Kind("structure")
 
     def _annotated_kind(self, base: ast.expr, scope: _Scope, before: int | None) -> _Kind:
         """``Annotated[base, ...]``: the runtime looks through it for pointers and tensors (the
@@ -799,6 +942,57 @@ def _first_item(params: ast.expr) -> ast.expr:
 
 def _is_ellipsis(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is Ellipsis
+
+
+#: What a name resolves to when it may be a structure (see ``ModuleAnalysis._class_of``).
+_ClassFound = typing.Union[tuple["ModuleAnalysis", ast.ClassDef, _Scope], _Kind, None]
+
+#: ``class`` statements being classified (a structure holding itself ends as CB125, as at run time).
+_ACTIVE_CLASSES: set[int] = set()
+
+
+@functools.lru_cache(maxsize=256)
+def _module_source(module: str) -> str | None:
+    """The file of an installed module, found on ``sys.path`` without importing anything."""
+    parts = module.split(".")
+    for entry in sys.path:
+        base = os.path.join(entry or os.getcwd(), *parts)
+        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(candidate):
+                return candidate
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _module_analysis(module: str) -> ModuleAnalysis | None:
+    path = _module_source(module)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            analysis = analyze_source(f.read(), path, module)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    analysis.package = module if os.path.basename(path) == "__init__.py" else module.rpartition(".")[0]
+    return analysis
+
+
+def _external_class(qualname: str, depth: int) -> _ClassFound:
+    """The ``class`` statement behind an imported name, read from its module's source:
+    ``None`` when the name is no class or its source cannot be read, the kind of the
+    expression when the name is an alias of one (``MaybeX = Optional[X]``)."""
+    if qualname.partition(".")[0] in _NOT_STRUCTURES:
+        return None
+    module, _, name = qualname.rpartition(".")
+    analysis = _module_analysis(module) if module else None
+    if analysis is None:
+        return None
+    found = analysis.root._own(name, None)
+    if found is None or found.kind == "star":
+        return None
+    if found.kind == "alias" and found.value is not None and not isinstance(found.value, (ast.Name, ast.Attribute)):
+        return analysis._kind(found.value, found.scope, found.line)
+    return analysis._class_of(ast.Name(id=name), analysis.root, None, depth)
 
 
 def analyze_source(source: str | bytes, filename: str = "<unknown>", module: str | None = None) -> ModuleAnalysis:

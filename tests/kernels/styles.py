@@ -16,7 +16,7 @@ Host-only functions (CPU, host tensors) run in CI; the device variants
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -230,3 +230,16 @@ def optional_window_default(out: cute.Tensor, window: Optional[cutlass.Int32] = 
             out[i] = cutlass.Float32(-1.0)
         else:
             out[i] = cutlass.Float32(window)
+
+
+# ------------------------------------------------------------------ FlashAttention style: tensors inside a NamedTuple
+class TensorPair(NamedTuple):
+    a: cute.Tensor
+    b: cute.Tensor
+
+
+@cute.jit
+def add_pair(p: TensorPair, c: cute.Tensor):
+    """c = p.a + p.b, elementwise (the tensors reach the kernel inside a structure)."""
+    for i in range(cute.size(c)):
+        c[i] = p.a[i] + p.b[i]

@@ -145,3 +145,29 @@ def test_an_executor_has_no_ir_to_check_tensors_against():
         cute_bind.prepare(compiled.to(None), t, t, t)
     assert info.value.code == "CB307"
     assert len(cute_bind.prepare(compiled, t, t, t).slots) == 3  # the compiled function itself has its IR
+
+
+@pytest.mark.parametrize("marked, code", [(False, None), (True, "CB306")], ids=["dynamic-as-read", "static-at-compile"])
+def test_tensors_inside_a_structure_are_checked_against_the_compiled_argument_types(marked, code):
+    """A tensor reaching the kernel inside a NamedTuple is a C argument like any other: prepare()
+    compares its descriptor with the compiled one (it went unchecked, so a static compile was
+    prepared with a dynamic descriptor)."""
+    torch = torch_or_skip()
+    from cutlass.cute.runtime import from_dlpack
+
+    from tests.kernels.styles import TensorPair, add_pair
+
+    def at_compile():
+        t = from_dlpack(torch.zeros(8))
+        return t if marked else t.mark_layout_dynamic()
+
+    compiled = cute.compile(add_pair, TensorPair(at_compile(), at_compile()), at_compile())
+    a, b, c = torch.arange(8.0), torch.ones(8), torch.zeros(8)
+    if code is None:
+        h = cute_bind.prepare(compiled, TensorPair(from_dlpack(a).mark_layout_dynamic(), from_dlpack(b).mark_layout_dynamic()), from_dlpack(c).mark_layout_dynamic())
+        h.launch(TensorPair(a, b), c)
+        assert torch.equal(c, a + b)
+        return
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        cute_bind.prepare(compiled, TensorPair(a, b), c)
+    assert info.value.code == code and info.value.parameter.startswith("p")

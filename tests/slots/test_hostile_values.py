@@ -15,6 +15,7 @@ import sys
 import textwrap
 from typing import Any
 
+import cutlass
 import numpy as np
 import pytest
 
@@ -114,6 +115,16 @@ def test_unreadable_pointer_values_are_typed_errors(path: str, make: Any, fragme
         with pytest.raises(cute_bind.LaunchArgumentError) as info:
             h.launch(value, (1, 2, 3))
         assert info.value.code == "CB204" and fragment in str(info.value)
+
+
+@pytest.mark.parametrize("make", [lambda: cutlass.Float32(0.5), lambda: cutlass.Float32(4096.0), lambda: cutlass.Int32(4096)], ids=["f32-0.5", "f32-4096", "i32-4096"])
+def test_dsl_numbers_are_not_addresses(path: str, make: Any) -> None:
+    """A DSL number has ``__index__`` (Float32(0.5) -> 0): a pointer slot refuses it at bind and launch (CB204)
+    instead of writing a made-up address."""
+    k = cute_bind.kernel(three)
+    assert code_of(k.bind, make(), (1, 2, 3)) == "CB204"
+    for h in handles(k.bind(np.zeros(3, np.int64), (1, 2, 3))):
+        assert code_of(h.launch, make(), (7, 8, 9)) == "CB204"
 
 
 # ------------------------------------------------------------------ tensor slots: 4, 10, 19

@@ -17,7 +17,7 @@ from cutlass.cute.runtime import make_ptr
 
 import cute_bind
 from cute_bind import _dsl
-from cute_bind.slots import OptionalKind, PointerKind, ScalarKind, SequenceKind, StreamKind, TensorKind, Where, classify, kinds
+from cute_bind.slots import OptionalKind, PointerKind, ScalarKind, SequenceKind, StreamKind, StructureKind, TensorKind, Where, classify, kinds
 from tests.kernels.host import all_scalars, scale
 
 W = Where("k", "p")
@@ -51,7 +51,7 @@ def test_recognized(annotation, kind):
 
 
 def test_kinds_registry_lists_every_kind():
-    assert set(kinds()) == {PointerKind, ScalarKind, StreamKind, TensorKind, SequenceKind, OptionalKind}
+    assert set(kinds()) == {PointerKind, ScalarKind, StreamKind, TensorKind, SequenceKind, OptionalKind, StructureKind}
 
 
 def test_python_annotations_map_like_the_dsl():

@@ -113,8 +113,6 @@ def not_a_kernel(a, b: cute.Tensor, *c, **d):
 @cute_bind.kernel
 def ineligible_optionals(
     text: typing.Optional[str],  # expect: CB114
-    two: typing.Union[cutlass.Int32, cutlass.Float32, None],  # expect: CB114
-    piped_two: cutlass.Int32 | cutlass.Float32 | None,  # expect: CB114
     layout: cute.Layout | None,  # expect: CB114
     constexpr: typing.Optional[cutlass.Constexpr[int]],  # expect: CB114
     user: None | Params,  # expect: CB114

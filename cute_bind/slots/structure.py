@@ -1,0 +1,369 @@
+"""The structure slot kind: a NamedTuple or dataclass parameter whose fields are eligible kinds or None.
+
+The DSL flattens a structure argument into the C arguments of its fields, in
+field order (``get_c_pointers``/``get_mlir_types`` recurse into tuples; a
+dataclass goes through the DSL's dataclass adapter, field by field, leaving out
+its ``Constexpr`` fields). A field holding ``None`` gives no C argument: it is
+a constant of the compiled code, as an ``Optional`` parameter bound to ``None``
+is. So a structure slot is the concatenation of its field slots, each an
+optional slot fixed at bind to ``None`` or a value of its kind; a structure
+whose fields are all ``None`` (FlashAttention-4's ``AuxData()``) gives no C
+argument at all and is a compile-time constant. Which fields hold ``None``,
+the fields' kinds and the structure's class are part of the compile key; a
+launch keeps them (a field bound to ``None`` given a value, or the reverse, is
+CB225, a changed ``Constexpr`` field CB232; ``kernel(*args)`` compiles a new
+specialization instead).
+
+A field is classified from the class's type hints as a parameter is (a
+pointer, scalar, stream, tensor, sequence, ``Optional``/union of those, or
+another structure); a field annotated ``None`` is always ``None``; a
+dataclass field annotated ``Constexpr[...]`` is a constant held at bind and
+compared at launch; a field of an untyped ``collections.namedtuple`` takes
+its kind from the value given at bind. Anything else is CB125 at decoration.
+
+The DSL does not adapt what a NamedTuple holds (only the NamedTuple itself is
+flattened), so it refuses Python numbers and torch tensors inside one; the
+structure slot binds every field through its own kind and gives the DSL the
+structure rebuilt from the fields' DSL values (``from_dlpack`` tensors,
+``cutlass.Int32(...)`` numbers), which it compiles as it would a structure
+of DSL values. A launch takes what each field's own slot takes.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import enum
+import struct
+import threading
+import typing
+from typing import Any
+
+from .. import _dsl
+from .. import diagnostics as D
+from .base import Bound, Held, Rejected, SlotKind, Where, describe_annotation, describe_value, qualname, wrong_kind
+from .optional import OptionalKind
+from .registry import classify, infer_slot, register
+
+__all__ = ["StructureKind", "structure_fields"]
+
+# How a field is read: "slot" (an eligible kind), "infer" (unannotated: the value's kind
+# at bind), "const" (always None, or a dataclass Constexpr field: held and compared).
+_SLOT, _INFER, _CONST = "slot", "infer", "const"
+
+_ACTIVE = threading.local()  # classes being classified on this thread (a structure holding itself)
+
+
+def _is_namedtuple(cls: type) -> bool:
+    return issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
+
+
+def _is_structure(annotation: Any) -> bool:
+    return isinstance(annotation, type) and (_is_namedtuple(annotation) or dataclasses.is_dataclass(annotation))
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    if _is_namedtuple(cls):
+        return tuple(cls._fields)  # type: ignore[attr-defined]
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def structure_fields(cls: type) -> tuple[tuple[tuple[str, str, SlotKind | None], ...] | None, str | None]:
+    """``(fields, problem)`` of a NamedTuple or dataclass: each field's ``(name, how, kind)``,
+    or why one is not eligible (CB125's detail). ``(None, None)`` for any other class."""
+    if not _is_structure(cls):
+        return None, None
+    active: set[type] = getattr(_ACTIVE, "classes", None) or set()
+    if cls in active:
+        return None, f"{describe_annotation(cls)} holds itself"
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except Exception as exc:  # a forward reference the class's module does not define
+        return None, f"its field annotations cannot be resolved ({type(exc).__name__}: {exc})"
+    namedtuple = _is_namedtuple(cls)
+    _ACTIVE.classes = active | {cls}
+    try:
+        fields: list[tuple[str, str, SlotKind | None]] = []
+        for name in _field_names(cls):
+            if name not in hints:
+                fields.append((name, _INFER, None))  # an untyped collections.namedtuple
+                continue
+            annotation = hints[name]
+            if annotation is None or annotation is type(None):
+                fields.append((name, _CONST, None))
+                continue
+            found = classify(annotation)
+            if isinstance(found, Rejected):
+                why = found.detail or found.diagnostic.summary.rstrip(".")
+                return None, f"field '{name}': {found.got} is not eligible ({why})"
+            if not isinstance(found, SlotKind):  # Constexpr
+                if namedtuple:
+                    return None, (
+                        f"field '{name}' is Constexpr: the DSL passes no Python constant inside a NamedTuple "
+                        "(only None); use a dataclass for compile-time fields"
+                    )
+                fields.append((name, _CONST, None))
+                continue
+            if namedtuple and _is_stream(found):
+                return None, _NAMEDTUPLE_STREAM.format(name=name)
+            fields.append((name, _SLOT, found))
+        return tuple(fields), None
+    finally:
+        _ACTIVE.classes = active
+
+
+#: The DSL adapts nothing inside a NamedTuple: a ``CUstream`` there gives no C argument.
+_NAMEDTUPLE_STREAM = "field '{name}': a stream inside a NamedTuple is not passed by the DSL (it adapts nothing inside one); use a dataclass"
+
+
+def _is_stream(kind: SlotKind) -> bool:
+    """A stream, or a union with a stream member (a sequence's elements are known only at bind)."""
+    if isinstance(kind, OptionalKind):
+        return any(_is_stream(m) for m in kind.members)
+    return kind.kind == "stream"
+
+
+def _const_key(value: Any) -> Any:
+    """A hashable, exact spelling of a held constant for the compile key (floats by their bits)."""
+    if value is None or value.__class__ in (bool, int, str, bytes):
+        return (value.__class__.__name__, value)
+    if value.__class__ is float:
+        return ("float", struct.pack("<d", value).hex())
+    if isinstance(value, enum.Enum):
+        return (qualname(type(value)), value.name)
+    if value.__class__ is tuple:
+        return ("tuple", tuple(_const_key(v) for v in value))
+    hash(value)  # an unhashable constant is refused by the caller
+    return (qualname(type(value)), value)
+
+
+def _same_constant(value: Any, held: Any) -> bool:
+    if value is held:
+        return True
+    if value.__class__ is not held.__class__:
+        return False
+    try:
+        return bool(_const_key(value) == _const_key(held))
+    except TypeError:
+        return False
+
+
+def _to_dsl(value: Any) -> Any:
+    """A bound field's DSL value with Python numbers as the DSL's own (``Int32(...)``...):
+    the DSL adapts nothing inside a NamedTuple, and a Python number there does not compile."""
+    cls = value.__class__
+    if cls is bool or cls is int or cls is float:
+        cutlass = _dsl.dsl().cutlass
+        return {bool: cutlass.Boolean, int: cutlass.Int32, float: cutlass.Float32}[cls](value)
+    if cls is tuple or cls is list:
+        return cls(_to_dsl(v) for v in value)
+    return value
+
+
+def _atoms(slot: SlotKind) -> list[SlotKind]:
+    """The single-part kinds (pointer, scalar, stream, tensor) a bound slot marshals, in order."""
+    if isinstance(slot, OptionalKind):
+        return _atoms(slot.inner) if slot.inner is not None else []
+    if isinstance(slot, StructureKind):
+        return list(slot.elements or ())
+    elements = getattr(slot, "elements", None)
+    if slot.kind == "sequence" and elements is not None:
+        return [a for e in elements for a in _atoms(e)]
+    return [slot]
+
+
+class StructureKind(SlotKind):
+    """A NamedTuple or dataclass: its fields' slots, in field order; ``None`` fields are constants."""
+
+    kind = "structure"
+    fast = "X"
+    packs_tuple = True
+
+    def __init__(
+        self,
+        cls: type,
+        fields: tuple[tuple[str, str, SlotKind | None], ...],
+        bound: tuple[tuple[str, SlotKind | None, Any], ...] | None = None,
+    ) -> None:
+        self.cls = cls
+        #: per field: (name, how it is read, its kind from the annotation)
+        self.fields = fields
+        #: after bind, per field: (name, its bound slot, None) or (name, None, the held constant)
+        self.bound = bound
+        slots = [s for _, s, _ in bound or () if s is not None]
+        self.fmt = "".join(s.fmt for s in slots)
+        self._slots = slots
+        #: the single-part kinds behind each C argument, in order (for device lookups)
+        self.elements: tuple[SlotKind, ...] | None = tuple(a for s in slots for a in _atoms(s)) if bound is not None else None
+
+    def __repr__(self) -> str:
+        return f"StructureKind({self.describe()})"
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(p for s in self._slots for p in s.parts)
+
+    @property
+    def width(self) -> int:
+        return sum(s.width for s in self._slots)
+
+    def _spelling(self) -> str:
+        return f"{describe_annotation(self.cls)} ({'NamedTuple' if _is_namedtuple(self.cls) else 'dataclass'})"
+
+    def describe(self) -> str:
+        if self.bound is None:
+            return self._spelling()
+        shown = []
+        for name, slot, held in self.bound:
+            shown.append(f"{name}={slot.describe()}" if slot is not None else f"{name}={held!r}")
+        return f"{self.cls.__name__}({', '.join(shown)})"
+
+    @classmethod
+    def recognize(cls, annotation: Any) -> StructureKind | None:
+        fields, problem = structure_fields(annotation) if isinstance(annotation, type) else (None, None)
+        if fields is None or problem is not None:
+            return None
+        return cls(annotation, fields)
+
+    @classmethod
+    def rejection(cls, annotation: Any) -> Rejected | None:
+        """A NamedTuple or dataclass with a field that is not an eligible kind or None is CB125."""
+        if not isinstance(annotation, type):
+            return None
+        fields, problem = structure_fields(annotation)
+        if problem is None:
+            return None
+        return Rejected(D.INELIGIBLE_STRUCTURE, describe_annotation(annotation), problem)
+
+    def expected(self) -> str:
+        return f"a {self._spelling()} for a structure slot"
+
+    @staticmethod
+    def _where(where: Where, name: str) -> Where:
+        return Where(where.kernel, f"{where.parameter}.{name}")
+
+    def _check_type(self, value: Any, where: Where) -> None:
+        if not isinstance(value, self.cls):
+            raise wrong_kind(where, self.expected(), value)
+
+    def _constant_error(self, value: Any, held: Any, where: Where) -> Exception:
+        return D.error(
+            D.STRUCTURE_CONSTANT_CHANGED,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            expected=f"{held!r}, the constant it was compiled with",
+            got=describe_value(value),
+        )
+
+    def bind(self, value: Any, where: Where) -> Bound:
+        self._check_type(value, where)
+        bound: list[tuple[str, SlotKind | None, Any]] = []
+        packed: list[Any] = []
+        dsl_fields: dict[str, Any] = {}
+        key: list[Any] = []
+        for name, how, kind in self.fields:
+            v = getattr(value, name)
+            w = self._where(where, name)
+            if how == _INFER and v is not None:
+                kind = infer_slot(v)
+                if kind is None:
+                    raise wrong_kind(w, "a pointer, scalar, stream, tensor, sequence or structure field, or None", v)
+            if how == _CONST or kind is None:
+                try:
+                    key.append((name, "const", _const_key(v)))
+                except TypeError:
+                    raise D.error(D.CONSTEXPR_UNHASHABLE, kernel=w.kernel, parameter=w.parameter, expected="a hashable value", got=describe_value(v)) from None
+                bound.append((name, None, v))
+                continue
+            # None in any field is a constant of the compiled code (the DSL gives it no argument)
+            slot = kind if isinstance(kind, OptionalKind) else OptionalKind(kind)
+            b = slot.bind(v, w)
+            bound.append((name, b.slot, None))
+            packed.extend(b.packed if b.slot.packs_tuple else (b.packed,))
+            dsl_fields[name] = _to_dsl(b.dsl_value)
+            key.append((name, b.slot.describe(), b.key))
+        slot_ = StructureKind(self.cls, self.fields, tuple(bound))
+        return Bound(
+            packed=tuple(packed),
+            dsl_value=self._rebuilt(value, dsl_fields),
+            key=("structure", qualname(self.cls), tuple(key)),
+            slot=slot_,
+        )
+
+    def _rebuilt(self, value: Any, dsl_fields: dict[str, Any]) -> Any:
+        """``value`` with its slot fields replaced by their DSL values (constants kept as they are)."""
+        if not dsl_fields:
+            return value
+        if _is_namedtuple(self.cls):
+            return value._replace(**dsl_fields)
+        out = copy.copy(value)
+        for name, v in dsl_fields.items():
+            object.__setattr__(out, name, v)  # frozen dataclasses too: this is our own copy
+        return out
+
+    def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
+        self._check_type(value, where)
+        out: list[Any] = []
+        owners: list[Any] = [value]
+        for name, slot, held in self.bound or ():
+            v = getattr(value, name)
+            w = self._where(where, name)
+            if slot is None:
+                if not _same_constant(v, held):
+                    raise self._constant_error(v, held, w)
+                continue
+            c = slot.coerce(v, w, checked)
+            if slot.packs_tuple:
+                out.extend(c)
+                if isinstance(c, Held):
+                    owners.append(c.owner)
+            else:
+                out.append(c)
+        return Held(out, owners)
+
+    def converter(self, where: Where) -> Any:
+        """Each field through its own converter, taken as it is where its guard allows, else coerced."""
+        plan: list[tuple[str, SlotKind | None, Any, Where, Any, Any, bool]] = []
+        for name, slot, held in self.bound or ():
+            w = self._where(where, name)
+            if slot is None:
+                plan.append((name, None, held, w, None, None, False))
+                continue
+            convert = slot.converter(w)
+            guard = slot.guard("v") if convert is None else None
+            # guard expressions come from the slot kinds themselves (e.g. "v.__class__ is int")
+            check = eval(f"lambda v: {guard}") if guard else None  # noqa: S307
+            plan.append((name, slot, held, w, convert, check, slot.packs_tuple))
+        cls, type_error, constant_error = self.cls, self._check_type, self._constant_error
+
+        def convert_structure(value: Any) -> Any:
+            if value.__class__ is not cls:
+                type_error(value, where)  # a subclass is taken, anything else refused
+            out: list[Any] = []
+            owners: list[Any] = [value]
+            for name, slot, held, w, convert, check, multi in plan:
+                v = getattr(value, name)
+                if slot is None:
+                    if v is not held and not _same_constant(v, held):
+                        raise constant_error(v, held, w)
+                    continue
+                if convert is not None:
+                    c = convert(v)
+                elif check is not None and check(v):
+                    c = v
+                else:
+                    c = slot.coerce(v, w)
+                if multi:
+                    out.extend(c)
+                    if isinstance(c, Held):
+                        owners.append(c.owner)
+                else:
+                    out.append(c)
+            return Held(out, owners)
+
+        return convert_structure
+
+
+# composite: tried after every other kind (a class another kind claims is not a structure);
+# not a sequence element
+register(StructureKind, element=False)
