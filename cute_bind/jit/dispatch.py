@@ -28,7 +28,10 @@ values sends the call through the full compile key, which decides.
 
 Each thread launches through its own clone of a specialization's handle (the
 handle contract is one thread per handle); the per-thread state lives in a
-``threading.local``.
+``threading.local`` (the current caller and hits: in the kernel's C base,
+``_cdispatch.c``, when built). It goes with the kernel (dropped, or reset by
+``clear_cache()``) and, on the C path, with its thread. A forked child gets
+new locks (``_reset_locks_in_child``).
 
 Streams: a stream parameter declared ``stream: cuda.CUstream = None`` may be
 left out (or given as ``None``); see :func:`current_stream` for the stream
@@ -47,11 +50,13 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Hashable
 
 from .. import _dsl
 from .. import diagnostics as D
 from ..diagnostics.errors import CuteBindError, LaunchArgumentError, LaunchValueError
+from ..cache.key import constexpr_key, constexpr_value
 from ..launch.arguments import bind_arguments
 from ..slots import Bound, PointerKind, ScalarKind, StreamKind, TensorKind
 from ..slots import dlpack as _dlpack
@@ -101,6 +106,27 @@ class _Arch:
 
 
 _ARCH = _Arch()
+
+#: Every live dispatcher (weakly): a forked child gives each one, and its kernel, new locks.
+_LIVE: weakref.WeakSet[Dispatcher] = weakref.WeakSet()
+
+
+def _reset_locks_in_child() -> None:
+    """After ``os.fork()``: new per-kernel locks in the child.
+
+    A lock another thread held at the fork (a first call compiling, say) stays
+    held in the child, where that thread does not exist: the kernel's next miss
+    there would wait forever. The child has only the forking thread, which held
+    none of them while it forked (it was calling ``os.fork``). The process-wide
+    compile lock is ``_dsl``'s, reset there the same way.
+    """
+    for dispatcher in list(_LIVE):
+        dispatcher._lock = threading.RLock()
+        dispatcher.kernel._lock = threading.Lock()  # Kernel._compiled's (jit/decorator.py)
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
+    os.register_at_fork(after_in_child=_reset_locks_in_child)
 
 _SWITCHING = 3  # key switches in a row after which a thread's calls dispatch at once
 _SETTLED = 16  # calls of one key in a row after which they take the fast path again
@@ -268,7 +294,7 @@ class _Spec:
 class _Local(threading.local):
     """Per-thread state: the current caller, this thread's handles, its hit count."""
 
-    def __init__(self, registry: list[dict[str, Any]]) -> None:
+    def __init__(self, registry: list[dict[str, Any]] | None) -> None:
         self.call: Callable[..., Any] = _unset
         self.hits = 0
         #: per specialization: (launch, caller, handle or None, (fill_n, stream_fn) or None)
@@ -276,13 +302,15 @@ class _Local(threading.local):
         self.last: _Spec | None = None
         self.switches = 0  # dispatches that changed specialization, since the last settled streak
         self.streak = 0  # dispatches in a row that kept the specialization
-        registry.append(self.__dict__)  # so cache_info() can add up every thread's hits
+        if registry is not None:  # the Python path: so cache_info() can add up every thread's hits
+            registry.append(self.__dict__)
 
 
 # --------------------------------------------------------------------------- probes
 def _constexpr_probe(value: Any) -> Hashable:
     hash(value)  # an unhashable value is unprobeable (the full path raises CB209 for it)
-    return (value.__class__, value)
+    # exact, as in the compile key: a -0.0 must not find 0.0's specialization, a NaN must find its own
+    return (value.__class__, constexpr_key(value))
 
 
 def _pointer_probe(value: Any) -> Hashable:
@@ -386,6 +414,7 @@ class Dispatcher:
         self._runtime_index = tuple(i for i, p in enumerate(positional) if p.slot is not None)
         self._stream_index = tuple(self._runtime_index.index(i) for i, p in enumerate(positional) if p.name in self._streams)
         self._lock = threading.RLock()
+        _LIVE.add(self)  # for the reset of its locks in a forked child
         #: the kernel's C base keeps each thread's caller and hits (else the threading.local does)
         self._c = CallBase is not PythonCallBase and getattr(type(kernel), "__call__", None) is getattr(CallBase, "__call__", None)
         self._reset()
@@ -397,7 +426,9 @@ class Dispatcher:
         self._threads: list[dict[str, Any]] = []
         self._misses = 0
         self._latest: _Spec | None = None
-        self.local = _Local(self._threads)
+        # the C path counts hits itself: registering this thread's dict would keep its handles
+        # after the thread is gone
+        self.local = _Local(None if self._c else self._threads)
         if self._c:
             self.kernel._reset_calls(self.dispatch, FALLBACK)
 
@@ -597,7 +628,9 @@ class Dispatcher:
                 args = args + tail[n - required :]
             for i, cls, v in checks:
                 a = args[i]
-                if a.__class__ is not cls or a != v:
+                # ``v != a``, not ``a != v``: ``v`` is the compile key's part, bare (an int, a str: one C compare,
+                # as ever) or a cache.key.Exact (floats by bits, nested types), whose own __ne__ must decide
+                if a.__class__ is not cls or v != a:
                     raise _Miss
             runtime = getter(args)
             if nstreams:
@@ -610,6 +643,7 @@ class Dispatcher:
         return call, None
 
     def _constexpr_checks(self, spec: _Spec) -> tuple[tuple[int, type, Any], ...]:
+        # each value as the compile key holds it (cache.key.constexpr_key): compared exactly by the caller
         values = dict((p[0], (p[1], p[2])) for p in spec.key[0] if len(p) == 3)
         return tuple((i, values[n][0], values[n][1]) for i, n in self._constexpr)
 
@@ -633,7 +667,7 @@ class Dispatcher:
         if constexpr_from is not None:
             for p in constexpr_from.key[0]:
                 if len(p) == 3:
-                    out[p[0]] = p[2]
+                    out[p[0]] = constexpr_value(p[2])  # the value itself, not its key form
         for name in self._streams:
             if out.get(name) is None:
                 out[name] = _DEFAULT_STREAM  # the stream value is not part of the compile

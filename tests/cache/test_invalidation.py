@@ -10,7 +10,11 @@ entry can never have been loaded.
 from __future__ import annotations
 
 import ctypes
+import os
+import struct
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -73,6 +77,8 @@ ROWS = [
     ("cute_bind version changed", {}, "cute_bind", "compiled"),
     ("Python version changed", {}, "python", "compiled"),
     ("CUTE_DSL_* setting changed", {}, "dsl_env", "compiled"),
+    ("machine changed", {}, "machine", "compiled"),
+    ("entry format changed", {}, "format", "compiled"),
 ]
 
 
@@ -87,6 +93,10 @@ def _patch(monkeypatch, what):
         monkeypatch.setattr(sys, "version", "3.99.0 (edited)")
     elif what == "dsl_env":
         monkeypatch.setenv("CUTE_DSL_CACHE_TEST_SETTING", "1")
+    elif what == "machine":
+        monkeypatch.setattr(cache_key_module, "_cpu_model", lambda: "Another CPU @ 1.0GHz")
+    elif what == "format":
+        monkeypatch.setattr(cache_key_module, "FORMAT", cache_key_module.FORMAT + 100)
 
 
 def _run(modules, p):
@@ -153,3 +163,268 @@ def test_the_key_is_the_same_after_the_dsl_rewrote_the_functions(cache_dir, modu
     assert [e.outcome for e in first] == ["compiled"] and [e.outcome for e in second] == ["hit"]
     assert first[0].key == second[0].key
     assert buf[0] == expected(BASE, 5)
+
+
+# ------------------------------------------------------------------ values a source hash cannot see, in a new process
+FACTORY = """\
+import cutlass
+import cutlass.cute as cute
+import cute_bind
+
+
+def make_closure(factor):
+    @cute_bind.kernel
+    @cute.jit
+    def k(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
+        t = cute.make_tensor(out, cute.make_layout(1))
+        t[0] = value * factor  # a closure variable: one source, a value per factory call
+
+    return k
+
+
+def make_default(factor):
+    @cute.jit
+    def times(x, f=factor):  # a default value: one source, a value per factory call
+        return x * f
+
+    @cute_bind.kernel
+    @cute.jit
+    def k(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
+        t = cute.make_tensor(out, cute.make_layout(1))
+        t[0] = times(value)
+
+    return k
+"""
+
+ONCE = """\
+import ctypes, sys
+import cute_bind
+import cb_factory
+
+k = getattr(cb_factory, "make_" + sys.argv[1])(int(sys.argv[2]))
+b = (ctypes.c_int32 * 1)()
+k.bind(ctypes.addressof(b), 5).launch(ctypes.addressof(b), 5)
+(e,) = cute_bind.cache.history()
+print(b[0], e.outcome, e.key)
+"""
+
+
+@pytest.mark.parametrize("feed", ["closure", "default"], ids=["closure value changed", "default value changed"])
+def test_a_factory_kernel_is_keyed_by_its_values_in_a_new_process(cache_dir, tmp_path, feed):
+    """make(2) then make(3) then make(2), each in a fresh process: make(3) must not load make(2)'s entry.
+
+    The source of ``k`` is the same for every factor; only the value (a closure
+    cell, a helper's default) tells the kernels apart.
+    """
+    src = tmp_path / "factory"
+    src.mkdir()
+    (src / "cb_factory.py").write_text(FACTORY)
+    (src / "once.py").write_text(ONCE)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(src), root, os.environ.get("PYTHONPATH", "")) if p)}
+    env.pop("CUTE_BIND_CACHE", None)
+    runs = []
+    for factor in (2, 3, 2):
+        r = subprocess.run([sys.executable, str(src / "once.py"), feed, str(factor)], env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        runs.append(r.stdout.split())
+    (v2, o2, k2), (v3, o3, k3), (v2b, o2b, k2b) = runs
+    assert (v2, o2) == ("10", "compiled")
+    assert (v3, o3) == ("15", "compiled") and k3 != k2  # never 10: factor=2's entry
+    assert (v2b, o2b, k2b) == ("10", "hit", k2)  # and the cache still works
+
+
+# ------------------------------------------------------------------ arrays and floats, after a fresh import
+ARRAY = """\
+import numpy as np
+import cutlass
+import cutlass.cute as cute
+import cute_bind
+
+TABLE = np.linspace(0.0, 1.0, 2000)
+TABLE[1234] += {eps}
+
+
+@cute_bind.kernel
+@cute.jit
+def k(out: cute_bind.Pointer[cutlass.Float64]):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = cutlass.Float64(TABLE[1234])  # read while tracing: a constant of the compile
+"""
+
+
+def _bind_and_launch(mod, buf, *args):
+    before = len(cute_bind.cache.history())
+    mod.k.bind(ctypes.addressof(buf), *args).launch(ctypes.addressof(buf))
+    events = cute_bind.cache.history()[before:]
+    return [e.outcome for e in events], events[-1].key
+
+
+def test_an_array_global_edited_in_one_element_recompiles(cache_dir, modules):
+    """A 2000-element array (its repr elides the middle and rounds to 8 digits) edited by 1e-9."""
+    np = pytest.importorskip("numpy")
+    out = (ctypes.c_double * 1)()
+    runs = []
+    for eps in (0.0, 1e-9, 0.0):
+        mod = modules.load("cb_array", ARRAY.format(eps=eps))
+        outcomes, key = _bind_and_launch(mod, out)
+        runs.append((outcomes, key, out[0], float(mod.TABLE[1234])))
+    (o1, k1, v1, t1), (o2, k2, v2, t2), (o3, k3, v3, t3) = runs
+    assert repr(np.linspace(0.0, 1.0, 2000)) == repr(mod.TABLE + np.eye(1, 2000, 1234)[0] * 1e-9)
+    assert o1 == ["compiled"] and v1 == t1
+    assert o2 == ["compiled"] and k2 != k1 and v2 == t2 != t1
+    assert o3 == ["hit"] and k3 == k1 and v3 == t1
+
+
+CONSTEXPR_FLOAT = """\
+import struct
+import cutlass
+import cutlass.cute as cute
+import cute_bind
+
+
+@cute_bind.kernel
+@cute.jit
+def k(out: cute_bind.Pointer[cutlass.Int64], c: cutlass.Constexpr[float]):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = cutlass.Int64(struct.unpack("<q", struct.pack("<d", c))[0])  # the bits of c
+"""
+
+
+def _f64(bits):
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
+
+
+@pytest.mark.parametrize(
+    "first, then, outcome",
+    [
+        (0.0, -0.0, "compiled"),
+        (-0.0, 0.0, "compiled"),
+        (_f64(0x7FF8000000000000), _f64(0x7FF8000000000001), "compiled"),  # NaNs of two payloads
+        (_f64(0x7FF8000000000000), _f64(0xFFF8000000000000), "compiled"),  # and of two signs
+        (float("nan"), float("nan"), "hit"),  # one payload, two objects
+        (1.5, 1.5, "hit"),
+    ],
+    ids=["0.0 then -0.0", "-0.0 then 0.0", "nan payloads", "nan signs", "same nan", "same float"],
+)
+def test_constexpr_floats_are_keyed_by_their_bits_on_disk(cache_dir, modules, first, then, outcome):
+    out = (ctypes.c_int64 * 1)()
+    results = []
+    for c in (first, then):
+        mod = modules.load("cb_float", CONSTEXPR_FLOAT)  # a fresh import: only the disk remembers
+        outcomes, key = _bind_and_launch(mod, out, c)
+        results.append((outcomes, key, out[0] & (2**64 - 1)))
+    (o1, k1, bits1), (o2, k2, bits2) = results
+    assert o1 == ["compiled"] and bits1 == struct.unpack("<Q", struct.pack("<d", first))[0]
+    assert o2 == [outcome] and (k1 == k2) == (outcome == "hit")
+    assert bits2 == struct.unpack("<Q", struct.pack("<d", then))[0]
+
+
+# ------------------------------------------------------------------ inputs of the key, one at a time
+# Each row: a module template, its base parameters and a change that only the named input of the key
+# can see (the kernel's own source is the same). The keys of the two must differ; the same module
+# imported again must give the same key.
+CLASS = """\
+import cutlass
+import cutlass.cute as cute
+import cute_bind
+
+
+def _scale(factor):
+    def scale(x):
+        return x * factor
+
+    return staticmethod(scale)
+
+
+class Tiles:
+    N = {n}
+
+
+Tiles.scale = _scale({factor})  # a method whose source is not in the class's
+
+
+@cute_bind.kernel
+@cute.jit
+def k(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = Tiles.scale(value) + Tiles.N
+"""
+
+ANNOTATION = """\
+import cutlass
+import cutlass.cute as cute
+import cute_bind
+
+
+def _helper(T):
+    @cute.jit
+    def helper(x: T):
+        return x + 1
+
+    return helper
+
+
+helper = _helper({T})
+
+
+@cute_bind.kernel
+@cute.jit
+def k(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = helper(value)
+"""
+
+NO_SOURCE = """\
+import cutlass
+import cutlass.cute as cute
+import cute_bind
+
+exec("def helper(x):\\n    return x * {factor}\\n")  # no source file: hashed by its bytecode
+
+
+@cute_bind.kernel
+@cute.jit
+def k(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = helper(value)  # noqa: F821
+"""
+
+CALLABLE = """\
+import cutlass
+import cutlass.cute as cute
+import cute_bind
+
+
+class Scaler:
+    def __init__(self, factor):
+        self.factor = factor
+
+    @cute.jit
+    def __call__(self, out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
+        t = cute.make_tensor(out, cute.make_layout(1))
+        t[0] = value * self.factor
+
+
+k = cute_bind.kernel(Scaler({factor}))
+"""
+
+KEY_ROWS = [
+    ("class attribute changed", CLASS, {"n": 1, "factor": 2}, {"n": 2}),
+    ("method of a user class changed (same source)", CLASS, {"n": 1, "factor": 2}, {"factor": 3}),
+    ("helper's annotation changed", ANNOTATION, {"T": "cutlass.Int32"}, {"T": "cutlass.Int64"}),
+    ("function without source changed", NO_SOURCE, {"factor": 2}, {"factor": 3}),
+    ("callable object's attribute changed", CALLABLE, {"factor": 2}, {"factor": 3}),
+]
+
+
+def _entry_key(mod):
+    compile_key = mod.k._bind_values((0x1000, 5), {})[0]  # a stand-in address: nothing is compiled
+    return cache_key_module.entry_key(mod.k, compile_key)[0]
+
+
+@pytest.mark.parametrize("row, template, base, change", KEY_ROWS, ids=[r[0] for r in KEY_ROWS])
+def test_each_input_of_the_key_changes_it(modules, row, template, base, change):
+    key = _entry_key(modules.load("cb_input", template.format(**base)))
+    assert _entry_key(modules.load("cb_input", template.format(**base))) == key, row  # stable over a fresh import
+    assert _entry_key(modules.load("cb_input", template.format(**{**base, **change}))) != key, row

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import array
 import ctypes
 import enum
 import fcntl
 import os
+import struct
+import subprocess
+import sys
+import tempfile
+from collections import namedtuple
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import given, strategies as st
@@ -15,8 +22,15 @@ import cute_bind
 from cute_bind.cache import canonical, key as key_module
 from cute_bind.cache.settings import parse_size
 
+def _f64(bits):
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
+
+
+#: NaNs of several payloads and signs (hypothesis draws NaN only as float("nan"))
+nans = st.sampled_from([0x7FF8000000000000, 0xFFF8000000000000, 0x7FF8000000000001, 0x7FF0000000000001]).map(_f64)
+floats = st.floats() | nans | st.sampled_from([0.0, -0.0])
 plain = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8) | st.binary(max_size=8),
+    st.none() | st.booleans() | st.integers() | floats | st.text(max_size=8) | st.binary(max_size=8),
     lambda inner: st.lists(inner, max_size=4)
     | st.lists(inner, max_size=4).map(tuple)
     | st.dictionaries(st.text(max_size=4), inner, max_size=4)
@@ -34,7 +48,9 @@ def _same(a, b):
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, float):
-        return repr(a) == repr(b)  # 0.0 and -0.0 differ
+        return struct.pack("<d", a) == struct.pack("<d", b)  # 0.0 and -0.0 differ, a NaN is its payload
+    if isinstance(a, frozenset):  # (plain draws frozensets of ints only)
+        return a == b
     return a == b
 
 
@@ -119,3 +135,246 @@ def test_a_failed_compile_releases_the_key_lock(cache_dir, modules):
     finally:
         os.close(fd)
     assert cute_bind.cache.info() == []
+
+
+# ------------------------------------------------------------------ floats by their bits (issue 22, rows 5 and 6)
+NAN = _f64(0x7FF8000000000000)
+NAN_OTHER = _f64(0x7FF8000000000001)  # another payload
+NAN_NEG = _f64(0xFFF8000000000000)
+
+
+@dataclass(frozen=True)
+class Scale:
+    x: float
+    y: float = 1.0
+
+
+Pair = namedtuple("Pair", "a b")
+
+
+def _numpy():
+    return pytest.importorskip("numpy")
+
+
+FLOAT_ROWS = [
+    # (a, b, same value for a compile)
+    (0.0, -0.0, False),
+    (float("nan"), float("nan"), True),  # two NaN objects of one payload
+    (NAN, NAN_OTHER, False),
+    (NAN, NAN_NEG, False),
+    (1.5, 1.5, True),
+    (complex(0.0, 1.0), complex(-0.0, 1.0), False),
+    (complex(1.0, NAN), complex(1.0, float("nan")), True),
+    (complex(NAN, 0.0), complex(NAN_OTHER, 0.0), False),
+    ((0.0, 1), (-0.0, 1), False),
+    ((float("nan"), 2), (float("nan"), 2), True),
+    ((1, 2), (True, 2), False),  # equal by ==, not for a trace
+    ((1, 2), (1.0, 2), False),
+    (frozenset({0.0}), frozenset({-0.0}), False),
+    (Scale(0.0), Scale(-0.0), False),
+    (Scale(float("nan")), Scale(float("nan")), True),
+    (Pair(0.0, 1), Pair(-0.0, 1), False),
+    (Pair(NAN, 1), Pair(NAN_OTHER, 1), False),  # (a repr says nan for both)
+    (Pair(1, 2), (1, 2), False),
+]
+
+
+@pytest.mark.parametrize("a, b, same", FLOAT_ROWS, ids=[f"{a!r}-vs-{b!r}" for a, b, _ in FLOAT_ROWS])
+def test_floats_are_keyed_by_their_bits(a, b, same):
+    """On disk (``canonical``) and in the process (``constexpr_key``, what a compile key holds)."""
+    assert (canonical(a) == canonical(b)) == same
+    ka, kb = key_module.constexpr_key(a), key_module.constexpr_key(b)
+    assert (ka == kb) == same and (ka != kb) != same
+    if same:
+        assert hash(ka) == hash(kb)
+    # the call path compares ``compiled != given``: the given value, bare
+    assert (ka != b) != same and (kb != a) != same
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_numpy_float_scalars_are_keyed_by_their_bits(dtype):
+    np = _numpy()
+    t = getattr(np, dtype)
+    zero, neg = t(0.0), t(-0.0)
+    assert zero == neg  # what == sees
+    assert canonical(zero) != canonical(neg)
+    assert key_module.constexpr_key(zero) != key_module.constexpr_key(neg)
+    nan = t(float("nan"))
+    assert canonical(nan) == canonical(t(float("nan")))
+    assert key_module.constexpr_key(nan) == key_module.constexpr_key(t(float("nan")))
+    other = t(NAN_OTHER) if dtype == "float64" else np.array([0x7E01 if dtype == "float16" else 0x7FC00001], dtype=f"uint{np.dtype(t).itemsize * 8}").view(t)[0]
+    assert repr(nan) == repr(other)  # a NaN of another payload: repr cannot tell
+    assert canonical(nan) != canonical(other)
+    assert key_module.constexpr_key(nan) != key_module.constexpr_key(other)
+    assert canonical(t(1.0)) != canonical(np.float64(1.0) if dtype != "float64" else np.float32(1.0))
+
+
+@given(plain, plain)
+def test_exact_forms_are_injective_and_reflexive(a, b):
+    """Two values share a form exactly when a compile could not tell them apart; a value always equals itself."""
+    a, b = _freeze(a), _freeze(b)
+    fa, fb = key_module.exact_form(a), key_module.exact_form(b)
+    assert (fa == fb) == _same(a, b)
+    assert fa == key_module.exact_form(a)  # NaN included
+    ka = key_module.constexpr_key(a)
+    assert ka == key_module.constexpr_key(a) and not (ka != a)
+    assert (ka == key_module.constexpr_key(b)) == _same(a, b)
+
+
+def _freeze(v):
+    """plain's lists and dicts as tuples (a Constexpr value is hashable)."""
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):
+        return tuple((k, _freeze(x)) for k, x in sorted(v.items()))
+    if isinstance(v, tuple):
+        return tuple(_freeze(x) for x in v)
+    return v
+
+
+@pytest.mark.parametrize("value", [3, "s", b"b", True, None, 1.5, Color.RED])
+def test_common_constexpr_values_stay_bare(value):
+    """The call path checks these with one C-level ``!=``, as before: no wrapper on the hit path."""
+    assert key_module.constexpr_key(value) is value
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0, float("nan"), (1, 2), Scale(1.0), complex(1, 2)])
+def test_other_constexpr_values_are_wrapped_and_unwrap(value):
+    k = key_module.constexpr_key(value)
+    assert isinstance(k, key_module.Exact)
+    assert key_module.constexpr_value(k) is value and repr(k) == repr(value)
+
+
+# ------------------------------------------------------------------ arrays by their bytes (issue 22, row 4)
+def test_a_2000_element_array_edited_by_1e_9_in_one_element_is_another_key():
+    np = _numpy()
+    a = np.linspace(0.0, 1.0, 2000)
+    b = a.copy()
+    b[1234] += 1e-9
+    assert repr(a) == repr(b)  # what the key used to read: rounded and elided
+    assert canonical(a) != canonical(b)
+    assert canonical(a) == canonical(a.copy())
+
+
+def _array_rows():
+    np = pytest.importorskip("numpy")
+    a = np.arange(12, dtype=np.float32)
+    return [
+        ("dtype", a, a.astype(np.int32)),
+        ("byte order", a, a.astype(">f4")),
+        ("shape", a.reshape(3, 4), a.reshape(4, 3)),
+        ("shape alone", np.zeros((2, 3)), np.lib.stride_tricks.as_strided(np.zeros(9), shape=(3, 2), strides=(24, 8))),
+        ("order", a.reshape(3, 4), np.asfortranarray(a.reshape(3, 4))),
+        ("negative zero", np.zeros(3), -np.zeros(3)),
+        ("nan payload", np.array([NAN]), np.array([NAN_OTHER])),
+        ("structured field names", np.zeros(2, dtype=[("x", "<f4")]), np.zeros(2, dtype=[("y", "<f4")])),
+        ("object elements", np.array([1, "a"], dtype=object), np.array([1, "b"], dtype=object)),
+        ("a masked array's mask", np.ma.masked_array([1, 2], mask=[0, 1]), np.ma.masked_array([1, 2], mask=[0, 0])),
+        ("memoryview", memoryview(b"abc"), memoryview(b"abd")),
+        ("bytearray", bytearray(b"abc"), bytearray(b"abd")),
+        ("array.array", array.array("d", [0.0]), array.array("d", [-0.0])),
+        ("array.array nan payload", array.array("d", [NAN]), array.array("d", [NAN_OTHER])),
+    ]
+
+
+def test_arrays_differ_by_bytes_dtype_shape_and_layout():
+    for name, a, b in _array_rows():
+        assert canonical(a) != canonical(b), name
+        assert canonical(a) == canonical(a), name
+
+
+def test_cpu_torch_tensors_are_keyed_by_bytes_and_others_are_refused():
+    torch = pytest.importorskip("torch")
+    a = torch.linspace(0, 1, 2000, dtype=torch.float64)
+    b = a.clone()
+    b[1234] += 1e-9
+    assert canonical(a) != canonical(b) and canonical(a) == canonical(a.clone())
+    assert canonical(a.float()) != canonical(a)
+    assert canonical(torch.zeros(2, dtype=torch.bfloat16)) != canonical(-torch.zeros(2, dtype=torch.bfloat16))
+    assert canonical(a.reshape(40, 50)) != canonical(a.reshape(50, 40))
+    meta = torch.zeros(3, device="meta")
+    with pytest.raises(key_module.Uncacheable, match="meta"):
+        canonical(meta)
+    assert key_module._Hasher(lenient=True).canon(meta).startswith("opaque:")  # cache_key= vouches for it
+
+
+def test_a_released_memoryview_is_refused():
+    m = memoryview(b"abc")
+    m.release()
+    with pytest.raises(key_module.Uncacheable, match="released"):
+        canonical(m)
+
+
+def test_spelling_plain_values_does_not_import_numpy():
+    code = (
+        "import sys, array\n"
+        "from cute_bind.cache import canonical\n"
+        "canonical([1.0, -0.0, (2, 'a'), bytearray(b'x'), memoryview(b'y'), array.array('i', [1]), {'k': 1j}])\n"
+        "print('numpy' in sys.modules, 'torch' in sys.modules)\n"
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "False"]
+
+
+# ------------------------------------------------------------------ cute_bind's sources (issue 22, row 12)
+def test_the_sources_hash_keeps_nothing_in_the_temporary_folder(tmp_path, monkeypatch):
+    """No file in the shared temporary folder is read or written when the key is made."""
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    touched: list[str] = []
+    watching = [True]
+
+    def hook(event, args):
+        if watching[0] and event in ("open", "os.rename", "os.replace", "os.remove") and args and isinstance(args[0], (str, bytes, os.PathLike)):
+            path = os.fsdecode(args[0])
+            if path.startswith(str(shared)) or path.startswith(tempfile.gettempdir()):
+                touched.append(f"{event} {path}")
+
+    sys.addaudithook(hook)  # (audit hooks cannot be removed: it stops watching at the end)
+    try:
+        digest = key_module._cute_bind_sources.__wrapped__()
+        key_module.environment()
+    finally:
+        watching[0] = False
+    assert touched == [] and list(shared.iterdir()) == []
+    assert digest.split("+")[1] == key_module._sources_digest(str(Path(key_module.__file__).resolve().parents[1]))
+
+
+def test_the_sources_hash_reads_contents_not_stamps(tmp_path):
+    """An edit that keeps a file's size and modification time is another compiler (a stamp would miss it)."""
+    (tmp_path / "pkg").mkdir()
+    f = tmp_path / "pkg" / "a.py"
+    f.write_text("X = 1\n")
+    (tmp_path / "b.txt").write_text("not a source")
+    st = f.stat()
+    before = key_module._sources_digest(str(tmp_path))
+    f.write_text("X = 2\n")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert key_module._sources_digest(str(tmp_path)) != before
+    f.write_text("X = 1\n")
+    assert key_module._sources_digest(str(tmp_path)) == before
+    (tmp_path / "b.txt").write_text("still not a source")
+    assert key_module._sources_digest(str(tmp_path)) == before
+    os.rename(f, tmp_path / "pkg" / "c.py")  # a renamed module is another program
+    assert key_module._sources_digest(str(tmp_path)) != before
+
+
+def test_array_subclasses_defined_elsewhere_are_keyed_by_their_bytes():
+    np = _numpy()
+    torch = pytest.importorskip("torch")
+
+    class Table(np.ndarray):
+        pass
+
+    class Weights(torch.Tensor):
+        pass
+
+    a = np.linspace(0.0, 1.0, 2000)
+    b = a.copy()
+    b[1234] += 1e-9
+    assert canonical(a.view(Table)) != canonical(b.view(Table))
+    ta, tb = torch.from_numpy(a).as_subclass(Weights), torch.from_numpy(b).as_subclass(Weights)
+    assert canonical(ta) != canonical(tb)
