@@ -18,12 +18,13 @@ type, rank, assumed alignment, which extents and strides are dynamic).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from . import diagnostics as D
 
-__all__ = ["Pointer", "PointerSpec", "Tensor", "TensorSpec"]
+__all__ = ["Extent", "Pointer", "PointerSpec", "Tensor", "TensorSpec"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,25 @@ TENSOR_LAYOUTS = ("dynamic", "static")
 
 
 @dataclass(frozen=True)
+class Extent:
+    """One mode of a ``cute_bind.Tensor[dtype, (extent, ...), ...]`` shape.
+
+    ``kind`` is ``"dynamic"`` (a runtime value, a multiple of ``value``: its
+    divisibility), ``"static"`` (compiled in from the value given: one
+    specialization per extent) or ``"fixed"`` (compiled in, and it must be
+    ``value``).
+    """
+
+    kind: str
+    value: int = 1
+
+    def describe(self) -> str:
+        if self.kind == "dynamic":
+            return "?" if self.value == 1 else f"?{{div={self.value}}}"
+        return "static" if self.kind == "static" else str(self.value)
+
+
+@dataclass(frozen=True)
 class TensorSpec:
     """What a tensor annotation says about its slot; ``None`` means "from the value".
 
@@ -122,16 +142,25 @@ class TensorSpec:
     every stride but the leading dimension's unit stride, is a runtime value),
     ``"static"`` (extents and strides compiled in) or an int leading dimension
     (``mark_layout_dynamic(leading_dim=k)``).
+
+    ``shape`` (``None`` for an int rank) says mode by mode which extents are
+    static (see :class:`Extent`); then a ``"dynamic"`` or int layout makes the
+    strides runtime values but the leading dimension's unit stride, each a
+    multiple of ``align`` bytes when ``align`` is given, and ``"static"``
+    compiles the strides in too.
     """
 
     dtype: Any = None
     rank: int | None = None
     align: int | None = None
     layout: str | int = "dynamic"
+    shape: tuple[Extent, ...] | None = None
 
     def describe(self) -> str:
         parts = [getattr(self.dtype, "__name__", "?") if self.dtype is not None else "any dtype"]
-        if self.rank is not None:
+        if self.shape is not None:
+            parts.append("shape=(" + ", ".join(e.describe() for e in self.shape) + ("," if len(self.shape) == 1 else "") + ")")
+        elif self.rank is not None:
             parts.append(f"rank={self.rank}")
         if self.align is not None:
             parts.append(f"align={self.align}")
@@ -155,8 +184,12 @@ def make_tensor_spec(params: Any) -> TensorSpec:
     layout = items[3] if len(items) > 3 else "dynamic"
     if not _dsl.is_numeric_type(dtype):
         raise _bad_tensor("the dtype must be a CuTe numeric type", "a type such as cutlass.Float32", dtype)
+    shape = None
+    if isinstance(rank, (tuple, list)):  # a shape: one extent per mode
+        shape = tuple(_extent(e) for e in rank)
+        rank = len(shape)
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-        raise _bad_tensor("the rank must be an int >= 0", "0, 1, 2, ...", rank)
+        raise _bad_tensor("the rank must be an int >= 0, or a shape tuple", '0, 1, 2, ... or e.g. ("?", "static")', rank)
     _check_align(dtype, align, _bad_tensor)
     if isinstance(layout, bool) or not (layout in TENSOR_LAYOUTS or (isinstance(layout, int) and 0 <= layout < max(rank, 1))):
         raise _bad_tensor(
@@ -164,7 +197,31 @@ def make_tensor_spec(params: Any) -> TensorSpec:
             f'"dynamic", "static" or an int in [0, {max(rank - 1, 0)}]',
             layout,
         )
-    return TensorSpec(dtype=dtype, rank=rank, align=align, layout=layout)
+    return TensorSpec(dtype=dtype, rank=rank, align=align, layout=layout, shape=shape)
+
+
+_DIVISIBLE = re.compile(r"^\?\{div=(\d+)\}$")
+
+
+def _extent(entry: Any) -> Extent:
+    """One shape entry: ``"?"``, ``"?{div=k}"``, ``"static"`` or an int >= 1."""
+    if isinstance(entry, str):
+        text = entry.replace(" ", "")
+        if text == "?":
+            return Extent("dynamic")
+        if text == "static":
+            return Extent("static")
+        m = _DIVISIBLE.match(text)
+        if m is not None and int(m.group(1)) >= 1:
+            return Extent("dynamic", int(m.group(1)))
+    elif isinstance(entry, int) and not isinstance(entry, bool) and entry >= 1:
+        return Extent("fixed", entry)
+    raise _bad_tensor(
+        "each shape entry must be \"?\" (dynamic), \"?{div=k}\" (dynamic, a multiple of k), \"static\" (compiled in "
+        "from the value) or an int >= 1 (compiled in, and the value must have it)",
+        '"?", "?{div=8}", "static" or 1024',
+        entry,
+    )
 
 
 class Tensor:
@@ -186,6 +243,19 @@ class Tensor:
     value given to ``bind()`` and compiles its layout dynamic, as the DSL does
     for a torch tensor; a ``from_dlpack(...)`` tensor given to ``bind()`` keeps
     exactly the marking it carries.
+
+    In place of the rank, a shape says mode by mode which extents are
+    compiled in: ``"?"`` (dynamic), ``"?{div=k}"`` (dynamic, a multiple of
+    k), ``"static"`` (compiled in from the value: calling the kernel makes one
+    specialization per extent) or an int (compiled in; other extents are
+    refused). quack's rows of static length N, 16-byte aligned::
+
+        x: cute_bind.Tensor[cutlass.BFloat16, ("?", "static"), 16]
+
+    compiles ``(?,N):(?{i64 div=8},1)``: with a shape and an alignment, the
+    dynamic strides are multiples of ``align`` bytes too (each row starts
+    aligned). Launches check every static extent, divisibility and the
+    alignment (CB213, CB207).
     """
 
     def __init__(self) -> None:

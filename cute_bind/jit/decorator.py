@@ -12,7 +12,8 @@ from .. import cache as disk_cache
 from .. import diagnostics as D
 from ..launch.arguments import bind_arguments
 from ..launch.prepared import PreparedLaunch, build
-from ..slots import Bound, StreamKind, Where, describe_value
+from ..launch.tvm_ffi import PreparedTvmFfiLaunch, prepare_tvm_ffi
+from ..slots import Bound, PointerKind, ScalarKind, StreamKind, TensorKind, Where, describe_value
 from .dispatch import DEFAULT_LIMIT, FALLBACK, ON_LIMIT, CallBase, Dispatcher, PythonCallBase, Specialization
 from .signature import KernelSignature, read_signature, unwrap
 
@@ -33,7 +34,9 @@ class Kernel(_CallBase, Generic[P]):
     specializes on the argument values and launches through a prepared handle
     per specialization and thread (:mod:`cute_bind.jit.dispatch`);
     ``bind(*args, **kwargs)`` compiles (cached per compile key) and returns a
-    :class:`PreparedLaunch` to replay explicitly.
+    :class:`PreparedLaunch` to replay explicitly. ``tvm_ffi`` is true when
+    ``compile_options`` hold ``--enable-tvm-ffi``: compiles are then TVM-FFI
+    functions and handles their prepared TVM-FFI launches.
     """
 
     def __init__(
@@ -55,14 +58,8 @@ class Kernel(_CallBase, Generic[P]):
             on_limit=on_limit, cache=cache, cache_key=cache_key,
         )  # fmt: skip
         self.name: str = str(name or getattr(unwrap(fn), "__name__", None) or type(fn).__name__)
-        if "--enable-tvm-ffi" in (compile_options or ""):
-            # handles rewrite the DSL's own argument array; TVM-FFI functions are cute_bind.prepare's
-            raise D.error(
-                D.TVM_FFI_KERNEL,
-                kernel=self.name,
-                expected="compile options without it (TVM-FFI compiled functions: cute_bind.prepare)",
-                got=repr(compile_options),
-            )
+        # compiled as asked: bind() then gives the TVM-FFI handle of cute_bind.prepare (launch/tvm_ffi.py)
+        self.tvm_ffi: bool = "--enable-tvm-ffi" in (compile_options or "")
         if compile_options:
             problem = _dsl.compile_options_problem(compile_options)
             if problem is not None:
@@ -92,7 +89,11 @@ class Kernel(_CallBase, Generic[P]):
             raise D.error(D.INVALID_OPTION, kernel=self.name, parameter="max_specializations", expected="an int >= 1 or None", got=describe_value(max_specializations))
         if on_limit not in ON_LIMIT:
             raise D.error(D.INVALID_OPTION, kernel=self.name, parameter="on_limit", expected=" or ".join(map(repr, ON_LIMIT)), got=describe_value(on_limit))
-        self._calls = Dispatcher(self, max_specializations, on_limit)
+        # compiles made by compile() with the TVM-FFI environment stream, by compile key: their
+        # entries take no stream, so calls and bind() that leave the stream out launch them
+        self._env: dict[Any, _EnvCompile] = {}
+        self._streams = tuple(x.name for x in p if isinstance(x.slot, StreamKind))
+        self._calls = _Dispatcher(self, max_specializations, on_limit)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.slot.describe() if p.slot else 'Constexpr'}" for p in self.signature.params)
@@ -135,7 +136,8 @@ class Kernel(_CallBase, Generic[P]):
                     raise D.error(
                         D.CONSTEXPR_UNHASHABLE, kernel=self.name, parameter=p.name, expected="a hashable value", got=describe_value(v)
                     ) from None
-                key.append((p.name, type(v), v))
+                # compared exactly, not by ==: -0.0 is not 0.0, a NaN is itself (constexpr_key)
+                key.append((p.name, type(v), disk_cache.key.constexpr_key(v)))
                 dsl_values[p.name] = v
             else:
                 b = p.slot.bind(v, Where(self.name, p.name))
@@ -149,7 +151,8 @@ class Kernel(_CallBase, Generic[P]):
         compiled = self._cache.get(compile_key)
         if compiled is not None:
             return compiled
-        with self._lock, disk_cache.claim(self, compile_key) as disk:
+        # a TVM-FFI function exports, but loads back only as a bare tvm_ffi.Function: never on disk
+        with self._lock, (_NoDisk() if self.tvm_ffi else disk_cache.claim(self, compile_key)) as disk:
             compiled = self._cache.get(compile_key)
             if compiled is None:
                 compiled = disk.load()  # None: not on disk (then this process holds the key's lock)
@@ -175,17 +178,102 @@ class Kernel(_CallBase, Generic[P]):
         """Compile for these arguments (cached) and return the compiled function; nothing is launched.
 
         Works without a GPU for device kernels when ``CUTE_DSL_ARCH`` is set.
+        Takes what ``cute.compile`` takes: besides real values, the DSL's
+        compile-time placeholders (``make_fake_tensor``/``make_fake_compact_tensor``
+        tensors, ``make_fake_stream(...)``, ``from_dlpack`` tensors of meta or
+        fake tensors), which are the compile's spec as given (the compile key
+        holds their spelling). With ``--enable-tvm-ffi`` the result is the
+        TVM-FFI compiled function, as ``cute.compile`` returns it.
         """
-        compile_key, _, dsl_values = self._bind_values(args, kwargs)
-        return self._compiled(compile_key, dsl_values)
+        with _dsl.compile_only():
+            compile_key, bounds, dsl_values = self._bind_values(args, kwargs)
+        given = bind_arguments(self.name, self._names, self._kwonly, self._defaults, args, kwargs, self._hints)
+        for p, b in zip(self.signature.runtime, bounds):
+            v = given[p.name]
+            if isinstance(getattr(b.slot, "inner", None) or b.slot, ScalarKind) and (type(v) in (bool, int, float) or _dsl.is_numeric_type(type(v))):
+                # the number as given (checked by its slot): the DSL names the compiled function
+                # after the values it is given, so cute.compile(fn, ..., 0.5) and this are one function
+                dsl_values[p.name] = v
+        compiled = self._compiled(compile_key, dsl_values)
+        env = frozenset(part[0] for part in compile_key[0] if part[0] in self._streams and part[1] == _ENV_SPELLING)
+        if env and self.tvm_ffi:
+            with self._lock:
+                self._env.pop(compile_key, None)  # the newest compile is tried first
+                self._env[compile_key] = _EnvCompile(self.name, env, tuple(x for x in compile_key[0] if len(x) == 3), compiled)
+        return compiled
 
     def bind(self, *args: P.args, **kwargs: P.kwargs) -> PreparedLaunch[P]:
-        """Compile (cached) and return a :class:`PreparedLaunch` holding these values."""
+        """Compile (cached) and return a :class:`PreparedLaunch` holding these values.
+
+        A kernel compiled with ``--enable-tvm-ffi`` gives the TVM-FFI handle
+        ``cute_bind.prepare`` gives for the compiled function and these values
+        (:class:`~cute_bind.launch.tvm_ffi.PreparedTvmFfiLaunch`, same
+        ``launch``); its entry checks every launch's values itself.
+        """
+        env = self._env_find(args, kwargs) if self._env else None
+        if env is not None:
+            return self._env_handle(env[0][0], env[1])  # type: ignore[return-value]  # the same launch protocol
         compile_key, bounds, dsl_values = self._bind_values(args, kwargs)
         compiled = self._compiled(compile_key, dsl_values)
         return self._handle(compiled, bounds)
 
+    # ------------------------------------------------------------------ the TVM-FFI environment stream
+    def _env_find(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[_EnvCompile], dict[str, Any]] | None:
+        """For a call that leaves out the streams a ``compile()`` made with the TVM-FFI environment
+        stream left out of its entry: those compiles whose Constexpr values are the call's (newest
+        first) and the call's values by name, the streams dropped; else ``None`` (the normal path
+        then binds the call, and a required stream left out is CB201 as ever)."""
+        defaults = {**self._defaults, **dict.fromkeys(self._streams, _LEFT_OUT)}
+        try:
+            values = bind_arguments(self.name, self._names, self._kwonly, defaults, args, kwargs, self._hints)
+        except D.CuteBindError:
+            return None  # the normal path reports it
+        # a stream declared ``= None`` and given None is left out as well (the current stream either way)
+        left = frozenset(n for n in self._streams if values[n] is _LEFT_OUT or (values[n] is None and n in self._none_streams))
+        if not left:
+            return None
+        matches = []
+        for entry in reversed(list(self._env.values())):
+            if entry.streams != left:
+                continue
+            try:
+                if all(type(values[n]) is t and disk_cache.key.constexpr_key(values[n]) == v for n, t, v in entry.constexpr):
+                    matches.append(entry)
+            except TypeError:  # an unhashable Constexpr value: no compile holds it
+                continue
+        if not matches:
+            return None
+        return matches, {p.name: values[p.name] for p in self.signature.runtime if p.name not in left}
+
+    def _env_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, Any]:
+        """``(True, result)`` when the call leaves the environment stream out and a compile takes it:
+        the compiled function's own call with the call's values (its entry checks them; one that
+        refuses them is CB309, from the newest compile when none takes them)."""
+        env = self._env_find(args, kwargs)
+        if env is None:
+            return False, None
+        matches, values = env
+        first: D.CuteBindError | None = None
+        for entry in matches:
+            try:
+                return True, entry.call.launch(*values.values())
+            except D.CuteBindError as exc:
+                if exc.code != "CB309":
+                    raise
+                first = first or exc
+        assert first is not None  # internal invariant: at least one match, each raised
+        raise first
+
+    def _env_handle(self, entry: _EnvCompile, values: dict[str, Any]) -> PreparedTvmFfiLaunch | _TvmFfiCall:
+        """bind() for an environment-stream compile: the handle ``prepare(compiled, *values)`` gives,
+        the stream left out as the entry leaves it out."""
+        slots = {p.name: p.slot for p in self.signature.runtime}
+        bounds = [slots[n].bind(v, Where(self.name, n)) for n, v in values.items()]  # type: ignore[union-attr]  # runtime params have slots
+        return self._tvm_ffi_handle(entry.compiled, bounds)
+
     def _handle(self, compiled: Any, bounds: list[Bound]) -> PreparedLaunch[P]:
+        if self.tvm_ffi:
+            return self._tvm_ffi_handle(compiled, bounds)  # type: ignore[return-value]  # the same launch protocol
         runtime = self.signature.runtime
         compiled = _on_device(self.name, compiled, runtime, bounds)  # several GPUs: the values' device's executor
         return build(
@@ -198,6 +286,23 @@ class Kernel(_CallBase, Generic[P]):
             constexpr_names=[p.name for p in self.signature.constexpr],
             checked=True if self.checked else None,
         )
+
+    def _tvm_ffi_handle(self, compiled: Any, bounds: list[Bound]) -> PreparedTvmFfiLaunch | _TvmFfiCall:
+        """The TVM-FFI handle for the values ``bounds`` were bound from (``prepare(compiled, *values)``).
+
+        The values are the bound ones: a tensor slot's own value (while the
+        call that bound it holds it), a pointer's address, a number's Python
+        value. Values ``prepare`` does not take give a handle whose launches
+        are the compiled function's own call (never the DSL values of the
+        plain convention, which a TVM-FFI entry does not take).
+        """
+        values = tuple(_tvm_ffi_value(b) for b in bounds)
+        try:
+            return prepare_tvm_ffi(compiled, self.name, values, {})
+        except D.CuteBindError as exc:
+            if not exc.code.startswith("CB3"):
+                raise
+            return _TvmFfiCall(self.name, compiled)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Launch with these arguments: specialize on their values, compile on first sight, replay a prepared handle.
@@ -223,8 +328,14 @@ class Kernel(_CallBase, Generic[P]):
         specialized): no prepared handle is involved, so tests and benchmarks
         compare cute_bind's launches against it.
         """
+        env = self._env_find(args, kwargs) if self._env else None
+        if env is not None:  # the entry of an environment-stream compile takes no stream
+            return env[0][0].compiled(*env[1].values())
         compile_key, _, dsl_values = self._bind_values(args, kwargs)
         compiled = self._compiled(compile_key, dsl_values)
+        if self.tvm_ffi:  # a TVM-FFI function takes the values themselves (torch tensors, numbers)
+            values = bind_arguments(self.name, self._names, self._kwonly, self._defaults, args, kwargs, self._hints)
+            return compiled(*(0 if values[p.name] is None and p.name in self._none_streams else values[p.name] for p in self.signature.runtime))
         return compiled(*(dsl_values[p.name] for p in self.signature.runtime))
 
     if _CallBase is not PythonCallBase:
@@ -253,12 +364,120 @@ class Kernel(_CallBase, Generic[P]):
         """Drop the compiled variants and the calls' specializations and counts (handles keep theirs alive)."""
         with self._lock:
             self._cache.clear()
+            self._env.clear()
         self._calls.clear()
 
 
 def _is_jit_object(fn: Any) -> bool:
     """A callable object whose class's ``__call__`` is ``@cute.jit``: ``cute.compile`` takes it as it is."""
     return not callable(getattr(fn, "__wrapped__", None)) and _dsl.is_dsl_decorated(getattr(type(fn), "__call__", None)) is not None
+
+
+_LEFT_OUT: Any = object()  # a stream the call did not give (see Kernel._env_find)
+_ENV_SPELLING = ("fake stream", True)  # _dsl.fake_stream_spelling of make_fake_stream(use_tvm_ffi_env_stream=True)
+
+
+class _EnvCompile:
+    """A compile made with the TVM-FFI environment stream: which streams its entry leaves out,
+    the Constexpr parts of its key, the compiled function and its call."""
+
+    __slots__ = ("streams", "constexpr", "compiled", "call")
+
+    def __init__(self, kernel: str, streams: frozenset[str], constexpr: tuple[Any, ...], compiled: Any) -> None:
+        self.streams = streams
+        self.constexpr = constexpr
+        self.compiled = compiled
+        self.call = _TvmFfiCall(kernel, compiled)
+
+
+class _Dispatcher(Dispatcher):
+    """The kernel's dispatcher: a call that leaves out a stream compiled as the TVM-FFI
+    environment stream launches that compile (``Kernel._env_call``) before the normal path."""
+
+    def dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
+        k = self.kernel
+        if k._env:
+            try:
+                done, result = k._env_call(args, kwargs or {})
+            except D.CuteBindError as exc:
+                # a stream declared ``= None`` may be left out without any such compile (the current
+                # stream): values its entry refuses take that path; a required stream has no other
+                if exc.code != "CB309" or not k._none_streams:
+                    raise
+                done, result = False, None
+            if done:
+                self._hit(self.local)
+                return result
+        return super().dispatch(args, kwargs)
+
+
+class _NoDisk:
+    """The disk cache's claim for a compile that is never stored (a TVM-FFI function)."""
+
+    def __enter__(self) -> _NoDisk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def load(self) -> Any:
+        return None
+
+    def store(self, compiled: Any) -> None:
+        pass
+
+
+def _tvm_ffi_value(bound: Bound) -> Any:
+    """What a TVM-FFI handle is prepared with for one bound slot: the value as its call takes it."""
+    slot = bound.slot
+    inner = getattr(slot, "inner", None) or slot  # a present optional: its element
+    if isinstance(inner, TensorKind):
+        sample = inner.sample()
+        # the bound value is alive while its bind() or call runs; else the DSL value (prepare refuses it)
+        return sample if sample is not None else bound.dsl_value
+    if isinstance(inner, PointerKind):
+        return bound.packed  # the address, as an int (what the entry's pointer arguments take)
+    return _dsl.numeric_value(bound.dsl_value)  # cutlass.Int32(3) -> 3; a CUstream, None, ... as they are
+
+
+class _TvmFfiCall:
+    """A TVM-FFI kernel's handle for values ``prepare`` does not take: each launch is the compiled call.
+
+    The entry checks every value itself; an error it reports is CB309, as
+    from a prepared TVM-FFI handle (so a call with values of another
+    specialization dispatches again).
+    """
+
+    fast_path = "direct"
+
+    def __init__(self, kernel: str, compiled: Any) -> None:
+        self.kernel_name = kernel
+        self.compiled = compiled
+        self.closed = False
+
+    def launch(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the compiled function with these values."""
+        if self.closed:
+            raise D.error(D.HANDLE_CLOSED, kernel=self.kernel_name, expected="an open handle")
+        try:
+            return self.compiled(*args, **kwargs)
+        except D.CuteBindError:
+            raise
+        except Exception as exc:
+            text = str(exc).strip()
+            got = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+            raise D.error(D.TVM_FFI_CALL_ERROR, kernel=self.kernel_name, expected="arguments the compiled function takes", got=got) from exc
+
+    def clone(self) -> _TvmFfiCall:
+        """Another handle (it holds no per-launch state)."""
+        return _TvmFfiCall(self.kernel_name, self.compiled)
+
+    def close(self) -> None:
+        """Later launches raise CB404."""
+        self.closed = True
+
+    def __repr__(self) -> str:
+        return f"<TVM-FFI call {self.kernel_name}{' closed' if self.closed else ''}>"
 
 
 def _on_device(kernel: str, compiled: Any, params: Any, bounds: list[Bound]) -> Any:

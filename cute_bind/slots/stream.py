@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import _dsl
 from .. import diagnostics as D
-from .base import U64, Bound, SlotKind, Where, wrong_kind
+from .base import U64, Bound, SlotKind, Where, describe_value, wrong_kind
 from .registry import register
 
 __all__ = ["StreamKind"]
@@ -71,6 +71,8 @@ class StreamKind(SlotKind):
         elif hasattr(value, "__cuda_stream__"):
             proto = value.__cuda_stream__()
             handle = proto[1] if isinstance(proto, tuple) and len(proto) == 2 else None
+        elif _dsl.is_fake_stream(value):
+            raise self._fake(value, where)
         else:
             try:
                 handle = operator.index(value)
@@ -82,7 +84,22 @@ class StreamKind(SlotKind):
             raise D.error(D.INTEGER_OUT_OF_RANGE, kernel=where.kernel, parameter=where.parameter, expected="a 64-bit stream handle", got=str(handle))
         return handle
 
+    def _fake(self, value: Any, where: Where) -> Exception:
+        return D.error(
+            D.COMPILE_ONLY_VALUE,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            expected=f"{self.expected()}; fake streams are for kernel.compile(...)",
+            got=describe_value(value),
+        )
+
     def bind(self, value: Any, where: Where) -> Bound:
+        if _dsl.is_fake_stream(value):
+            if _dsl.compiling() is None:
+                raise self._fake(value, where)
+            # the compile's spec itself (Kernel.compile only): with the TVM-FFI environment
+            # stream the compiled entry has no stream argument, so it is part of the key
+            return Bound(packed=0, dsl_value=value, key=_dsl.fake_stream_spelling(value), slot=self)
         handle = self.coerce(value, where)
         return Bound(packed=handle, dsl_value=_dsl.cuda_stream_class()(handle), key=None, slot=self)
 

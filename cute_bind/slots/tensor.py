@@ -18,7 +18,9 @@ nanoseconds next to the DLPack read itself (see the benchmarks page).
 
 from __future__ import annotations
 
+import struct
 import typing
+import weakref
 from typing import Any, NamedTuple
 
 from .. import _dsl
@@ -76,6 +78,23 @@ def _empty(view: _dlpack.DLView) -> bool:
     return 0 in view.shape
 
 
+def _mode_text(mode: _dsl.Mode) -> str:
+    """A mode as the DSL spells it in a layout: ``8``, ``?``, ``?{div=8}``, ``?{i64 div=8}``."""
+    if mode.static is not None:
+        return str(mode.static)
+    attrs = " ".join(a for a in ("i64" if mode.width == 64 else "", f"div={mode.divisibility}" if mode.divisibility != 1 else "") if a)
+    return f"?{{{attrs}}}" if attrs else "?"
+
+
+def _leading_dim(view: _dlpack.DLView) -> int | None:
+    """The leading dimension ``mark_layout_dynamic()`` deduces: the one mode of unit stride, or among
+    several the one of extent above 1; ``None`` when there is none (then every stride is dynamic)."""
+    units = [k for k, st in enumerate(view.strides) if st == 1]
+    if len(units) > 1:
+        units = [k for k in units if view.shape[k] > 1] or units[-1:]
+    return units[0] if len(units) == 1 else units[-1] if units else None
+
+
 def _footprint(view: _dlpack.DLView) -> int:
     """Elements spanned by a tensor's layout: 1 + sum of (extent - 1) * |stride| (0 when empty)."""
     if any(e == 0 for e in view.shape):
@@ -106,6 +125,8 @@ class TensorKind(SlotKind):
         self.device = device
         self.align = align
         self.value_type = value_type
+        # the value bound (weakly): what a TVM-FFI handle is prepared with (see sample())
+        self._sample: Any = None
         # the last value type and its reader (Python paths); held here, not in a global
         # table, so a type referring to the handle can still be collected with it
         self._reader_cache: tuple[Any, Any] = (None, None)
@@ -217,8 +238,42 @@ class TensorKind(SlotKind):
             )
 
     # ------------------------------------------------------------------ slot protocol
+    def sample(self) -> Any:
+        """The value this slot was bound with, while it is alive (else ``None``).
+
+        A TVM-FFI kernel's handle is prepared from the values of the call that
+        made it: the value's type picks the entry's tensor reader.
+        """
+        ref = self._sample
+        return ref() if ref is not None else None
+
+    def _bound(self, bound: TensorKind, value: Any) -> TensorKind:
+        try:
+            bound._sample = weakref.ref(value)
+        except TypeError:  # not weak-referenceable: no sample (a TVM-FFI handle then calls the function itself)
+            pass
+        return bound
+
+    def _bind_fake(self, value: Any, where: Where) -> Bound:
+        """A ``make_fake_tensor`` placeholder: the compile's spec itself (``Kernel.compile`` only)."""
+        state = _dsl.compiling()
+        if state is None:
+            raise D.error(
+                D.COMPILE_ONLY_VALUE,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=f"a real tensor ({self.expected()}); fake tensors are for kernel.compile(...)",
+                got=describe_value(value),
+            )
+        self._check_spec(*_dsl.fake_tensor_facts(value), where)
+        return Bound(packed=None, dsl_value=value, key=_dsl.fake_tensor_spelling(value, state), slot=self)
+
     def bind(self, value: Any, where: Where) -> Bound:
+        if _dsl.is_fake_tensor(value):
+            return self._bind_fake(value, where)
         view = self._read(value, where)
+        if self.spec.shape is not None and not _dsl.is_dsl_tensor(value):
+            return self._bind_shaped(value, view, where)
         if _dsl.is_dsl_tensor(value):
             tensor = value  # the caller's from_dlpack tensor: its marking decides the layout
             self._check_spec(value.element_type.__name__, len(view.shape), where)
@@ -270,9 +325,53 @@ class TensorKind(SlotKind):
                 got=f"assumed_align={layout.assumed_align}",
             )
         align = layout.assumed_align or max(1, int(getattr(layout.dtype, "width", 8)) // 8)
-        bound = TensorKind(self.spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value))
+        bound = self._bound(TensorKind(self.spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value)), value)
+        if tensor is value and view.address == 0 and _dsl.compiling() is not None:
+            # a from_dlpack tensor of a meta or fake tensor (FlashAttention compiles from those):
+            # its layout is the compile's; nothing is launched, so no descriptor
+            return Bound(packed=None, dsl_value=tensor, key=(layout.cache_key, view.device[0]), slot=bound)
         packed = bound.pack_view(view, where)
         return Bound(packed=packed, dsl_value=tensor, key=(layout.cache_key, view.device[0]), slot=bound)
+
+    def _bind_shaped(self, value: Any, view: _dlpack.DLView, where: Where) -> Bound:
+        """A tensor for a ``cute_bind.Tensor[dtype, (extent, ...), align, layout]`` slot: the layout
+        is the annotation's, mode by mode (see ``TensorSpec``), compiled from a fake tensor of it."""
+        spec = self.spec
+        shape_spec = spec.shape or ()
+        dtype_name = _dlpack.describe_dtype(view.dtype)
+        self._check_spec(dtype_name, len(view.shape), where)
+        elem = max(1, int(getattr(spec.dtype, "width", 8)) // 8)
+        align = spec.align or elem
+        shape: list[_dsl.Mode] = []
+        for i, (e, v) in enumerate(zip(shape_spec, view.shape)):
+            if e.kind == "fixed" and v != e.value:
+                raise self._layout_error(f"extent of mode {i}", f"{e.value} (the annotation {spec.describe()})", view, where)
+            shape.append(_dsl.Mode(None, 32, e.value) if e.kind == "dynamic" else _dsl.Mode(int(v)))
+        if spec.layout == "static":
+            stride = [_dsl.Mode(int(st)) for st in view.strides]
+        else:
+            lead = spec.layout if isinstance(spec.layout, int) else _leading_dim(view)
+            if isinstance(lead, int) and view.strides[lead] != 1:
+                raise self._layout_error(f"stride of mode {lead}", f"1 (the leading dimension of {spec.describe()})", view, where)
+            # "align bytes" holds for every row: each dynamic stride is a multiple of it (in elements)
+            div = max(1, align // elem) if spec.align is not None else 1
+            stride = [_dsl.Mode(1) if k == lead else _dsl.Mode(None, 64, div) for k in range(len(view.strides))]
+        text = f"({','.join(_mode_text(m) for m in shape)}):({','.join(_mode_text(m) for m in stride)})"
+        gpu = view.device[0] in (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged: gmem, as from_dlpack has it
+        key = ("cute_bind.Tensor", spec.dtype.__name__, align, "gmem" if gpu else "generic", text)
+        layout = _dsl.TensorLayout(dtype=spec.dtype, shape=tuple(shape), stride=tuple(stride), assumed_align=align, text=text, cache_key=key)
+        bound = self._bound(TensorKind(spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value)), value)
+        packed = bound.pack_view(view, where)
+        descriptor = struct.pack("@" + bound.fmt, *packed)
+        dsl_value = _dsl.laid_out_tensor(
+            spec.dtype,
+            tuple(m.static if m.static is not None else (m.width, m.divisibility) for m in shape),
+            tuple(m.static if m.static is not None else (m.width, m.divisibility) for m in stride),
+            gpu,
+            align,
+            descriptor,
+        )
+        return Bound(packed=packed, dsl_value=dsl_value, key=(key, view.device[0]), slot=bound)
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[int, ...]:
         tp = type(value)  # the exact type: a proxy's __class__ may lie
