@@ -10,8 +10,10 @@ the very same prepared handle from it.
 
 On by default; ``CUTE_BIND_CACHE=0`` or ``@cute_bind.kernel(cache=False)``
 turns it off, ``CUTE_BIND_CACHE_DIR`` moves it, ``CUTE_BIND_CACHE_SIZE``
-bounds it. ``python -m cute_bind cache info|clear|prune`` manages it and
-:func:`warm` fills it ahead of time. See docs/concepts/cache.md.
+bounds it, ``CUTE_BIND_CACHE_SHARED`` makes it a shared team cache.
+``python -m cute_bind cache info|clear|prune`` manages it and :func:`warm`
+fills it ahead of time. Only a folder the trust model accepts is used
+(docs/concepts/safety.md). See docs/concepts/cache.md.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from . import settings
 from .key import FORMAT, Uncacheable, canonical, entry_key, environment
 from .lookup import Claim, Event, claim, history
 from .settings import cache_dir, default_dir, enabled, size_limit
-from .store import EntryInfo, Store
+from .store import EntryInfo, Store, UntrustedPath, load_key
 from .warm import Args, WarmResult, warm
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "FORMAT",
     "Store",
     "Uncacheable",
+    "UntrustedPath",
     "WarmResult",
     "cache_dir",
     "canonical",
@@ -52,20 +55,33 @@ __all__ = [
 
 
 def _store(root: str | Path | None) -> Store:
-    return Store(Path(root) if root is not None else cache_dir())
+    """The folder as the settings make it: private, or shared under ``CUTE_BIND_CACHE_SHARED``'s key (checked first)."""
+    path = Path(root) if root is not None else cache_dir()
+    key_file = settings.shared_key_file()
+    return Store(path, key=None if key_file is None else load_key(key_file, path))
 
 
 def info(root: str | Path | None = None) -> list[EntryInfo]:
-    """Every entry of the cache folder (default: :func:`cache_dir`), oldest use first."""
-    return sorted(_store(root).scan(environment()), key=lambda e: e.last_used)
+    """Every entry of the cache folder (default: :func:`cache_dir`), oldest use first.
+
+    An entry that is not a regular file of this user's is listed with status
+    ``"unsafe"`` (never read); :class:`UntrustedPath` (a ``PermissionError``)
+    when the folder or the shared key file may not be used (as for the other
+    functions here).
+    """
+    with _store(root) as store:
+        return sorted(store.scan(environment()), key=lambda e: e.last_used)
 
 
 def clear(root: str | Path | None = None) -> int:
     """Remove every entry; returns how many were removed."""
-    return _store(root).clear()
+    with _store(root) as store:
+        return store.clear()
 
 
 def prune(root: str | Path | None = None, *, max_size: int | None = None, older_than_s: float | None = None) -> list[str]:
-    """Remove corrupt entries, entries unused for ``older_than_s`` seconds, then the least recently used
-    beyond ``max_size`` bytes (default: :func:`size_limit`); returns the keys removed."""
-    return _store(root).prune(size_limit() if max_size is None else max_size, older_than_s, environment())
+    """Remove corrupt, unsafe and unsigned entries, entries unused for ``older_than_s`` seconds, then the least
+    recently used beyond ``max_size`` bytes (default: :func:`size_limit`); returns the keys removed."""
+    limit = size_limit() if max_size is None else max_size
+    with _store(root) as store:
+        return store.prune(limit, older_than_s, environment())

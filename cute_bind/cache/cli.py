@@ -10,6 +10,7 @@ import time
 from ..diagnostics.errors import CuteBindError
 from . import cache_dir, clear, info, prune, size_limit
 from .settings import parse_size
+from .store import EntryInfo, UntrustedPath
 
 __all__ = ["add_arguments", "main"]
 
@@ -47,18 +48,31 @@ def _age(seconds: float) -> str:
     return f"{seconds:.0f}s"
 
 
+def _status(e: EntryInfo) -> str:
+    # why an entry is refused is worth a column: someone planted or damaged it
+    return f"{e.status} ({e.reason})" if e.status in ("unsafe", "unsigned") else e.status
+
+
 def main(args: argparse.Namespace) -> int:
+    try:
+        return _main(args)
+    except UntrustedPath as exc:  # a folder or key the trust model refuses: one line, with the fix
+        why = exc.problem if exc.what == "key" else f"{exc.path} is not trusted: it is {exc.problem}"
+        print(f"cute-bind cache {args.action}: {why}; fix: {exc.fix}", file=sys.stderr)
+        return 2
+    except CuteBindError as exc:  # an invalid setting (CB609): one line, not a traceback
+        first = exc.args[0].splitlines()[0].replace(" (kernel '?')", "")  # a setting, not a kernel's
+        print(f"cute-bind cache {args.action}: {first}", file=sys.stderr)
+        return 2
+
+
+def _main(args: argparse.Namespace) -> int:
     root = args.dir or str(cache_dir())
     if args.action == "clear":
         print(f"removed {clear(root)} entries from {root}")
         return 0
     if args.action == "prune":
-        try:
-            limit = parse_size(args.max_size, "--max-size") if args.max_size else size_limit()
-        except CuteBindError as exc:  # a one-line error, not a traceback
-            first = exc.args[0].splitlines()[0].replace(" (kernel '?')", "")  # a setting, not a kernel's
-            print(f"cute-bind cache prune: {first}", file=sys.stderr)
-            return 2
+        limit = parse_size(args.max_size, "--max-size") if args.max_size else size_limit()
         removed = prune(root, max_size=limit, older_than_s=args.older_than * 86400 if args.older_than is not None else None)
         print(f"removed {len(removed)} entries from {root} (limit {_size(limit)})")
         return 0
@@ -67,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         rows = [
             {"kernel": e.kernel, "function": e.function, "key": e.key, "size": e.size, "age_s": now - e.created,
-             "last_used_s": now - e.last_used, "hits": e.hits, "status": e.status}
+             "last_used_s": now - e.last_used, "hits": e.hits, "status": e.status, "reason": e.reason}
             for e in entries
         ]  # fmt: skip
         print(json.dumps({"dir": root, "entries": rows}, indent=1))
@@ -78,5 +92,5 @@ def main(args: argparse.Namespace) -> int:
     if entries:
         print(f"{'kernel':24s} {'key':12s} {'size':>8s} {'age':>7s} {'used':>7s} {'hits':>5s}  status")
         for e in reversed(entries):
-            print(f"{e.kernel[:24]:24s} {e.key[:12]:12s} {_size(e.size):>8s} {_age(now - e.created):>7s} {_age(now - e.last_used):>7s} {e.hits:>5d}  {e.status}")
+            print(f"{e.kernel[:24]:24s} {e.key[:12]:12s} {_size(e.size):>8s} {_age(now - e.created):>7s} {_age(now - e.last_used):>7s} {e.hits:>5d}  {_status(e)}")
     return 0

@@ -7,6 +7,8 @@ the end of the ``with`` the claim holds the key's file lock, so processes
 compiling the same key at the same moment wait for the first one and load its
 entry instead of compiling again. Every failure of the cache itself is a coded
 warning (once) and a compile without it; it never raises into ``bind()``.
+Folders, entries and locks the trust model refuses (docs/concepts/safety.md)
+are warnings too (CB610-CB613): never loaded, never written.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import collections
 import contextlib
 import os
 import re
-import tempfile
 import threading
 import time
 import warnings
@@ -26,7 +27,7 @@ from .. import _dsl
 from .. import diagnostics as D
 from . import settings
 from .key import Uncacheable, entry_key, environment
-from .store import Store
+from .store import Store, UntrustedPath, load_key
 
 __all__ = ["Claim", "Event", "claim", "history", "load_payload"]
 
@@ -44,6 +45,16 @@ class Event:
 _HISTORY: collections.deque[Event] = collections.deque(maxlen=1024)
 _WARNED: set[tuple[str, str]] = set()
 _WARN_LOCK = threading.Lock()
+
+
+def _reset_warn_lock() -> None:
+    """After ``os.fork()``: a new lock in the child (one held by another thread at the fork stays held)."""
+    global _WARN_LOCK
+    _WARN_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
+    os.register_at_fork(after_in_child=_reset_warn_lock)
 
 
 def history() -> list[Event]:
@@ -67,16 +78,32 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:160] if text else type(exc).__name__
 
 
-def load_payload(payload: bytes, prefix: str) -> Any:
-    """Load an entry's object file (through a private temporary file: the DSL loads from a path)."""
-    fd, path = tempfile.mkstemp(prefix="cute_bind_", suffix=".o")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
+def load_payload(payload: bytes, prefix: str, store: Store | None = None) -> Any:
+    """Load an entry's object file; the DSL loads from a path.
+
+    The path is an anonymous in-memory file of this process
+    (``memfd_create``, named ``/proc/self/fd/N``): nothing is written to a
+    folder, so no other user can swap or read the object between the check
+    and the load. Where that is missing, a new private file in ``store``'s
+    checked folder. Never the shared temporary folder.
+    """
+    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+        try:
+            fd = os.memfd_create("cute_bind_entry", getattr(os, "MFD_CLOEXEC", 0))
+        except OSError:
+            fd = -1
+        if fd >= 0:
+            try:
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(fd, view) :]
+                return _dsl.load_object(f"/proc/self/fd/{fd}", prefix)  # the loader reads the whole file at once
+            finally:
+                os.close(fd)
+    if store is None:
+        raise OSError("no private place to write the object file for the DSL's loader (no memfd_create, no cache folder)")
+    with store.scratch(payload) as path:
         return _dsl.load_object(path, prefix)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
 
 
 class Claim:
@@ -99,6 +126,8 @@ class Claim:
         if self._held is not None:
             self._held.close()
             self._held = None
+        if self._store is not None:
+            self._store.close()
 
     def load(self) -> Any:
         """The cached compiled function, or ``None`` (then compile and :meth:`store`)."""
@@ -109,6 +138,7 @@ class Claim:
         if not _dsl.features().disk_cache:  # a DSL that cannot export and reload compiled functions
             return None
         settings.size_limit(name)  # a bad setting is reported before compiling, not after
+        key_file = settings.shared_key_file(name)
         try:
             self.key, self._depends = entry_key(self.kernel, self.compile_key)
         except Uncacheable as exc:
@@ -122,10 +152,24 @@ class Claim:
             self.outcome = "uncached"
             return None
         root = settings.cache_dir()
+        mac_key = None
+        if key_file is not None:
+            try:
+                mac_key = load_key(key_file, root)
+            except UntrustedPath as exc:
+                _warn_once(D.CACHE_KEY_UNTRUSTED, f"{key_file}:{exc.problem}", kernel=name, got=exc.problem, detail=str(key_file), expected=exc.fix)
+                self.outcome = "uncached"
+                return None
+        store = Store(root, key=mac_key)
         try:
-            store = Store(root)
             store.ensure()
+        except UntrustedPath as exc:
+            store.close()
+            _warn_once(D.CACHE_FOLDER_UNTRUSTED, f"{exc.path}:{exc.problem}", kernel=name, got=exc.problem, detail=exc.path, expected=exc.fix)
+            self.outcome = "uncached"
+            return None
         except OSError as exc:
+            store.close()
             _warn_once(D.CACHE_UNAVAILABLE, str(root), kernel=name, expected=f"a readable, writable folder {root}", got=f"{type(exc).__name__}: {exc}")
             self.outcome = "uncached"
             return None
@@ -135,6 +179,9 @@ class Claim:
             return compiled
         try:
             self._held = store.acquire(self.key)
+        except UntrustedPath as exc:  # a planted link or FIFO where the lock belongs: never followed
+            _warn_once(D.CACHE_ENTRY_UNTRUSTED, f"{exc.path}:{exc.problem}", kernel=name, got=exc.problem, detail=exc.path)
+            return None  # no lock: compile anyway (the write stays atomic)
         except OSError:
             return None  # no lock: compile anyway (the write stays atomic)
         # another process may have finished the same compile while we waited
@@ -157,8 +204,16 @@ class Claim:
         if r.status == "mismatch":
             _warn_once(D.CACHE_ENTRY_MISMATCH, f"{path}:{r.reason}", kernel=name, got=r.reason, detail=str(path))
             return None
+        if r.status == "unsafe":
+            _warn_once(D.CACHE_ENTRY_UNTRUSTED, f"{path}:{r.reason}", kernel=name, got=r.reason, detail=str(path))
+            return None
+        if r.status == "unsigned":
+            _warn_once(D.CACHE_ENTRY_UNSIGNED, f"{path}:{r.reason}", kernel=name, got=r.reason, detail=str(path))
+            return None
+        if r.status != "hit":  # pragma: no cover - every status is handled above
+            return None
         try:
-            compiled = load_payload(r.payload, str(r.header.get("prefix", "")))
+            compiled = load_payload(r.payload, str(r.header.get("prefix", "")), store)
         except Exception as exc:
             first = _first_line(exc)
             _warn_once(D.CACHE_ENTRY_MISMATCH, f"{path}:load", kernel=name, got=f"the DSL cannot load it ({first})", detail=str(path))

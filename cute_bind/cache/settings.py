@@ -4,7 +4,12 @@
 - ``CUTE_BIND_CACHE_DIR``: its folder (default: ``cute_bind`` under the
   user's cache folder, see :func:`default_dir`);
 - ``CUTE_BIND_CACHE_SIZE``: the size limit, bytes or with a ``K``/``M``/``G``
-  suffix (default 1G); least recently used entries are evicted beyond it.
+  suffix (default 1G); least recently used entries are evicted beyond it;
+- ``CUTE_BIND_CACHE_SHARED``: the absolute path of a key file outside the
+  cache folder; set, the folder is a shared team cache (group-writable
+  allowed, every entry signed with HMAC-SHA256 under that key and loaded only
+  when its signature checks); unset (default), the folder must be the user's
+  own and writable by nobody else. See docs/concepts/safety.md.
 """
 
 from __future__ import annotations
@@ -15,12 +20,28 @@ from pathlib import Path
 
 from .. import diagnostics as D
 
-__all__ = ["ENV_DIR", "ENV_ENABLE", "ENV_SIZE", "DEFAULT_SIZE", "enabled", "default_dir", "cache_dir", "size_limit", "parse_size"]
+__all__ = [
+    "ENV_DIR",
+    "ENV_ENABLE",
+    "ENV_SHARED",
+    "ENV_SIZE",
+    "DEFAULT_SIZE",
+    "MAX_ENTRY_SIZE",
+    "enabled",
+    "default_dir",
+    "cache_dir",
+    "size_limit",
+    "parse_size",
+    "shared_key_file",
+]
 
 ENV_ENABLE = "CUTE_BIND_CACHE"
 ENV_DIR = "CUTE_BIND_CACHE_DIR"
 ENV_SIZE = "CUTE_BIND_CACHE_SIZE"
+ENV_SHARED = "CUTE_BIND_CACHE_SHARED"
 DEFAULT_SIZE = 1 << 30
+#: the largest entry file read or written: a bound on what one read may allocate, whatever the folder holds
+MAX_ENTRY_SIZE = 1 << 30
 
 _ON = ("", "1", "true", "yes", "on")
 _OFF = ("0", "false", "no", "off")
@@ -79,3 +100,24 @@ def size_limit(kernel: str | None = None) -> int:
     """The size limit in bytes (``CUTE_BIND_CACHE_SIZE``, default 1 GiB)."""
     text = os.environ.get(ENV_SIZE, "").strip()
     return parse_size(text, ENV_SIZE, kernel) if text else DEFAULT_SIZE
+
+
+def shared_key_file(kernel: str | None = None) -> Path | None:
+    """The key file of a shared team cache (``CUTE_BIND_CACHE_SHARED``), or ``None`` for a private cache.
+
+    The path must be absolute (``~`` expands): a relative one would name a
+    different file from each working directory. CB609 otherwise.
+    """
+    text = os.environ.get(ENV_SHARED, "").strip()
+    if not text:
+        return None
+    path = Path(text).expanduser()
+    if not path.is_absolute():
+        raise D.error(
+            D.CACHE_SETTING_INVALID,
+            kernel=kernel,
+            parameter=ENV_SHARED,
+            expected="the absolute path of the team's key file (outside the cache folder)",
+            got=repr(text),
+        )
+    return path

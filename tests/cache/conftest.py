@@ -1,7 +1,12 @@
+import contextlib
+import ctypes
 import importlib
 import linecache
+import os
+import signal
 import sys
 import textwrap
+import warnings
 
 import pytest
 
@@ -69,3 +74,70 @@ def modules(tmp_path, monkeypatch):
 
 def outcomes_since(before):
     return [e.outcome for e in cute_bind.cache.history()[before:]]
+
+
+# ------------------------------------------------------------------ the trust model's tests (test_trust.py, test_hostile_cache.py)
+#: as root a file can really be given to another user; elsewhere those rows skip (test_trust.py's
+#: test_a_cache_of_someone_else pretends instead, through store.current_uid)
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+OTHER_UID = 54321
+needs_root = pytest.mark.skipif(not IS_ROOT, reason="giving a file another owner needs root")
+TEAM_KEY = b"7f3a9c1e5b2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e5b7d9f2a4c6e8b0d1f3a"
+
+
+def give_away(path):
+    """Make ``path`` (not following a link) another user's, for real (root only)."""
+    os.lchown(path, OTHER_UID, OTHER_UID)
+
+
+class StillBlocked(BaseException):
+    """Raised by :func:`deadline`: a BaseException, so that no ``except OSError`` (TimeoutError is one) or
+    ``except Exception`` on the way swallows it and blocks again."""
+
+
+@contextlib.contextmanager
+def deadline(seconds):
+    """Fail instead of blocking for good (a FIFO opened for reading blocks until a writer comes); the alarm
+    repeats every second after the first, in case something still swallows it."""
+
+    def on_alarm(signum, frame):
+        raise StillBlocked(f"still blocked after {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture
+def key_file(tmp_path):
+    """A team key file outside any cache folder: 0600, 64 hex digits."""
+    d = tmp_path / "keys"
+    d.mkdir(mode=0o700)
+    k = d / "team.key"
+    k.write_bytes(TEAM_KEY + b"\n")
+    os.chmod(k, 0o600)
+    return k
+
+
+def affine(bias=1, value=4):
+    """Bind and launch ``cached.affine``: (what it wrote, the cache outcomes, the CacheWarning codes issued)."""
+    from tests.kernels import cached
+
+    buf = (ctypes.c_int32 * 1)()
+    before = len(cute_bind.cache.history())
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always", cute_bind.CacheWarning)
+        handle = cached.affine.bind(ctypes.addressof(buf), value, bias)
+        handle.launch(ctypes.addressof(buf), value)
+    codes = [w.message.code for w in record if isinstance(w.message, cute_bind.CacheWarning)]
+    return buf[0], outcomes_since(before), codes
+
+
+def affine_result(bias=1, value=4):
+    from tests.kernels import cached
+
+    return 2 * value + bias + cached.STEP

@@ -285,14 +285,24 @@ def test_cli_output_into_a_closed_pipe_stops_quietly(tmp_path):
     assert proc.returncode in (0, 141)
 
 
-def test_entries_get_an_ordinary_files_mode(cache_dir):
-    """Not mkstemp's 0600: a folder shared by several users' processes must be readable by them."""
+@pytest.mark.parametrize("umask", [0o000, 0o002, 0o022, 0o077])
+def test_entries_and_folders_are_private_whatever_the_umask(cache_dir, umask):
+    """0600 files in 0700 folders: a private cache is nobody else's to read or write (a team shares one
+    through CUTE_BIND_CACHE_SHARED, tests/cache/test_trust.py), and a permissive umask must not open it up."""
     import stat
 
     cached.affine.clear_cache()
-    _bind(bias=41)
+    old = os.umask(umask)
+    try:
+        _bind(bias=41)
+        cached.affine.clear_cache()
+        assert _bind(bias=41) == ["hit"]  # writes the hit counter too
+    finally:
+        os.umask(old)
     (entry,) = [e for e in cute_bind.cache.info() if e.status == "ok"]
-    mask = os.umask(0o022)
-    os.umask(mask)
-    assert stat.S_IMODE(os.stat(entry.path).st_mode) == 0o666 & ~mask
+    base = cache_dir / "v1"
+    for folder in (cache_dir, base, base / "entries", base / "locks"):
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700, folder
+    for file in (entry.path, entry.path.with_suffix(".hits"), base / "locks" / f"{entry.key}.lock"):
+        assert stat.S_IMODE(os.stat(file).st_mode) == 0o600, file
     cached.affine.clear_cache()
