@@ -52,6 +52,7 @@ __all__ = [
     "INVALID_DEFAULT",
     "OP_AUTOGRAD_TOO_LATE",
     "INELIGIBLE_OPTIONAL",
+    "INELIGIBLE_STRUCTURE",
     "TVM_FFI_KERNEL",
     "MISSING_ARGUMENT",
     "UNEXPECTED_ARGUMENT",
@@ -69,6 +70,9 @@ __all__ = [
     "TENSOR_DEVICE_MISMATCH",
     "SEQUENCE_LENGTH_MISMATCH",
     "OPTIONAL_PRESENCE_MISMATCH",
+    "UNION_NO_MEMBER",
+    "UNION_MEMBER_CHANGED",
+    "STRUCTURE_CONSTANT_CHANGED",
     "NULL_DATA",
     "READ_ONLY_BUFFER",
     "INVALID_DLPACK",
@@ -108,6 +112,7 @@ __all__ = [
     "STALE_SPECIALIZATION",
     "SPECIALIZATION_LIMIT",
     "SPECIALIZATION_LIMIT_WARNING",
+    "COMPILE_ONLY_VALUE",
 ]
 
 
@@ -626,16 +631,18 @@ INELIGIBLE_OPTIONAL = _entry(
     "CB114",
     "ineligible-optional",
     E.KernelDefinitionError,
-    summary="An Optional[...] / X | None parameter whose other member is not one eligible kind.",
-    message="kernel '{kernel}', parameter '{parameter}': optional annotation {got} is not None or one "
+    summary="A union parameter (Optional[...], X | Y | None) with a member that is not an eligible kind.",
+    message="kernel '{kernel}', parameter '{parameter}': union annotation {got} has a member that is not an "
     "eligible kind ({detail}); expected {expected}",
     explanation="""
-    `Optional[X]` (or `X | None`) is an optional slot when `X` is a kind
-    cute_bind can rewrite in place (a pointer, scalar, stream, tensor or a
-    sequence of those). The DSL compiles `None` into the code as a constant
-    and a value as an ordinary `X` parameter, so which one a handle holds is
-    fixed at `bind()`. A union of several types (`Int32 | Float32 | None`) or
-    of an ineligible type has no single storage.
+    A union of eligible kinds, with or without `None` (`Optional[X]`,
+    `Int32 | int | None`, `Optional[Float32 | cute.Pointer]`), is a union
+    slot: the DSL compiles `None` into the code as a constant and a value as
+    a parameter of the member it belongs to, so which member a handle holds
+    is fixed at `bind()` (and is part of the compile key of `kernel(*args)`).
+    Every member must be a kind cute_bind can rewrite in place (a pointer,
+    scalar, stream, tensor, a sequence or structure of those); a member such
+    as `str` has no storage.
     """,
     example=_PRELUDE
     + """
@@ -646,9 +653,9 @@ def scale(out: cute.Pointer, mode: Optional[str]):   # str is not an eligible ki
     pass
 """,
     fix="""
-    Use one eligible type besides None (`Optional[cutlass.Int32]`), or mark
-    the parameter `cutlass.Constexpr[...]` if its value is fixed at compile
-    time.
+    Keep only eligible members (`Optional[cutlass.Int32]`,
+    `cutlass.Int32 | int | None`), or mark the parameter
+    `cutlass.Constexpr[...]` if its value is fixed at compile time.
     """,
 )
 
@@ -656,27 +663,61 @@ TVM_FFI_KERNEL = _entry(
     "CB115",
     "tvm-ffi-kernel",
     E.KernelDefinitionError,
-    summary="@cute_bind.kernel(compile_options=...) asked for --enable-tvm-ffi.",
+    summary="(retired in 0.3.0: --enable-tvm-ffi is taken) @cute_bind.kernel(compile_options=...) asked for --enable-tvm-ffi.",
     message="kernel '{kernel}': @cute_bind.kernel does not compile with {got}; expected {expected}",
     explanation="""
-    `@cute_bind.kernel` compiles for the DSL's own calling convention: its
-    handles rewrite the DSL's argument array, built from `from_dlpack`
-    tensors. A TVM-FFI compile takes TVM-FFI arguments instead (TVM-FFI
-    tensors, the environment stream), which a kernel's handles do not hold.
-    Functions compiled with `--enable-tvm-ffi` are prepared by
-    `cute_bind.prepare`, which gives a handle for the TVM-FFI entry.
+    Retired: since cute_bind 0.3.0 `@cute_bind.kernel` compiles with the
+    client's own `--enable-tvm-ffi` option, and `bind()` and `kernel(*args)`
+    launch through the TVM-FFI prepared handle (`cute_bind.prepare` of that
+    compile), so this code is no longer raised. It stays in the catalog so
+    that the code is never reused.
     """,
     example=_PRELUDE
     + """
-@cute_bind.kernel(compile_options="--enable-tvm-ffi")   # -> CB115
+@cute_bind.kernel(compile_options="--enable-tvm-ffi")   # taken since 0.3.0 (was CB115)
 def scale(out: cute.Pointer, n: cutlass.Int32):
     pass
 """,
+    fix="Nothing to fix: `--enable-tvm-ffi` is taken.",
+    retired=True,
+)
+
+INELIGIBLE_STRUCTURE = _entry(
+    "CB125",
+    "ineligible-structure",
+    E.KernelDefinitionError,
+    summary="A NamedTuple or dataclass parameter with a field that is not an eligible kind or None.",
+    message="kernel '{kernel}', parameter '{parameter}': structure {got} is not made of eligible kinds "
+    "({detail}); expected {expected}",
+    explanation="""
+    A NamedTuple or dataclass annotation is a structure slot: the DSL
+    flattens the argument into the C arguments of its fields, in field
+    order, and a field holding `None` is a constant of the compiled code. So
+    every field must be a kind cute_bind can write in place (a pointer,
+    scalar, stream, tensor, a sequence, union or `Optional[...]` of those, or
+    another such structure), be annotated `None`, or, in a dataclass, be
+    `cutlass.Constexpr[...]` (a compile-time constant). The DSL passes no
+    Python constant or stream inside a NamedTuple (it adapts only the
+    NamedTuple itself, not what it holds), so a NamedTuple's `Constexpr` or
+    stream field is refused too; a dataclass takes both.
+    """,
+    example=_PRELUDE
+    + """
+from typing import NamedTuple
+
+class Params(NamedTuple):
+    scale: cutlass.Float32
+    label: str                     # not an eligible kind
+
+@cute_bind.kernel
+def scale(out: cute.Pointer, params: Params):   # -> CB125
+    pass
+""",
     fix="""
-    Drop the option (a bound handle launches without either convention's
-    per-call conversions), or compile with
-    `cute.compile(fn, ..., options="--enable-tvm-ffi")` and prepare the result
-    with `cute_bind.prepare(compiled, *args)`.
+    Give every field an eligible annotation (`cute.Tensor | None`,
+    `cutlass.Int32`...) or `None`; pass compile-time values as
+    `cutlass.Constexpr[...]` parameters of the function (or fields of a
+    dataclass).
     """,
 )
 
@@ -1219,6 +1260,162 @@ raise cute_bind.error(cute_bind.CATALOG["CB221"], kernel="scale", parameter="str
     fix="Pass the stream explicitly, or check the device the tensor arguments are on.",
 )
 
+COMPILE_ONLY_VALUE = _entry(
+    "CB226",
+    "compile-only-value",
+    E.LaunchArgumentError,
+    summary="A fake tensor or fake stream (a compile-time placeholder) was given where a launch needs a real value.",
+    message="kernel '{kernel}', parameter '{parameter}': {got} describes a compile and holds nothing to launch with; expected {expected}",
+    explanation="""
+    `cute.runtime.make_fake_tensor(...)`, `make_fake_compact_tensor(...)` and
+    `make_fake_stream(...)` describe what a compile is for (element type,
+    static and symbolic extents, strides, divisibility, alignment; a stream
+    or the TVM-FFI environment stream) without any data. `kernel.compile(...)`
+    takes them exactly as `cute.compile` does, and returns the compiled
+    function. `bind()` and calling the kernel launch, which needs real
+    tensors and streams: there is no address in a fake tensor to launch on.
+    """,
+    example=_PRELUDE
+    + """
+from cutlass.cute.runtime import make_fake_compact_tensor
+
+@cute_bind.kernel
+def double(out: cute.Tensor):
+    for i in range(cute.size(out)):
+        out[i] = out[i] * 2.0
+
+fake = make_fake_compact_tensor(cutlass.Float32, (cute.sym_int(),), memspace=cute.AddressSpace.generic)
+double.compile(fake)   # a compile: fine
+double.bind(fake)      # a launch needs data -> CB226
+""",
+    fix="""
+    Pass real tensors (torch, NumPy, a `from_dlpack` tensor) and a real
+    stream to `bind()` and to calls; keep fake values for `kernel.compile(...)`.
+    """,
+)
+
+UNION_NO_MEMBER = _entry(
+    "CB230",
+    "union-no-member",
+    E.LaunchArgumentError,
+    summary="A value for a union parameter (X | Y | None) that is of none of its members.",
+    message="kernel '{kernel}', parameter '{parameter}': {got} is of no member of the union; expected {expected}",
+    explanation="""
+    For a union annotation the DSL checks the value against the members
+    (`isinstance`) and compiles it by its own kind: an `int` or
+    `cutlass.Int32` as a runtime Int32, a `bool` as a Boolean, a
+    `cutlass.Float32` as a Float32, a pointer as a pointer, `None` as a
+    constant. cute_bind binds the same way, also taking what a member's own
+    slot takes after conversion (a `float` for a Float32 member, a torch
+    tensor for a tensor member, an `int` for a Float32 member when no pointer
+    member could take it as an address). A value no member takes (a string,
+    a pointer for `Int32 | int | None`, an `int` for
+    `Float32 | cute.Pointer | None`) has no kind to compile; a handle bound to
+    the pointer member takes an `int` as an address at launch, as the
+    compiled function's own call does.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def fill(out: cute_bind.Pointer[cutlass.Float32], alpha: cutlass.Float32 | cute.Pointer | None):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    if cutlass.const_expr(alpha is None):
+        t[0] = cutlass.Float32(1.0)
+    elif cutlass.const_expr(isinstance(alpha, cute.Pointer)):
+        t[0] = cute.make_tensor(alpha, cute.make_layout(1))[0]
+    else:
+        t[0] = alpha
+
+buf = (ctypes.c_float * 1)()
+fill.bind(ctypes.addressof(buf), "2.0")   # a str: no member -> CB230
+""",
+    fix="""
+    Pass a value of one of the members (`cutlass.Float32(x)`, a pointer from
+    `cute.runtime.make_ptr(...)`, or `None`), or add the kind you pass to the
+    annotation.
+    """,
+)
+
+UNION_MEMBER_CHANGED = _entry(
+    "CB231",
+    "union-member-changed",
+    E.LaunchArgumentError,
+    summary="A union parameter bound to a value of one member got a value of another member.",
+    message="kernel '{kernel}', parameter '{parameter}': the union slot takes {expected}, got {got}",
+    explanation="""
+    The DSL compiles a union parameter for the kind of the value given (an
+    Int32, a Float32, a pointer...), so which member a handle holds is fixed
+    at `bind()` and is part of the compile key. A launch takes what the bound
+    member takes (a Float32 member a real number, a pointer member an address,
+    pointer or tensor), but a value that is, by its own kind, another member
+    would be written as the wrong kind and is refused. Calling the kernel
+    itself (`kernel(*args)`) compiles a specialization for the new member
+    instead.
+    """,
+    example=_PRELUDE
+    + """
+@cute_bind.kernel
+def fill(out: cute_bind.Pointer[cutlass.Float32], alpha: cutlass.Float32 | cute.Pointer | None):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    if cutlass.const_expr(alpha is None):
+        t[0] = cutlass.Float32(1.0)
+    elif cutlass.const_expr(isinstance(alpha, cute.Pointer)):
+        t[0] = cute.make_tensor(alpha, cute.make_layout(1))[0]
+    else:
+        t[0] = alpha
+
+buf = (ctypes.c_float * 2)()
+handle = fill.bind(ctypes.addressof(buf), cutlass.Float32(2.0))   # compiled for a Float32
+ptr = cute.runtime.make_ptr(cutlass.Float32, ctypes.addressof(buf) + 4, cute.AddressSpace.generic)
+handle.launch(ctypes.addressof(buf), ptr)   # a pointer for the Float32 member -> CB231
+""",
+    fix="""
+    Bind one handle per member (`k.bind(..., cutlass.Float32(x))` and
+    `k.bind(..., pointer)`), or call the kernel itself, which compiles (and
+    caches) each member.
+    """,
+)
+
+STRUCTURE_CONSTANT_CHANGED = _entry(
+    "CB232",
+    "structure-constant-changed",
+    E.LaunchArgumentError,
+    summary="A structure field compiled as a constant (a Constexpr field, or an untyped field bound to None) changed.",
+    message="kernel '{kernel}', parameter '{parameter}': the field is a constant of the compiled code; expected "
+    "{expected}, got {got}",
+    explanation="""
+    A dataclass field annotated `cutlass.Constexpr[...]` (or a field annotated
+    `None`, or a field of an untyped `collections.namedtuple` bound to
+    `None`) gives the compiled code no argument: the DSL compiles its value
+    in. The compiled function's own call ignores a new value silently; a
+    handle refuses it. `None` in a typed field is an optional slot of its
+    own: a value for it is CB225.
+    """,
+    example=_PRELUDE
+    + """
+import dataclasses
+
+@dataclasses.dataclass(frozen=True)
+class Fill:
+    value: cutlass.Int32
+    times: cutlass.Constexpr[int] = 1
+
+@cute_bind.kernel
+def fill(out: cute_bind.Pointer[cutlass.Int32], how: Fill):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = how.value * how.times
+
+buf = (ctypes.c_int32 * 1)()
+handle = fill.bind(ctypes.addressof(buf), Fill(cutlass.Int32(3), 2))   # times compiled in as 2
+handle.launch(ctypes.addressof(buf), Fill(cutlass.Int32(3), 5))       # a new constant -> CB232
+""",
+    fix="""
+    Launch with the constant the handle was bound with, bind a new handle for
+    the new constant, or call the kernel itself, which compiles (and caches)
+    one specialization per constant.
+    """,
+)
+
 # ---------------------------------------------------------------- CB3xx: preparing
 NOT_COMPILED = _entry(
     "CB301",
@@ -1474,20 +1671,24 @@ TVM_FFI_UNSUPPORTED_ARGUMENT = _entry(
     explanation="""
     A prepared TVM-FFI launch rewrites a prebuilt TVM-FFI argument array in
     place: a tensor of a type offering the DLPack exchange API (torch
-    tensors) becomes a `DLTensor` pointer, a Python int, bool or float and
-    `None` become the values TVM-FFI's own call writes. The compiled entry
-    checks everything else. Other values (NumPy arrays, DSL numeric objects
-    such as `cutlass.Float32(1.0)`, stream objects, pointer objects, which
-    the DSL rewrites before each TVM-FFI call) are not prepared.
+    tensors) becomes a `DLTensor` pointer; a Python int, bool or float,
+    `None`, and objects TVM-FFI writes as numbers (DSL numbers such as
+    `cutlass.Int32(-100)` and `cutlass.Float32(0.0)`) become the values
+    TVM-FFI's own call writes; a tuple, list or NamedTuple of `None`, bool,
+    int and float (a structure the DSL compiles in, such as
+    FlashAttention's `AuxData(None, None)`) becomes the TVM-FFI array its
+    call builds, built once. The compiled entry checks everything else.
+    Other values (NumPy arrays, stream objects, pointer objects, which the
+    DSL rewrites before each TVM-FFI call, structures holding tensors or
+    other objects) are not prepared.
     """,
     example=_TVM_FFI
     + """
-cute_bind.prepare(compiled, y, x, cutlass.Float32(2.0), 0)   # a DSL numeric object -> CB308
+cute_bind.prepare(compiled, y, x.numpy(), 2.0, 0)   # a NumPy array (no DLPack exchange API) -> CB308
 """,
     fix="""
-    Pass plain Python values (`2.0`, an `int` stream handle or `0`) and torch
-    tensors, as the TVM-FFI call takes them; or call the compiled function
-    directly.
+    Pass torch tensors, numbers and `None` (or constant structures of them),
+    as the TVM-FFI call takes them; or call the compiled function directly.
     """,
 )
 
@@ -2330,7 +2531,7 @@ warnings.simplefilter("error", cute_bind.CacheWarning)    # make the warning rai
 """
 )
 
-__all__ += ["CACHE_ENTRY_CORRUPT", "CACHE_ENTRY_MISMATCH", "CACHE_UNAVAILABLE", "CACHE_SKIPPED", "CACHE_SETTING_INVALID"]
+__all__ += ["CACHE_ENTRY_CORRUPT", "CACHE_ENTRY_MISMATCH", "CACHE_UNAVAILABLE", "CACHE_SKIPPED", "CACHE_SETTING_INVALID", "CACHE_FOLDER_UNTRUSTED", "CACHE_ENTRY_UNTRUSTED", "CACHE_ENTRY_UNSIGNED", "CACHE_KEY_UNTRUSTED"]
 
 CACHE_ENTRY_CORRUPT = _entry(
     "CB605",
@@ -2489,6 +2690,154 @@ os.environ["CUTE_BIND_CACHE_SIZE"] = "lots"
 fill.bind(addr, 1)                 # -> CB609
 """,
     fix="Set `CUTE_BIND_CACHE=0|1` and `CUTE_BIND_CACHE_SIZE` to a size such as `512M` or `2G`.",
+)
+
+# CB610-CB613: the cache's trust model (docs/concepts/safety.md, "Threat model").
+CACHE_FOLDER_UNTRUSTED = _entry(
+    "CB610",
+    "cache-folder-untrusted",
+    E.CacheWarning,
+    summary="The disk cache folder is not owned by this user or is writable by others; kernels compile without it.",
+    message="kernel '{kernel}': the disk cache folder {detail} is not trusted: it is {got}; compiling without the cache "
+    "(nothing is loaded from it or written to it). To use it: {expected}",
+    explanation="""
+    An entry of the disk cache is native code that `bind()` loads and runs,
+    so whoever can write the cache folder can choose what your process runs.
+    By default each level of the folder (the folder itself, `v1/`,
+    `v1/entries/`, `v1/locks/`) must belong to the user the process runs as
+    and be writable by nobody else, as ssh's StrictModes and Git's
+    `safe.directory` require. A folder of another user, or one that its
+    group or every user can write (`/tmp`, a 0777 folder), is refused: the
+    kernel compiles in-process as without the cache. A team shares a folder
+    only as a shared cache (`CUTE_BIND_CACHE_SHARED`), where a group-writable
+    folder is allowed and every entry must carry a signature made with the
+    team's key; a folder writable by every user is refused in both modes.
+    Issued once per folder and process.
+    """,
+    example=_FILL
+    + """
+import os
+import tempfile
+import warnings
+
+folder = tempfile.mkdtemp()
+os.chmod(folder, 0o777)                                   # a folder every user can write
+os.environ["CUTE_BIND_CACHE_DIR"] = folder
+warnings.simplefilter("error", cute_bind.CacheWarning)    # make the warning raise, for the example
+fill.bind(addr, 1)                                        # -> CB610 (compiles without the cache)
+""",
+    fix="""
+    Use a folder of your own that only you can write (`chmod 700` it, or
+    point `CUTE_BIND_CACHE_DIR` elsewhere); to share one folder with a team,
+    set it up as a shared cache (group-owned, `chmod 2770`, a key file in
+    `CUTE_BIND_CACHE_SHARED`, see docs/concepts/cache.md).
+    """,
+)
+
+CACHE_ENTRY_UNTRUSTED = _entry(
+    "CB611",
+    "cache-entry-untrusted",
+    E.CacheWarning,
+    summary="A disk cache entry, hit counter or lock is not a regular file of this user's (or is too large); it is never read.",
+    message="kernel '{kernel}': the disk cache file {detail} is not trusted: it is {got}; it was not read, and the kernel was compiled again",
+    explanation="""
+    Every cache file is opened without following a symbolic link and
+    without waiting on a FIFO, and checked before one byte is read: it must
+    be a regular file, belong to this user and be writable by nobody else
+    (in a shared cache: not writable by every user) and be at most 1 GiB. A
+    link (to `/dev/zero`, to a file elsewhere), a FIFO, a folder or device,
+    a file of another user or one the group can write, planted under an
+    entry's, hit counter's or lock's name, is refused: nothing is read from
+    it or written through it, and the kernel compiles (a fresh entry then
+    replaces the name). Issued once per file and process.
+    """,
+    example=_CACHE_PRELUDE
+    + """
+os.chmod(entry.path, 0o666)              # an entry every user could have written
+fill.bind(addr, 1)                       # -> CB611 (then recompiled and replaced)
+""",
+    fix="""
+    Nothing is required: the name is replaced by a fresh entry (or, for a
+    lock, the compile goes on without it). Find out who planted it: in a
+    private cache only you and root can. `python -m cute_bind cache prune`
+    removes unsafe files.
+    """,
+)
+
+CACHE_ENTRY_UNSIGNED = _entry(
+    "CB612",
+    "cache-entry-unsigned",
+    E.CacheWarning,
+    summary="A shared cache's entry does not carry a valid signature of the team key; it is never loaded.",
+    message="kernel '{kernel}': the shared disk cache entry {detail} is not signed with the team key: {got}; it was not loaded, "
+    "and the kernel was compiled again",
+    explanation="""
+    In a shared cache (`CUTE_BIND_CACHE_SHARED` names a key file) a folder
+    may be written by the whole group, so owner and mode say nothing about
+    who made an entry. Every entry then ends with an HMAC-SHA256 of its
+    bytes under the team's key, which lives outside the cache folder, and an
+    entry whose HMAC does not check (written by a process without the key,
+    signed with another key, forged, or damaged) is never loaded, not even
+    its header: the kernel compiles and a signed entry replaces it. Issued
+    once per entry and process.
+    """,
+    example=_CACHE_PRELUDE
+    + """
+key_folder = tempfile.mkdtemp()                           # outside the cache folder
+key_file = os.path.join(key_folder, "team.key")
+with open(key_file, "w") as f:
+    f.write("0123456789abcdef0123456789abcdef")
+os.chmod(key_file, 0o600)                                 # the key is a secret: yours alone (or your group's)
+os.environ["CUTE_BIND_CACHE_SHARED"] = key_file           # a shared cache from now on
+fill.bind(addr, 1)                       # the entry stored above is not signed -> CB612
+""",
+    fix="""
+    Nothing is required: the entry was replaced by a signed one. If it
+    recurs, check that every process sharing the folder sets
+    `CUTE_BIND_CACHE_SHARED` to the same key file, and who else can write
+    the folder.
+    """,
+)
+
+CACHE_KEY_UNTRUSTED = _entry(
+    "CB613",
+    "cache-key-untrusted",
+    E.CacheWarning,
+    summary="The key file of a shared disk cache is missing or may not be used; kernels compile without the cache.",
+    message="kernel '{kernel}': the shared cache key file {detail} cannot be used: {got}; compiling without the cache. "
+    "To use it: {expected}",
+    explanation="""
+    The key in `CUTE_BIND_CACHE_SHARED` is what makes an entry of a shared
+    cache trustworthy, so it must be out of reach of whoever can write the
+    cache: a regular file outside the cache folder, owned by this user or
+    root, writable by nobody else and not readable by every user, holding
+    16 to 4096 bytes of key. A key file that is missing, inside the cache
+    folder, a link to a FIFO, someone else's or writable by others is
+    refused and the kernel compiles without the cache (nothing is loaded
+    or written). Issued once per key file and process.
+    """,
+    example=_FILL
+    + """
+import os
+import tempfile
+import warnings
+
+folder = tempfile.mkdtemp()
+os.environ["CUTE_BIND_CACHE_DIR"] = folder
+key_file = os.path.join(folder, "team.key")               # inside the cache folder
+with open(key_file, "w") as f:
+    f.write("0123456789abcdef0123456789abcdef")
+os.chmod(key_file, 0o600)
+os.environ["CUTE_BIND_CACHE_SHARED"] = key_file
+warnings.simplefilter("error", cute_bind.CacheWarning)    # make the warning raise, for the example
+fill.bind(addr, 1)                                        # -> CB613 (compiles without the cache)
+""",
+    fix="""
+    Keep the key in a file outside the cache folder, owned by you or root,
+    mode 0640 (group-readable for the team) or 0600, and point
+    `CUTE_BIND_CACHE_SHARED` at it; or unset `CUTE_BIND_CACHE_SHARED` for a
+    private cache.
+    """,
 )
 
 

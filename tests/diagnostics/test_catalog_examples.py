@@ -47,7 +47,7 @@ NEEDS_NO_GPU = {
 NEEDS_FEATURE = {
     "CB504": "spec_reentry",
     # the disk cache's warnings: a DSL without export/reload (4.5) runs with the cache off
-    **{code: "disk_cache" for code in ("CB605", "CB606", "CB607", "CB608", "CB609")},
+    **{code: "disk_cache" for code in ("CB605", "CB606", "CB607", "CB608", "CB609", "CB610", "CB611", "CB612", "CB613")},
 }
 
 #: Examples that need torch (the library does not): skipped where it is not installed.

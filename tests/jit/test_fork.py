@@ -84,3 +84,59 @@ def test_a_forked_child_compiles_and_launches_while_another_thread_held_the_lock
     proc = subprocess.run([sys.executable, "-c", SCRIPT, case, "180"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "child exit 0" in proc.stdout, (proc.stdout, proc.stderr[-2000:])
+
+
+CACHE_LOCK_SCRIPT = r"""
+import fcntl, os, sys, tempfile, threading, time
+from pathlib import Path
+from cute_bind.cache.store import Store
+
+root = Path(tempfile.mkdtemp())
+key = "ab" * 32
+store = Store(root)
+store.ensure()
+held, release = threading.Event(), threading.Event()
+
+def hold():
+    with store.lock(key):  # a compile of this key in progress, on another thread
+        held.set()
+        release.wait()
+
+t = threading.Thread(target=hold)
+t.start()
+held.wait()
+pid = os.fork()
+if pid == 0:
+    code = 3
+    try:
+        time.sleep(0.5)  # the parent's compile ends meanwhile
+        fd = os.open(root / "v1" / "locks" / f"{key}.lock", os.O_RDWR)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                code = 0
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    code = 5  # the key stays locked by the descriptor this child inherited
+                    break
+                time.sleep(0.05)
+    finally:
+        os._exit(code)
+release.set()
+t.join()
+print("child exit", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+"""
+
+
+def test_a_key_lock_released_in_the_parent_is_free_in_a_forked_child() -> None:
+    """A flock lives until the last copy of its descriptor closes: a child forked while a key's lock was held
+    keeps a copy, so the parent's close alone left the key locked (the child's own compile of it, and every
+    other process's, waited as long as the child lived); the store unlocks before closing."""
+    if sys.platform != "linux":
+        pytest.skip("flock semantics checked on Linux")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    proc = subprocess.run([sys.executable, "-c", CACHE_LOCK_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "child exit 0" in proc.stdout, (proc.stdout, proc.stderr[-2000:])
