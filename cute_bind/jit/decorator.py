@@ -245,18 +245,19 @@ class Kernel(_CallBase, Generic[P]):
             return None
         return matches, {p.name: values[p.name] for p in self.signature.runtime if p.name not in left}
 
-    def _env_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, Any]:
-        """``(True, result)`` when the call leaves the environment stream out and a compile takes it:
-        the compiled function's own call with the call's values (its entry checks them; one that
-        refuses them is CB309, from the newest compile when none takes them)."""
+    def _env_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_EnvCompile, dict[str, Any], bool, Any] | None:
+        """``(compile, values, newest, result)`` when the call leaves the environment stream out and a
+        compile takes it (``newest``: no newer compile matched), else ``None``: the compiled
+        function's own call with the call's values (its entry checks them; one that refuses them
+        is CB309, from the newest compile when none takes them)."""
         env = self._env_find(args, kwargs)
         if env is None:
-            return False, None
+            return None
         matches, values = env
         first: D.CuteBindError | None = None
         for entry in matches:
             try:
-                return True, entry.call.launch(*values.values())
+                return entry, values, entry is matches[0], entry.call.launch(*values.values())
             except D.CuteBindError as exc:
                 if exc.code != "CB309":
                     raise
@@ -381,34 +382,61 @@ class _EnvCompile:
     """A compile made with the TVM-FFI environment stream: which streams its entry leaves out,
     the Constexpr parts of its key, the compiled function and its call."""
 
-    __slots__ = ("streams", "constexpr", "compiled", "call")
+    __slots__ = ("streams", "constexpr", "compiled", "call", "proto")
 
     def __init__(self, kernel: str, streams: frozenset[str], constexpr: tuple[Any, ...], compiled: Any) -> None:
         self.streams = streams
         self.constexpr = constexpr
         self.compiled = compiled
         self.call = _TvmFfiCall(kernel, compiled)
+        # the prepared handle calls clone per thread (_Dispatcher._env_use), made by the first call it took
+        self.proto: PreparedTvmFfiLaunch | _TvmFfiCall | None = None
 
 
 class _Dispatcher(Dispatcher):
     """The kernel's dispatcher: a call that leaves out a stream compiled as the TVM-FFI
-    environment stream launches that compile (``Kernel._env_call``) before the normal path."""
+    environment stream launches that compile (``Kernel._env_call``) before the normal path; the
+    thread's prepared handle of that compile then becomes its current caller (``_env_use``)."""
 
     def dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
         k = self.kernel
         if k._env:
             try:
-                done, result = k._env_call(args, kwargs or {})
+                took = k._env_call(args, kwargs or {})
             except D.CuteBindError as exc:
                 # a stream declared ``= None`` may be left out without any such compile (the current
                 # stream): values its entry refuses take that path; a required stream has no other
                 if exc.code != "CB309" or not k._none_streams:
                     raise
-                done, result = False, None
-            if done:
-                self._hit(self.local)
+                took = None
+            if took is not None:
+                entry, values, newest, result = took
+                local = self.local
+                self._hit(local)
+                # only the newest match, as _env_call tries them; with Constexpr parameters the
+                # call's arguments are not the entry's (the handle could take another key's call)
+                if newest and not k.signature.constexpr:
+                    self._env_use(local, entry, values)
                 return result
         return super().dispatch(args, kwargs)
+
+    def _env_use(self, local: Any, entry: _EnvCompile, values: dict[str, Any]) -> None:
+        """Make this thread's prepared handle of ``entry`` its current caller: the entry's parameters
+        are the call's own (the streams left out), so a call of the same shape is one call of the
+        handle's launch; any other it refuses (CB202, CB309: FALLBACK) and dispatches again."""
+        launch = local.env.get(entry)
+        if launch is None:
+            if entry.proto is None:
+                try:
+                    entry.proto = self.kernel._env_handle(entry, values)  # bind()'s handle, built once
+                except D.CuteBindError:
+                    return  # calls keep the dispatch path, as before
+            launch = entry.proto.clone().launch  # one handle per thread: the handle contract
+            local.env[entry] = launch
+        if self._c:
+            self.kernel._set_call(launch)
+        else:
+            local.call = launch
 
 
 class _NoDisk:

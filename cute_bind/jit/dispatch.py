@@ -300,6 +300,8 @@ class _Local(threading.local):
         #: per specialization: (launch, caller, handle or None, (fill_n, stream_fn) or None)
         self.handles: dict[_Spec, tuple[Callable[..., Any], Callable[..., Any], PreparedLaunch[Any] | None, tuple[int, Callable[[], int]] | None]] = {}
         self.last: _Spec | None = None
+        #: per TVM-FFI environment-stream compile: this thread's handle's launch (jit/decorator.py)
+        self.env: dict[Any, Callable[..., Any]] = {}
         self.switches = 0  # dispatches that changed specialization, since the last settled streak
         self.streak = 0  # dispatches in a row that kept the specialization
         if registry is not None:  # the Python path: so cache_info() can add up every thread's hits

@@ -262,3 +262,32 @@ def test_a_default_none_stream_prefers_the_env_compile_and_falls_back() -> None:
     out, x = torch.zeros(2, 64), torch.randn(2, 64)
     k(out, x)  # the entry refuses CPU tensors: the current-stream path launches them
     assert torch.equal(out, x * 2 + 1) and len(calls) == 1 and calls[0][0] is out and len(calls[0]) == 2
+
+
+def test_a_second_env_stream_call_takes_the_installed_handle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a call the env-stream compile took, the thread's caller is its prepared handle's launch:
+    the next call of the same shape never enters the dispatch path; one the handle refuses still does.
+
+    The CPU entry refuses CPU tensors, so the compile's function is replaced by one that takes them
+    (the handle is then its direct call, as prepare() gives for a function it cannot read)."""
+    k, _ = _env_compile(Affine())
+    entry = next(iter(k._env.values()))
+    taken: list[int] = []
+
+    def entry_fn(out: Any, inp: Any) -> None:  # the entry's own parameters: the stream left out
+        taken.append(len(taken))
+        out.copy_(inp * 2 + 1)
+
+    entry.compiled, entry.call = entry_fn, type(entry.call)(k.name, entry_fn)
+    dispatched: list[int] = []
+    real = k._env_find
+    monkeypatch.setattr(k, "_env_find", lambda *a: dispatched.append(1) or real(*a))
+    for rows in (2, 5, 3):
+        out, x = torch.zeros(rows, 64), torch.randn(rows, 64)
+        k(out, x)
+        assert torch.equal(out, x * 2 + 1)
+    assert (len(taken), len(dispatched), k.cache_info()["hits"]) == (3, 1, 3)  # only the first dispatched
+    out, x = torch.zeros(2, 64), torch.randn(2, 64)
+    k(out, x, 0)  # a stream given: the handle refuses it, the dispatch path compiles the stream-argument compile
+    assert torch.equal(out, x * 2 + 1) and len(taken) == 3 and len(dispatched) == 2
+    assert k.cache_info()["specializations"] == 1 and k.cache_info()["compiled"] == 2
