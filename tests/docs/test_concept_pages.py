@@ -20,13 +20,15 @@ FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 
 #: Pages whose code blocks are executed (others have none).
 PAGES = ["docs/concepts/cache.md"]
+#: Pages whose Python blocks are executed (they have no bash lines).
+PYTHON_PAGES = [*PAGES, "docs/concepts/eligibility.md", "docs/concepts/tensors.md"]
 
 
 def _blocks(page: str, lang: str) -> list[str]:
     return [body for kind, body in FENCE.findall((ROOT / page).read_text(encoding="utf-8")) if kind == lang]
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", PYTHON_PAGES)
 def test_python_blocks_run_and_print_what_they_say(page, tmp_path):
     blocks = _blocks(page, "python")
     assert blocks, page
@@ -36,7 +38,7 @@ def test_python_blocks_run_and_print_what_they_say(page, tmp_path):
     env.pop("CUTE_BIND_CACHE", None)
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    stated = [m.group(1).split(":")[0].strip() for b in blocks for m in re.finditer(r"^print\(.*\)\s+#\s*(.+)$", b, re.M)]
+    stated = [m.group(1).split(":")[0].strip() for b in blocks for m in re.finditer(r"^\s*print\(.*\)\s+#\s*(.+)$", b, re.M)]
     assert proc.stdout.strip().splitlines() == stated
 
 

@@ -74,6 +74,8 @@ def test_readme_example_runs_as_copied(line: int, body: str, no_gpu: re.Match[st
 RUN_BY_THEIR_OWN_TEST = {
     "docs/concepts/cache.md": "tests/docs/test_concept_pages.py",
     "docs/concepts/graphs.md": "tests/docs/test_graphs_page.py",
+    "docs/concepts/eligibility.md": "tests/docs/test_concept_pages.py",
+    "docs/concepts/tensors.md": "tests/docs/test_concept_pages.py",
 }
 
 
