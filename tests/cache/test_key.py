@@ -21,6 +21,7 @@ from hypothesis import given, strategies as st
 import cute_bind
 from cute_bind.cache import canonical, key as key_module
 from cute_bind.cache.settings import parse_size
+from tests.optional import torch_or_skip
 
 def _f64(bits):
     return struct.unpack("<d", struct.pack("<Q", bits))[0]
@@ -284,7 +285,7 @@ def test_arrays_differ_by_bytes_dtype_shape_and_layout():
 
 
 def test_cpu_torch_tensors_are_keyed_by_bytes_and_others_are_refused():
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()  # the real torch (4.5-4.7 put a torch.py of the DSL on sys.path)
     a = torch.linspace(0, 1, 2000, dtype=torch.float64)
     b = a.clone()
     b[1234] += 1e-9
@@ -364,7 +365,7 @@ def test_the_sources_hash_reads_contents_not_stamps(tmp_path):
 
 def test_array_subclasses_defined_elsewhere_are_keyed_by_their_bytes():
     np = _numpy()
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()  # the real torch (4.5-4.7 put a torch.py of the DSL on sys.path)
 
     class Table(np.ndarray):
         pass
