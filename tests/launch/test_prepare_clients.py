@@ -77,18 +77,6 @@ def dyn(t: Any) -> Any:
     return from_dlpack(t).mark_layout_dynamic()
 
 
-@pytest.fixture(params=["c", "direct"])
-def tvm_path(request: Any, monkeypatch: Any) -> str:
-    if request.param == "direct":
-        monkeypatch.setenv("CUTE_BIND_PURE_PYTHON", "1")
-    else:
-        try:
-            from cute_bind.launch import _ctvmffi  # noqa: F401
-        except ImportError:
-            pytest.skip("the TVM-FFI C fast path is not built")
-    return str(request.param)
-
-
 @pytest.fixture(scope="module")
 def compiled() -> Any:
     y = torch.zeros(8)

@@ -40,18 +40,6 @@ def bump_by(counter: cutlass.Constexpr[int], by: cutlass.Int64):
     c[0] = c[0] + by
 
 
-@pytest.fixture(params=["c", "direct"])
-def tvm_path(request: Any, monkeypatch: Any) -> str:
-    if request.param == "direct":
-        monkeypatch.setenv("CUTE_BIND_PURE_PYTHON", "1")
-    else:
-        try:
-            from cute_bind.launch import _ctvmffi  # noqa: F401
-        except ImportError:
-            pytest.skip("the TVM-FFI C fast path is not built")
-    return str(request.param)
-
-
 @pytest.fixture(scope="module")
 def compiled() -> dict[str, Any]:
     address = ctypes.addressof(COUNTER)
