@@ -55,9 +55,9 @@ def main() -> int:
     a = ap.parse_args()
 
     import cute_bind
-    from cute_bind import _dsl
+    from cute_bind import dsl
 
-    fake = a.fake or _dsl.cuda_device_count() == 0
+    fake = a.fake or dsl.cuda_device_count() == 0
     chains = [int(c) for c in a.chains.split(",") if c]
     rows = []
     env = _Fake() if fake else _Gpu()

@@ -48,10 +48,10 @@ def main() -> int:
     from cutlass.cute.runtime import make_ptr
 
     import cute_bind
-    from cute_bind import _dsl
+    from cute_bind import dsl
     from cute_bind.bench.kernels import scale
 
-    torch = _dsl.import_torch()
+    torch = dsl.import_torch()
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if count < 2:
         print(f"multi-GPU benchmark: needs two CUDA devices, found {count}")

@@ -32,11 +32,11 @@ def main() -> int:
 
     import numpy as np
 
-    from cute_bind import _dsl
+    from cute_bind import dsl
     from cute_bind.bench.kernels import scale, scale_host
     from cute_bind import kernel
 
-    gpu = _dsl.cuda_device_count() > 0
+    gpu = dsl.cuda_device_count() > 0
     if gpu:
         import torch
 

@@ -29,7 +29,7 @@ from .diagnostics.errors import (
 from . import cache as cache  # cute_bind.cache.warm(...), the disk compile cache
 from .jit import Kernel, check_function, kernel
 from .launch import PreparedLaunch, prepare
-from . import graph as _graph_room  # noqa: F401  (the room first: the name below is its recording function)
+from . import graph as _graph_package  # noqa: F401  (the package first: the name below is its recording function)
 from .graph import Graph, graph
 from ._types import Pointer, PointerSpec, Tensor, TensorSpec
 from . import torch as torch  # cute_bind.torch.op(...); imports torch itself only when an op is made

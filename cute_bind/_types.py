@@ -60,7 +60,7 @@ def _check_align(dtype: Any, align: Any, bad: Any) -> None:
 
 
 def make_spec(params: Any) -> PointerSpec:
-    from . import _dsl
+    from . import dsl
 
     items = params if isinstance(params, tuple) else (params,)
     if not 1 <= len(items) <= 3:
@@ -68,10 +68,10 @@ def make_spec(params: Any) -> PointerSpec:
     dtype = items[0]
     align = items[1] if len(items) > 1 else None
     space = items[2] if len(items) > 2 else None
-    if not _dsl.is_numeric_type(dtype):
+    if not dsl.is_numeric_type(dtype):
         raise _bad("the dtype must be a CuTe numeric type", "a type such as cutlass.Float32", dtype)
     _check_align(dtype, align, _bad)
-    if space is not None and not isinstance(space, _dsl.dsl().cute.AddressSpace):
+    if space is not None and not isinstance(space, dsl.dsl().cute.AddressSpace):
         raise _bad("the address space must be a cute.AddressSpace member", "e.g. cute.AddressSpace.gmem", space)
     return PointerSpec(dtype=dtype, align=align, space=space)
 
@@ -96,10 +96,10 @@ class Pointer:
     def __class_getitem__(cls, params: Any) -> Any:
         from typing import Annotated
 
-        from . import _dsl
+        from . import dsl
 
         spec = make_spec(params)
-        return Annotated[_dsl.cute_pointer_class(), spec]
+        return Annotated[dsl.cute_pointer_class(), spec]
 
 
 def pointer_spec_of(annotation: Any) -> PointerSpec | None:
@@ -174,7 +174,7 @@ def _bad_tensor(detail: str, expected: str, got: Any) -> Exception:
 
 
 def make_tensor_spec(params: Any) -> TensorSpec:
-    from . import _dsl
+    from . import dsl
 
     items = params if isinstance(params, tuple) else (params,)
     if not 2 <= len(items) <= 4:
@@ -182,7 +182,7 @@ def make_tensor_spec(params: Any) -> TensorSpec:
     dtype, rank = items[0], items[1]
     align = items[2] if len(items) > 2 else None
     layout = items[3] if len(items) > 3 else "dynamic"
-    if not _dsl.is_numeric_type(dtype):
+    if not dsl.is_numeric_type(dtype):
         raise _bad_tensor("the dtype must be a CuTe numeric type", "a type such as cutlass.Float32", dtype)
     shape = None
     if isinstance(rank, (tuple, list)):  # a shape: one extent per mode
@@ -264,10 +264,10 @@ class Tensor:
     def __class_getitem__(cls, params: Any) -> Any:
         from typing import Annotated
 
-        from . import _dsl
+        from . import dsl
 
         spec = make_tensor_spec(params)
-        return Annotated[_dsl.cute_tensor_class(), spec]
+        return Annotated[dsl.cute_tensor_class(), spec]
 
 
 def tensor_spec_of(annotation: Any) -> TensorSpec | None:

@@ -8,7 +8,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 
-from cute_bind._dsl import cuda_device_count  # noqa: E402
+from cute_bind.dsl import cuda_device_count  # noqa: E402
 
 HAS_GPU = cuda_device_count() > 0
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from cute_bind import _dsl
+from cute_bind import dsl
 
 
 def torch_or_skip() -> Any:
     """The real torch module, or skip the calling test (or module, at import)."""
     try:
-        return _dsl.import_torch()
+        return dsl.import_torch()
     except ModuleNotFoundError:
         pytest.skip("torch is not installed", allow_module_level=True)

@@ -104,17 +104,19 @@ def test_no_import_circles():
 ALLOWED = {
     "diagnostics": set(),
     "_whitelist": set(),
-    "_dsl": {"diagnostics"},
-    "_types": {"diagnostics", "_dsl"},
-    "slots": {"diagnostics", "_dsl", "_whitelist", "_types"},
-    "launch": {"diagnostics", "_dsl", "_whitelist", "slots"},
-    "cache": {"diagnostics", "_dsl", "_whitelist"},
-    "jit": {"diagnostics", "_dsl", "_whitelist", "slots", "launch", "cache"},
+    "settings": set(),
+    "_generated": set(),
+    "dsl": {"diagnostics", "settings"},
+    "_types": {"diagnostics", "dsl"},
+    "slots": {"diagnostics", "dsl", "_whitelist", "_types"},
+    "launch": {"diagnostics", "settings", "_generated", "dsl", "_whitelist", "slots"},
+    "cache": {"diagnostics", "settings", "dsl", "_whitelist"},
+    "jit": {"diagnostics", "settings", "dsl", "_whitelist", "slots", "launch", "cache"},
     "static": {"diagnostics", "_whitelist"},
     "mypy": {"static"},
-    "graph": {"diagnostics", "_dsl", "slots", "launch"},
-    "bench": {"diagnostics", "_dsl", "_types", "slots", "launch", "jit", "torch"},
-    "torch": {"diagnostics", "_dsl", "slots", "launch", "jit"},
+    "graph": {"diagnostics", "settings", "dsl", "slots", "launch"},
+    "bench": {"diagnostics", "dsl", "_types", "slots", "launch", "jit", "torch"},
+    "torch": {"diagnostics", "_generated", "dsl", "slots", "launch", "jit"},
 }
 
 

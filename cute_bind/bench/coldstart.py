@@ -81,9 +81,9 @@ def _case(name: str, gpu: bool) -> tuple[Any, tuple[Any, ...], Any, Any]:
         from . import kernels
 
         if gpu:
-            from .. import _dsl
+            from .. import dsl
 
-            torch = _dsl.import_torch()
+            torch = dsl.import_torch()
 
             x = torch.arange(4096, device="cuda", dtype=torch.float32)
             out = torch.zeros_like(x)
@@ -101,9 +101,9 @@ def _case(name: str, gpu: bool) -> tuple[Any, tuple[Any, ...], Any, Any]:
         o = (ctypes.c_float * 256)()
         return cached.polynomial, (ctypes.addressof(o), ctypes.addressof(xs), 256, DEGREE), lambda _keep=xs: bytes(o), sync
     if name == "gpu_ints":
-        from .. import _dsl
+        from .. import dsl
 
-        torch = _dsl.import_torch()
+        torch = dsl.import_torch()
 
         gk = importlib.import_module("tests.kernels.gpu")
 
@@ -185,9 +185,9 @@ def _launch_compare(case: str, gpu: bool, cache: Path, repeats: int, iters: int,
             os.environ.pop("CUTE_BIND_CACHE_DIR", None)
         else:
             os.environ["CUTE_BIND_CACHE_DIR"] = old
-    from .. import _dsl
+    from .. import dsl
 
-    checks[f"{case}: reloaded handle loaded from disk"] = outcomes == ["hit"] and _dsl.is_loaded_from_binary(loaded.compiled)
+    checks[f"{case}: reloaded handle loaded from disk"] = outcomes == ["hit"] and dsl.is_loaded_from_binary(loaded.compiled)
     run_args = _runtime_args(kernel, args)
     fresh.launch(*run_args)
     sync()
@@ -199,9 +199,9 @@ def _launch_compare(case: str, gpu: bool, cache: Path, repeats: int, iters: int,
     checks[f"{case}: reloaded outputs == fresh outputs (bitwise)"] = a == b
     torch_stream = None
     if gpu:
-        from .. import _dsl
+        from .. import dsl
 
-        torch = _dsl.import_torch()
+        torch = dsl.import_torch()
 
         torch_stream = torch.cuda.current_stream()
     loops = [
@@ -213,9 +213,9 @@ def _launch_compare(case: str, gpu: bool, cache: Path, repeats: int, iters: int,
 
 def run_coldstart(*, host_only: bool | None = None, repeats: int = 5, iters: int = 2000) -> ColdReport:
     """Run every case in fresh processes (``repeats`` per mode, at most 7) and compare launches."""
-    from .. import _dsl
+    from .. import dsl
 
-    gpu = _dsl.cuda_device_count() > 0 if host_only is None else not host_only
+    gpu = dsl.cuda_device_count() > 0 if host_only is None else not host_only
     procs = max(1, min(repeats, 7))
     cases = ["scale"]
     has_tests = (ROOT / "tests" / "kernels" / "cached.py").is_file()
@@ -256,7 +256,7 @@ def run_coldstart(*, host_only: bool | None = None, repeats: int = 5, iters: int
     if not has_tests:
         mode += " (tests/ not found: only the scale kernel)"
     return ColdReport(
-        machine=machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=procs, iters=iters,
+        machine=machine(), mode=mode, dsl_version=dsl.dsl_version(), repeats=procs, iters=iters,
         rows=rows, launch_rows=launch_rows, checks=checks, targets=targets,
     )  # fmt: skip
 

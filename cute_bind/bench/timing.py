@@ -112,9 +112,9 @@ def time_rows(
     gpu = torch_stream is not None
     stream_ctx: Any = contextlib.nullcontext()
     if gpu:
-        from .. import _dsl
+        from .. import dsl
 
-        torch = _dsl.import_torch()
+        torch = dsl.import_torch()
         stream_ctx = torch.cuda.stream(torch_stream)
     gc.collect()
     gc_was = gc.isenabled()

@@ -53,16 +53,16 @@ def _first_line(exc: BaseException) -> str:
 
 def run_torch_ops(*, host_only: bool | None = None, repeats: int = 21, iters: int = 2000) -> Report:
     """Build every path, check each against ``handle.launch`` bit for bit, time them interleaved."""
-    from .. import _dsl
+    from .. import dsl
 
-    torch = _dsl.import_torch()
+    torch = dsl.import_torch()
 
-    from .. import _dsl
+    from .. import dsl
     from .. import torch as cbt
     from ..jit import kernel
     from .kernels import scale_tensors, scale_tensors_host
 
-    gpu = _dsl.cuda_device_count() > 0 and torch.cuda.is_available() if host_only is None else not host_only
+    gpu = dsl.cuda_device_count() > 0 and torch.cuda.is_available() if host_only is None else not host_only
     iters = min(iters, MAX_ITERS)
     checks: dict[str, Any] = {}
     if gpu:
@@ -135,7 +135,7 @@ def run_torch_ops(*, host_only: bool | None = None, repeats: int = 21, iters: in
 
     what = "GPU: 2-tensor scale kernel, 4096 f32" if gpu else "CPU: host-only 2-tensor scale function, 64 f32"
     mode = f"{what}, same tensors every call; torch {torch.__version__}; launch fast path: {fast_path()}"
-    return Report(machine=machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
+    return Report(machine=machine(), mode=mode, dsl_version=dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
 
 
 class _nullcontext:

@@ -45,7 +45,7 @@ import sys
 import types
 from typing import Any, Hashable
 
-from .. import _dsl
+from .. import dsl
 
 __all__ = ["FORMAT", "Exact", "Uncacheable", "canonical", "constexpr_key", "constexpr_value", "entry_key", "environment", "exact_form"]
 
@@ -198,7 +198,7 @@ def _covered_module(name: str | None) -> bool:
     if not name:
         return False
     root = name.partition(".")[0]
-    return root in _COVERED or root in sys.stdlib_module_names or _dsl.is_dsl_module_name(name)
+    return root in _COVERED or root in sys.stdlib_module_names or dsl.is_dsl_module_name(name)
 
 
 def _last_line(code: types.CodeType) -> int:
@@ -257,7 +257,7 @@ class _Hasher:
             self.feed("seen", _qualname(fn))
             return
         self._seen.add(id(fn))
-        code = _dsl.source_code(fn)
+        code = dsl.source_code(fn)
         self.depends.append(_qualname(fn))
         self.feed("function", _qualname(fn), _code_source(code))  # decorators included: the block starts at the first
         self.feed("defaults", self.canon(fn.__defaults__), self.canon(fn.__kwdefaults__))
@@ -326,7 +326,7 @@ class _Hasher:
         if isinstance(v, types.MethodType):
             return f"method({self.canon(v.__func__, depth + 1)},{self.canon(v.__self__, depth + 1)})"
         if callable(v) and (inspect.isfunction(v) or hasattr(v, "__wrapped__")):
-            chain = _dsl.traced_functions(v)
+            chain = dsl.traced_functions(v)
             if chain:
                 for f in chain:
                     if _covered_module(getattr(f, "__module__", None)):
@@ -476,7 +476,7 @@ def environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k.startswith("CUTE_DSL_")}
     return {
         "format": str(FORMAT),
-        "dsl": " ".join(_dsl.compiler_identity()),
+        "dsl": " ".join(dsl.compiler_identity()),
         "cute_bind": _cute_bind_sources(),
         "python": f"{sys.implementation.cache_tag} {sys.version.split()[0]}",
         "machine": f"{platform.system()} {platform.machine()} {_cpu_model()}",
@@ -498,7 +498,7 @@ def entry_key(kernel: Any, compile_key: Any) -> tuple[str, list[str]]:
     h.feed("compile", h.canon(compile_key))
     if user_key is not None:
         h.feed("cache_key", h.canon(user_key))
-    for fn in _dsl.traced_functions(kernel.fn) or [kernel.fn]:
+    for fn in dsl.traced_functions(kernel.fn) or [kernel.fn]:
         if not hasattr(fn, "__code__") and callable(getattr(type(fn), "__call__", None)):
             # a callable object whose __call__ is @cute.jit: its class's method, and the object's
             # own attributes (read while tracing as self.x), spelled like any other data

@@ -23,7 +23,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from .. import _dsl
+from .. import dsl
 from .. import diagnostics as D
 from . import settings
 from .key import Uncacheable, entry_key, environment
@@ -97,13 +97,13 @@ def load_payload(payload: bytes, prefix: str, store: Store | None = None) -> Any
                 view = memoryview(payload)
                 while view:
                     view = view[os.write(fd, view) :]
-                return _dsl.load_object(f"/proc/self/fd/{fd}", prefix)  # the loader reads the whole file at once
+                return dsl.load_object(f"/proc/self/fd/{fd}", prefix)  # the loader reads the whole file at once
             finally:
                 os.close(fd)
     if store is None:
         raise OSError("no private place to write the object file for the DSL's loader (no memfd_create, no cache folder)")
     with store.scratch(payload) as path:
-        return _dsl.load_object(path, prefix)
+        return dsl.load_object(path, prefix)
 
 
 class Claim:
@@ -135,7 +135,7 @@ class Claim:
         name = str(getattr(self.kernel, "name", "kernel"))
         if not getattr(self.kernel, "cache", True) or not settings.enabled(name):
             return None
-        if not _dsl.features().disk_cache:  # a DSL that cannot export and reload compiled functions
+        if not dsl.features().disk_cache:  # a DSL that cannot export and reload compiled functions
             return None
         settings.size_limit(name)  # a bad setting is reported before compiling, not after
         key_file = settings.shared_key_file(name)
@@ -233,7 +233,7 @@ class Claim:
             return
         prefix = f"cute_bind_{self.key[:24]}"
         try:
-            payload = _dsl.export_object(compiled, prefix)
+            payload = dsl.export_object(compiled, prefix)
         except Exception as exc:
             first = _first_line(exc)
             _warn_once(D.CACHE_SKIPPED, f"{name}:export", kernel=name, expected="a compiled function the DSL can export", got=f"{type(exc).__name__}: {first}")

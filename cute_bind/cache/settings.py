@@ -1,4 +1,5 @@
-"""Where the disk cache lives, whether it is on, and how large it may grow (read from the environment on each use).
+"""Where the disk cache lives, whether it is on, and how large it may grow: the cache's view of
+its settings (:mod:`cute_bind.settings`), read on each use and checked (CB609).
 
 - ``CUTE_BIND_CACHE``: ``1`` (default) or ``0`` to turn the disk cache off;
 - ``CUTE_BIND_CACHE_DIR``: its folder (default: ``cute_bind`` under the
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 
 from .. import diagnostics as D
+from ..settings import CACHE, CACHE_DIR, CACHE_SHARED, CACHE_SIZE
 
 __all__ = [
     "ENV_DIR",
@@ -35,10 +37,10 @@ __all__ = [
     "shared_key_file",
 ]
 
-ENV_ENABLE = "CUTE_BIND_CACHE"
-ENV_DIR = "CUTE_BIND_CACHE_DIR"
-ENV_SIZE = "CUTE_BIND_CACHE_SIZE"
-ENV_SHARED = "CUTE_BIND_CACHE_SHARED"
+ENV_ENABLE = CACHE.name
+ENV_DIR = CACHE_DIR.name
+ENV_SIZE = CACHE_SIZE.name
+ENV_SHARED = CACHE_SHARED.name
 DEFAULT_SIZE = 1 << 30
 #: the largest entry file read or written: a bound on what one read may allocate, whatever the folder holds
 MAX_ENTRY_SIZE = 1 << 30
@@ -50,12 +52,13 @@ _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "M": 1 << 20, "MB": 1 << 2
 
 def enabled(kernel: str | None = None) -> bool:
     """Whether the disk cache is on (``CUTE_BIND_CACHE``, default on); CB609 for a value that is neither."""
-    value = os.environ.get(ENV_ENABLE, "").strip().lower()
+    text = CACHE.text()
+    value = text.strip().lower()
     if value in _ON:
         return True
     if value in _OFF:
         return False
-    raise D.error(D.CACHE_SETTING_INVALID, kernel=kernel, parameter=ENV_ENABLE, expected="1 or 0", got=repr(os.environ[ENV_ENABLE]))
+    raise D.error(D.CACHE_SETTING_INVALID, kernel=kernel, parameter=ENV_ENABLE, expected="1 or 0", got=repr(text))
 
 
 def default_dir() -> Path:
@@ -78,7 +81,7 @@ def default_dir() -> Path:
 
 def cache_dir() -> Path:
     """The cache folder: ``CUTE_BIND_CACHE_DIR`` when set, else :func:`default_dir`."""
-    given = os.environ.get(ENV_DIR, "").strip()
+    given = CACHE_DIR.text().strip()
     return Path(given).expanduser() if given else default_dir()
 
 
@@ -98,7 +101,7 @@ def parse_size(text: str, parameter: str = ENV_SIZE, kernel: str | None = None) 
 
 def size_limit(kernel: str | None = None) -> int:
     """The size limit in bytes (``CUTE_BIND_CACHE_SIZE``, default 1 GiB)."""
-    text = os.environ.get(ENV_SIZE, "").strip()
+    text = CACHE_SIZE.text().strip()
     return parse_size(text, ENV_SIZE, kernel) if text else DEFAULT_SIZE
 
 
@@ -108,7 +111,7 @@ def shared_key_file(kernel: str | None = None) -> Path | None:
     The path must be absolute (``~`` expands): a relative one would name a
     different file from each working directory. CB609 otherwise.
     """
-    text = os.environ.get(ENV_SHARED, "").strip()
+    text = CACHE_SHARED.text().strip()
     if not text:
         return None
     path = Path(text).expanduser()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import diagnostics as D
-from ..launch.prepared import env_flag
+from .. import settings
 
 __all__ = ["Driver", "CudaDriver", "KernelParams", "Node", "driver_error"]
 
@@ -137,7 +137,7 @@ def _c_replay(drv: Any) -> tuple[Callable[..., Any], int, int] | str:
     (bindings for CUDA 13.2 on a 13.0 driver), and the entry points of either
     version take the parameter records the bindings build.
     """
-    if env_flag("CUTE_BIND_PURE_PYTHON"):
+    if settings.PURE_PYTHON.flag():
         return "CUTE_BIND_PURE_PYTHON=1"
     try:
         from ._cgraph import replay

@@ -228,9 +228,9 @@ class Graph:
         return self
 
     def _enter_torch(self) -> None:
-        from .. import _dsl
+        from .. import dsl
 
-        torch = _dsl.import_torch()
+        torch = dsl.import_torch()
 
         stream = self._stream_arg
         if stream is None:

@@ -1,4 +1,4 @@
-"""The JIT room: ``@cute_bind.kernel``, the annotated signature it reads, compiling per key.
+"""The JIT package: ``@cute_bind.kernel``, the annotated signature it reads, compiling per key.
 
 ``signature`` classifies each parameter through the slot registry at
 decoration time (CB1xx); ``decorator`` holds :class:`Kernel`, which compiles

@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .. import _dsl
+from .. import dsl
 from .. import _whitelist as W
 from .. import diagnostics as D
 from ..diagnostics.errors import CuteBindError
@@ -89,7 +89,7 @@ def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None
     base = unwrap(fn)
     bound_self = False
     call = getattr(type(fn), "__call__", None)
-    if not inspect.isfunction(base) and _dsl.is_dsl_decorated(call) == "jit" and inspect.isfunction(unwrap(call)):
+    if not inspect.isfunction(base) and dsl.is_dsl_decorated(call) == "jit" and inspect.isfunction(unwrap(call)):
         # a callable object (quack and FlashAttention style: ``__call__`` decorated with
         # @cute.jit): its parameters are those of ``__call__`` after ``self``
         base, bound_self = unwrap(type(fn).__call__), True
@@ -97,7 +97,7 @@ def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None
             name = type(fn).__name__
     if not inspect.isfunction(base):
         return None, [D.error(D.NOT_A_FUNCTION, kernel=str(name), expected="a CuTe DSL host function (plain or @cute.jit)", got=type(base).__name__)]
-    if _dsl.is_dsl_decorated(fn) == "kernel" or _dsl.is_dsl_decorated(base) == "kernel":
+    if dsl.is_dsl_decorated(fn) == "kernel" or dsl.is_dsl_decorated(base) == "kernel":
         return None, [D.error(D.NOT_A_FUNCTION, kernel=str(name), expected="a host function (@cute.jit), not a @cute.kernel device function", got="@cute.kernel function")]
     sig = inspect.signature(base)
     params: list[Param] = []

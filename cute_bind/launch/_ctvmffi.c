@@ -71,7 +71,7 @@ typedef struct {
 typedef struct { const char *data; size_t size; } ByteArrayC;
 
 enum { K_NONE = 0, K_INT = 1, K_BOOL = 2, K_FLOAT = 3, K_DLTENSOR_PTR = 7, K_STATIC_OBJECT_BEGIN = 64 };
-/* how deep a constant structure is compared (prepare refuses deeper ones: _dsl.TVM_FFI_CONSTANT_DEPTH) */
+/* how deep a constant structure is compared (prepare refuses deeper ones: dsl.TVM_FFI_CONSTANT_DEPTH) */
 #define CONST_DEPTH 16
 
 static PyObject *name_int;   /* "__tvm_ffi_int__", interned at module init */

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _dsl
+from .. import dsl
 from .. import _whitelist as W
 from .. import diagnostics as D
 from ..slots import Bound, OptionalKind, PointerKind, Rejected, SequenceKind, SlotKind, StructureKind, TensorKind, Where, classify, describe_value, infer_slot
@@ -26,21 +26,21 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any] 
     :class:`~cute_bind.launch.tvm_ffi.PreparedTvmFfiLaunch` (its entry checks
     the arguments itself).
     """
-    if _dsl.is_tvm_ffi_function(compiled) and not _dsl.is_compiled(compiled):
+    if dsl.is_tvm_ffi_function(compiled) and not dsl.is_compiled(compiled):
         # a bare tvm_ffi.Function: the DSL's exported functions loaded back
         # (cute.runtime.load_module(path, enable_tvm_ffi=True)[name]); no name of its own
         return prepare_tvm_ffi(compiled, "tvm_ffi.Function", args, kwargs)
-    if not _dsl.is_compiled(compiled):
+    if not dsl.is_compiled(compiled):
         raise D.error(
             D.NOT_COMPILED,
             expected="the result of cute.compile(...), compiled.to(device) or a TVM-FFI function loaded back (tvm_ffi.Function)",
             got=describe_value(compiled),
         )
-    if _dsl.is_tvm_ffi_compiled(compiled):
+    if dsl.is_tvm_ffi_compiled(compiled):
         # TVM-FFI entry points take a TVMFFIAny array, not the DSL's void** array: their own handle.
-        return prepare_tvm_ffi(compiled, _dsl.compiled_display_name(compiled), args, kwargs)
-    rsig = _dsl.runtime_signature(compiled)
-    name = _dsl.compiled_display_name(compiled)
+        return prepare_tvm_ffi(compiled, dsl.compiled_display_name(compiled), args, kwargs)
+    rsig = dsl.runtime_signature(compiled)
+    name = dsl.compiled_display_name(compiled)
     values = bind_arguments(name, rsig.names, frozenset(rsig.kwonly), rsig.defaults, args, kwargs, {})
     bounds: list[Bound] = []
     for pname, annotation in zip(rsig.names, rsig.annotations):
@@ -106,9 +106,9 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
     (``TensorKind.groups_pin_layout``) is taken only as the direct call takes
     it: when prepare() reads it exactly as the direct call does (the DSL's
     tensor adapter, ``from_dlpack(t).mark_layout_dynamic()``:
-    ``_dsl.direct_call_tensor_layout``) and the compile itself was given a
+    ``dsl.direct_call_tensor_layout``) and the compile itself was given a
     value the DSL reads that way (what the DSL recorded of the compile's
-    arguments: not DSL values only, ``_dsl.compiled_from_dsl_values``), as
+    arguments: not DSL values only, ``dsl.compiled_from_dsl_values``), as
     CUTLASS's elementwise_add compiles from and calls with plain torch
     tensors; a compile from marked tensors only keeps its marking unknown,
     so there a plain tensor is refused (CB306). Without IR (an executor from
@@ -125,7 +125,7 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
     tensors = [(k, label, leaf, given) for k, (label, leaf, given) in enumerate(leaves) if isinstance(leaf, TensorKind)]
     if not tensors:
         return
-    types = _dsl.compiled_argument_types(compiled)
+    types = dsl.compiled_argument_types(compiled)
     if types is None:
         raise D.error(
             D.NO_ARGUMENT_TYPES,
@@ -136,7 +136,7 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
         )
     for k, label, leaf, given in tensors:
         ours = leaf.descriptor_groups()
-        theirs = _dsl.tensor_argument_groups(types[k]) if k < len(types) else None
+        theirs = dsl.tensor_argument_groups(types[k]) if k < len(types) else None
         if ours != theirs:
             raise D.error(
                 D.COMPILED_DESCRIPTOR_MISMATCH,
@@ -145,7 +145,7 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
                 expected=_describe_groups(theirs, types[k] if k < len(types) else "no argument"),
                 got=f"{_describe_groups(ours, '')} (a tensor read as {leaf.describe()})",
             )
-        if not _dsl.is_dsl_tensor(given) and not leaf.groups_pin_layout() and not _read_as_the_direct_call_reads(compiled, leaf, given):
+        if not dsl.is_dsl_tensor(given) and not leaf.groups_pin_layout() and not _read_as_the_direct_call_reads(compiled, leaf, given):
             # Equal groups, but which mode is static is not in an argument type: a plain
             # tensor's reading (its own leading dimension) is a guess prepare() cannot check.
             raise D.error(
@@ -170,9 +170,9 @@ def _read_as_the_direct_call_reads(compiled: Any, leaf: TensorKind, given: Any) 
     keep this reading: a tensor with another leading dimension is refused
     (the direct call would read it differently from the compile).
     """
-    if _dsl.compiled_from_dsl_values(compiled) is not False:
+    if dsl.compiled_from_dsl_values(compiled) is not False:
         return False
-    direct = _dsl.direct_call_tensor_layout(compiled, given)
+    direct = dsl.direct_call_tensor_layout(compiled, given)
     return direct is not None and direct == leaf.layout
 
 

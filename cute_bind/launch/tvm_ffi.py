@@ -47,8 +47,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .. import _dsl
 from .. import diagnostics as D
+from .. import dsl, settings
 from ..slots import describe_value
 
 __all__ = ["PreparedTvmFfiLaunch", "prepare_tvm_ffi"]
@@ -57,9 +57,7 @@ _REQUIRED = object()
 
 
 def _c_launcher_class() -> Any:
-    import os
-
-    if os.environ.get("CUTE_BIND_PURE_PYTHON", "") not in ("", "0"):
+    if settings.PURE_PYTHON.flag():
         return None
     try:
         from ._ctvmffi import Launcher
@@ -86,16 +84,16 @@ def _kind_of(value: Any) -> tuple[str, Any]:
     if value.__class__ is float:
         return "f", None
     tp = type(value)
-    reader, stream = _dsl.dlpack_exchange_functions(tp)
+    reader, stream = dsl.dlpack_exchange_functions(tp)
     if reader:
         return "T", (reader, stream, tp)
     try:
-        kind, _ = _dsl.tvm_ffi_scalar_kind(tp)
+        kind, _ = dsl.tvm_ffi_scalar_kind(tp)
     except Exception:  # a type whose attribute lookups raise: not taken (the caller says CB308)
         kind = ""
     if kind:
         return kind, None
-    if _dsl.tvm_ffi_constant_leaves_ok(value):
+    if dsl.tvm_ffi_constant_leaves_ok(value):
         try:
             return "o", _constant_spec(value)
         except Exception:  # TVM-FFI could not build its array: not taken (CB308)
@@ -108,7 +106,7 @@ def _protocol_kind(tp: type) -> str:
     writes ``tp`` through ``__tvm_ffi_int__``/``__tvm_ffi_float__`` (which the launcher calls
     itself), else ``""`` (an ``Integral``/``Real`` that is not an exact int or float: the call)."""
     try:
-        kind, protocol = _dsl.tvm_ffi_scalar_kind(tp)
+        kind, protocol = dsl.tvm_ffi_scalar_kind(tp)
     except Exception:  # a type whose attributes raise: not taken as is
         return ""
     return kind if protocol else ""
@@ -132,7 +130,7 @@ def _constant_spec(value: Any) -> tuple[Any, Any, int, int]:
     TVM-FFI's call would build from it, built once; a launch passes it for a value equal to
     ``structure`` (a snapshot: a list given at prepare may change later, the array would not)."""
     structure = _snapshot(value)
-    array, handle, type_index = _dsl.tvm_ffi_constant(structure)
+    array, handle, type_index = dsl.tvm_ffi_constant(structure)
     return structure, array, handle, type_index
 
 
@@ -149,7 +147,7 @@ class PreparedTvmFfiLaunch:
     launch: Callable[..., Any]
     """Launch with new argument values (an instance attribute: the C launcher's bound method)."""
 
-    def __init__(self, kernel: str, compiled: Any, entry: _dsl.TvmFfiEntry, kinds: str, specs: tuple[Any, ...], defaults: tuple[Any, ...]) -> None:
+    def __init__(self, kernel: str, compiled: Any, entry: dsl.TvmFfiEntry, kinds: str, specs: tuple[Any, ...], defaults: tuple[Any, ...]) -> None:
         self._kernel = kernel
         self._compiled = compiled
         self._entry = entry
@@ -204,7 +202,7 @@ class PreparedTvmFfiLaunch:
         return D.error(D.TVM_FFI_CALL_ERROR, kernel=self._kernel, expected="arguments the compiled function takes", got=f"{type(exc).__name__}: {first}")
 
     def _fail(self, kind: str, message: str, backtrace: str) -> None:
-        cause = _dsl.tvm_ffi_error(kind, message, backtrace)
+        cause = dsl.tvm_ffi_error(kind, message, backtrace)
         first = message.strip().splitlines()[0] if message.strip() else kind
         raise D.error(
             D.TVM_FFI_CALL_ERROR,
@@ -280,7 +278,7 @@ class PreparedTvmFfiLaunch:
         return f"<PreparedTvmFfiLaunch {self._kernel}({params}){' closed' if self._closed else ''}>"
 
 
-def _bind(entry: _dsl.TvmFfiEntry, kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _bind(entry: dsl.TvmFfiEntry, kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``args``/``kwargs`` bound to the entry's parameters; CB202 for a wrong count or keyword."""
     import inspect
 
@@ -304,9 +302,9 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
     call is positional only, so its parameters are the values given, in order, named
     ``arg0``, ``arg1``...
     """
-    bare = not _dsl.is_compiled(compiled)
+    bare = not dsl.is_compiled(compiled)
     try:
-        entry = _dsl.tvm_ffi_function_entry(compiled, len(args)) if bare else _dsl.tvm_ffi_entry(compiled)
+        entry = dsl.tvm_ffi_function_entry(compiled, len(args)) if bare else dsl.tvm_ffi_entry(compiled)
     except Exception as exc:
         raise D.error(
             D.NO_ENGINE, kernel=kernel, expected="an initialised TVM-FFI function", got=f"{type(exc).__name__}: {exc}"
@@ -322,8 +320,8 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
     import inspect
 
     bound = _bind(entry, kernel, args, kwargs)
-    missing = _dsl.tvm_ffi_missing()
-    defaults_given = {} if bare else _dsl.runtime_signature(compiled).defaults
+    missing = dsl.tvm_ffi_missing()
+    defaults_given = {} if bare else dsl.runtime_signature(compiled).defaults
     kinds, specs, defaults = [], [], []
     for p in entry.parameters:
         default = p.default
@@ -332,7 +330,7 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
         elif default is inspect.Parameter.empty:
             default = _REQUIRED
         value = bound.arguments.get(p.name, default)
-        if isinstance(value, _dsl.cuda_stream_class()):
+        if isinstance(value, dsl.cuda_stream_class()):
             # a CUstream (given, or a `stream: cuda.CUstream = cuda.CUstream(0)` default): the entry takes
             # its handle, an int, as the direct call passes it
             value = int(value)  # type: ignore[call-overload]  # CUstream defines __int__

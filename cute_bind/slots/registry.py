@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from .. import _dsl
+from .. import dsl
 from .. import diagnostics as D
 from .base import Constexpr, Rejected, SlotKind, describe_annotation
 
@@ -53,7 +53,7 @@ def element_kinds() -> tuple[type[SlotKind], ...]:
 
 def classify(annotation: Any) -> SlotKind | Constexpr | Rejected:
     """Classify one (already resolved) annotation against the registered kinds."""
-    if _dsl.is_constexpr(annotation):
+    if dsl.is_constexpr(annotation):
         return Constexpr()
     for kind in _KINDS:
         found = kind.recognize(annotation)

@@ -7,7 +7,7 @@ import struct
 import typing
 from typing import Any
 
-from .. import _dsl
+from .. import dsl
 from .. import _whitelist as W
 from .. import diagnostics as D
 from .base import Bound, Rejected, SlotKind, Where, describe_annotation, describe_value, wrong_kind
@@ -58,7 +58,7 @@ class ScalarKind(SlotKind):
         if isinstance(annotation, type) and annotation.__module__ == "builtins":
             mapped = W.PYTHON_SCALARS.get(annotation.__name__)
             return cls(mapped, annotation) if mapped else None
-        if _dsl.is_numeric_type(annotation) and getattr(annotation, "__name__", "") in W.SCALAR_FORMATS:
+        if dsl.is_numeric_type(annotation) and getattr(annotation, "__name__", "") in W.SCALAR_FORMATS:
             return cls(annotation.__name__)
         return None
 
@@ -66,12 +66,12 @@ class ScalarKind(SlotKind):
     def rejection(cls, annotation: Any) -> Rejected | None:
         """A DSL numeric type with no runtime storage (Float8, Int4, 128-bit...) is CB104."""
         base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
-        if _dsl.is_numeric_type(base) and getattr(base, "__name__", "") not in W.SCALAR_FORMATS:
+        if dsl.is_numeric_type(base) and getattr(base, "__name__", "") not in W.SCALAR_FORMATS:
             return Rejected(D.NON_CTYPES_SCALAR, describe_annotation(annotation))
         return None
 
     def dsl_type(self) -> Any:
-        return getattr(_dsl.dsl().cutlass, self.dtype_name)
+        return getattr(dsl.dsl().cutlass, self.dtype_name)
 
     def expected(self) -> str:
         if self.is_bool:
@@ -94,7 +94,7 @@ class ScalarKind(SlotKind):
         return None
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
-        if _dsl.is_numeric_type(type(value)):  # a cutlass.Int32(...) style object
+        if dsl.is_numeric_type(type(value)):  # a cutlass.Int32(...) style object
             value = value.value
         if self.is_bool:
             return self._coerce_bool(value, where)
@@ -164,7 +164,7 @@ class ScalarKind(SlotKind):
 
     def bind(self, value: Any, where: Where) -> Bound:
         if self.is_half:
-            number = self._coerce_float(value.value if _dsl.is_numeric_type(type(value)) else value, where)
+            number = self._coerce_float(value.value if dsl.is_numeric_type(type(value)) else value, where)
             return Bound(packed=self._bits(number), dsl_value=self.dsl_type()(number), key=None, slot=self)
         packed = self.coerce(value, where)
         dsl_value = packed if self.python_type is not None else self.dsl_type()(packed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from .. import _dsl
+from .. import dsl
 from .. import diagnostics as D
 from .base import U64, Bound, SlotKind, Where, describe_value, wrong_kind
 from .registry import register
@@ -39,7 +39,7 @@ class StreamKind(SlotKind):
 
     @classmethod
     def recognize(cls, annotation: Any) -> StreamKind | None:
-        stream_cls = _dsl.cuda_stream_class()
+        stream_cls = dsl.cuda_stream_class()
         if annotation is stream_cls or (isinstance(annotation, type) and issubclass(annotation, stream_cls)):
             return cls()
         return None
@@ -71,7 +71,7 @@ class StreamKind(SlotKind):
         elif hasattr(value, "__cuda_stream__"):
             proto = value.__cuda_stream__()
             handle = proto[1] if isinstance(proto, tuple) and len(proto) == 2 else None
-        elif _dsl.is_fake_stream(value):
+        elif dsl.is_fake_stream(value):
             raise self._fake(value, where)
         else:
             try:
@@ -94,14 +94,14 @@ class StreamKind(SlotKind):
         )
 
     def bind(self, value: Any, where: Where) -> Bound:
-        if _dsl.is_fake_stream(value):
-            if _dsl.compiling() is None:
+        if dsl.is_fake_stream(value):
+            if dsl.compiling() is None:
                 raise self._fake(value, where)
             # the compile's spec itself (Kernel.compile only): with the TVM-FFI environment
             # stream the compiled entry has no stream argument, so it is part of the key
-            return Bound(packed=0, dsl_value=value, key=_dsl.fake_stream_spelling(value), slot=self)
+            return Bound(packed=0, dsl_value=value, key=dsl.fake_stream_spelling(value), slot=self)
         handle = self.coerce(value, where)
-        return Bound(packed=handle, dsl_value=_dsl.cuda_stream_class()(handle), key=None, slot=self)
+        return Bound(packed=handle, dsl_value=dsl.cuda_stream_class()(handle), key=None, slot=self)
 
 
 register(StreamKind)

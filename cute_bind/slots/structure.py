@@ -39,7 +39,7 @@ import threading
 import typing
 from typing import Any
 
-from .. import _dsl
+from .. import dsl
 from .. import diagnostics as D
 from .base import Bound, Held, Rejected, SlotKind, Where, describe_annotation, describe_value, qualname, wrong_kind
 from .optional import OptionalKind
@@ -153,7 +153,7 @@ def _to_dsl(value: Any) -> Any:
     the DSL adapts nothing inside a NamedTuple, and a Python number there does not compile."""
     cls = value.__class__
     if cls is bool or cls is int or cls is float:
-        cutlass = _dsl.dsl().cutlass
+        cutlass = dsl.dsl().cutlass
         return {bool: cutlass.Boolean, int: cutlass.Int32, float: cutlass.Float32}[cls](value)
     if cls is tuple or cls is list:
         return cls(_to_dsl(v) for v in value)

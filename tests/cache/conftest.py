@@ -14,9 +14,9 @@ import cute_bind
 
 
 def _no_disk_cache() -> bool:
-    from cute_bind import _dsl
+    from cute_bind import dsl
 
-    return not _dsl.features().disk_cache
+    return not dsl.features().disk_cache
 
 
 #: for tests that set the cache folder themselves instead of taking ``cache_dir``

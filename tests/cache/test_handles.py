@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from tests.kernels import cached
 
 from .conftest import outcomes_since
@@ -43,7 +43,7 @@ def pair(cache_dir):
     before = len(cute_bind.cache.history())
     h_loaded = cached.saxpy.bind(ctypes.addressof(o2), ctypes.addressof(x), ctypes.addressof(y), 1.5, N)
     assert outcomes_since(before) == ["hit"]
-    assert _dsl.is_loaded_from_binary(h_loaded.compiled) and not _dsl.is_loaded_from_binary(h_fresh.compiled)
+    assert dsl.is_loaded_from_binary(h_loaded.compiled) and not dsl.is_loaded_from_binary(h_fresh.compiled)
     yield h_fresh, h_loaded, (x, y, o1, o2)
     cached.saxpy.clear_cache()
 
@@ -260,5 +260,5 @@ def test_tvm_ffi_options_never_reach_the_cache(cache_dir):
     pytest.importorskip("tvm_ffi")  # the DSL's TVM-FFI support needs apache-tvm-ffi (absent from the DSL matrix)
     k = cute_bind.kernel(cached.affine.fn, compile_options="--enable-tvm-ffi", name="affine_tvm")
     compiled = k.compile(0, 5, 21)
-    assert cute_bind._dsl.is_tvm_ffi_compiled(compiled)
+    assert cute_bind.dsl.is_tvm_ffi_compiled(compiled)
     assert cute_bind.cache.info() == []

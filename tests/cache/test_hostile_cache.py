@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cute_bind import _dsl
+from cute_bind import dsl
 from cute_bind.cache import lookup
 from cute_bind.cache.store import Store, UntrustedPath, decode
 
@@ -200,7 +200,7 @@ def claims(tmp_path, monkeypatch):
     monkeypatch.setattr(lookup, "entry_key", lambda kernel, compile_key: (KEY, []))
     monkeypatch.setattr(lookup, "environment", lambda: {})
     monkeypatch.setattr(lookup, "load_payload", lambda payload, prefix, store=None: ("loaded", payload))
-    monkeypatch.setattr(_dsl, "export_object", lambda compiled, prefix: compiled)
+    monkeypatch.setattr(dsl, "export_object", lambda compiled, prefix: compiled)
     # its own history: thousands of claims would push the other tests' events out of the bounded one
     monkeypatch.setattr(lookup, "_HISTORY", collections.deque(maxlen=1024))
     monkeypatch.delenv("CUTE_BIND_CACHE", raising=False)

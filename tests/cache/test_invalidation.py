@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from cute_bind.cache import key as cache_key_module
 
 from .conftest import outcomes_since
@@ -86,7 +86,7 @@ def _patch(monkeypatch, what):
     if what == "arch":
         monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
     elif what == "dsl":
-        monkeypatch.setattr(_dsl, "compiler_identity", lambda: ("9.9.9", "cu99"))
+        monkeypatch.setattr(dsl, "compiler_identity", lambda: ("9.9.9", "cu99"))
     elif what == "cute_bind":
         monkeypatch.setattr(cache_key_module, "_cute_bind_sources", lambda: "9.9.9+edited")
     elif what == "python":

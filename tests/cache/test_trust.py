@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from cute_bind.cache import store as store_module
 from cute_bind.cache.store import Store, UntrustedPath, decode, encode, load_key
 from tests.kernels import cached
@@ -483,13 +483,13 @@ def test_bind_through_planted_counter_and_lock_links(tmp_path, cache_dir):
 # ------------------------------------------------------------------ where the object file is loaded from
 def _loads(monkeypatch):
     seen = []
-    real = _dsl.load_object
+    real = dsl.load_object
 
     def spy(path, prefix):
         seen.append(path)
         return real(path, prefix)
 
-    monkeypatch.setattr(_dsl, "load_object", spy)
+    monkeypatch.setattr(dsl, "load_object", spy)
     return seen
 
 

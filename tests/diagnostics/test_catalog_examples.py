@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from cute_bind import CATALOG  # noqa: E402
-from cute_bind._dsl import cuda_device_count, features  # noqa: E402
+from cute_bind.dsl import cuda_device_count, features  # noqa: E402
 from tests.optional import torch_or_skip  # noqa: E402
 
 CODES = sorted(CATALOG)

@@ -1,4 +1,4 @@
-"""Compiled argument types: the tensor descriptor groups read from the IR (``_dsl.tensor_argument_groups``).
+"""Compiled argument types: the tensor descriptor groups read from the IR (``dsl.tensor_argument_groups``).
 
 The DSL lowers a tensor argument to ``!llvm.struct<(ptr, struct<(S, D)>)>``,
 each group a bare ``iN`` with one member, else a struct (``struct<()>`` when
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cute_bind import _dsl
+from cute_bind import dsl
 from tests.optional import torch_or_skip
 
 widths = st.lists(st.sampled_from([32, 64]), max_size=5)
@@ -28,7 +28,7 @@ def _group(ws: list[int]) -> str:
 @given(widths, widths)
 def test_groups_read_back(shape: list[int], stride: list[int]) -> None:
     spelled = f"!llvm.struct<(ptr, struct<({_group(shape)}, {_group(stride)})>)>"
-    assert _dsl.tensor_argument_groups(spelled) == (tuple(shape), tuple(stride))
+    assert dsl.tensor_argument_groups(spelled) == (tuple(shape), tuple(stride))
 
 
 @pytest.mark.parametrize(
@@ -36,7 +36,7 @@ def test_groups_read_back(shape: list[int], stride: list[int]) -> None:
     ["i32", "ptr", "f32", "!llvm.struct<(ptr, i32)>", "!llvm.struct<(ptr, struct<(f32, i32)>)>", "!llvm.struct<(ptr, struct<(i32", ""],
 )
 def test_other_types_are_not_tensor_descriptors(spelled: str) -> None:
-    assert _dsl.tensor_argument_groups(spelled) is None
+    assert dsl.tensor_argument_groups(spelled) is None
 
 
 def test_compiled_functions_agree_with_the_bound_tensor_slots() -> None:
@@ -56,8 +56,8 @@ def test_compiled_functions_agree_with_the_bound_tensor_slots() -> None:
     ]
     for t in markings:
         compiled = cute.compile(add_unannotated, t, t, t)
-        types = _dsl.compiled_argument_types(compiled)
+        types = dsl.compiled_argument_types(compiled)
         assert types is not None and len(types) == 3
         bound = TensorKind().bind(t, Where("k", "a")).slot
         assert isinstance(bound, TensorKind)
-        assert _dsl.tensor_argument_groups(types[0]) == bound.descriptor_groups(), bound.describe()
+        assert dsl.tensor_argument_groups(types[0]) == bound.descriptor_groups(), bound.describe()

@@ -10,7 +10,7 @@ import pytest
 from cutlass.cute.runtime import from_dlpack, make_ptr
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from tests.kernels.host import scale_ptr
 
 
@@ -20,25 +20,25 @@ def test_pyproject_declares_the_same_range():
 
     text = (pathlib.Path(__file__).parents[2] / "pyproject.toml").read_text()
     m = re.search(r'"nvidia-cutlass-dsl([^"]+)"', text)
-    assert m and m.group(1) == _dsl.SUPPORTED_VERSIONS
+    assert m and m.group(1) == dsl.SUPPORTED_VERSIONS
 
 
 def test_static_internals_present():
-    problems = _dsl.check_contract()
+    problems = dsl.check_contract()
     assert not problems, "nvidia-cutlass-dsl lacks what cute_bind needs:\n" + "\n".join(problems)
 
 
 def test_runtime_internals_work():
     """The deep check compiles, marshals, calls and unloads a host function on this DSL version."""
-    problems = _dsl.check_contract(deep=True)
+    problems = dsl.check_contract(deep=True)
     assert not problems, "nvidia-cutlass-dsl lacks what cute_bind needs:\n" + "\n".join(problems)
 
 
 @pytest.fixture
 def fresh_contract(monkeypatch):
     """The contract as if no bind had run yet in this process (one-time state reset, restored after)."""
-    monkeypatch.setattr(_dsl, "_CONTRACT_OK", False)
-    monkeypatch.setattr(_dsl, "_WARNED_VERSION", False)
+    monkeypatch.setattr(dsl.contract, "_CONTRACT_OK", False)
+    monkeypatch.setattr(dsl.contract, "_WARNED_VERSION", False)
     monkeypatch.delenv("CUTE_BIND_SKIP_DSL_CHECK", raising=False)
 
 
@@ -61,10 +61,10 @@ def test_missing_internal_is_cb501_naming_it(module, attr, line, version, monkey
     for part in path:
         owner = getattr(owner, part)
     monkeypatch.delattr(owner, name)
-    monkeypatch.setattr(_dsl, "dsl_version", lambda: version)
-    assert line in _dsl.check_contract()
+    monkeypatch.setattr(dsl.version, "dsl_version", lambda: version)
+    assert line in dsl.check_contract()
     with pytest.raises(cute_bind.DSLCompatibilityError) as info:
-        _dsl.require_contract_once()
+        dsl.require_contract_once()
     assert info.value.code == "CB501" and line in str(info.value) and version in str(info.value)
 
 
@@ -72,12 +72,12 @@ def test_missing_internal_is_cb501_naming_it(module, attr, line, version, monkey
 def test_version_number_alone_only_warns_once(version, warns, monkeypatch, fresh_contract):
     import warnings
 
-    monkeypatch.setattr(_dsl, "dsl_version", lambda: version)
+    monkeypatch.setattr(dsl.version, "dsl_version", lambda: version)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _dsl.require_contract_once()
-        monkeypatch.setattr(_dsl, "_CONTRACT_OK", False)  # a second first-bind in the process
-        _dsl.require_contract_once()
+        dsl.require_contract_once()
+        monkeypatch.setattr(dsl.contract, "_CONTRACT_OK", False)  # a second first-bind in the process
+        dsl.require_contract_once()
     ours = [w for w in caught if issubclass(w.category, cute_bind.DSLVersionWarning)]
     assert len(ours) == (1 if warns else 0)
     if warns:
@@ -87,7 +87,7 @@ def test_version_number_alone_only_warns_once(version, warns, monkeypatch, fresh
 def test_skip_variable_skips_the_check(monkeypatch, fresh_contract):
     monkeypatch.delattr(__import__("cutlass.cute.runtime", fromlist=["x"]), "make_ptr")
     monkeypatch.setenv("CUTE_BIND_SKIP_DSL_CHECK", "1")
-    _dsl.require_contract_once()  # nothing raised
+    dsl.require_contract_once()  # nothing raised
 
 
 @pytest.fixture(scope="module")
@@ -99,20 +99,20 @@ def compiled():
 
 def test_runtime_signature_readable(compiled):
     c, _, _ = compiled
-    sig = _dsl.runtime_signature(c)
+    sig = dsl.runtime_signature(c)
     assert sig.names == ("out", "inp", "alpha", "n", "stream"), "ExecutionArgs._meta changed shape"
 
 
 def test_marshal_gives_one_pointer_per_slot(compiled):
     c, args, _ = compiled
-    addresses, keep = _dsl.marshal(c, args, {})
+    addresses, keep = dsl.marshal(c, args, {})
     assert len(addresses) == 5 and all(isinstance(a, int) and a > 0 for a in addresses), "generate_execution_args changed its output"
     assert ctypes.c_float.from_address(addresses[2]).value == 1.0
 
 
 def test_entry_point_and_result_slot(compiled):
     c, _, _ = compiled
-    e = _dsl.entry_point(c)
+    e = dsl.entry_point(c)
     assert e.address, "entry point (capi_func) not resolvable"
     assert e.result_ctype is ctypes.c_int32, "JitExecutor.cuda_result is no longer an int32 slot"
     assert e.extra_pointers == (), "host-only executors should add no kernel pointers"
@@ -120,16 +120,16 @@ def test_entry_point_and_result_slot(compiled):
 
 def test_runtime_pointer_fields(compiled):
     _, args, x = compiled
-    assert _dsl.runtime_pointer_fields(args[0]) == (x.ctypes.data, cutlass.Float32, cute.AddressSpace.generic, 4), "make_ptr pointer internals changed"
+    assert dsl.runtime_pointer_fields(args[0]) == (x.ctypes.data, cutlass.Float32, cute.AddressSpace.generic, 4), "make_ptr pointer internals changed"
 
 
 def test_unload_listener_fires(compiled):
     c, args, _ = compiled
     fired = []
-    e = _dsl.entry_point(c)
-    _dsl.add_unload_listener(e.module, lambda: fired.append(True))
-    _dsl.unload(c)
-    assert fired == [True] and _dsl.is_unloaded(e.module)
+    e = dsl.entry_point(c)
+    dsl.add_unload_listener(e.module, lambda: fired.append(True))
+    dsl.unload(c)
+    assert fired == [True] and dsl.is_unloaded(e.module)
 
 
 def test_dsl_missing_reports_cb502():
@@ -155,7 +155,7 @@ TENSOR_LAYOUTS = [
 
 @pytest.mark.parametrize("make, text", TENSOR_LAYOUTS, ids=[t for _, t in TENSOR_LAYOUTS])
 def test_tensor_layout_readable_from_cache_key(make, text):
-    layout = _dsl.tensor_layout(make())
+    layout = dsl.tensor_layout(make())
     assert layout.text == text, "the DSL tensor's __cache_key__ layout spelling changed"
     assert layout.dtype is cutlass.Float32
 
@@ -172,10 +172,10 @@ def test_dsl_tensor_descriptor_is_the_c_struct_cute_bind_writes():
 
 def test_dsl_tensor_class_and_capsule():
     t = from_dlpack(np.zeros(4, np.float32))
-    assert _dsl.is_dsl_tensor(t) and not _dsl.is_dsl_tensor(np.zeros(4)), "cute.runtime._Tensor changed"
+    assert dsl.is_dsl_tensor(t) and not dsl.is_dsl_tensor(np.zeros(4)), "cute.runtime._Tensor changed"
     from cute_bind.slots import dlpack as _dlpack
 
-    view = _dlpack.read_capsule(_dsl.dsl_tensor_capsule(t))
+    view = _dlpack.read_capsule(dsl.dsl_tensor_capsule(t))
     assert view.shape == (4,) and view.dtype == (2, 32, 1), "from_dlpack tensors no longer keep their DLPack capsule"
 
 
@@ -188,6 +188,6 @@ def test_entry_argument_types_readable_from_the_ir():
         from_dlpack(np.zeros((3, 8), np.float32)[:, ::2]).mark_layout_dynamic(),
         1.0,
     )
-    types = _dsl.entry_argument_types(c)
+    types = dsl.entry_argument_types(c)
     assert types is not None, "compiled.ir_module / function_name no longer give the entry's signature"
-    assert [_dsl.descriptor_fields(t) for t in types] == [["ptr", "i32", "i64"], ["ptr", "i32", "i32", "i64", "i64"], ["f32"]]
+    assert [dsl.descriptor_fields(t) for t in types] == [["ptr", "i32", "i64"], ["ptr", "i32", "i32", "i64", "i64"], ["f32"]]

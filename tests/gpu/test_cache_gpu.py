@@ -12,7 +12,7 @@ from tests.optional import torch_or_skip
 torch = torch_or_skip()
 
 import cute_bind  # noqa: E402
-from cute_bind import _dsl  # noqa: E402
+from cute_bind import dsl  # noqa: E402
 from cute_bind.bench.kernels import scale  # noqa: E402
 from tests.kernels.gpu import ints  # noqa: E402
 
@@ -38,7 +38,7 @@ def _handles(fn, args):
     before = len(cute_bind.cache.history())
     loaded = k.bind(*args)
     assert [e.outcome for e in cute_bind.cache.history()[before:]] == ["hit"]
-    assert _dsl.is_loaded_from_binary(loaded.compiled)
+    assert dsl.is_loaded_from_binary(loaded.compiled)
     return fresh, loaded
 
 

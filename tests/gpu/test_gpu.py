@@ -19,7 +19,7 @@ import cutlass.cute as cute  # noqa: E402
 from cutlass.cute.runtime import make_ptr  # noqa: E402
 
 import cute_bind  # noqa: E402
-from cute_bind import _dsl  # noqa: E402
+from cute_bind import dsl  # noqa: E402
 from cute_bind.bench.kernels import scale  # noqa: E402
 from tests.kernels.gpu import floats, ints, scale_threads  # noqa: E402
 
@@ -236,7 +236,7 @@ def test_unload_then_launch_raises_new_handle_after_recompile_works():
     h = k.bind(out, x, 1.0, N, 0)
     h.launch(out, x, 2.0, N, 0)
     torch.cuda.synchronize()
-    _dsl.unload(h.compiled)
+    dsl.unload(h.compiled)
     with pytest.raises(cute_bind.LaunchRuntimeError) as info:
         h.launch(out, x, 2.0, N, 0)
     assert info.value.code == "CB402"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cute_bind._dsl import cuda_device_count
+from cute_bind.dsl import cuda_device_count
 from cute_bind.diagnostics.errors import CuteBindError
 from cute_bind.graph import CudaDriver, graph
 from cute_bind.graph.driver import KernelParams, Node

@@ -1,6 +1,6 @@
 """Compiles of different kernels in several threads at once: the DSL's compiler is not thread-safe
 across functions (process-wide session data, fd 2 redirected while it compiles), so cute_bind
-compiles one at a time in the process (_dsl._COMPILE_LOCK)."""
+compiles one at a time in the process (dsl.hooks._COMPILE_LOCK)."""
 
 from __future__ import annotations
 

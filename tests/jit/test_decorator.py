@@ -49,9 +49,9 @@ def test_target_arch_is_part_of_the_key(monkeypatch):
     k = cute_bind.kernel(with_constexpr)
     o = np.zeros(1, np.int32)
     c = k.compile(o, 1, 2)
-    from cute_bind import _dsl
+    from cute_bind import dsl
 
-    monkeypatch.setattr(_dsl, "target_arch", lambda: "sm_fake")
+    monkeypatch.setattr(dsl, "target_arch", lambda: "sm_fake")
     c_other = k.compile(o, 1, 2)
     assert c_other is not c and k.cache_info()["compiled"] == 2
 

@@ -349,9 +349,9 @@ def test_functions_cute_bind_does_not_jit_keep_the_dsls_own_decorator_rule(tmp_p
     import cutlass.cute as cute
     from cutlass.cute.runtime import make_ptr
 
-    from cute_bind import _dsl
+    from cute_bind import dsl
 
-    _dsl._install_decorator_hook()
+    dsl.hooks._install_decorator_hook()
     (tmp_path / "not_ours_mod.py").write_text(OTHERS, encoding="utf-8")
     sys.path.insert(0, str(tmp_path))
     try:

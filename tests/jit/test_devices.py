@@ -10,7 +10,7 @@ stand in for the executor; tests/gpu/test_multi_gpu.py runs the real thing.
 import pytest
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from tests.kernels.host import two_buffers
 from tests.slots.test_pointer_device import CudaArray
 
@@ -24,10 +24,10 @@ def gpus(monkeypatch):
         made.append(device)
         return compiled.to(None)  # a host-only function: any executor runs it
 
-    monkeypatch.setattr(_dsl, "executor_on_device", executor_on_device)
+    monkeypatch.setattr(dsl, "executor_on_device", executor_on_device)
 
     def set_count(n):
-        monkeypatch.setattr(_dsl, "cuda_device_count", lambda: n)
+        monkeypatch.setattr(dsl, "cuda_device_count", lambda: n)
         return made
 
     return set_count
@@ -75,8 +75,8 @@ def test_executor_on_device_keeps_an_executor_and_reports_a_device_it_cannot_use
     p = make_ptr(cutlass.Float32, 0x7F00_0000_0000, cute.AddressSpace.gmem)
     compiled = cute.compile(two_buffers, p, p, cutlass.Int32(4))
     executor = compiled.to(None)
-    assert _dsl.executor_on_device(executor, 1) is executor  # made by the caller: used as it is
-    if _dsl.cuda_device_count() == 0:
+    assert dsl.executor_on_device(executor, 1) is executor  # made by the caller: used as it is
+    if dsl.cuda_device_count() == 0:
         with pytest.raises(cute_bind.CuteBindError) as info:
-            _dsl.executor_on_device(compiled, 0, "two_buffers")
+            dsl.executor_on_device(compiled, 0, "two_buffers")
         assert info.value.code == "CB304" and "CUDA device 0" in str(info.value)

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on t
 
 SCRIPT = r"""
 import ctypes, os, sys, threading, time
-from cute_bind import _dsl
+from cute_bind import dsl
 from tests.kernels.wrapped import make_constant_writer
 
 case, limit = sys.argv[1], float(sys.argv[2])
@@ -35,7 +35,7 @@ held, release = threading.Event(), threading.Event()
 
 def hold():
     k(address, 1)  # this thread's own call state, which the child never sees
-    locks = {"compile lock": [_dsl._COMPILE_LOCK], "kernel locks": [k._calls._lock, k._lock]}[case]
+    locks = {"compile lock": [dsl.hooks._COMPILE_LOCK], "kernel locks": [k._calls._lock, k._lock]}[case]
     for lock in locks:
         lock.acquire()
     held.set()

@@ -121,9 +121,9 @@ def test_invalid_options(options, param):
 
 @pytest.mark.parametrize("options", ["--bogus-flag", "--opt-level two"])
 def test_compile_options_the_dsl_refuses_are_cb110_at_decoration(options, capsys):
-    from cute_bind import _dsl
+    from cute_bind import dsl
 
-    if _dsl.compile_options_problem("--bogus-flag") is None:
+    if dsl.compile_options_problem("--bogus-flag") is None:
         pytest.skip("the installed DSL has no compile-options parser to ask")
     with pytest.raises(cute_bind.KernelDefinitionError) as info:
         cute_bind.kernel(compile_options=options)(K.ok_all_kinds)

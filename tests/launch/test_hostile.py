@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from cute_bind.launch import HandleState
 from cute_bind.launch import prepared as _prepared
 from cute_bind.slots import Bound, ScalarKind, SlotKind, Where, registry
@@ -52,13 +52,13 @@ def run_isolated(body: str, path: str, timeout: int = 300) -> str:
 def _patch_entry(monkeypatch: Any, body: Any) -> None:
     """Route the handle's entry-point call through a C-callable Python function (keeps everything else real)."""
     fake = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(body)
-    real = _dsl.entry_point
+    real = dsl.entry_point
 
     def patched(compiled: Any, kernel: Any = None) -> Any:
         e = real(compiled, kernel)
-        return _dsl.EntryPoint(ctypes.cast(fake, ctypes.c_void_p).value, e.result_ctype, e.extra_pointers, e.module, (e.keepalive, fake))
+        return dsl.EntryPoint(ctypes.cast(fake, ctypes.c_void_p).value, e.result_ctype, e.extra_pointers, e.module, (e.keepalive, fake))
 
-    monkeypatch.setattr(_dsl, "entry_point", patched)
+    monkeypatch.setattr(dsl, "entry_point", patched)
 
 
 def arrays(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -208,7 +208,7 @@ def test_close_or_unload_during_conversion_is_honoured(path: str, hooked: Any, a
     h = cute_bind.kernel(fill_count).bind(2, 1, buf)
     assert type(h.slots["tag"]) is HookedInt16
     compiled = h.compiled
-    hooked.hook = h.close if action == "close" else (lambda: _dsl.unload(compiled))
+    hooked.hook = h.close if action == "close" else (lambda: dsl.unload(compiled))
     with pytest.raises(cute_bind.LaunchRuntimeError) as info:
         h.launch(2, 5, buf.ctypes.data)
     assert info.value.code == ("CB404" if action == "close" else "CB402")

@@ -10,7 +10,7 @@ import pytest
 from cutlass.cute.runtime import make_ptr
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from tests.kernels.host import fill_i32, scale, with_constexpr, with_default
 
 SCALE = cute_bind.kernel(scale)
@@ -159,7 +159,7 @@ def test_unload_then_launch_raises_and_recompile_needs_new_handle():
     h = k.bind(y, x, 1.0, 64, 0)
     saved = h.launch  # a reference kept by a hot loop must also see the unload
     old = h.compiled
-    _dsl.unload(old)
+    dsl.unload(old)
     for fn in (h.launch, saved):
         with pytest.raises(cute_bind.LaunchRuntimeError) as info:
             fn(y.ctypes.data, x.ctypes.data, 2.0, 64, 0)
@@ -248,13 +248,13 @@ def test_concurrent_threads_with_own_handles():
 def _patch_entry(monkeypatch, body):
     """Route the handle's entry-point call through a C-callable Python function (keeps everything else real)."""
     fake = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(body)
-    real = _dsl.entry_point
+    real = dsl.entry_point
 
     def patched(compiled, kernel=None):
         e = real(compiled, kernel)
-        return _dsl.EntryPoint(ctypes.cast(fake, ctypes.c_void_p).value, e.result_ctype, e.extra_pointers, e.module, (e.keepalive, fake))
+        return dsl.EntryPoint(ctypes.cast(fake, ctypes.c_void_p).value, e.result_ctype, e.extra_pointers, e.module, (e.keepalive, fake))
 
-    monkeypatch.setattr(_dsl, "entry_point", patched)
+    monkeypatch.setattr(dsl, "entry_point", patched)
 
 
 def test_checked_mode_detects_concurrent_use_of_one_handle(monkeypatch):
@@ -312,8 +312,8 @@ def test_snapshot_mismatch_detected(monkeypatch):
 
 
 def test_marshalling_shape_checked(monkeypatch):
-    real = _dsl.marshal
-    monkeypatch.setattr(_dsl, "marshal", lambda c, a, k: (lambda r: (r[0] + [r[0][-1]], r[1]))(real(c, a, k)))
+    real = dsl.marshal
+    monkeypatch.setattr(dsl, "marshal", lambda c, a, k: (lambda r: (r[0] + [r[0][-1]], r[1]))(real(c, a, k)))
     x, y = arrays()
     with pytest.raises(cute_bind.LaunchRuntimeError) as info:
         cute_bind.kernel(scale).bind(y, x, 1.0, 64, 0)
@@ -321,7 +321,7 @@ def test_marshalling_shape_checked(monkeypatch):
 
 
 def test_workspace_arguments_refused(monkeypatch):
-    monkeypatch.setattr(_dsl, "workspace_argument_count", lambda c: 2)
+    monkeypatch.setattr(dsl, "workspace_argument_count", lambda c: 2)
     x, y = arrays()
     with pytest.raises(cute_bind.LaunchArgumentError) as info:
         cute_bind.kernel(scale).bind(y, x, 1.0, 64, 0)

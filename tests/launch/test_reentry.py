@@ -19,10 +19,10 @@ import pytest
 from cutlass.cute.runtime import from_dlpack, make_ptr
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from tests.kernels import reentry as R
 
-pytestmark = pytest.mark.skipif(not _dsl.features().spec_reentry, reason="the installed DSL has no re-entry validation (before 4.8)")
+pytestmark = pytest.mark.skipif(not dsl.features().spec_reentry, reason="the installed DSL has no re-entry validation (before 4.8)")
 
 SENTINEL = -12345
 
@@ -105,7 +105,7 @@ def test_runtime_slot_values_are_never_in_the_record():
     x = np.array([9, 0, 0], np.int32)
     compiled = pyir_compile(R.every_slot, *_every_slot_args(out, x, 3, 2.5, (1, 2)))
     record = compiled._pyir_spec[0]
-    names = set(_dsl.runtime_signature(compiled).names)
+    names = set(dsl.runtime_signature(compiled).names)
     assert record and not [root for root in record if root[0] == "arg" and root[1] in names]
     handle = cute_bind.prepare(compiled, *_every_slot_args(out, x, 3, 2.5, (1, 2)))
     rng = np.random.default_rng(1)
@@ -140,7 +140,7 @@ def test_functions_without_a_record_are_not_guarded():
     compiled = cute.compile(R.add_global, ptr, cutlass.Int32(1))
     assert getattr(compiled, "_pyir_spec", None) is None
     handle = cute_bind.prepare(compiled, ptr, 1)
-    assert _dsl.specialization_guard(compiled, "add_global", ["out", "value"]) is None
+    assert dsl.specialization_guard(compiled, "add_global", ["out", "value"]) is None
     if fast_path() == "c":
         assert type(handle.launch).__name__ == "builtin_function_or_method"
 
@@ -150,7 +150,7 @@ def test_guarded_handle_still_reports_unload():
     ptr = make_ptr(cutlass.Int32, out.ctypes.data)
     compiled = pyir_compile(R.add_global, ptr, cutlass.Int32(1))
     handle = cute_bind.prepare(compiled, ptr, 1)
-    _dsl.unload(compiled)
+    dsl.unload(compiled)
     with pytest.raises(cute_bind.LaunchRuntimeError) as info:
         handle.launch(ctypes.c_void_p(out.ctypes.data).value, 1)
     assert info.value.code == "CB402"

@@ -2,7 +2,7 @@
 
 ``make_fake_tensor``/``make_fake_compact_tensor`` tensors, ``make_fake_stream``
 streams and ``from_dlpack`` tensors of fake (address 0) torch tensors are what
-``cute.compile`` takes to compile without data. Inside ``_dsl.compile_only()``
+``cute.compile`` takes to compile without data. Inside ``dsl.compile_only()``
 (what ``Kernel.compile`` binds under) a slot takes them as the compile's spec:
 the DSL value is the placeholder itself and the key its spelling. Anywhere
 else (``bind()``, a call, a launch) they are CB226: there is nothing to launch.
@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from cute_bind.slots import StreamKind, TensorKind, Where, classify
 from tests.optional import torch_or_skip
 
@@ -52,10 +52,10 @@ SLOTS = [
 @pytest.mark.parametrize("name, make", SLOTS, ids=[s[0] for s in SLOTS])
 def test_a_fake_tensor_is_the_compile_spec_inside_compile_only(name: str, make: Any) -> None:
     slot, fake = make(), _fake()
-    with _dsl.compile_only() as state:
+    with dsl.compile_only() as state:
         b = slot.bind(fake, W)
         assert b.dsl_value is fake and b.packed in (None, ())
-        key = _dsl.fake_tensor_spelling(fake, state)
+        key = dsl.fake_tensor_spelling(fake, state)
     assert b.key in (key, ("value", key))  # an optional slot wraps its element's key
 
 
@@ -69,7 +69,7 @@ def test_a_fake_tensor_outside_compile_is_cb226(name: str, make: Any) -> None:
 
 def test_a_fake_tensor_is_checked_against_the_annotation() -> None:
     slot = classify(cute_bind.Tensor[cutlass.Float16, 2])
-    with _dsl.compile_only(), pytest.raises(cute_bind.LaunchArgumentError) as info:
+    with dsl.compile_only(), pytest.raises(cute_bind.LaunchArgumentError) as info:
         slot.bind(_fake(cutlass.Float32), W)
     assert info.value.code == "CB211" and "Float32" in info.value.got
 
@@ -77,7 +77,7 @@ def test_a_fake_tensor_is_checked_against_the_annotation() -> None:
 @pytest.mark.parametrize("env", [False, True])
 def test_a_fake_stream_inside_compile_only_keys_its_kind(env: bool) -> None:
     fake = make_fake_stream(use_tvm_ffi_env_stream=env)
-    with _dsl.compile_only():
+    with dsl.compile_only():
         b = StreamKind().bind(fake, W)
     # the environment stream takes the argument out of a TVM-FFI entry: part of the key, unlike a real stream
     assert (b.dsl_value, b.key, b.packed) == (fake, ("fake stream", env), 0)
@@ -99,7 +99,7 @@ def test_a_shared_symint_is_one_value_in_the_key() -> None:
     n = cute.sym_int()
 
     def keys(a: Any, b: Any) -> tuple[Any, Any]:
-        with _dsl.compile_only():
+        with dsl.compile_only():
             return slot.bind(a, W).key, slot.bind(b, W).key
 
     shared = keys(_fake(extent=n), _fake(extent=n))
@@ -131,8 +131,8 @@ def _make(dtype: Any, shape: tuple[Any, ...], align: int) -> Any:
 )
 def test_spellings_are_equal_exactly_when_the_fakes_are(a: Any, b: Any) -> None:
     def spell(spec: Any) -> Any:
-        with _dsl.compile_only() as state:
-            return _dsl.fake_tensor_spelling(_make(getattr(cutlass, spec[0]), spec[1], spec[2]), state)
+        with dsl.compile_only() as state:
+            return dsl.fake_tensor_spelling(_make(getattr(cutlass, spec[0]), spec[1], spec[2]), state)
 
     assert spell(a) == spell(a)
     assert (spell(a) == spell(b)) == (a == b)
@@ -150,7 +150,7 @@ def test_a_from_dlpack_tensor_at_address_0_compiles_but_does_not_bind() -> None:
     """FlashAttention compiles from ``from_dlpack(<FakeTensor>)``: its layout is the compile's."""
     pytest.importorskip("tvm_ffi")
     t = from_dlpack(_fake_cuda_tensor(), assumed_align=16, enable_tvm_ffi=True).mark_layout_dynamic()
-    with _dsl.compile_only():
+    with dsl.compile_only():
         b = TensorKind().bind(t, W)
     assert b.dsl_value is t and b.packed is None and "(?,?):(?{i64},1)" in str(b.key)
     with pytest.raises(cute_bind.LaunchValueError) as info:

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from tests.kernels.host import all_scalars, tscale
 from tests.kernels.hostile import handle_of, reals, three
 from tests.optional import torch_or_skip
@@ -69,13 +69,13 @@ def handle_for(name: str, path: str, make: Callable[[], Any], noop: bool, monkey
     key = (name, path)
     if key not in _HANDLES:
         if noop:  # values are stored, never dereferenced
-            real = _dsl.entry_point
+            real = dsl.entry_point
 
             def patched(compiled: Any, kernel: Any = None) -> Any:
                 e = real(compiled, kernel)
-                return _dsl.EntryPoint(ctypes.cast(_NOOP, ctypes.c_void_p).value, e.result_ctype, e.extra_pointers, e.module, (e.keepalive, _NOOP))
+                return dsl.EntryPoint(ctypes.cast(_NOOP, ctypes.c_void_p).value, e.result_ctype, e.extra_pointers, e.module, (e.keepalive, _NOOP))
 
-            monkeypatch.setattr(_dsl, "entry_point", patched)
+            monkeypatch.setattr(dsl, "entry_point", patched)
         _HANDLES[key] = make()
         monkeypatch.undo()
         if path == "python":  # undo removed the fixture's setting too; later handles of this test need it

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from cute_bind.slots import bfloat16_bits, float16_bits
 from tests.kernels.host import halves, seq_sum, seq_tensors, thalf_default
 from tests.optional import torch_or_skip
@@ -58,7 +58,7 @@ def _ptr(a):
 
 def _direct_bytes(handle, values):
     """The bytes of each C argument the DSL's marshalling writes for Python values (as the direct call)."""
-    addresses, keep = _dsl.marshal(handle.compiled, tuple(values), {})
+    addresses, keep = dsl.marshal(handle.compiled, tuple(values), {})
     chunks = [ctypes.string_at(a, s) for a, s in zip(addresses, [8, 2, 2, 4])]
     del keep
     return chunks
@@ -145,7 +145,7 @@ def test_sequence_bytes_identical_to_direct_call(path):
     # whatever the element annotation says (a Float16 element would read the low
     # half of a float32); cute_bind writes each element as its annotated kind.
     typed = (cutlass.Float32(0.1), cutlass.Float16(1.1))
-    addresses, keep = _dsl.marshal(handle.compiled, (_ptr(y), (_ptr(b), _ptr(a)), typed, 9), {})
+    addresses, keep = dsl.marshal(handle.compiled, (_ptr(y), (_ptr(b), _ptr(a)), typed, 9), {})
     theirs = b"".join(ctypes.string_at(p, s) for p, s in zip(addresses, [8, 8, 8, 4, 2, 4]))
     del keep
     ours = handle.slot_bytes("out") + handle.slot_bytes("ins") + handle.slot_bytes("scales")[:4] + handle.slot_bytes("scales")[4:6] + handle.slot_bytes("n")

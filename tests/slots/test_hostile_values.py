@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from cute_bind.slots import dlpack as _dlpack
 from tests.kernels.host import tscale
 from tests.kernels.hostile import reals, three
@@ -386,7 +386,7 @@ def test_sequence_subclasses_are_read_by_iterating_on_every_path(path: str, make
         assert out.tolist() == [77, 5, 5]
 
 
-# ------------------------------------------------------------------ _dsl.marshal keeps its arguments alive (19)
+# ------------------------------------------------------------------ dsl.marshal keeps its arguments alive (19)
 def test_marshal_keepalive_holds_the_arguments() -> None:
     import cutlass.cute as cute
     from cutlass.cute.runtime import from_dlpack
@@ -395,5 +395,5 @@ def test_marshal_keepalive_holds_the_arguments() -> None:
     tx, ty = from_dlpack(x), from_dlpack(y)
     compiled = cute.compile(tscale, ty, tx, 2.0)
     args = (ty, tx, 2.0)
-    _, keepalive = _dsl.marshal(compiled, args, {})
+    _, keepalive = dsl.marshal(compiled, args, {})
     assert any(k is args for k in keepalive)

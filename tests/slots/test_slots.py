@@ -16,7 +16,7 @@ import pytest
 from cutlass.cute.runtime import make_ptr
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from cute_bind.slots import OptionalKind, PointerKind, ScalarKind, SequenceKind, StreamKind, StructureKind, TensorKind, Where, classify, kinds
 from tests.kernels.host import all_scalars, scale
 
@@ -185,7 +185,7 @@ def _dsl_bytes(handle, values):
     for (name, slot), v in zip(handle.slots.items(), values):
         w = Where(handle.kernel_name, name)
         dsl_values.append((slot.prepare(v, w) if isinstance(slot, PointerKind) else slot.bind(v, w)).dsl_value)
-    addresses, keep = _dsl.marshal(compiled, tuple(dsl_values), {})
+    addresses, keep = dsl.marshal(compiled, tuple(dsl_values), {})
     chunks = [ctypes.string_at(a, slot.size) for a, slot in zip(addresses, handle.slots.values())]
     del keep
     return chunks

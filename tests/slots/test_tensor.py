@@ -19,7 +19,7 @@ import pytest
 from cutlass.cute.runtime import from_dlpack
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from cute_bind.slots import item_ranges
 from tests.kernels.host import tadd2d, tcopy_any, tlead0, tscale, tstatic
 from tests.optional import torch_or_skip
@@ -45,7 +45,7 @@ def _items(raw: bytes, layout) -> bytes:
 
 def _dsl_descriptor(tensor) -> bytes:
     """The memref descriptor the DSL's marshalling builds for a from_dlpack tensor (items only)."""
-    layout = _dsl.tensor_layout(tensor)
+    layout = dsl.tensor_layout(tensor)
     return _items(ctypes.string_at(tensor.__c_pointers__()[0], struct.calcsize(_items_fmt(layout))), layout)
 
 
@@ -224,13 +224,13 @@ def test_divisibility_is_checked(path):
 def test_bind_self_check_ignores_descriptor_padding(monkeypatch, path):
     """The DSL leaves the padding inside a memref descriptor uninitialised;
     bind()'s byte comparison (CB305) must compare the items only."""
-    real_marshal = _dsl.marshal
+    real_marshal = dsl.marshal
 
     def marshal_with_garbage_padding(compiled, args, kwargs):
         addresses, keep = real_marshal(compiled, args, kwargs)
         for address, arg in zip(addresses, args):
-            if _dsl.is_dsl_tensor(arg):
-                fmt = _items_fmt(_dsl.tensor_layout(arg)) + "0Q"
+            if dsl.is_dsl_tensor(arg):
+                fmt = _items_fmt(dsl.tensor_layout(arg)) + "0Q"
                 used = set()
                 for a, b in item_ranges(fmt):
                     used.update(range(a, b))
@@ -238,11 +238,11 @@ def test_bind_self_check_ignores_descriptor_padding(monkeypatch, path):
                     ctypes.memset(address + i, 0xAB, 1)
         return addresses, keep
 
-    monkeypatch.setattr(_dsl, "marshal", marshal_with_garbage_padding)
+    monkeypatch.setattr(dsl, "marshal", marshal_with_garbage_padding)
     out, inp = torch.zeros(64, 32), torch.ones(64, 32)
     marked = [from_dlpack(t).mark_compact_shape_dynamic(mode=1, divisibility=16) for t in (out, inp)]
     # (64, 32) compact, mode 1 dynamic: {address; i32 extent; 4 padding bytes; i64 stride}
-    assert item_ranges(_items_fmt(_dsl.tensor_layout(marked[0])) + "0Q")[-1][0] == 16
+    assert item_ranges(_items_fmt(dsl.tensor_layout(marked[0])) + "0Q")[-1][0] == 16
     handle = TCOPY.bind(*marked, 2.0)
     handle.launch(out, inp, 2.0)
     assert torch.equal(out, torch.full((64, 32), 3.0))

@@ -26,7 +26,7 @@ from cutlass import Float32, Int32
 from cutlass.cute.runtime import make_ptr
 
 import cute_bind
-from cute_bind import _dsl
+from cute_bind import dsl
 from cute_bind.slots import OptionalKind, PointerKind, Rejected, ScalarKind, SequenceKind, Where, classify
 
 F32 = cute_bind.Pointer[cutlass.Float32]
@@ -213,7 +213,7 @@ def test_scalar_members_write_the_dsl_bytes(path: str) -> None:
     out = np.zeros(2, np.float32)
     handle = WINDOWS.bind(out.ctypes.data, 5, True)
     handle.launch(out.ctypes.data, -77, False)
-    addresses, keep = _dsl.marshal(handle.compiled, (_ptr(out), -77, False), {})
+    addresses, keep = dsl.marshal(handle.compiled, (_ptr(out), -77, False), {})
     theirs = [ctypes.string_at(a, s) for a, s in zip(addresses, (8, 4, 1))]
     del keep
     assert [handle.slot_bytes(n) for n in ("out", "left", "right")] == theirs

@@ -1,0 +1,135 @@
+"""A compiled function's C argument types, read from its IR (issue 11): the LLVM type of each
+marshalled argument, and what a tensor argument's descriptor holds.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .compiled import is_executor
+
+__all__ = [
+    "entry_argument_types",
+    "descriptor_fields",
+    "tensor_argument_groups",
+    "compiled_argument_types",
+]
+
+
+def entry_argument_types(obj: Any) -> list[str] | None:
+    """The LLVM types of the compiled entry function's arguments, one per marshalled C argument.
+
+    Read from the compiled module's IR (``ir_module``): a tensor argument is
+    ``!llvm.struct<(ptr, struct<(i32, ...)>)>``, its dynamic extents and strides
+    in order. ``None`` when the IR is not available (e.g. a function loaded
+    from a binary).
+    """
+    module = getattr(obj, "ir_module", None)
+    name = getattr(obj, "function_name", None)
+    if module is None or not name:
+        return None
+    try:
+        text = str(module)
+    except Exception:
+        return None
+    head = f"llvm.func @{name}("
+    start = text.find(head)
+    if start < 0:
+        return None
+    i, depth, current, args = start + len(head), 0, "", []
+    while i < len(text):
+        ch = text[i]
+        if ch in "(<[{":
+            depth += 1
+        elif ch in ")>]}":
+            if depth == 0:
+                break
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append(current)
+            current = ""
+        else:
+            current += ch
+        i += 1
+    if current.strip():
+        args.append(current)
+    return [a.split(":", 1)[1].strip() if ":" in a else a.strip() for a in args]
+
+
+def descriptor_fields(llvm_type: str) -> list[str]:
+    """The scalar fields of an LLVM struct type, flattened: ``ptr``, ``i32``, ``i64``..."""
+    return re.findall(r"\b(ptr|i\d+|f\d+)\b", llvm_type)
+
+
+def _llvm_type_tree(text: str) -> Any:
+    """An LLVM type as a tree: a struct is a list of its fields, a scalar its name (``ptr``, ``i32``...)."""
+    tokens = re.findall(r"struct<\(|\)>|[A-Za-z_][A-Za-z0-9_.]*|,", text.strip().removeprefix("!llvm."))
+    pos = 0
+
+    def node() -> Any:
+        nonlocal pos
+        if pos >= len(tokens):
+            raise ValueError(f"truncated LLVM type {text!r}")
+        tok = tokens[pos]
+        pos += 1
+        if tok != "struct<(":
+            return tok
+        fields: list[Any] = []
+        while pos < len(tokens) and tokens[pos] != ")>":
+            fields.append(node())
+            if pos < len(tokens) and tokens[pos] == ",":
+                pos += 1
+        if pos >= len(tokens):
+            raise ValueError(f"unbalanced LLVM type {text!r}")
+        pos += 1
+        return fields
+
+    tree = node()
+    if pos != len(tokens):
+        raise ValueError(f"trailing tokens in LLVM type {text!r}")
+    return tree
+
+
+def _int_widths(group: Any) -> tuple[int, ...] | None:
+    """The widths of a descriptor group: a bare ``iN`` (one dynamic mode) or a struct of them."""
+    items = group if isinstance(group, list) else [group]
+    widths = []
+    for item in items:
+        if not isinstance(item, str) or not re.fullmatch(r"i\d+", item):
+            return None
+        widths.append(int(item[1:]))
+    return tuple(widths)
+
+
+def tensor_argument_groups(llvm_type: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """What a compiled tensor argument holds besides its data pointer.
+
+    The DSL lowers a tensor argument to ``!llvm.struct<(ptr, struct<(S, D)>)>``:
+    ``S`` the dynamic extents, ``D`` the dynamic strides, each group a bare
+    ``iN`` when it has one member and a struct otherwise (``struct<()>`` when
+    empty). Returns ``(extent widths, stride widths)`` in bits, or ``None``
+    when the type is not a tensor descriptor. This is the compiled function's
+    own argument type: unlike the entry's symbol it is never cut or respelled.
+    """
+    try:
+        tree = _llvm_type_tree(llvm_type)
+    except ValueError:
+        return None
+    if not (isinstance(tree, list) and len(tree) == 2 and tree[0] == "ptr" and isinstance(tree[1], list) and len(tree[1]) == 2):
+        return None
+    shape, stride = (_int_widths(g) for g in tree[1])
+    if shape is None or stride is None:
+        return None
+    return shape, stride
+
+
+def compiled_argument_types(obj: Any) -> list[str] | None:
+    """The LLVM types of a compiled function's C arguments, from its IR; ``None`` without IR.
+
+    A ``.to(device)`` executor holds no IR (only its module), nor does a
+    function loaded from a binary.
+    """
+    if is_executor(obj) or getattr(obj, "ir_module", None) is None:
+        return None
+    return entry_argument_types(obj)
