@@ -81,6 +81,20 @@ def scale_tensors_host(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float3
         out[k] = inp[k] * alpha
 
 
+@cute.jit
+def scale_tensors_k(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, k: cutlass.Constexpr[int], stream: cuda.CUstream = None) -> None:
+    """``scale_tensors`` by ``alpha * k``, ``k`` a Constexpr (the specialization workload's Constexpr rows)."""
+    n = cute.size(out)
+    _scale_tensor_kernel(out, inp, alpha * k).launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1), stream=stream)
+
+
+@cute.jit
+def scale_tensors_k_host(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, k: cutlass.Constexpr[int], stream: cuda.CUstream = None) -> None:
+    """The host twin of ``scale_tensors_k``."""
+    for j in range(cute.size(out)):
+        out[j] = inp[j] * (alpha * k)
+
+
 @functools.lru_cache(maxsize=1)
 def tvm_ffi_tensor_function() -> object:
     """``scale_tensors`` compiled once for the DSL's TVM-FFI path with torch tensors (both workloads time it).

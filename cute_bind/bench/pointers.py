@@ -41,16 +41,16 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     import numpy as np
     from cutlass.cute.runtime import make_ptr
 
-    from .. import _dsl
+    from .. import dsl
     from .kernels import scale, scale_host
     from ..jit import kernel
 
-    gpu = _dsl.cuda_device_count() > 0 if host_only is None else not host_only
+    gpu = dsl.cuda_device_count() > 0 if host_only is None else not host_only
     checks: dict[str, Any] = {}
     alpha, stream_handle = 2.0, 0
     torch_stream = None
     if gpu:
-        torch = _dsl.import_torch()
+        torch = dsl.import_torch()
         n = 4096
         x = torch.randn(n, device="cuda", dtype=torch.float32)
         out = torch.empty_like(x)
@@ -92,7 +92,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     k = kernel(fn)
     handle = k.bind(out_addr, in_addr, alpha, n, stream_handle)
     launch = handle.launch
-    entry, packed, packed_address, raw_entry, raw_arg = _dsl.bare_call(compiled, direct_args)
+    entry, packed, packed_address, raw_entry, raw_arg = dsl.bare_call(compiled, direct_args)
 
     def rebuilt(o: int, i: int, a: float, m: int, s: int) -> Any:
         return compiled(
@@ -108,7 +108,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     compiled(*direct_args)
     ref = result()
     if gpu:
-        torch = _dsl.import_torch()
+        torch = dsl.import_torch()
         checks["direct == torch reference"] = bool(torch.equal(ref, expected()))
         same: Callable[[Any, Any], bool] = torch.equal
     else:
@@ -129,6 +129,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
         ("bare_int", "bare engine call, int address", entry, (packed_address,), "same, array address precomputed"),
         ("floor", "bare entry call, cheapest ctypes form", raw_entry, (raw_arg,), "no argtypes, prebuilt c_void_p: the form launch uses"),
     ]
+    rows_spec += _form_paths(gpu, launch, k, (out, x) if gpu else (out_np, x_np), alpha, n, stream_handle, agree)
     rows_spec += _extra_paths(fn, direct_args, out_addr, in_addr, alpha, n, stream_handle, agree)
     if gpu:
         rows_spec += _gpu_extra_paths(compiled, out_addr, in_addr, alpha, n, stream_handle, agree)
@@ -142,7 +143,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     from ..jit.dispatch import call_path
 
     mode += f"; launch fast path: {fast_path_words(fast_path())}; call path: {call_path()}"
-    return Report(machine=machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
+    return Report(machine=machine(), mode=mode, dsl_version=dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
 
 
 
@@ -165,6 +166,40 @@ class _Agreement:
 
 
 _Path = tuple[str, str, Callable[..., Any], tuple[Any, ...], str]  # key, label, function, arguments, note
+
+
+def _form_paths(gpu: bool, launch: Any, k: Any, arrays: tuple[Any, Any], alpha: float, n: int, stream: int, agree: _Agreement) -> list[_Path]:
+    """The same launch and kernel(...) call given the arrays themselves, in every form a pointer slot takes
+    (issue 24: each within 2x of the int-address launch): torch tensors, NumPy arrays (CPU), ctypes pointers."""
+    import ctypes
+
+    from .. import dsl
+
+    forms: list[tuple[str, str, tuple[Any, Any]]] = []
+    try:
+        torch = dsl.import_torch()
+    except ImportError:
+        torch = None
+    if gpu:
+        forms.append(("torch", "torch tensors", arrays))
+    else:
+        out, x = arrays
+        if torch is not None:
+            forms.append(("torch", "torch tensors", (torch.from_numpy(out), torch.from_numpy(x))))
+        forms.append(("numpy", "NumPy arrays", (out, x)))
+    addr = [int(a.data_ptr()) if hasattr(a, "data_ptr") else int(a.ctypes.data) for a in arrays]
+    forms.append(("ctypes", "ctypes c_void_p", (ctypes.c_void_p(addr[0]), ctypes.c_void_p(addr[1]))))
+    rows: list[_Path] = []
+    for key, words, (o, i) in forms:
+        for path, label, fn in (("launch", "PreparedLaunch.launch", launch), ("call", "kernel(...) call", k)):
+            args = (o, i, alpha, n, stream)
+
+            def call(fn: Any = fn, args: tuple[Any, ...] = args) -> Any:
+                return fn(*args)
+
+            if agree.check(f"{path} with {words}", call):
+                rows.append((f"{path}_{key}", f"{label}, {words}", fn, args, f"the {words} themselves on the pointer slots"))
+    return rows
 
 
 def _extra_paths(fn: Any, direct_args: tuple[Any, ...], out_addr: int, in_addr: int, alpha: float, n: int, stream: int, agree: _Agreement) -> list[_Path]:
@@ -190,9 +225,9 @@ def _gpu_extra_paths(compiled: Any, out_addr: int, in_addr: int, alpha: float, n
 
     import cuda.bindings.driver as drv
 
-    from .. import _dsl
+    from .. import dsl
 
-    torch = _dsl.import_torch()
+    torch = dsl.import_torch()
 
     checks = agree.checks
     rows: list[_Path] = []
@@ -203,7 +238,7 @@ def _gpu_extra_paths(compiled: Any, out_addr: int, in_addr: int, alpha: float, n
     rows.append(("torch", "torch eager torch.mul(x, a, out=o)", lambda x, a, o=o: torch.mul(x, a, out=o), (x, alpha), "current stream = the bench stream"))
     # cuda-bindings cuLaunchKernel of the very kernel the DSL compiled
     try:
-        found = _dsl.raw_kernel_function(compiled)
+        found = dsl.raw_kernel_function(compiled)
         if found is None:
             checks["cuLaunchKernel"] = "no single kernel in the compiled library: path skipped"
         elif found[1] != [8, 8, 4, 4]:
@@ -229,9 +264,9 @@ def _gpu_extra_paths(compiled: Any, out_addr: int, in_addr: int, alpha: float, n
 def _tvm_tensor_path(out: Any, x: Any, alpha: float, stream: Any, agree: _Agreement) -> list[_Path]:
     """The DSL's TVM-FFI path the way it is meant for torch: tensors in, stream from the caller's context."""
     try:
-        from .. import _dsl
+        from .. import dsl
 
-        torch = _dsl.import_torch()
+        torch = dsl.import_torch()
         from .kernels import tvm_ffi_tensor_function
 
         fn: Any = tvm_ffi_tensor_function()
@@ -254,6 +289,12 @@ MEANINGS: dict[str, str] = {
     "direct": "calling the function cute.compile returned, with its argument objects built once and reused (the usual way to call a compiled CuTe DSL function)",
     "rebuilt": "the same call with the argument objects (pointers, scalars, stream) built anew each time, as code that gets new buffers every step must",
     "launch": "cute_bind's prepared launch: handle.launch(...) with plain Python values (addresses, numbers, a stream handle)",
+    "launch_torch": "the prepared launch given the torch tensors themselves for the pointer parameters (their data pointers read in C)",
+    "launch_numpy": "the prepared launch given the NumPy arrays themselves for the pointer parameters",
+    "launch_ctypes": "the prepared launch given ctypes c_void_p pointers",
+    "call_torch": "kernel(...) given the torch tensors themselves for the pointer parameters",
+    "call_numpy": "kernel(...) given the NumPy arrays themselves for the pointer parameters",
+    "call_ctypes": "kernel(...) given ctypes c_void_p pointers",
     "bare": "the compiled code's entry point called directly on argument storage prepared once, the way the DSL itself calls it: no argument handling at all",
     "bare_int": "the same, with the storage's address computed in advance",
     "floor": "the same entry point through the cheapest calling form Python has (the one launch uses): the lowest cost any call into this compiled code can have",

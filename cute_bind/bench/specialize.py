@@ -28,28 +28,28 @@ __all__ = ["run_specialize", "format_specialize_table"]
 
 def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000) -> Report:
     """Time a hit, a key switch, a miss with a cached compile and a cold compile of ``kernel(...)``."""
-    from .. import _dsl
+    from .. import dsl
     from ..jit import kernel
     from ..jit.dispatch import call_path
-    from .kernels import scale_tensors, scale_tensors_host
+    from .kernels import scale_tensors, scale_tensors_host, scale_tensors_k, scale_tensors_k_host
 
     try:
-        from .. import _dsl
+        from .. import dsl
 
-        torch = _dsl.import_torch()
+        torch = dsl.import_torch()
     except ImportError:
         torch = None
-    gpu = _dsl.cuda_device_count() > 0 if host_only is None else not host_only
+    gpu = dsl.cuda_device_count() > 0 if host_only is None else not host_only
     checks: dict[str, Any] = {}
     if gpu:
         assert torch is not None
         stream = torch.cuda.Stream()
-        fn = scale_tensors
+        fn, fnk = scale_tensors, scale_tensors_k
         x32 = torch.randn(4096, device="cuda")
         x64 = torch.randn(4096, device="cuda", dtype=torch.float64)
     else:
         stream = None
-        fn = scale_tensors_host
+        fn, fnk = scale_tensors_host, scale_tensors_k_host
         if torch is not None:
             x32, x64 = torch.randn(64), torch.randn(64, dtype=torch.float64)
         else:
@@ -63,7 +63,7 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
         if gpu:
             torch.cuda.synchronize()
 
-    k = kernel(max_specializations=None)(fn)
+    k = kernel(max_specializations=None, cache=False)(fn)  # the cold row compiles: no disk cache to load from
 
     def call32() -> Any:
         return k(y32, x32, 2.0)
@@ -81,6 +81,21 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
             k(y32, x32, 2.0)
         return (time.perf_counter() - t0) / n * 1e6
 
+    kk = kernel(max_specializations=None)(fnk)
+
+    def hit_k(n: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            kk(y32, x32, 2.0, 1)
+        return (time.perf_counter() - t0) / n * 1e6
+
+    def switch_k(n: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(n // 2):
+            kk(y32, x32, 2.0, 1)
+            kk(y32, x32, 2.0, 2)
+        return (time.perf_counter() - t0) / (n // 2 * 2) * 1e6
+
     ctx = torch.cuda.stream(stream) if gpu else None
     if ctx is not None:
         ctx.__enter__()
@@ -95,6 +110,17 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
         )
         rows += time_rows(
             [TimedPath.of("kernel(...) key switch: float32/float64 alternating", switch, "each call finds the other specialization")],
+            repeats,
+            max(2, iters // 10),
+            stream if gpu else None,
+        )
+        kk(y32, x32, 2.0, 2)
+        kk(y32, x32, 2.0, 1)
+        sync()
+        checks["Constexpr results == inp * 2"] = bool((y32 == x32 * 2).all())
+        rows += time_rows([TimedPath.of("kernel(...) hit, Constexpr parameter", hit_k, "k=1 every call, stream left out")], repeats, iters, stream if gpu else None)
+        rows += time_rows(
+            [TimedPath.of("kernel(...) key switch: two Constexpr values alternating", switch_k, "k=1/k=2 alternating, both compiled")],
             repeats,
             max(2, iters // 10),
             stream if gpu else None,
@@ -121,7 +147,7 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
     rows.append(Row("kernel(...) miss, cold compile (compile + prepare)", statistics.median(cold), min(cold), note=f"{n_miss} calls", samples=cold))
     what = "GPU: 2-tensor scale kernel, 4096 elements" if gpu else "CPU: host-only 2-tensor function, 64 elements"
     mode = f"{what}; call path: {call_path()}"
-    return Report(machine=machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
+    return Report(machine=machine(), mode=mode, dsl_version=dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
 
 
 def format_specialize_table(report: Report) -> str:

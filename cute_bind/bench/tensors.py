@@ -57,9 +57,9 @@ def _on_stream(stream: Any, fn: Callable[..., Any], *args: Any) -> Any:
     """Call ``fn`` with ``stream`` as torch's current stream (as the timed loops run); plain call without one."""
     if stream is None:
         return fn(*args)
-    from .. import _dsl
+    from .. import dsl
 
-    torch = _dsl.import_torch()
+    torch = dsl.import_torch()
 
     with torch.cuda.stream(stream):
         return fn(*args)
@@ -72,15 +72,15 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
     import cutlass.cute as cute
     from cutlass.cute.runtime import from_dlpack
 
-    from .. import _dsl
+    from .. import dsl
     from .kernels import scale, scale_host, scale_tensors, scale_tensors_host
     from ..jit import kernel
 
     try:
-        torch = _dsl.import_torch()
+        torch = dsl.import_torch()
     except ImportError:
         torch = None
-    gpu = _dsl.cuda_device_count() > 0 if host_only is None else not host_only
+    gpu = dsl.cuda_device_count() > 0 if host_only is None else not host_only
     checks: dict[str, Any] = {}
     alpha = 2.0
     torch_stream = None
@@ -174,6 +174,20 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
         TimedPath("launch_same", "PreparedLaunch.launch, same tensors", _cycle_loop(launch, same)),
         TimedPath("call", "kernel(out, inp, a) call, stream left out", _cycle_loop(k, [(o, i, alpha) for o, i in pool]), "annotate and call, new tensors each step; the current stream"),
     ]
+    if not gpu and torch is not None:
+        # the same launches given NumPy arrays (views of the torch pool: same memory, same results)
+        np_pool = [(o.numpy(), i.numpy()) for o, i in pool]
+        for key, label, fn, args in (
+            ("launch_numpy", "PreparedLaunch.launch, NumPy arrays each step", launch, [(o, i, alpha, stream) for o, i in np_pool]),
+            ("call_numpy", "kernel(out, inp, a) call, NumPy arrays", k, [(o, i, alpha) for o, i in np_pool]),
+        ):
+            ok = True
+            for (o, i), ref in zip(np_pool, refs):
+                poison(o)
+                fn(*((o, i, alpha, stream) if fn is launch else (o, i, alpha)))
+                ok = ok and out_bytes(o) == ref
+            checks[f"{label} == direct (bitwise, {POOL} tensor pairs)"] = ok
+            paths.append(TimedPath(key, label, _cycle_loop(fn, args), f"{POOL} pairs cycled, read without a DLPack export"))
     if torch is not None:
         paths.append(TimedPath("pointer_from_tensors", "pointer kernel launch, data_ptr()/numel() each step", from_tensors, "the pointer-only equivalent, fed from the same tensors"))
     if not gpu:
@@ -190,15 +204,15 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
     what = "GPU: 2-tensor dynamic-layout scale kernel, ~4096 f32" if gpu else "CPU: host-only 2-tensor function, ~64 f32"
     mode = f"{what}, {POOL} tensor pairs cycled; launch fast path: {fast_path_words(fast_path())}; call path: {call_path()}"
     notes = [] if torch is not None else [NO_TORCH]
-    return Report(machine=machine(), mode=mode, dsl_version=_dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks, notes=notes)
+    return Report(machine=machine(), mode=mode, dsl_version=dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks, notes=notes)
 
 
 def _gpu_paths(compiled: Any, direct: tuple[Any, ...], pool: list[Any], refs: list[bytes], alpha: float, stream: Any, poison: Any, out_bytes: Any, checks: dict[str, Any]) -> list[TimedPath]:
-    from .. import _dsl
+    from .. import dsl
 
-    torch = _dsl.import_torch()
+    torch = dsl.import_torch()
     paths: list[TimedPath] = []
-    entry, packed, _, _, _ = _dsl.bare_call(compiled, direct)
+    entry, packed, _, _, _ = dsl.bare_call(compiled, direct)
     paths.append(TimedPath("bare", "bare engine call (tensor kernel)", _cycle_loop(entry, [(packed,)]), "the DSL's ctypes entry on its packed array"))
     try:
         from .kernels import tvm_ffi_tensor_function
@@ -229,9 +243,9 @@ def _triton_path(pool: list[Any], refs: list[bytes], alpha: float, stream: Any, 
         checks["triton"] = "triton not importable: path skipped"
         return []
     try:
-        from .. import _dsl
+        from .. import dsl
 
-        torch = _dsl.import_torch()
+        torch = dsl.import_torch()
         ok = True
         with torch.cuda.stream(stream):
             for (o, i), ref in zip(pool, refs):
@@ -245,14 +259,11 @@ def _triton_path(pool: list[Any], refs: list[bytes], alpha: float, stream: Any, 
         return []
 
 
-#: Why the tensor launch is slower without torch, and how to get the fast path.
+#: What the tensor rows read without torch.
 NO_TORCH = (
-    "torch is not installed, so the tensors here are NumPy arrays. NumPy offers no C-level way to read an "
-    "array's address, shape and strides (the DLPack exchange torch provides), so every launch reads both arrays "
-    "through Python's __dlpack__ protocol, which is what makes 'new tensors each step' slower than the direct "
-    "call here; the direct-call row converts its tensors once and reuses them, doing none of that per call. "
-    "For the fast path, install torch (`pip install torch`, the CPU build is enough) and pass torch tensors, "
-    "or bind the kernel's pointer version (cute_bind.Pointer[...] parameters) and pass array.ctypes.data."
+    "torch is not installed, so the tensors here are NumPy arrays. They take the same fast path as torch "
+    "tensors: each array's address, shape and strides are read straight from the array (no DLPack export "
+    "per launch) and checked against the compiled layout."
 )
 
 #: Each row of the tensor table in plain words.
@@ -261,6 +272,8 @@ MEANINGS: dict[str, str] = {
     "rebuilt": "the same direct call converting the new tensors (from_dlpack + mark_layout_dynamic) each time, as code that gets new tensors every step must",
     "launch_new": "cute_bind's prepared launch given a different tensor pair each step (different addresses and sizes), each checked against the compiled layout",
     "launch_same": "the prepared launch given the same tensors every call",
+    "launch_numpy": "the prepared launch given NumPy arrays (new ones each step), read without a DLPack export",
+    "call_numpy": "calling the kernel itself with NumPy arrays (new ones each step), the stream left out",
     "pointer_from_tensors": "the same work as a pointer kernel, its arguments read from the tensors each step (data_ptr(), numel())",
     "pointer_ints": "the pointer kernel with its integer arguments ready: the cost of a launch with no tensors to read",
     "bare": "the compiled code's entry point called directly on argument storage prepared once: no argument handling at all",

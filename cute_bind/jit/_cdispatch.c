@@ -63,6 +63,7 @@ struct ThreadState {
     PyObject *call;          /* the thread's current caller (owned) */
     PyObject *stream_fn;     /* () -> stream, for a call that leaves its last (stream) argument out (owned) */
     Py_ssize_t fill_n;       /* the positional count of such a call (-1: none) */
+    PyObject *routes;        /* tuple of routes tried in order for a call without keywords, or NULL (owned) */
     long long hits;
     Slot *slot;              /* borrowed (the thread-state dict owns it); NULL once its thread is gone or detached */
 };
@@ -98,7 +99,7 @@ static void unlink_state(ThreadState *st) {
 static void Slot_dealloc(PyObject *self) {
     Slot *slot = (Slot *)self;
     PyTypeObject *tp = Py_TYPE(self);
-    PyObject *call = NULL, *stream_fn = NULL;
+    PyObject *call = NULL, *stream_fn = NULL, *routes = NULL;
     ThreadState *st = slot->state;
     if (st != NULL) {
         /* the thread's dict let go of its slot: the thread is gone, so nobody calls this state again;
@@ -107,8 +108,10 @@ static void Slot_dealloc(PyObject *self) {
         slot->state = NULL;
         call = st->call;
         stream_fn = st->stream_fn;
+        routes = st->routes;
         st->call = NULL;
         st->stream_fn = NULL;
+        st->routes = NULL;
         st->fill_n = -1;
     }
     if (slot->husk) {
@@ -120,6 +123,7 @@ static void Slot_dealloc(PyObject *self) {
     /* last: releasing them may run arbitrary code, and every pointer is consistent by now */
     Py_XDECREF(call);
     Py_XDECREF(stream_fn);
+    Py_XDECREF(routes);
 }
 
 static PyType_Slot Slot_slots[] = {
@@ -139,6 +143,7 @@ static void ThreadState_dealloc(PyObject *self) {
     unlink_state((ThreadState *)self); /* its slot, if its thread still has it, becomes a husk */
     Py_CLEAR(((ThreadState *)self)->call);
     Py_CLEAR(((ThreadState *)self)->stream_fn);
+    Py_CLEAR(((ThreadState *)self)->routes);
     freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     tp_free(self);
     Py_DECREF(tp);
@@ -147,6 +152,7 @@ static void ThreadState_dealloc(PyObject *self) {
 static int ThreadState_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(((ThreadState *)self)->call);
     Py_VISIT(((ThreadState *)self)->stream_fn);
+    Py_VISIT(((ThreadState *)self)->routes);
     Py_VISIT(Py_TYPE(self));
     return 0;
 }
@@ -154,6 +160,7 @@ static int ThreadState_traverse(PyObject *self, visitproc visit, void *arg) {
 static int ThreadState_clear(PyObject *self) {
     Py_CLEAR(((ThreadState *)self)->call);
     Py_CLEAR(((ThreadState *)self)->stream_fn);
+    Py_CLEAR(((ThreadState *)self)->routes);
     return 0;
 }
 
@@ -239,6 +246,7 @@ static void detach(PyObject *states, PyObject *token) {
                 st->fill_n = -1;
                 Py_CLEAR(st->call);
                 Py_CLEAR(st->stream_fn);
+                Py_CLEAR(st->routes);
             }
         }
         Py_DECREF(states);
@@ -359,9 +367,189 @@ static PyObject *with_stream(PyObject *args, Py_ssize_t n, PyObject *stream_fn) 
     return full;
 }
 
+/* One route: a specialization's handle tried without its slow path (its launcher's try_launch,
+ * NotImplemented when a value is not taken as is), with how the call's arguments become its own:
+ *   (try, fill_n, stream_fn): the arguments as they are; a call of exactly fill_n positional
+ *       arguments gets stream_fn() appended (fill_n -1: never);
+ *   (try, npos, required, tail, checks, index, streams, stream_fn): required <= n <= npos
+ *       positional arguments, the defaults `tail[n - required:]` appended; each check (i, cls, v):
+ *       argument i of exactly class cls, and `v != argument` false; the runtime arguments are
+ *       those at `index`, a None at each runtime position in `streams` replaced by stream_fn().
+ * Returns the result, NotImplemented (not this route), or NULL with an exception set. */
+/* The stream getter raised: not this route (an Exception: the dispatch path reports it as CB221;
+ * anything else propagates). */
+static PyObject *stream_failed(void) {
+    if (PyErr_ExceptionMatches(PyExc_Exception)) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    return NULL;
+}
+
+static PyObject *try_route(PyObject *route, PyObject *args) {
+    Py_ssize_t size = PyTuple_Size(route), n = PyTuple_Size(args);
+    PyObject *target = PyTuple_GetItem(route, 0);
+    if (target == NULL) {
+        return NULL;
+    }
+    if (size == 3) {
+        Py_ssize_t fill_n = PyLong_AsSsize_t(PyTuple_GetItem(route, 1));
+        if (fill_n == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (fill_n >= 0 && n == fill_n) {
+            PyObject *full = with_stream(args, n, PyTuple_GetItem(route, 2));
+            if (full == NULL) {
+                return stream_failed();
+            }
+            PyObject *r = PyObject_Call(target, full, NULL);
+            Py_DECREF(full);
+            return r;
+        }
+        return PyObject_Call(target, args, NULL);
+    }
+    if (size != 8) {
+        PyErr_SetString(PyExc_TypeError, "a route has 3 or 8 fields");
+        return NULL;
+    }
+    Py_ssize_t npos = PyLong_AsSsize_t(PyTuple_GetItem(route, 1)), required = PyLong_AsSsize_t(PyTuple_GetItem(route, 2));
+    PyObject *tail = PyTuple_GetItem(route, 3), *checks = PyTuple_GetItem(route, 4), *index = PyTuple_GetItem(route, 5);
+    PyObject *streams = PyTuple_GetItem(route, 6), *stream_fn = PyTuple_GetItem(route, 7);
+    if (PyErr_Occurred() || !PyTuple_Check(tail) || !PyTuple_Check(checks) || !PyTuple_Check(index) || !PyTuple_Check(streams)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "a route's tail, checks, index and streams are tuples");
+        }
+        return NULL;
+    }
+    if (n < required || n > npos || PyTuple_Size(tail) < npos - required) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    /* argument i: given, or a default of the tail (borrowed either way) */
+#define ARG(i) ((i) < n ? PyTuple_GetItem(args, (i)) : PyTuple_GetItem(tail, (i) - required))
+    Py_ssize_t nchecks = PyTuple_Size(checks);
+    for (Py_ssize_t c = 0; c < nchecks; c++) {
+        PyObject *check = PyTuple_GetItem(checks, c);
+        if (check == NULL || !PyTuple_Check(check) || PyTuple_Size(check) != 3) {
+            PyErr_SetString(PyExc_TypeError, "a route check is (index, class, value)");
+            return NULL;
+        }
+        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GetItem(check, 0));
+        if ((i == -1 && PyErr_Occurred()) || i < 0 || i >= npos) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_IndexError, "a route check's index is out of range");
+            }
+            return NULL;
+        }
+        PyObject *a = ARG(i);
+        if (a == NULL) {
+            return NULL;
+        }
+        if ((PyObject *)Py_TYPE(a) != PyTuple_GetItem(check, 1)) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        /* `v != a`, as the Python caller compares: v is the compile key's part (its own __ne__ decides) */
+        Py_INCREF(a);
+        int ne = PyObject_RichCompareBool(PyTuple_GetItem(check, 2), a, Py_NE);
+        Py_DECREF(a);
+        if (ne < 0) {
+            return NULL;
+        }
+        if (ne) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    }
+    Py_ssize_t m = PyTuple_Size(index);
+    PyObject *runtime = PyTuple_New(m);
+    if (runtime == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GetItem(index, j));
+        PyObject *a = (i >= 0 && i < npos) ? ARG(i) : NULL;
+        if (a == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_IndexError, "a route's runtime index is out of range");
+            }
+            Py_DECREF(runtime);
+            return NULL;
+        }
+        Py_INCREF(a);
+        PyTuple_SetItem(runtime, j, a); /* steals */
+    }
+#undef ARG
+    Py_ssize_t ns = PyTuple_Size(streams);
+    for (Py_ssize_t k = 0; k < ns; k++) {
+        Py_ssize_t j = PyLong_AsSsize_t(PyTuple_GetItem(streams, k));
+        if (j < 0 || j >= m) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_IndexError, "a route's stream position is out of range");
+            }
+            Py_DECREF(runtime);
+            return NULL;
+        }
+        if (PyTuple_GetItem(runtime, j) == Py_None) {
+            Py_INCREF(stream_fn);
+            PyObject *stream = PyObject_CallNoArgs(stream_fn);
+            Py_DECREF(stream_fn);
+            if (stream == NULL) {
+                Py_DECREF(runtime);
+                return stream_failed();
+            }
+            PyTuple_SetItem(runtime, j, stream); /* steals; drops the None */
+        }
+    }
+    PyObject *r = PyObject_Call(target, runtime, NULL);
+    Py_DECREF(runtime);
+    return r;
+}
+
 static PyObject *CallBase_call(PyObject *self_, PyObject *args, PyObject *kwargs) {
     CallBase *self = (CallBase *)self_;
     ThreadState *st = find_state(self);
+    if (st != NULL && st->routes != NULL && (kwargs == NULL || PyDict_Size(kwargs) == 0)) {
+        /* the thread's specializations, the current one first: the first that takes every value as
+           is launches; none: the dispatch path (a new key, or a value only the slow path takes) */
+        PyObject *routes = st->routes;
+        Py_INCREF(st);
+        Py_INCREF(routes);
+        Py_ssize_t nr = PyTuple_Size(routes);
+        for (Py_ssize_t k = 0; k < nr; k++) {
+            PyObject *result = try_route(PyTuple_GetItem(routes, k), args);
+            if (result == Py_NotImplemented) {
+                Py_DECREF(result);
+                continue;
+            }
+            if (result != NULL) {
+                st->hits++;
+                if (k > 0 && st->routes == routes) { /* this route first from now on (the thread's calls moved to its key) */
+                    PyObject *moved = PyTuple_New(nr);
+                    if (moved == NULL) {
+                        PyErr_Clear(); /* the order is a hint: keep the old one */
+                    } else {
+                        for (Py_ssize_t j = 0; j < nr; j++) {
+                            PyObject *r = PyTuple_GetItem(routes, j == 0 ? k : (j <= k ? j - 1 : j));
+                            Py_INCREF(r);
+                            PyTuple_SetItem(moved, j, r);
+                        }
+                        CB_XSETREF(st->routes, moved);
+                    }
+                }
+                Py_DECREF(routes);
+                Py_DECREF(st);
+                return result;
+            }
+            if (self->fallback == NULL || !PyErr_ExceptionMatches(self->fallback)) {
+                Py_DECREF(routes);
+                Py_DECREF(st);
+                return NULL;
+            }
+            PyErr_Clear(); /* e.g. the stream getter raised: the dispatch path reports it */
+            break;
+        }
+        Py_DECREF(routes);
+        Py_DECREF(st);
+        return call_dispatch(self, args, kwargs);
+    }
     if (st != NULL && st->call != NULL && st->call != Py_None) { /* None: every call dispatches */
         /* own both across the call: the dispatch path may replace them */
         PyObject *call = st->call;
@@ -466,6 +654,7 @@ static ThreadState *get_or_make_state(CallBase *self) {
     }
     st->call = NULL;
     st->stream_fn = NULL;
+    st->routes = NULL;
     st->fill_n = -1;
     st->hits = 0;
     st->slot = NULL;
@@ -533,6 +722,35 @@ static PyObject *CallBase_set_call(PyObject *self_, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *CallBase_set_routes(PyObject *self_, PyObject *routes) {
+    if (routes != Py_None && !PyTuple_Check(routes)) {
+        PyErr_SetString(PyExc_TypeError, "_set_routes: a tuple of routes or None");
+        return NULL;
+    }
+    Py_ssize_t n = routes == Py_None ? 0 : PyTuple_Size(routes);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *r = PyTuple_GetItem(routes, k);
+        if (!PyTuple_Check(r) || (PyTuple_Size(r) != 3 && PyTuple_Size(r) != 8) || !PyCallable_Check(PyTuple_GetItem(r, 0)) ||
+            (PyTuple_Size(r) == 3 && !PyLong_Check(PyTuple_GetItem(r, 1))) ||
+            (PyTuple_Size(r) == 8 && (!PyLong_Check(PyTuple_GetItem(r, 1)) || !PyLong_Check(PyTuple_GetItem(r, 2))))) {
+            PyErr_SetString(PyExc_TypeError, "_set_routes: each route is (try, fill_n, stream_fn) or (try, npos, required, tail, checks, index, streams, stream_fn)");
+            return NULL;
+        }
+    }
+    ThreadState *st = get_or_make_state((CallBase *)self_);
+    if (st == NULL) {
+        return NULL;
+    }
+    if (routes == Py_None || n == 0) {
+        Py_CLEAR(st->routes);
+    } else {
+        Py_INCREF(routes);
+        CB_XSETREF(st->routes, routes);
+    }
+    Py_DECREF(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *CallBase_count_hit(PyObject *self_, PyObject *unused) {
     ThreadState *st = get_or_make_state((CallBase *)self_);
     if (st == NULL) {
@@ -594,6 +812,9 @@ static PyMethodDef CallBase_methods[] = {
     {"_set_call", CallBase_set_call, METH_VARARGS,
      "_set_call(caller[, fill_n, stream_fn]): the calling thread's current caller; a call of exactly fill_n positional "
      "arguments and no keywords gets stream_fn() appended."},
+    {"_set_routes", CallBase_set_routes, METH_O,
+     "_set_routes(routes): the calling thread's routes (its specializations, the current one first), tried before "
+     "the caller for a call without keywords; None: none."},
     {"_count_hit", CallBase_count_hit, METH_NOARGS, "Count one hit for the calling thread (a hit found on the dispatch path)."},
     {"_hits", CallBase_hits, METH_NOARGS, "Hits of every thread since the last reset."},
     {NULL, NULL, 0, NULL},

@@ -53,8 +53,8 @@ import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Hashable
 
-from .. import _dsl
 from .. import diagnostics as D
+from .. import dsl, settings
 from ..diagnostics.errors import CuteBindError, LaunchArgumentError, LaunchValueError
 from ..cache.key import constexpr_key, constexpr_value
 from ..launch.arguments import bind_arguments
@@ -97,12 +97,12 @@ class _Arch:
     devices: int | None = None
 
     def now(self) -> str | None:
-        env = os.environ.get("CUTE_DSL_ARCH")
+        env = settings.DSL_ARCH.text()
         if env:
             return env
         if self.devices is None:
-            self.devices = _dsl.cuda_device_count()  # once: a process without a device never gets one
-        return _dsl.target_arch() if self.devices else None
+            self.devices = dsl.cuda_device_count()  # once: a process without a device never gets one
+        return dsl.target_arch() if self.devices else None
 
 
 _ARCH = _Arch()
@@ -118,7 +118,7 @@ def _reset_locks_in_child() -> None:
     held in the child, where that thread does not exist: the kernel's next miss
     there would wait forever. The child has only the forking thread, which held
     none of them while it forked (it was calling ``os.fork``). The process-wide
-    compile lock is ``_dsl``'s, reset there the same way.
+    compile lock is ``dsl.hooks``', reset there the same way.
     """
     for dispatcher in list(_LIVE):
         dispatcher._lock = threading.RLock()
@@ -128,6 +128,7 @@ def _reset_locks_in_child() -> None:
 if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
     os.register_at_fork(after_in_child=_reset_locks_in_child)
 
+_ROUTES = 4  # specializations a thread's calls try in C before the dispatch path (the C path)
 _SWITCHING = 3  # key switches in a row after which a thread's calls dispatch at once
 _SETTLED = 16  # calls of one key in a row after which they take the fast path again
 
@@ -142,7 +143,7 @@ def _call_base() -> type:
     Read once, at import: ``CUTE_BIND_PURE_PYTHON=1`` set before importing
     cute_bind selects the Python ``Kernel.__call__``.
     """
-    if os.environ.get("CUTE_BIND_PURE_PYTHON", "") not in ("", "0"):
+    if settings.PURE_PYTHON.flag():
         return PythonCallBase
     try:
         from ._cdispatch import CallBase as base
@@ -171,14 +172,17 @@ class _TorchStreams:
     raw: Callable[[int], int] | None = None
     device: Callable[[], int] | None = None
     never = False  # torch is a build without CUDA: every left-out stream is the default stream
+    looked = False  # whether torch's installation was looked up (find_spec, once)
 
     def find(self) -> Callable[[int], int] | None:
         if self.never:
             return None
         torch = sys.modules.get("torch")  # never imported here: a process without torch has only the default stream
         if torch is None:
-            if importlib.util.find_spec("torch") is None:
-                self.never = True  # not installed: it cannot be imported later
+            if not self.looked:  # once: a file-system search per call costs tens of microseconds
+                self.looked = True
+                if importlib.util.find_spec("torch") is None:
+                    self.never = True  # not installed: it cannot be imported later
             return None
         try:
             if not torch.backends.cuda.is_built():
@@ -302,6 +306,10 @@ class _Local(threading.local):
         self.last: _Spec | None = None
         #: per TVM-FFI environment-stream compile: this thread's handle's launch (jit/decorator.py)
         self.env: dict[Any, Callable[..., Any]] = {}
+        #: the C path's routes: per specialization its route (or None), and the specializations
+        #: this thread used, most recent first (the routes it tries, in that order)
+        self.routes: dict[_Spec, tuple[Any, ...] | None] = {}
+        self.recent: list[_Spec] = []
         self.switches = 0  # dispatches that changed specialization, since the last settled streak
         self.streak = 0  # dispatches in a row that kept the specialization
         if registry is not None:  # the Python path: so cache_info() can add up every thread's hits
@@ -319,8 +327,8 @@ def _pointer_probe(value: Any) -> Hashable:
     cls = value.__class__
     if cls is int:
         return int
-    if _dsl.is_runtime_pointer(value):
-        _, dtype, space, align = _dsl.runtime_pointer_fields(value)
+    if dsl.is_runtime_pointer(value):
+        _, dtype, space, align = dsl.runtime_pointer_fields(value)
         return (cls, dtype, int(getattr(space, "value", 0)), align)
     if callable(getattr(value, "data_ptr", None)) and hasattr(value, "dtype"):
         return (cls, str(value.dtype), bool(getattr(value, "is_cuda", False)))
@@ -333,7 +341,7 @@ def _pointer_probe(value: Any) -> Hashable:
 
 def _tensor_probe(layout: Any) -> Callable[[Any], Hashable]:
     def probe(value: Any) -> Hashable:
-        if _dsl.is_dsl_tensor(value) or isinstance(value, (bool, int, float, str, bytes)) or value is None:
+        if dsl.is_dsl_tensor(value) or isinstance(value, (bool, int, float, str, bytes)) or value is None:
             raise _Unprobeable  # a from_dlpack tensor's own marking decides: the full path reads it
         try:
             view = _dlpack.read(value)
@@ -553,6 +561,8 @@ class Dispatcher:
             caller, fill = self._caller(spec, launch)
             pair = (launch, caller, handle, fill)
             local.handles[spec] = pair
+        if self._c:
+            self._set_routes(local, spec, pair[2])
         if switching:
             if self._c:
                 self.kernel._set_call(None)
@@ -568,6 +578,45 @@ class Dispatcher:
             local.call = pair[1]
         local.last = spec
         return pair[0]
+
+    # ------------------------------------------------------------------ routes (the C path)
+    def _set_routes(self, local: _Local, spec: _Spec, handle: PreparedLaunch[Any] | None) -> None:
+        """The thread's routes, ``spec``'s first, then the other specializations it used most
+        recently (:data:`_ROUTES` in all): a call switching between compiled keys finds its
+        handle in C (each handle's ``try_launch`` refuses a value of another key without its
+        slow path) instead of on the dispatch path."""
+        if spec not in local.routes:
+            local.routes[spec] = self._route(spec, handle)
+        recent = local.recent
+        if spec in recent:
+            recent.remove(spec)
+        recent.insert(0, spec)
+        del recent[_ROUTES:]
+        routes = tuple(r for r in (local.routes.get(s) for s in recent) if r is not None)
+        if not routes or local.routes.get(spec) is None:
+            routes = ()  # the current specialization has no route: its caller decides first, as before
+        self.kernel._set_routes(routes or None)
+
+    def _route(self, spec: _Spec, handle: PreparedLaunch[Any] | None) -> tuple[Any, ...] | None:
+        """``spec``'s route (see ``try_route`` in ``_cdispatch.c``), or None where the handle has no
+        C launcher or the call needs the dispatch path (keyword-only parameters, tensors on several
+        devices with a stream to fill in)."""
+        launcher = getattr(handle, "_launcher", None) if handle is not None else None
+        if launcher is None or not self._simple:
+            return None
+        streams = self._stream_index
+        if spec.device == -1 and streams:
+            return None
+        attempt = getattr(launcher, "try_launch", None)  # the TVM-FFI launcher has none: its caller decides
+        if attempt is None:
+            return None
+        if not self._constexpr and not streams:
+            return (attempt, -1, None)
+        get_stream: Any = _TORCH.getter(spec.device) if streams else None
+        if not self._constexpr and len(streams) == 1 and streams[0] == self._npos - 1 and self._required == self._npos - 1:
+            return (attempt, self._npos - 1, get_stream)
+        tail, required = (self._tail, self._required) if self._tail is not None else ((), self._npos)
+        return (attempt, self._npos, required, tail, self._constexpr_checks(spec), self._runtime_index, streams, get_stream)
 
     # ------------------------------------------------------------------ callers
     def _caller(self, spec: _Spec, launch: Callable[..., Any]) -> tuple[Callable[..., Any], tuple[int, Callable[[], int]] | None]:

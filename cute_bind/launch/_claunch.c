@@ -89,6 +89,58 @@ typedef struct {
     ModeSpec *modes;    /* extents then strides: 2 * ndim */
 } TensorSpec;
 
+/* A pointer slot (class "P" with a spec): what a tensor or array given for it must
+ * say of itself to be taken as is (its data address written), as PointerKind.coerce
+ * checks it: the element type (unless any), the device (a CUDA one: `cuda_ok` and,
+ * when bound to one, that id; the host: `cpu_ok`), the alignment, a non-null address. */
+typedef struct {
+    dltensor_from_pyobject fn; /* torch's exchange function, or NULL */
+    PyObject *types;    /* tuple: the exact types read through `fn` (owned), or NULL */
+    PyObject *capsule;  /* their exchange-API capsule (owned), or NULL */
+    uint8_t code, bits;
+    uint16_t lanes;
+    int any_dtype;
+    int cpu_ok, cuda_ok;
+    int32_t device_type, device_id; /* device_type 0: not bound to a device */
+    uint64_t align;
+} PtrSpec;
+
+/* NumPy's ndarray object layout (PyArrayObject_fields, NumPy's public C ABI), as
+ * cute_bind.slots.dlpack.array_layout() verified it against real arrays before
+ * handing it here (configure()); `type` NULL: not configured, arrays go slow. */
+#define NP_MAX_TYPES 64
+typedef struct {
+    PyObject *type;     /* numpy.ndarray, exactly (owned) */
+    Py_ssize_t data, nd, dims, strides, descr, flags; /* offsets in the array object */
+    Py_ssize_t type_num, byteorder;                   /* offsets in its dtype object */
+    long writeable;     /* the flag bit of a writeable array */
+    uint8_t code[NP_MAX_TYPES], bits[NP_MAX_TYPES];   /* per type number: what NumPy's own DLPack export says (bits 0: none) */
+} ArrayLayout;
+static ArrayLayout np_layout;
+
+/* ctypes' c_void_p and pointer objects: the object's buffer pointer (its b_ptr, what
+ * ctypes.addressof returns) holds the address, at an offset verified the same way. */
+typedef struct {
+    PyObject *void_p;   /* ctypes.c_void_p (owned) */
+    PyObject *pointer;  /* ctypes._Pointer, base of every POINTER(T) (owned) */
+    Py_ssize_t b_ptr;
+} CtypesLayout;
+static CtypesLayout ct_layout;
+
+/* torch's exchange function and the exact types it reads for pointer slots (torch.Tensor,
+ * torch.nn.Parameter), for the slots whose own spec has none (torch imported after they were
+ * bound): set by configure(); `types` NULL: not yet. */
+typedef struct {
+    dltensor_from_pyobject fn;
+    PyObject *types;    /* owned */
+    PyObject *capsule;  /* owned */
+} TorchReader;
+static TorchReader torch_reader;
+
+/* How many values each reader took as is (cute_bind.launch._claunch.counts(): the tests
+ * check the path a value took, never the clock). */
+static long long n_exchange, n_ndarray, n_ctypes, n_cai;
+
 typedef struct {
     PyObject_HEAD
     entry_fn entry;
@@ -101,6 +153,7 @@ typedef struct {
     char *cls;      /* fast class per slot */
     Py_ssize_t *off;
     TensorSpec **tensors; /* per slot: the tensor spec of class "T", else NULL */
+    PtrSpec **ptrs;       /* per slot: the pointer spec of class "P" (tensors and arrays taken too), else NULL */
     struct SeqSpec **seqs; /* per slot: the element leaves of class "S", else NULL */
     PyObject *extras;     /* tuple: per slot, the C spec data or the writer of class "X" */
     PyObject *defaults; /* tuple: pre-coerced default per slot, or `required` */
@@ -249,15 +302,182 @@ learn_type(TensorSpec *ts, PyObject *tp)
     return 1;
 }
 
+/* Read a numpy.ndarray (exactly: the caller checked its type) as its own DLPack export
+ * would describe it: element strides (`strides`, room for 64, filled when not NULL),
+ * host device. 1: read (`*writeable` set); 0: one NumPy would not export as is (another
+ * byte order, a type without a DLPack code, strides not a multiple of the item size). */
+static int
+read_ndarray(PyObject *v, DLTensorC *dl, int64_t *strides, int *writeable)
+{
+    const char *o = (const char *)v;
+    const ArrayLayout *L = &np_layout;
+    char *data, *descr;
+    int nd, flags, type_num;
+    int64_t *dims, *bstrides;
+    memcpy(&data, o + L->data, sizeof data);
+    memcpy(&nd, o + L->nd, sizeof nd);
+    memcpy(&dims, o + L->dims, sizeof dims);
+    memcpy(&bstrides, o + L->strides, sizeof bstrides);
+    memcpy(&descr, o + L->descr, sizeof descr);
+    memcpy(&flags, o + L->flags, sizeof flags);
+    if (!descr || nd < 0 || nd > 64 || (nd > 0 && (!dims || !bstrides))) return 0;
+    memcpy(&type_num, descr + L->type_num, sizeof type_num);
+    char order = descr[L->byteorder];
+    if (type_num < 0 || type_num >= NP_MAX_TYPES || !L->bits[type_num] || (order != '=' && order != '|')) return 0;
+    dl->data = data;
+    dl->device_type = 1; /* kDLCPU */
+    dl->device_id = 0;
+    dl->ndim = nd;
+    dl->code = L->code[type_num];
+    dl->bits = L->bits[type_num];
+    dl->lanes = 1;
+    dl->shape = dims;
+    dl->strides = NULL;
+    dl->byte_offset = 0;
+    if (strides) {
+        int64_t item = (L->bits[type_num] + 7) / 8;
+        for (int k = 0; k < nd; k++) {
+            if (bstrides[k] % item) return 0; /* NumPy refuses to export it */
+            strides[k] = bstrides[k] / item;
+        }
+        dl->strides = strides;
+    }
+    *writeable = (flags & L->writeable) != 0;
+    return 1;
+}
+
+static int
+type_in(PyObject *types, PyTypeObject *tp)
+{
+    Py_ssize_t n = types ? PyTuple_Size(types) : 0;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (PyTuple_GetItem(types, k) == (PyObject *)tp) return 1;
+    return 0;
+}
+
+/* The element type a __cuda_array_interface__ typestr names ("<f4", "|b1", ...), as
+ * PointerKind reads it (its byte-order character aside). 1: known; 0: not. */
+static int
+typestr_dtype(PyObject *typestr, uint8_t *code, uint8_t *bits)
+{
+    Py_ssize_t len;
+    const char *t = PyUnicode_Check(typestr) ? PyUnicode_AsUTF8AndSize(typestr, &len) : NULL;
+    if (!t) { PyErr_Clear(); return 0; }
+    if (len != 3 || t[2] < '1' || t[2] > '8') return 0;
+    int size = t[2] - '0';
+    switch (t[1]) {
+    case 'f': if (size != 2 && size != 4 && size != 8) return 0; *code = 2; break;
+    case 'i': if (size != 1 && size != 2 && size != 4 && size != 8) return 0; *code = 0; break;
+    case 'u': if (size != 1 && size != 2 && size != 4 && size != 8) return 0; *code = 1; break;
+    case 'b': if (size != 1) return 0; *code = 6; break;
+    default: return 0;
+    }
+    *bits = (uint8_t)(8 * size);
+    return 1;
+}
+
+/* A __cuda_array_interface__ exporter (CuPy, Numba...) on a pointer slot: device memory.
+ * 1: written; 0: not taken as is; -1: an exception that must propagate. */
+static int
+pack_cai(PtrSpec *ps, char *dst, PyObject *v)
+{
+    if (!ps->cuda_ok) return 0; /* device memory for a slot of another address space: the slow path says why */
+    PyObject *iface = PyObject_GetAttrString(v, "__cuda_array_interface__");
+    if (!iface) return soft_fail();
+    int r = 0;
+    PyObject *data = PyDict_Check(iface) ? PyDict_GetItemString(iface, "data") : NULL; /* borrowed */
+    if (!data || !PyTuple_Check(data) || PyTuple_Size(data) != 2) goto done;
+    PyObject *a = PyTuple_GetItem(data, 0), *ro = PyTuple_GetItem(data, 1);
+    if (!a || !ro || Py_TYPE(a) != &PyLong_Type || ro != Py_False) goto done; /* read-only, or not (address, False) */
+    unsigned long long addr = PyLong_AsUnsignedLongLong(a);
+    if (addr == (unsigned long long)-1 && PyErr_Occurred()) { r = soft_fail(); goto done; }
+    if (!addr || (ps->align > 1 && addr % ps->align)) goto done; /* NULL (empty?) or misaligned: the slow path decides */
+    if (!ps->any_dtype) {
+        PyObject *typestr = PyDict_GetItemString(iface, "typestr");
+        uint8_t code, bits;
+        if (!typestr || !typestr_dtype(typestr, &code, &bits) || code != ps->code || bits != ps->bits || ps->lanes != 1) goto done;
+    }
+    if (ps->device_type) { /* bound to a device: the value must say it is on it */
+        PyObject *dev = PyObject_CallMethod(v, "__dlpack_device__", NULL);
+        if (!dev) { r = soft_fail(); goto done; }
+        long long dt = -1, id = -1;
+        if (PyTuple_Check(dev) && PyTuple_Size(dev) == 2 && PyLong_Check(PyTuple_GetItem(dev, 0)) && PyLong_Check(PyTuple_GetItem(dev, 1))) {
+            dt = PyLong_AsLongLong(PyTuple_GetItem(dev, 0));
+            id = PyLong_AsLongLong(PyTuple_GetItem(dev, 1));
+        }
+        Py_DECREF(dev);
+        if (PyErr_Occurred()) { r = soft_fail(); goto done; }
+        if (dt != ps->device_type || id != ps->device_id) goto done;
+    }
+    memcpy(dst, &addr, 8);
+    n_cai++;
+    r = 1;
+done:
+    Py_DECREF(iface);
+    return r;
+}
+
+/* A pointer slot given something other than an exact int: a torch tensor (its exchange
+ * function), a NumPy array, a ctypes pointer, a __cuda_array_interface__ exporter.
+ * What it points into belongs to `v`, which the caller holds until the call returns.
+ * 1: written; 0: not taken as is (the slow path decides); -1: propagate. */
+static int
+pack_pointer(PtrSpec *ps, char *dst, PyObject *v)
+{
+    PyTypeObject *tp = Py_TYPE(v);
+    DLTensorC dl;
+    uint64_t addr;
+    dltensor_from_pyobject fn = ps->fn ? ps->fn : torch_reader.fn;
+    if (fn && type_in(ps->fn ? ps->types : torch_reader.types, tp)) {
+        if (fn((void *)v, &dl) != 0) return soft_fail();
+        n_exchange++;
+    } else if (np_layout.type && (PyObject *)tp == np_layout.type) {
+        int writeable;
+        if (!read_ndarray(v, &dl, NULL, &writeable) || !writeable) return 0; /* read-only: CB217 from the slow path */
+        n_ndarray++;
+    } else if (ct_layout.void_p && ((PyObject *)tp == ct_layout.void_p || PyType_IsSubtype(tp, (PyTypeObject *)ct_layout.pointer))) {
+        char *b;
+        memcpy(&b, (const char *)v + ct_layout.b_ptr, sizeof b);
+        if (!b) return 0;
+        void *p;
+        memcpy(&p, b, sizeof p);
+        addr = (uint64_t)(uintptr_t)p; /* NULL is an address like any int (c_void_p(None) is 0) */
+        if (ps->align > 1 && addr % ps->align) return 0;
+        memcpy(dst, &addr, 8);
+        n_ctypes++;
+        return 1;
+    } else if (PyLong_Check(v) || PyFloat_Check(v) || v == Py_None) {
+        return 0; /* an int subclass, a bool, a number, None: the slow path's rules */
+    } else {
+        return pack_cai(ps, dst, v);
+    }
+    if (!ps->any_dtype && (dl.code != ps->code || dl.bits != ps->bits || dl.lanes != ps->lanes)) return 0;
+    if (dl.device_type == 2) { /* kDLCUDA */
+        if (!ps->cuda_ok || (ps->device_type && (ps->device_type != 2 || dl.device_id != ps->device_id))) return 0;
+    } else if (dl.device_type != 1 || !ps->cpu_ok) return 0; /* host memory (pinned or not: the slow path asks) */
+    if (__builtin_add_overflow((uint64_t)(uintptr_t)dl.data, dl.byte_offset, &addr)) return 0;
+    if (!addr || (ps->align > 1 && addr % ps->align)) return 0; /* NULL (empty? meta?) or misaligned: the slow path */
+    memcpy(dst, &addr, 8);
+    return 1;
+}
+
 static int
 pack_tensor(TensorSpec *ts, char *dst, PyObject *v)
 {
-    if ((PyObject *)Py_TYPE(v) != ts->type) {
-        int learned = learn_type(ts, (PyObject *)Py_TYPE(v));
-        if (learned <= 0) return learned;
-    }
     DLTensorC dl;
-    if (ts->fn((void *)v, &dl) != 0) return soft_fail();
+    int64_t np_strides[64];
+    if ((PyObject *)Py_TYPE(v) != ts->type && np_layout.type && (PyObject *)Py_TYPE(v) == np_layout.type) {
+        int writeable;
+        if (!read_ndarray(v, &dl, np_strides, &writeable) || !writeable) return 0; /* read-only: CB217 from the slow path */
+        n_ndarray++;
+    } else {
+        if ((PyObject *)Py_TYPE(v) != ts->type) {
+            int learned = learn_type(ts, (PyObject *)Py_TYPE(v));
+            if (learned <= 0) return learned;
+        }
+        if (ts->fn((void *)v, &dl) != 0) return soft_fail();
+        n_exchange++;
+    }
     if (dl.code != ts->code || dl.bits != ts->bits || dl.lanes != ts->lanes) return 0;
     if (dl.device_type != ts->device_type || dl.device_id != ts->device_id || dl.ndim != ts->ndim) return 0;
     if (ts->ndim > 0 && !dl.shape) return 0;
@@ -312,7 +532,7 @@ typedef struct SeqSpec {
     TensorSpec **tensors;
 } SeqSpec;
 
-static int pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PyObject *writer, PyObject *v, PyObject **held);
+static int pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, PyObject *writer, PyObject *v, PyObject **held);
 
 /* Exact tuples and lists only: a subclass may override __iter__, and a sequence
  * is read by iterating it (the slow path's list(value)), never by its raw items.
@@ -334,7 +554,7 @@ pack_sequence(char *storage, const SeqSpec *ss, PyObject *v, PyObject **held)
     for (Py_ssize_t k = 0; k < ss->n; k++) {
         PyObject *item = PyTuple_GetItem(items, k);
         if (!item) return soft_fail();
-        int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, item, NULL);
+        int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, NULL, item, NULL);
         if (r <= 0) return r;
     }
     return 1;
@@ -347,15 +567,15 @@ pack_one(Launcher *self, Py_ssize_t i, PyObject *v)
 {
     if (self->cls[i] == C_SEQ) return self->seqs[i] ? pack_sequence(self->storage, self->seqs[i], v, &self->held[i]) : 0;
     PyObject *writer = self->cls[i] == C_WRITER ? PyTuple_GetItem(self->extras, i) : NULL;
-    return pack_value(self->cls[i], self->fmt[i], self->storage + self->off[i], self->tensors[i], writer, v, &self->held[i]);
+    return pack_value(self->cls[i], self->fmt[i], self->storage + self->off[i], self->tensors[i], self->ptrs[i], writer, v, &self->held[i]);
 }
 
 static int
-pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PyObject *writer, PyObject *v, PyObject **held)
+pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, PyObject *writer, PyObject *v, PyObject **held)
 {
     switch (cls) {
     case C_EXACT_INT: {
-        if (Py_TYPE(v) != &PyLong_Type) return 0;
+        if (Py_TYPE(v) != &PyLong_Type) return ps ? pack_pointer(ps, dst, v) : 0;
         unsigned long long u = PyLong_AsUnsignedLongLong(v);
         if (u == (unsigned long long)-1 && PyErr_Occurred()) return soft_fail();
         memcpy(dst, &u, 8);
@@ -455,8 +675,10 @@ call_entry(Launcher *self)
     return self->ret;
 }
 
+/* `try_only`: what the fast path does not take as is returns NotImplemented instead of going to
+ * the slow path (try_launch: kernel(...) tries the thread's other specializations first). */
 static PyObject *
-Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+do_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int try_only)
 {
     if (self->refuse) return PyObject_CallObject(self->refuse, NULL);
     if (!self->entry || !self->slow) {
@@ -464,7 +686,10 @@ Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObjec
         return NULL;
     }
     if (self->busy) return PyObject_CallObject(self->busy_error, NULL);
-    if (nargs > self->n || kwnames != NULL) return go_slow(self, args, nargs, kwnames);
+    if (nargs > self->n || kwnames != NULL) {
+        if (try_only) Py_RETURN_NOTIMPLEMENTED;
+        return go_slow(self, args, nargs, kwnames);
+    }
     self->busy = 1;
     PyObject *pin = self->keep; /* the compiled module stays loaded until this call returns */
     Py_XINCREF(pin);
@@ -477,6 +702,7 @@ Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObjec
         }
         if (r <= 0) {
             leave(self, pin);
+            if (r == 0 && try_only) Py_RETURN_NOTIMPLEMENTED;
             return r < 0 ? NULL : go_slow(self, args, nargs, NULL);
         }
     }
@@ -487,6 +713,18 @@ Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObjec
     PyObject *res = call_entry(self);
     leave(self, pin);
     return res;
+}
+
+static PyObject *
+Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return do_launch(self, args, nargs, kwnames, 0);
+}
+
+static PyObject *
+Launcher_try_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return do_launch(self, args, nargs, kwnames, 1);
 }
 
 /* write_and_call(data): the slow path's launch: copy `data` (the whole packed
@@ -614,6 +852,69 @@ parse_tensor_spec(PyObject *spec, Py_ssize_t slot_size, TensorSpec **out)
         }
     }
     return 0;
+}
+
+/* spec: a cute_bind.slots.pointer.CPointerSpec record (a tuple of POINTER_SPEC_FIELDS):
+ *   (function, types, capsule, dtype (code, bits, lanes) or None, cpu_ok, cuda_ok, device (type, id) or None, align)
+ * None: exact ints only. */
+#define POINTER_SPEC_FIELDS 8
+
+static int
+parse_ptr_spec(PyObject *spec, PtrSpec **out)
+{
+    *out = NULL;
+    if (spec == Py_None) return 0;
+    if (!PyTuple_Check(spec) || PyTuple_Size(spec) != POINTER_SPEC_FIELDS) {
+        PyErr_Format(PyExc_TypeError, "pointer spec must be a CPointerSpec record of %d fields", POINTER_SPEC_FIELDS);
+        return -1;
+    }
+    PyObject *types = PyTuple_GetItem(spec, 1), *capsule = PyTuple_GetItem(spec, 2);
+    PyObject *dtype = PyTuple_GetItem(spec, 3), *device = PyTuple_GetItem(spec, 6);
+    if (!PyTuple_Check(types) || (dtype != Py_None && (!PyTuple_Check(dtype) || PyTuple_Size(dtype) != 3)) ||
+        (device != Py_None && (!PyTuple_Check(device) || PyTuple_Size(device) != 2))) {
+        PyErr_SetString(PyExc_TypeError, "pointer spec: types must be a tuple, dtype (3) and device (2) tuples or None");
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_Size(types); k++)
+        if (!PyType_Check(PyTuple_GetItem(types, k))) {
+            PyErr_SetString(PyExc_TypeError, "pointer spec: types must be types");
+            return -1;
+        }
+    PtrSpec *ps = PyMem_Calloc(1, sizeof(PtrSpec));
+    if (!ps) { PyErr_NoMemory(); return -1; }
+    *out = ps;
+    ps->fn = (dltensor_from_pyobject)(uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GetItem(spec, 0));
+    if (PyErr_Occurred()) return -1;
+    if (ps->fn && PyTuple_Size(types) > 0 && capsule != Py_None) {
+        Py_INCREF(types);
+        Py_INCREF(capsule);
+        ps->types = types;
+        ps->capsule = capsule;
+    } else ps->fn = NULL;
+    ps->any_dtype = dtype == Py_None;
+    if (!ps->any_dtype) {
+        ps->code = (uint8_t)item_ll(dtype, 0);
+        ps->bits = (uint8_t)item_ll(dtype, 1);
+        ps->lanes = (uint16_t)item_ll(dtype, 2);
+    }
+    ps->cpu_ok = (int)item_ll(spec, 4);
+    ps->cuda_ok = (int)item_ll(spec, 5);
+    if (device != Py_None) {
+        ps->device_type = (int32_t)item_ll(device, 0);
+        ps->device_id = (int32_t)item_ll(device, 1);
+    }
+    ps->align = (uint64_t)item_ll(spec, 7);
+    if (PyErr_Occurred()) return -1;
+    return 0;
+}
+
+static void
+free_ptr_spec(PtrSpec *ps)
+{
+    if (!ps) return;
+    Py_XDECREF(ps->types);
+    Py_XDECREF(ps->capsule);
+    PyMem_Free(ps);
 }
 
 static void
@@ -756,9 +1057,10 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     self->cls = PyMem_Malloc(nfmt + 1);
     self->off = PyMem_Calloc(nfmt + 1, sizeof(Py_ssize_t));
     self->tensors = PyMem_Calloc(nfmt + 1, sizeof(TensorSpec *));
+    self->ptrs = PyMem_Calloc(nfmt + 1, sizeof(PtrSpec *));
     self->seqs = PyMem_Calloc(nfmt + 1, sizeof(SeqSpec *));
     self->held = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
-    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->seqs || !self->held) { PyErr_NoMemory(); return -1; }
+    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->ptrs || !self->seqs || !self->held) { PyErr_NoMemory(); return -1; }
     memcpy(self->fmt, fmt, nfmt);
     memcpy(self->cls, cls, nfmt);
     for (Py_ssize_t i = 0; i < nfmt; i++) {
@@ -767,6 +1069,7 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
         if (PyErr_Occurred()) return -1;
         if (check_class(cls[i], fmt[i], self->off[i], size, storage_size) < 0) return -1;
         if (cls[i] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(extras, i), size, &self->tensors[i]) < 0) return -1;
+        if (cls[i] == C_EXACT_INT && parse_ptr_spec(PyTuple_GetItem(extras, i), &self->ptrs[i]) < 0) return -1;
         if (cls[i] == C_SEQ && parse_seq_spec(PyTuple_GetItem(extras, i), storage_size, &self->seqs[i]) < 0) return -1;
     }
     Py_INCREF(extras); self->extras = extras;
@@ -825,6 +1128,10 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
     for (Py_ssize_t i = 0; i < self->n; i++) {
         if (self->held) Py_VISIT(self->held[i]);
         if (self->tensors && visit_tensor_spec(self->tensors[i], visit, arg)) return -1;
+        if (self->ptrs && self->ptrs[i]) {
+            Py_VISIT(self->ptrs[i]->types);
+            Py_VISIT(self->ptrs[i]->capsule);
+        }
         if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
             for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++)
                 if (visit_tensor_spec(self->seqs[i]->tensors[k], visit, arg)) return -1;
@@ -847,6 +1154,11 @@ Launcher_clear(Launcher *self)
     for (Py_ssize_t i = 0; i < self->n; i++) {
         if (self->held) Py_CLEAR(self->held[i]);
         if (self->tensors) clear_tensor_spec(self->tensors[i]);
+        if (self->ptrs && self->ptrs[i]) {
+            self->ptrs[i]->fn = NULL;
+            Py_CLEAR(self->ptrs[i]->types);
+            Py_CLEAR(self->ptrs[i]->capsule);
+        }
         if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
             for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++) clear_tensor_spec(self->seqs[i]->tensors[k]);
     }
@@ -867,6 +1179,10 @@ Launcher_dealloc(Launcher *self)
         for (Py_ssize_t i = 0; i < self->n; i++) free_tensor_spec(self->tensors[i]);
         PyMem_Free(self->tensors);
     }
+    if (self->ptrs) {
+        for (Py_ssize_t i = 0; i < self->n; i++) free_ptr_spec(self->ptrs[i]);
+        PyMem_Free(self->ptrs);
+    }
     if (self->seqs) {
         for (Py_ssize_t i = 0; i < self->n; i++) free_seq_spec(self->seqs[i]);
         PyMem_Free(self->seqs);
@@ -879,6 +1195,8 @@ Launcher_dealloc(Launcher *self)
 static PyMethodDef Launcher_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))Launcher_launch, METH_FASTCALL | METH_KEYWORDS,
      "launch(*args, **kwargs): rewrite the slots in place and call the entry point."},
+    {"try_launch", (PyCFunction)(void (*)(void))Launcher_try_launch, METH_FASTCALL | METH_KEYWORDS,
+     "try_launch(*args): launch when the fast path takes every value as is, else return NotImplemented (no slow path)."},
     {"poison", (PyCFunction)Launcher_poison, METH_O, "poison(refuse): every later launch calls refuse() instead; drops the pin."},
     {"write_and_call", (PyCFunction)Launcher_write_and_call, METH_O,
      "write_and_call(data): copy the packed struct into the storage and call the entry point (one launch at a time)."},
@@ -904,8 +1222,104 @@ static PyType_Spec Launcher_spec = {
     Launcher_slots,
 };
 
+/* configure(array_layout, ctypes_layout[, torch_reader]): the foreign object layouts the readers
+ * use, each None (left as is) or the record cute_bind.slots.dlpack verified against real objects:
+ *   torch_reader: (exchange function address, (torch.Tensor, torch.nn.Parameter), capsule)
+ *   array_layout: (ndarray type, data, nd, dims, strides, descr, flags, type_num, byteorder,
+ *                  writeable bit, ((type number, code, bits), ...))
+ *   ctypes_layout: (c_void_p, _Pointer, b_ptr offset) */
+static PyObject *
+mod_configure(PyObject *mod, PyObject *args)
+{
+    PyObject *arr, *ct, *tr = Py_None;
+    if (!PyArg_ParseTuple(args, "OO|O:configure", &arr, &ct, &tr)) return NULL;
+    if (tr != Py_None) {
+        unsigned long long fn;
+        PyObject *types, *capsule;
+        if (!PyArg_ParseTuple(tr, "KO!O:configure", &fn, &PyTuple_Type, &types, &capsule)) return NULL;
+        for (Py_ssize_t k = 0; k < PyTuple_Size(types); k++)
+            if (!PyType_Check(PyTuple_GetItem(types, k))) {
+                PyErr_SetString(PyExc_TypeError, "configure: torch reader types must be types");
+                return NULL;
+            }
+        if (!fn) {
+            PyErr_SetString(PyExc_ValueError, "configure: a null exchange function");
+            return NULL;
+        }
+        Py_INCREF(types);
+        Py_INCREF(capsule);
+        PyObject *old_t = torch_reader.types, *old_c = torch_reader.capsule;
+        torch_reader.types = types;
+        torch_reader.capsule = capsule;
+        torch_reader.fn = (dltensor_from_pyobject)(uintptr_t)fn;
+        Py_XDECREF(old_t);
+        Py_XDECREF(old_c);
+    }
+    if (arr != Py_None) {
+        PyObject *tp, *dtypes;
+        ArrayLayout L;
+        memset(&L, 0, sizeof L);
+        if (!PyArg_ParseTuple(arr, "O!nnnnnnnnlO!", &PyType_Type, &tp, &L.data, &L.nd, &L.dims, &L.strides, &L.descr, &L.flags,
+                              &L.type_num, &L.byteorder, &L.writeable, &PyTuple_Type, &dtypes))
+            return NULL;
+        Py_ssize_t offs[] = {L.data, L.nd, L.dims, L.strides, L.descr, L.flags, L.type_num, L.byteorder};
+        for (size_t k = 0; k < sizeof offs / sizeof offs[0]; k++)
+            if (offs[k] < (Py_ssize_t)sizeof(PyObject) || offs[k] > 256) {
+                PyErr_SetString(PyExc_ValueError, "configure: an implausible array layout offset");
+                return NULL;
+            }
+        for (Py_ssize_t k = 0; k < PyTuple_Size(dtypes); k++) {
+            int num, code, bits;
+            if (!PyArg_ParseTuple(PyTuple_GetItem(dtypes, k), "iii", &num, &code, &bits)) return NULL;
+            if (num < 0 || num >= NP_MAX_TYPES || bits <= 0 || bits > 64 || bits % 8 || code < 0 || code > 255) {
+                PyErr_SetString(PyExc_ValueError, "configure: an implausible array dtype entry");
+                return NULL;
+            }
+            L.code[num] = (uint8_t)code;
+            L.bits[num] = (uint8_t)bits;
+        }
+        Py_INCREF(tp);
+        L.type = tp;
+        PyObject *old = np_layout.type;
+        np_layout = L;
+        Py_XDECREF(old);
+    }
+    if (ct != Py_None) {
+        PyObject *void_p, *pointer;
+        Py_ssize_t b_ptr;
+        if (!PyArg_ParseTuple(ct, "O!O!n", &PyType_Type, &void_p, &PyType_Type, &pointer, &b_ptr)) return NULL;
+        if (b_ptr < (Py_ssize_t)sizeof(PyObject) || b_ptr > 256) {
+            PyErr_SetString(PyExc_ValueError, "configure: an implausible ctypes layout offset");
+            return NULL;
+        }
+        Py_INCREF(void_p);
+        Py_INCREF(pointer);
+        PyObject *old_v = ct_layout.void_p, *old_p = ct_layout.pointer;
+        ct_layout.void_p = void_p;
+        ct_layout.pointer = pointer;
+        ct_layout.b_ptr = b_ptr;
+        Py_XDECREF(old_v);
+        Py_XDECREF(old_p);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_counts(PyObject *mod, PyObject *unused)
+{
+    return Py_BuildValue("{sLsLsLsL}", "exchange", n_exchange, "ndarray", n_ndarray, "ctypes", n_ctypes, "cai", n_cai);
+}
+
+static PyMethodDef module_methods[] = {
+    {"configure", mod_configure, METH_VARARGS,
+     "configure(array_layout, ctypes_layout): the verified NumPy ndarray and ctypes object layouts (None: leave as is)."},
+    {"counts", mod_counts, METH_NOARGS,
+     "counts() -> {reader: values taken as is}: exchange (torch), ndarray (NumPy), ctypes, cai (__cuda_array_interface__)."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_claunch", "C fast path of PreparedLaunch.launch.", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_claunch", "C fast path of PreparedLaunch.launch.", -1, module_methods,
 };
 
 PyMODINIT_FUNC

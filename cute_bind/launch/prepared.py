@@ -25,18 +25,19 @@ from __future__ import annotations
 import ctypes
 import enum
 import functools
-import os
 import struct
+import sys
 import threading
 import weakref
 from typing import Any, Callable, Final, Generic, ParamSpec, Sequence
 
-from .. import _dsl
 from .. import diagnostics as D
+from .. import dsl, settings
+from .._generated import compile_source
 from ..slots import Bound, SlotKind, Where, item_ranges
 from .arguments import bind_arguments
 
-__all__ = ["PreparedLaunch", "HandleState", "NOT_GIVEN", "build", "env_flag", "fast_path"]
+__all__ = ["PreparedLaunch", "HandleState", "NOT_GIVEN", "build", "fast_path"]
 
 P = ParamSpec("P")
 
@@ -78,24 +79,56 @@ class HandleState(enum.Enum):
     UNLOADED = "unloaded"
 
 
-def env_flag(name: str) -> bool:
-    """Whether environment variable ``name`` is set to a true value (anything but empty or ``0``)."""
-    return os.environ.get(name, "") not in ("", "0")
-
-
 def _checked_default() -> bool:
-    return env_flag("CUTE_BIND_CHECKED")
+    return settings.CHECKED.flag()
 
 
 def _c_launcher_class() -> Any:
     """The optional C fast path, unless absent or disabled with CUTE_BIND_PURE_PYTHON=1."""
-    if env_flag("CUTE_BIND_PURE_PYTHON"):
+    if settings.PURE_PYTHON.flag():
         return None
     try:
         from ._claunch import Launcher
     except ImportError:
         return None
+    _configure_c()
     return Launcher
+
+
+#: what the C fast path was given (``_claunch.configure``): NumPy's and ctypes' layouts, torch's reader
+_C_LAYOUTS: list[Any] = [None, None, None]
+
+
+def _torch_reader() -> tuple[int, tuple[type, ...], Any] | None:
+    """torch's exchange function with the exact types pointer slots read through it, once torch is imported."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    from ..slots import dlpack as _dlpack
+
+    found = _dlpack.exchange_function(torch.Tensor)
+    if found is None:
+        return None
+    types = tuple(t for t in (torch.Tensor, getattr(getattr(torch, "nn", None), "Parameter", None)) if isinstance(t, type))
+    return (found[0], types, found[2])
+
+
+def _configure_c() -> None:
+    """Hand the C fast path the verified NumPy ndarray and ctypes layouts and torch's reader (each
+    once, once found): NumPy arrays, ctypes pointers and torch tensors are then read in C (see
+    cute_bind.slots.dlpack); also called by the slow path, for a torch imported after binding."""
+    if all(x is not None for x in _C_LAYOUTS):
+        return
+    from ..slots import dlpack as _dlpack
+    from . import _claunch
+
+    found = [_dlpack.array_layout(), _dlpack.ctypes_layout(), _torch_reader()]
+    new = [f if have is None else None for f, have in zip(found, _C_LAYOUTS)]
+    if any(x is not None for x in new):
+        _claunch.configure(*new)
+        for i, x in enumerate(new):
+            if x is not None:
+                _C_LAYOUTS[i] = x
 
 
 def fast_path() -> str:
@@ -151,6 +184,15 @@ def _flatten(slots: Sequence[SlotKind], packed: Sequence[Any]) -> list[Any]:
     return out
 
 
+#: CB201 for a stream left out of ``handle.launch(...)``: why a ``stream=None`` default does not apply there.
+#: A handle's launch writes exactly the values it is given (no look-up per launch): ``kernel(...)`` is the
+#: call that finds the current stream for a left-out ``= None`` stream.
+_STREAM_HINT: Final = (
+    " (a prepared handle takes its stream explicitly, also one declared `= None`: pass the stream, e.g. "
+    "torch.cuda.current_stream().cuda_stream or 0, or call the kernel itself, kernel(...), which fills in the current stream)"
+)
+
+
 class _Shared:
     """What all clones of one prepared launch share (read-only after build).
 
@@ -167,7 +209,7 @@ class _Shared:
         constexpr_names: frozenset[str],
         layout: _Layout,
         returns: int | None,
-        entry: _dsl.EntryPoint,
+        entry: dsl.EntryPoint,
     ) -> None:
         self.kernel = kernel
         self.names = names
@@ -180,7 +222,7 @@ class _Shared:
         self.has_result = entry.result_ctype is not None
         self.extra_pointers = entry.extra_pointers
         self.wheres = tuple(Where(kernel, n) for n in names)
-        self.hints = {n: s.expected() for n, s in zip(names, slots)}
+        self.hints = {n: s.expected() + (_STREAM_HINT if s.kind == "stream" else "") for n, s in zip(names, slots)}
         # the DSL's re-entry check, run before every launch (DSL 4.8, PyIR-compiled functions only)
         self.guard: Callable[[], None] | None = None
 
@@ -190,7 +232,7 @@ class _Pin:
 
     __slots__ = ("compiled", "entry", "__weakref__")
 
-    def __init__(self, compiled: Any, entry: _dsl.EntryPoint) -> None:
+    def __init__(self, compiled: Any, entry: dsl.EntryPoint) -> None:
         self.compiled = compiled
         self.entry = entry
 
@@ -204,7 +246,7 @@ def _track(module: Any, handle: PreparedLaunch[Any]) -> None:
     handles = _MODULE_HANDLES.get(module)
     if handles is None:
         handles = _MODULE_HANDLES[module] = weakref.WeakSet()
-        _dsl.add_unload_listener(module, _on_module_unload(handles))
+        dsl.add_unload_listener(module, _on_module_unload(handles))
     handles.add(handle)
 
 
@@ -234,24 +276,36 @@ class _Gen:
 _CODE_CACHE: dict[tuple[Any, ...], Any] = {}
 
 
-def _fast_source(slots: Sequence[SlotKind], converted: Sequence[bool], has_defaults: Sequence[bool], has_result: bool) -> str:
-    """The source of the factory :func:`_fast_factory` compiles (see its docstring for a sample)."""
+def _fast_source(
+    slots: Sequence[SlotKind], converted: Sequence[bool], has_defaults: Sequence[bool], has_result: bool, fallbacks: Sequence[bool] = ()
+) -> str:
+    """The source of the factory :func:`_fast_factory` compiles (see its docstring for a sample).
+
+    ``fallbacks``: per slot, whether a value its guard refuses is read by its kind's
+    ``fallback`` (``_cb_f{i}``) inside the launch instead of going to the slow path.
+    """
     x = _Gen.PREFIX
     args = [f"a{i}" for i in range(len(slots))]
+    fallbacks = list(fallbacks) + [False] * (len(slots) - len(fallbacks))
     # a defaulted parameter's value is v{i}; a{i} stays as given (or NOT_GIVEN) for the slow path
     vals = [f"v{i}" if d else a for i, (a, d) in enumerate(zip(args, has_defaults))]
     params = ", ".join(f"{a}={x}M" for a in args)
-    guards = [g for s, v, c in zip(slots, vals, converted) if not c and (g := s.guard(v)) is not None]
+    fell = [not c and f and s.guard(v) is not None for s, v, c, f in zip(slots, vals, converted, fallbacks)]
+    guards = [g for s, v, c, f in zip(slots, vals, converted, fell) if not c and not f and (g := s.guard(v)) is not None]
     bad = " or ".join(f"not ({g})" for g in guards)
     defaults = "".join(f"        v{i} = {x}V{i} if {a} is {x}M else {a}\n" for i, (a, d) in enumerate(zip(args, has_defaults)) if d)
     # converted values are bound to locals: what they hold (a DLPack capsule, a
     # list's snapshot) lives until the entry point returns
     converts = "".join(f"            c{i} = {x}c{i}({v})\n" for i, (v, c) in enumerate(zip(vals, converted)) if c)
-    items = [(f"*c{i}" if s.packs_tuple else f"c{i}") if c else v for i, (s, v, c) in enumerate(zip(slots, vals, converted))]
+    items = [
+        (f"*c{i}" if s.packs_tuple else f"c{i}") if c else (f"({v} if {s.guard(v)} else {x}f{i}({v}))" if f else v)
+        for i, (s, v, c, f) in enumerate(zip(slots, vals, converted, fell))
+    ]
     tup = "(" + "".join(f"{a}, " for a in args) + ")"
     free = [*_Gen.FIXED]
     free += [f"{x}V{i}" for i, d in enumerate(has_defaults) if d]
     free += [f"{x}c{i}" for i, c in enumerate(converted) if c]
+    free += [f"{x}f{i}" for i, f in enumerate(fell) if f]
     sep = "/, " if args else ""
     check = f"            if {x}res[0]:\n                {x}fail()\n" if has_result else ""
     # Keywords and extra positionals go to the slow path before defaults are
@@ -287,7 +341,9 @@ def _fast_source(slots: Sequence[SlotKind], converted: Sequence[bool], has_defau
     )
 
 
-def _fast_factory(slots: Sequence[SlotKind], converted: Sequence[bool], has_defaults: Sequence[bool], has_result: bool) -> Any:
+def _fast_factory(
+    slots: Sequence[SlotKind], converted: Sequence[bool], has_defaults: Sequence[bool], has_result: bool, fallbacks: Sequence[bool] = ()
+) -> Any:
     """Compile (once per slot shape) the factory of the pure-Python launch fast path.
 
     For ``(out: Pointer, alpha: Float16, n: Int32 = 64)`` with a result slot
@@ -330,13 +386,13 @@ def _fast_factory(slots: Sequence[SlotKind], converted: Sequence[bool], has_defa
     live in :class:`_Gen` (``tests/launch/test_prepared.py`` checks this sample
     against the generator).
     """
-    key = (tuple((s.fmt, s.guard("v"), s.packs_tuple, c) for s, c in zip(slots, converted)), tuple(has_defaults), has_result)
+    key = (tuple((s.fmt, s.guard("v"), s.packs_tuple, c) for s, c in zip(slots, converted)), tuple(has_defaults), has_result, tuple(fallbacks))
     factory = _CODE_CACHE.get(key)
     if factory is not None:
         return factory
-    src = _fast_source(slots, converted, has_defaults, has_result)
+    src = _fast_source(slots, converted, has_defaults, has_result, fallbacks)
     namespace: dict[str, Any] = {}
-    exec(compile(src, f"<cute_bind launch {len(slots)} slots>", "exec"), namespace)  # noqa: S102 - generated from slot formats only
+    exec(compile_source(src, f"launch {len(slots)} slots"), namespace)  # noqa: S102 - generated from slot formats only
     factory = namespace["factory"]
     _CODE_CACHE[key] = factory
     return factory
@@ -415,7 +471,7 @@ class PreparedLaunch(Generic[P]):
         self._argv = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         self._argv_address = ctypes.c_void_p(ctypes.addressof(self._argv))
         #: the entry point (a ctypes function); replaced by a refusing function when leaving OPEN
-        self._call: Any = _dsl.entry_function(shared.entry_address)
+        self._call: Any = dsl.entry_function(shared.entry_address)
         if shared.guard is not None:
             self._call = _guarded(shared.guard, self._call)
         #: the Python paths' one launch token (the C fast path keeps its own flag): a launch pops it
@@ -429,7 +485,7 @@ class PreparedLaunch(Generic[P]):
         self._launcher: Any = None  # the C fast path's object, when it is used
         self.launch = self._make_launch()
         _track(pin.entry.module, self)
-        if _dsl.is_unloaded(pin.entry.module):
+        if dsl.is_unloaded(pin.entry.module):
             self._leave_state(HandleState.UNLOADED, D.MODULE_UNLOADED)
 
     # ------------------------------------------------------------------ launch paths
@@ -469,7 +525,9 @@ class PreparedLaunch(Generic[P]):
             return launch
         has_defaults = [n in sh.defaults for n in sh.names]
         converters = [s.converter(w) for s, w in zip(sh.slots, sh.wheres)]
-        factory = _fast_factory(sh.slots, [c is not None for c in converters], has_defaults, sh.has_result)
+        # a value a slot's guard refuses (a tensor for a pointer) is read by its kind's fallback first
+        fallbacks = [s.fallback(w) if c is None and s.guard("v") is not None else None for s, w, c in zip(sh.slots, sh.wheres, converters)]
+        factory = _fast_factory(sh.slots, [c is not None for c in converters], has_defaults, sh.has_result, [f is not None for f in fallbacks])
         fn = factory(
             NOT_GIVEN,
             sh.layout.struct.pack_into,
@@ -485,6 +543,7 @@ class PreparedLaunch(Generic[P]):
             self._busy,
             *(sh.defaults[n] for n in sh.names if n in sh.defaults),
             *(c for c in converters if c is not None),
+            *(f for f in fallbacks if f is not None),
         )
         return fn  # type: ignore[no-any-return]
 
@@ -492,8 +551,8 @@ class PreparedLaunch(Generic[P]):
         """What the C fast path's class for slot ``i`` needs: a tensor spec, the leaves of a
         sequence, or for the generic class "X" a writer that converts a value, packs each part
         in place and returns what it converted (the launch holds it until the call returns)."""
-        if slot.fast == "T":
-            return slot.c_spec()
+        if slot.fast in ("T", "P"):
+            return slot.c_spec()  # "P": None (exact ints only) or a pointer kind's CPointerSpec
         if slot.fast == "S":
             # one leaf per element: each element kind is one part at its own offset
             elements = getattr(slot, "elements", None) or ()
@@ -536,6 +595,8 @@ class PreparedLaunch(Generic[P]):
 
     def _slow(self, given: tuple[Any, ...], extra: tuple[Any, ...], kwargs: dict[str, Any], positional_raw: bool = False) -> int | None:
         sh = self._shared
+        if self._launcher is not None and _C_LAYOUTS[2] is None and "torch" in sys.modules:
+            _configure_c()  # torch imported since: its tensors are read in C from the next launch on
         if positional_raw:  # checked mode: plain *args
             given, extra = given[: len(sh.names)], given[len(sh.names) :]
         # The fast paths pass the positionals they got, padded with NOT_GIVEN
@@ -575,7 +636,7 @@ class PreparedLaunch(Generic[P]):
             self._owner = threading.current_thread().name
             if self._state is HandleState.CLOSED:
                 raise D.error(D.HANDLE_CLOSED, kernel=sh.kernel, expected="an open handle")
-            if self._state is HandleState.UNLOADED or self._pin is None or _dsl.is_unloaded(self._pin.entry.module):
+            if self._state is HandleState.UNLOADED or self._pin is None or dsl.is_unloaded(self._pin.entry.module):
                 raise D.error(D.MODULE_UNLOADED, kernel=sh.kernel, expected="a loaded module")
             sh.layout.struct.pack_into(self._storage, 0, *packed)
             self._call(self._argv_address)
@@ -601,7 +662,7 @@ class PreparedLaunch(Generic[P]):
     def _fail(self) -> None:
         code = int(self._result_view[0])
         self._result_view[0] = 0
-        name = _dsl.cuda_error_name(code)
+        name = dsl.cuda_error_name(code)
         raise D.error(
             D.CUDA_ERROR,
             kernel=self._shared.kernel,
@@ -780,16 +841,16 @@ def build(
     checked: bool | None = None,
 ) -> PreparedLaunch[Any]:
     """Run the DSL's marshalling once and build a handle from its bytes."""
-    _dsl.require_contract_once()
-    guard = _dsl.specialization_guard(compiled, kernel, names)
-    if _dsl.workspace_argument_count(compiled):
-        raise D.error(D.WORKSPACE_ARGUMENTS, kernel=kernel, expected="0", got=str(_dsl.workspace_argument_count(compiled)))
+    dsl.require_contract_once()
+    guard = dsl.specialization_guard(compiled, kernel, names)
+    if dsl.workspace_argument_count(compiled):
+        raise D.error(D.WORKSPACE_ARGUMENTS, kernel=kernel, expected="0", got=str(dsl.workspace_argument_count(compiled)))
     slots = tuple(b.slot for b in bounds)
     for name, slot in zip(names, slots):
         _check_fast_class(kernel, name, slot)
     layout = _Layout(slots)
     # The DSL's own marshalling, once, with the DSL objects for these values.
-    addresses, keepalive = _dsl.marshal(compiled, tuple(b.dsl_value for b in bounds), {})
+    addresses, keepalive = dsl.marshal(compiled, tuple(b.dsl_value for b in bounds), {})
     if len(addresses) != len(layout.part_offsets):
         raise D.error(
             D.UNSUPPORTED_MARSHALLING,
@@ -820,7 +881,7 @@ def build(
                     expected=repr(bytes(snapshot[off : off + size])),
                     got=repr(ours[off : off + size]),
                 )
-    entry = _dsl.entry_point(compiled, kernel)
+    entry = dsl.entry_point(compiled, kernel)
     # Defaults are pre-coerced so a call relying on them stays on the fast path.
     # Kinds with a converter keep the raw default (their fast paths convert it)
     # after checking it once here.
@@ -839,5 +900,9 @@ def build(
     returns = 0 if entry.result_ctype is not None else None
     shared = _Shared(kernel, tuple(names), slots, packed_defaults, frozenset(constexpr_names), layout, returns, entry)
     shared.guard = guard
-    return PreparedLaunch(shared, _Pin(compiled, entry), bytes(snapshot), _checked_default() if checked is None else checked)
+    # the storage starts as our own packing (equal to the DSL's, item for item, as checked above):
+    # the padding the DSL leaves uninitialised is zero, as every later struct.pack writes it, so the
+    # fast paths (which write items only) and the slow path leave the same bytes
+    initial = ours + bytes(snapshot[len(ours) :])
+    return PreparedLaunch(shared, _Pin(compiled, entry), initial, _checked_default() if checked is None else checked)
 

@@ -186,6 +186,12 @@ class SlotKind(ABC):
         """Data the C fast path's class needs (``None`` for the plain classes)."""
         return None
 
+    def fallback(self, where: Where) -> Any:
+        """For the Python fast path of a kind with a ``guard``: a function turning a value the guard
+        refuses into what ``coerce`` returns (raising on anything it does not take), tried before the
+        slow path; ``None``: such values go to the slow path (which binds the arguments again)."""
+        return None
+
     def coerce_converter(self, where: Where) -> Any:
         """A converter that is ``coerce`` itself, for kinds whose every value needs converting."""
         coerce = self.coerce

@@ -30,7 +30,7 @@ import sys
 import weakref
 from typing import Any, Callable, Final, NamedTuple
 
-__all__ = ["DLView", "DLTensor", "InvalidDLPack", "ReadOnlyDLPack", "EXCHANGE_FROM_PYOBJECT_OFFSET", "exchange_function", "exchange_for", "read", "read_capsule", "read_exchange", "describe_dtype", "is_cute_dtype", "DEVICE_NAMES"]
+__all__ = ["ArrayLayout", "CtypesLayout", "array_layout", "array_address", "ctypes_layout", "dtype_code", "DLView", "DLTensor", "InvalidDLPack", "ReadOnlyDLPack", "EXCHANGE_FROM_PYOBJECT_OFFSET", "exchange_function", "exchange_for", "read", "read_capsule", "read_exchange", "describe_dtype", "is_cute_dtype", "DEVICE_NAMES"]
 
 #: DLPack device types, for messages.
 DEVICE_NAMES = {1: "cpu", 2: "cuda", 3: "cuda_host (pinned)", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm", 13: "cuda_managed"}
@@ -92,6 +92,14 @@ _INT64_MIN: Final = -(1 << 63)
 _U64: Final = 1 << 64
 #: DLPack major versions whose structs this module reads
 DLPACK_MAJOR: Final = 1
+
+
+def dtype_code(name: str) -> tuple[int, int, int] | None:
+    """The DLPack (code, bits, lanes) of a CuTe element type name (``"Float32"``), or None."""
+    for (code, bits), known in _DTYPE_NAMES.items():
+        if known == name:
+            return (code, bits, 1)
+    return None
 
 
 def describe_dtype(dtype: tuple[int, int, int]) -> str:
@@ -278,6 +286,167 @@ def _torch_reader(torch: Any) -> Reader:
     return read_torch
 
 
+# ---------------------------------------------------------------- NumPy arrays and ctypes objects
+class ArrayLayout(NamedTuple):
+    """Where ``numpy.ndarray``'s fields sit in the array object (PyArrayObject_fields, NumPy's public
+    C ABI, the same in NumPy 1.x and 2.x), verified by :func:`array_layout` against real arrays.
+
+    The C fast path reads an array through it (``_claunch.configure``), and the Python paths its
+    data address: NumPy has no DLPack exchange function, and ``__array_interface__`` (1.5 us) or
+    ``__dlpack__`` (a capsule per call) cost more than the rest of a launch.
+    """
+
+    type: Any  # numpy.ndarray (exactly: a subclass may behave differently)
+    data: int
+    nd: int
+    dims: int
+    strides: int
+    descr: int
+    flags: int
+    type_num: int  # offsets in the dtype object
+    byteorder: int
+    writeable: int  # NPY_ARRAY_WRITEABLE
+    dtypes: tuple[tuple[int, int, int], ...]  # (type number, DLPack code, bits): what NumPy's own export says
+
+
+_P = ctypes.sizeof(ctypes.c_void_p)
+_HEAD = 2 * _P  # PyObject_HEAD: refcount, type
+#: PyArrayObject_fields: data, nd, dimensions, strides, base, descr, flags; PyArray_Descr: typeobj, kind, type, byteorder, flags, type_num
+_ARRAY_OFFSETS = {"data": _HEAD, "nd": _HEAD + _P, "dims": _HEAD + 2 * _P, "strides": _HEAD + 3 * _P, "descr": _HEAD + 5 * _P, "flags": _HEAD + 6 * _P}
+_DESCR_OFFSETS = {"byteorder": _HEAD + _P + 2, "type_num": _HEAD + _P + 4}
+_NPY_WRITEABLE: Final = 0x0400
+#: the NumPy element types read without an export (each with its own type number; long and longlong may share a code)
+_NUMPY_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64", "intc", "uintc", "longlong", "ulonglong")
+_LAYOUTS: dict[str, Any] = {}
+
+
+def _read_ptr(address: int) -> int:
+    return ctypes.c_void_p.from_address(address).value or 0
+
+
+def _check_array(np: Any, a: Any) -> bool:
+    """Whether reading ``a`` at :data:`_ARRAY_OFFSETS` gives what its attributes say."""
+    base, o = id(a), _ARRAY_OFFSETS
+    nd = ctypes.c_int.from_address(base + o["nd"]).value
+    if _read_ptr(base + o["data"]) != a.__array_interface__["data"][0] or nd != a.ndim or _read_ptr(base + o["descr"]) != id(a.dtype):
+        return False
+    dims, strides = _read_ptr(base + o["dims"]), _read_ptr(base + o["strides"])
+    if nd and not (dims and strides):
+        return False
+    if tuple(ctypes.c_int64.from_address(dims + 8 * k).value for k in range(nd)) != a.shape:
+        return False
+    if tuple(ctypes.c_int64.from_address(strides + 8 * k).value for k in range(nd)) != a.strides:
+        return False
+    flags = ctypes.c_int.from_address(base + o["flags"]).value
+    if bool(flags & _NPY_WRITEABLE) != bool(a.flags.writeable):
+        return False
+    d = id(a.dtype)
+    return bool(
+        ctypes.c_int.from_address(d + _DESCR_OFFSETS["type_num"]).value == a.dtype.num
+        and ctypes.c_char.from_address(d + _DESCR_OFFSETS["byteorder"]).value == a.dtype.byteorder.encode()
+    )
+
+
+def array_layout() -> ArrayLayout | None:
+    """NumPy's ndarray layout, verified on arrays of several shapes, strides, dtypes and flags;
+    None when NumPy is not imported, the platform is not 64-bit, or any check fails (then arrays
+    are read through their Python protocols, as before)."""
+    if "numpy" in _LAYOUTS:
+        return _LAYOUTS["numpy"]  # type: ignore[no-any-return]
+    np = sys.modules.get("numpy")
+    if np is None:
+        return None  # not cached: NumPy may be imported later
+    found: ArrayLayout | None = None
+    try:
+        if _P == 8 and ctypes.sizeof(ctypes.c_ssize_t) == 8:
+            base = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+            ro = np.zeros(5, np.int16)
+            ro.flags.writeable = False
+            samples = [base, base[:, ::2, 1:], base.T, np.zeros((), np.float64), ro, np.zeros(7, np.uint8)[1:], np.zeros(3, ">f4")]
+            if all(_check_array(np, a) for a in samples):
+                dtypes = []
+                for name in _NUMPY_NAMES:
+                    dt = np.dtype(getattr(np, name))
+                    try:
+                        code, bits, lanes = read_capsule(np.zeros(1, dt).__dlpack__()).dtype  # what NumPy's own export says
+                    except Exception:
+                        continue
+                    if lanes == 1 and bits == 8 * dt.itemsize and dt.num < 64:
+                        dtypes.append((dt.num, code, bits))
+                o = _ARRAY_OFFSETS
+                found = ArrayLayout(
+                    np.ndarray, o["data"], o["nd"], o["dims"], o["strides"], o["descr"], o["flags"],
+                    _DESCR_OFFSETS["type_num"], _DESCR_OFFSETS["byteorder"], _NPY_WRITEABLE, tuple(sorted(set(dtypes))),
+                )  # fmt: skip
+    except Exception:  # noqa: S110 - any surprise: no layout, the Python protocols are used
+        found = None
+    _LAYOUTS["numpy"] = found
+    return found
+
+
+class CtypesLayout(NamedTuple):
+    """Where a ctypes object keeps its buffer pointer (what ``ctypes.addressof`` returns); a
+    ``c_void_p`` or ``POINTER(T)`` object holds its address there. Verified by :func:`ctypes_layout`."""
+
+    void_p: Any
+    pointer: Any  # ctypes._Pointer, the base of every POINTER(T)
+    b_ptr: int
+
+
+def ctypes_layout() -> CtypesLayout | None:
+    """The verified :class:`CtypesLayout`, or None (then ctypes objects take the slow path)."""
+    if "ctypes" in _LAYOUTS:
+        return _LAYOUTS["ctypes"]  # type: ignore[no-any-return]
+    found: CtypesLayout | None = None
+    try:
+        buf = (ctypes.c_float * 4)()
+        samples = [ctypes.c_void_p(ctypes.addressof(buf)), ctypes.c_void_p(None), ctypes.pointer(ctypes.c_float(1.0)), ctypes.cast(buf, ctypes.POINTER(ctypes.c_float))]
+        if all(_read_ptr(id(p) + _HEAD) == ctypes.addressof(p) for p in samples) and all(
+            _read_ptr(ctypes.addressof(p)) == (ctypes.cast(p, ctypes.c_void_p).value or 0) for p in samples
+        ):
+            found = CtypesLayout(ctypes.c_void_p, ctypes._Pointer, _HEAD)
+    except Exception:  # noqa: S110 - no layout: the slow path reads ctypes objects
+        found = None
+    _LAYOUTS["ctypes"] = found
+    return found
+
+
+def array_address(layout: ArrayLayout, value: Any) -> int:
+    """The data address of ``value``, an exact ``numpy.ndarray`` (through the verified layout)."""
+    return _read_ptr(id(value) + layout.data)
+
+
+def _numpy_reader(np: Any) -> Reader | None:
+    """Read a writable native-order NumPy array as its ``__dlpack__`` export would describe it,
+    without exporting; None for anything else (the export then decides, e.g. CB217 read-only)."""
+    layout = array_layout()
+    if layout is None:
+        return None
+    codes = {num: (code, bits, 1) for num, code, bits in layout.dtypes}
+    dtypes = {}
+    for name in _NUMPY_NAMES:
+        dt = np.dtype(getattr(np, name))
+        if dt.num in codes:
+            dtypes[dt] = (codes[dt.num], dt.itemsize)
+    address = ctypes.c_void_p.from_address
+    off = layout.data
+    host = (1, 0)
+
+    def read_numpy(a: Any) -> DLView | None:
+        found = dtypes.get(a.dtype)
+        if found is None or not a.flags.writeable:
+            return None
+        dtype, item = found
+        st = a.strides
+        if item != 1:
+            if any(s % item for s in st):
+                return None  # NumPy refuses to export it
+            st = tuple(s // item for s in st)
+        return DLView(address(id(a) + off).value or 0, host, dtype, a.shape, st)
+
+    return read_numpy
+
+
 def reader_for(tp: type) -> Reader | None:
     """The cheapest Python reader for values of exactly type ``tp`` (value -> DLView or None), or None.
 
@@ -293,6 +462,8 @@ def reader_for(tp: type) -> Reader | None:
     torch = sys.modules.get("torch")
     if torch is not None and (tp is torch.Tensor or tp is getattr(getattr(torch, "nn", None), "Parameter", None)):
         reader = _torch_reader(torch)
+    elif tp.__module__ == "numpy" and tp.__name__ == "ndarray" and "numpy" in sys.modules and tp is sys.modules["numpy"].ndarray:
+        reader = _numpy_reader(sys.modules["numpy"])
     else:
         found = exchange_for(tp)
         if found is not None:

@@ -4,18 +4,35 @@ from __future__ import annotations
 
 import ctypes
 import operator
+import sys
 import typing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
-from .. import _dsl
+from .. import dsl
 from .. import diagnostics as D
 from .._types import PointerSpec, pointer_spec_of
 from . import dlpack as _dlpack
 from .base import U64, Bound, SlotKind, Where, describe_value, wrong_kind
 from .registry import register
 
-__all__ = ["PointerKind"]
+__all__ = ["PointerKind", "CPointerSpec"]
+
+
+class CPointerSpec(NamedTuple):
+    """What the C fast path's class "P" needs to take a tensor or an array for a pointer slot
+    as is (``_claunch.c`` checks the field count, ``POINTER_SPEC_FIELDS``): the facts
+    :meth:`PointerKind.coerce` checks, fixed at bind. Anything else goes to the slow path.
+    """
+
+    function: int  # torch's DLPack exchange function (dltensor_from_py_object_no_sync), or 0
+    types: tuple[type, ...]  # the exact types read through it (torch.Tensor, torch.nn.Parameter)
+    capsule: Any  # their exchange-API capsule (kept alive with the handle), or None
+    dtype: tuple[int, int, int] | None  # DLPack (code, bits, lanes) the value must say, None: any
+    cpu_ok: int  # host memory is taken (a slot not in gmem)
+    cuda_ok: int  # CUDA memory is taken (a slot in gmem or of unknown space)
+    device: tuple[int, int] | None  # the (DLPack type, id) device the slot was bound on, None: any
+    align: int
 
 # --------------------------------------------------------------------------- pointers
 _NUMPY_TYPESTR = {
@@ -77,7 +94,7 @@ class PointerKind(SlotKind):
 
     @classmethod
     def recognize(cls, annotation: Any) -> PointerKind | None:
-        pointer_cls = _dsl.cute_pointer_class()
+        pointer_cls = dsl.cute_pointer_class()
         spec = pointer_spec_of(annotation)
         base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
         if base is pointer_cls or (isinstance(base, type) and issubclass(base, pointer_cls)):
@@ -97,12 +114,12 @@ class PointerKind(SlotKind):
             raise wrong_kind(where, self.expected(), value)
         if isinstance(value, int):
             return _PointerValue(self._check_range(value, where), None, None, None)
-        if _dsl.is_numeric_type(type(value)):
+        if dsl.is_numeric_type(type(value)):
             # a DSL number (cutlass.Float32(0.5)) has __index__: read as an address it would be a
             # made-up one (0 for 0.5), so it is refused like a Python float
             raise wrong_kind(where, self.expected(), value)
-        if _dsl.is_runtime_pointer(value):
-            address, dtype, space, align = _dsl.runtime_pointer_fields(value)
+        if dsl.is_runtime_pointer(value):
+            address, dtype, space, align = dsl.runtime_pointer_fields(value)
             return _PointerValue(self._check_range(address, where), _dtype_name(dtype), space, align)
         if type(value).__module__ == "numpy" and type(value).__name__ != "ndarray":
             # a NumPy scalar is a number, not an array to take the address of
@@ -120,7 +137,7 @@ class PointerKind(SlotKind):
             if address == 0 and not _is_empty(value):
                 raise _null_data(where, value)
             is_cuda = bool(getattr(value, "is_cuda", False))
-            space = _dsl.dsl().cute.AddressSpace.gmem if is_cuda else None
+            space = dsl.dsl().cute.AddressSpace.gmem if is_cuda else None
             pinned = getattr(value, "is_pinned", None)
             host = not is_cuda and not (callable(pinned) and bool(pinned()))
             return _PointerValue(self._check_range(address, where), self._torch_dtype(value), space, None, host, _cuda_device(value) if is_cuda else None)
@@ -143,7 +160,7 @@ class PointerKind(SlotKind):
                 if address == 0 and not _is_empty(value):
                     raise _null_data(where, value)
                 typestr = str(iface.get("typestr", ""))[1:]
-                space = _dsl.dsl().cute.AddressSpace.gmem if on_device else None
+                space = dsl.dsl().cute.AddressSpace.gmem if on_device else None
                 device = _cuda_device(value) if on_device else None
                 return _PointerValue(self._check_range(address, where), _NUMPY_TYPESTR.get(typestr), space, None, not on_device, device)
         if isinstance(value, (ctypes.c_void_p, ctypes._Pointer)):
@@ -176,7 +193,7 @@ class PointerKind(SlotKind):
 
     @staticmethod
     def _check_not_host(pv: _PointerValue, space: Any, expected: str, where: Where) -> None:
-        if pv.host and space is not None and space == _dsl.dsl().cute.AddressSpace.gmem:
+        if pv.host and space is not None and space == dsl.dsl().cute.AddressSpace.gmem:
             raise D.error(
                 D.POINTER_MISMATCH,
                 kernel=where.kernel,
@@ -211,6 +228,80 @@ class PointerKind(SlotKind):
                 got=f"a pointer in address space {getattr(pv.space, 'name', pv.space)}",
             )
 
+    # -- the fast paths for values other than int addresses
+    def _accepts(self) -> tuple[bool, bool]:
+        """(host memory taken, CUDA memory taken), as :meth:`_check_matches` decides for a CPU/CUDA tensor."""
+        gmem = dsl.dsl().cute.AddressSpace.gmem if self.space is not None else None
+        return (self.space is None or self.space != gmem, self.space is None or self.space == gmem)
+
+    def c_spec(self) -> CPointerSpec:
+        """The :class:`CPointerSpec` of this (bound) slot: torch tensors, NumPy arrays, ctypes
+        pointers and ``__cuda_array_interface__`` exporters are then written by the C fast path."""
+        torch = sys.modules.get("torch")
+        found = _dlpack.exchange_function(torch.Tensor) if torch is not None else None
+        types = tuple(t for t in (getattr(torch, "Tensor", None), getattr(getattr(torch, "nn", None), "Parameter", None)) if isinstance(t, type))
+        cpu_ok, cuda_ok = self._accepts()
+        return CPointerSpec(
+            function=found[0] if found else 0,
+            types=types if found else (),
+            capsule=found[2] if found else None,
+            dtype=_dlpack.dtype_code(self._dtype_name) if self._dtype_name is not None else None,
+            cpu_ok=int(cpu_ok),
+            cuda_ok=int(cuda_ok),
+            device=self.device,
+            align=self.align or 1,
+        )
+
+    def fallback(self, where: Where) -> Callable[[Any], int]:
+        """For the Python fast path: a value that is not an int, read at the cost of a few attribute
+        reads when it is a torch tensor, a NumPy array or a ctypes pointer that passes every check
+        :meth:`coerce` makes, else through :meth:`coerce` itself (raising its catalog error)."""
+        coerce = self.coerce
+        cpu_ok, cuda_ok = self._accepts()
+        align = self.align or 1
+        device = self.device
+        torch = sys.modules.get("torch")
+        ttypes: tuple[Any, ...] = ()
+        want_t = None
+        if torch is not None:
+            ttypes = tuple(t for t in (torch.Tensor, getattr(getattr(torch, "nn", None), "Parameter", None)) if t is not None)
+            names = {v: k for k, v in _TORCH_DTYPES.items()}
+            want_t = getattr(torch, names[self._dtype_name].removeprefix("torch."), None) if self._dtype_name in names else None
+        layout = _dlpack.array_layout()
+        np_type = layout.type if layout is not None else None
+        want_np = None
+        if layout is not None and self._dtype_name is not None:
+            typestr = {v: k for k, v in _NUMPY_TYPESTR.items()}.get(self._dtype_name)
+            want_np = sys.modules["numpy"].dtype(typestr) if typestr else None
+        np_data = layout.data if layout is not None else 0
+        ct = _dlpack.ctypes_layout()
+        void_p, ptr_base, b_ptr = (ct.void_p, ct.pointer, ct.b_ptr) if ct is not None else (None, None, 0)
+        at = ctypes.c_void_p.from_address
+
+        def read(value: Any) -> int:
+            tp = type(value)
+            if tp in ttypes:
+                if want_t is None or value.dtype is want_t:
+                    ok = (cuda_ok and (device is None or device == (2, value.get_device()))) if value.is_cuda else cpu_ok
+                    if ok:
+                        a: int = value.data_ptr()
+                        if a and not a % align:
+                            return a
+            elif tp is np_type:
+                if (want_np is None or value.dtype is want_np) and cpu_ok and value.flags.writeable:
+                    a = at(id(value) + np_data).value or 0
+                    if a and not a % align:
+                        return a
+            elif tp is void_p or (ptr_base is not None and issubclass(tp, ptr_base)):
+                buf = at(id(value) + b_ptr).value  # the object's own storage (ctypes.addressof)
+                if buf:
+                    a = at(buf).value or 0
+                    if not a % align:
+                        return a
+            return coerce(value, where)
+
+        return read
+
     # -- slot protocol
     def coerce(self, value: Any, where: Where, checked: bool = False) -> int:
         if value.__class__ is int:
@@ -238,7 +329,7 @@ class PointerKind(SlotKind):
             raise D.error(
                 D.POINTER_DTYPE_UNKNOWN, kernel=where.kernel, parameter=where.parameter, expected="cute.Pointer", got=describe_value(value)
             )
-        dtype = getattr(_dsl.dsl().cutlass, dtype_name)
+        dtype = getattr(dsl.dsl().cutlass, dtype_name)
         space = spec.space if spec.space is not None else (pv.space if pv.space is not None else _generic())
         if spec.space is not None and pv.space is not None and pv.space != spec.space:
             raise D.error(
@@ -252,21 +343,21 @@ class PointerKind(SlotKind):
         self._check_not_host(pv, space, spec.describe(), where)
         bound = PointerKind(spec, dtype=dtype, space=space, align=align, device=pv.device)
         bound._check_alignment(pv.address, where)
-        dsl_value = _dsl.make_pointer(dtype, pv.address, space, align)
+        dsl_value = dsl.make_pointer(dtype, pv.address, space, align)
         return Bound(packed=pv.address, dsl_value=dsl_value, key=(dtype_name, int(getattr(space, "value", 0)), align), slot=bound)
 
     def prepare(self, value: Any, where: Where) -> Bound:
         """Bind for an already compiled function: learn what the value says, compile nothing."""
         pv = self._read(value, where)
-        dtype = getattr(_dsl.dsl().cutlass, pv.dtype_name) if pv.dtype_name else self.spec.dtype
+        dtype = getattr(dsl.dsl().cutlass, pv.dtype_name) if pv.dtype_name else self.spec.dtype
         space = pv.space if pv.space is not None else self.spec.space
         align = pv.align or self.spec.align
         bound = PointerKind(self.spec, dtype=dtype, space=space, align=align, device=pv.device)
         bound._check_alignment(pv.address, where)
-        if _dsl.is_runtime_pointer(value):
+        if dsl.is_runtime_pointer(value):
             dsl_value = value
         else:
-            dsl_value = _dsl.make_pointer(_dsl.dsl().cutlass.Uint8, pv.address, space or _generic(), 1)
+            dsl_value = dsl.make_pointer(dsl.dsl().cutlass.Uint8, pv.address, space or _generic(), 1)
         return Bound(packed=pv.address, dsl_value=dsl_value, key=None, slot=bound)
 
 
@@ -315,7 +406,7 @@ def _cuda_device(value: Any) -> tuple[int, int] | None:
 
 
 def _generic() -> Any:
-    return _dsl.dsl().cute.AddressSpace.generic
+    return dsl.dsl().cute.AddressSpace.generic
 
 
 

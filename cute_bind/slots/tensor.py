@@ -23,7 +23,7 @@ import typing
 import weakref
 from typing import Any, NamedTuple
 
-from .. import _dsl
+from .. import dsl
 from .. import diagnostics as D
 from .._types import TensorSpec, tensor_spec_of
 from . import dlpack as _dlpack
@@ -78,7 +78,7 @@ def _empty(view: _dlpack.DLView) -> bool:
     return 0 in view.shape
 
 
-def _mode_text(mode: _dsl.Mode) -> str:
+def _mode_text(mode: dsl.Mode) -> str:
     """A mode as the DSL spells it in a layout: ``8``, ``?``, ``?{div=8}``, ``?{i64 div=8}``."""
     if mode.static is not None:
         return str(mode.static)
@@ -112,7 +112,7 @@ class TensorKind(SlotKind):
     def __init__(
         self,
         spec: TensorSpec | None = None,
-        layout: _dsl.TensorLayout | None = None,
+        layout: dsl.TensorLayout | None = None,
         dtype: tuple[int, int, int] | None = None,
         device: tuple[int, int] | None = None,
         align: int = 1,
@@ -170,7 +170,7 @@ class TensorKind(SlotKind):
 
     @classmethod
     def recognize(cls, annotation: Any) -> TensorKind | None:
-        tensor_cls = _dsl.cute_tensor_class()
+        tensor_cls = dsl.cute_tensor_class()
         base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
         if base is tensor_cls or (isinstance(base, type) and issubclass(base, tensor_cls)):
             return cls(tensor_spec_of(annotation))
@@ -179,7 +179,7 @@ class TensorKind(SlotKind):
     @classmethod
     def infer(cls, value: Any) -> TensorKind | None:
         """An unannotated tensor: a ``from_dlpack`` tensor or any DLPack exporter (not a number)."""
-        if _dsl.is_dsl_tensor(value) or (hasattr(value, "__dlpack__") and not isinstance(value, (int, float))):
+        if dsl.is_dsl_tensor(value) or (hasattr(value, "__dlpack__") and not isinstance(value, (int, float))):
             return cls()
         return None
 
@@ -188,8 +188,8 @@ class TensorKind(SlotKind):
 
     # ------------------------------------------------------------------ reading values
     def _read(self, value: Any, where: Where) -> _dlpack.DLView:
-        if _dsl.is_dsl_tensor(value):
-            return _dlpack.read_capsule(_dsl.dsl_tensor_capsule(value), consumed=True)
+        if dsl.is_dsl_tensor(value):
+            return _dlpack.read_capsule(dsl.dsl_tensor_capsule(value), consumed=True)
         if isinstance(value, (bool, int, float, str, bytes)) or value is None:
             raise wrong_kind(where, self.expected(), value)
         if self.device is not None and _dlpack.reader_for(type(value)) is None:
@@ -256,7 +256,7 @@ class TensorKind(SlotKind):
 
     def _bind_fake(self, value: Any, where: Where) -> Bound:
         """A ``make_fake_tensor`` placeholder: the compile's spec itself (``Kernel.compile`` only)."""
-        state = _dsl.compiling()
+        state = dsl.compiling()
         if state is None:
             raise D.error(
                 D.COMPILE_ONLY_VALUE,
@@ -265,16 +265,16 @@ class TensorKind(SlotKind):
                 expected=f"a real tensor ({self.expected()}); fake tensors are for kernel.compile(...)",
                 got=describe_value(value),
             )
-        self._check_spec(*_dsl.fake_tensor_facts(value), where)
-        return Bound(packed=None, dsl_value=value, key=_dsl.fake_tensor_spelling(value, state), slot=self)
+        self._check_spec(*dsl.fake_tensor_facts(value), where)
+        return Bound(packed=None, dsl_value=value, key=dsl.fake_tensor_spelling(value, state), slot=self)
 
     def bind(self, value: Any, where: Where) -> Bound:
-        if _dsl.is_fake_tensor(value):
+        if dsl.is_fake_tensor(value):
             return self._bind_fake(value, where)
         view = self._read(value, where)
-        if self.spec.shape is not None and not _dsl.is_dsl_tensor(value):
+        if self.spec.shape is not None and not dsl.is_dsl_tensor(value):
             return self._bind_shaped(value, view, where)
-        if _dsl.is_dsl_tensor(value):
+        if dsl.is_dsl_tensor(value):
             tensor = value  # the caller's from_dlpack tensor: its marking decides the layout
             self._check_spec(value.element_type.__name__, len(view.shape), where)
         else:
@@ -292,7 +292,7 @@ class TensorKind(SlotKind):
             # torch refuses to export it, so the DSL tensor is built from a detached view.
             source = value.detach() if getattr(value, "requires_grad", False) and hasattr(value, "detach") else value
             try:
-                tensor = _dsl.dsl_tensor(source, self.spec.align, self.spec.layout)
+                tensor = dsl.dsl_tensor(source, self.spec.align, self.spec.layout)
             except Exception as exc:  # the DSL's own refusal (e.g. no unit stride for the leading dimension)
                 raise D.error(
                     D.TENSOR_LAYOUT_MISMATCH,
@@ -303,7 +303,7 @@ class TensorKind(SlotKind):
                     got=D.exception_summary(exc),
                 ) from None
         try:
-            layout = _dsl.tensor_layout(tensor)
+            layout = dsl.tensor_layout(tensor)
         except ValueError as exc:
             raise wrong_kind(where, f"a tensor with a flat layout ({exc})", value) from None
         except Exception as exc:  # e.g. an element type the DSL cannot map
@@ -326,7 +326,7 @@ class TensorKind(SlotKind):
             )
         align = layout.assumed_align or max(1, int(getattr(layout.dtype, "width", 8)) // 8)
         bound = self._bound(TensorKind(self.spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value)), value)
-        if tensor is value and view.address == 0 and _dsl.compiling() is not None:
+        if tensor is value and view.address == 0 and dsl.compiling() is not None:
             # a from_dlpack tensor of a meta or fake tensor (FlashAttention compiles from those):
             # its layout is the compile's; nothing is launched, so no descriptor
             return Bound(packed=None, dsl_value=tensor, key=(layout.cache_key, view.device[0]), slot=bound)
@@ -342,28 +342,28 @@ class TensorKind(SlotKind):
         self._check_spec(dtype_name, len(view.shape), where)
         elem = max(1, int(getattr(spec.dtype, "width", 8)) // 8)
         align = spec.align or elem
-        shape: list[_dsl.Mode] = []
+        shape: list[dsl.Mode] = []
         for i, (e, v) in enumerate(zip(shape_spec, view.shape)):
             if e.kind == "fixed" and v != e.value:
                 raise self._layout_error(f"extent of mode {i}", f"{e.value} (the annotation {spec.describe()})", view, where)
-            shape.append(_dsl.Mode(None, 32, e.value) if e.kind == "dynamic" else _dsl.Mode(int(v)))
+            shape.append(dsl.Mode(None, 32, e.value) if e.kind == "dynamic" else dsl.Mode(int(v)))
         if spec.layout == "static":
-            stride = [_dsl.Mode(int(st)) for st in view.strides]
+            stride = [dsl.Mode(int(st)) for st in view.strides]
         else:
             lead = spec.layout if isinstance(spec.layout, int) else _leading_dim(view)
             if isinstance(lead, int) and view.strides[lead] != 1:
                 raise self._layout_error(f"stride of mode {lead}", f"1 (the leading dimension of {spec.describe()})", view, where)
             # "align bytes" holds for every row: each dynamic stride is a multiple of it (in elements)
             div = max(1, align // elem) if spec.align is not None else 1
-            stride = [_dsl.Mode(1) if k == lead else _dsl.Mode(None, 64, div) for k in range(len(view.strides))]
+            stride = [dsl.Mode(1) if k == lead else dsl.Mode(None, 64, div) for k in range(len(view.strides))]
         text = f"({','.join(_mode_text(m) for m in shape)}):({','.join(_mode_text(m) for m in stride)})"
         gpu = view.device[0] in (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged: gmem, as from_dlpack has it
         key = ("cute_bind.Tensor", spec.dtype.__name__, align, "gmem" if gpu else "generic", text)
-        layout = _dsl.TensorLayout(dtype=spec.dtype, shape=tuple(shape), stride=tuple(stride), assumed_align=align, text=text, cache_key=key)
+        layout = dsl.TensorLayout(dtype=spec.dtype, shape=tuple(shape), stride=tuple(stride), assumed_align=align, text=text, cache_key=key)
         bound = self._bound(TensorKind(spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value)), value)
         packed = bound.pack_view(view, where)
         descriptor = struct.pack("@" + bound.fmt, *packed)
-        dsl_value = _dsl.laid_out_tensor(
+        dsl_value = dsl.laid_out_tensor(
             spec.dtype,
             tuple(m.static if m.static is not None else (m.width, m.divisibility) for m in shape),
             tuple(m.static if m.static is not None else (m.width, m.divisibility) for m in stride),
@@ -391,7 +391,10 @@ class TensorKind(SlotKind):
         return packed if view.owner is None else Held(packed, view.owner)
 
     def converter(self, where: Where) -> Any:
-        return self.coerce_converter(where)
+        """For the Python fast path: :meth:`coerce`, preceded for exact torch tensors and NumPy arrays
+        by a check of this slot's facts generated for its layout (no DLView, no loop), which
+        returns the descriptor's items when every fact holds and else leaves the value to ``coerce``."""
+        return _direct_converter(self, where) or self.coerce_converter(where)
 
     def pack_view(self, view: _dlpack.DLView, where: Where) -> tuple[int, ...]:
         """Check one tensor's facts against the compiled ones; the descriptor's items."""
@@ -507,7 +510,7 @@ class TensorKind(SlotKind):
         dynamic extents, then of its dynamic strides, in mode order (``None`` before bind).
 
         ``prepare()`` compares this with the compiled function's own argument
-        type for the tensor (:func:`cute_bind._dsl.tensor_argument_groups`):
+        type for the tensor (:func:`cute_bind.dsl.tensor_argument_groups`):
         equal groups mean the descriptor it writes is the one the compiled code
         reads, field for field. Static values and divisibilities are not in an
         argument type; they come from the value given to ``prepare()`` (a
@@ -569,6 +572,111 @@ class TensorKind(SlotKind):
             modes=tuple(modes),
             footprint32=int(self._footprint32),
         )
+
+
+_DIRECT_CACHE: dict[tuple[Any, ...], Any] = {}
+
+
+def _direct_source(plan: tuple[tuple[int, Any, int, int, int], ...], torch_device: str | None, numpy: int) -> str:
+    """The source of a direct converter for one layout ``plan`` (see :meth:`TensorKind.converter`).
+
+    ``torch_device``: the device test of an exact torch tensor (None: none read directly);
+    ``numpy``: the item size of the slot's element type when exact NumPy arrays are read directly (0: not).
+    """
+    n = len(plan) // 2
+
+    def checks(s: str, st: str) -> tuple[str, str]:
+        conds, items = [f"len({s}) == {n}"], []
+        for k, static, lo, hi, div in plan:
+            v = f"{s}[{k}]" if k < n else f"{st}[{k - n}]"
+            if static is not None:
+                conds.append(f"{v} == {static}")
+            else:
+                conds.append(f"{lo} <= {v} <= {hi}" + (f" and not {v} % {div}" if div != 1 else ""))
+                items.append(v)
+        return " and ".join(conds), "".join(f", {i}" for i in items)
+
+    lines = ["def factory(coerce, where, T0, T1, want_t, align, N, want_np, at, off, dev):", "    def convert(t):", "        tp = type(t)"]
+    if torch_device is not None:
+        cond, items = checks("s", "st")
+        lines += [
+            "        if tp is T0 or tp is T1:",
+            f"            if t.dtype is want_t and {torch_device}:",
+            "                a = t.data_ptr()",
+            "                s = t.shape",
+            "                st = t.stride()",
+            f"                if a and not a % align and {cond}:",
+            f"                    return (a{items})",
+        ]
+    if numpy:
+        cond, items = checks("s", "st")
+        conv = ", ".join(f"b[{i}] // {numpy}" for i in range(n)) + ("," if n == 1 else "")
+        ok = " and ".join(f"not b[{i}] % {numpy}" for i in range(n)) or "True"
+        lines += [
+            "        if tp is N:",
+            "            if t.dtype is want_np and t.flags.writeable:",
+            "                a = at(id(t) + off).value or 0",
+            "                s = t.shape",
+            "                b = t.strides",
+            f"                if len(b) == {n} and {ok}:",
+            f"                    st = ({conv})",
+            f"                    if a and not a % align and {cond}:",
+            f"                        return (a{items})",
+        ]
+    lines += ["        return coerce(t, where)", "    return convert"]
+    return "\n".join(lines) + "\n"
+
+
+def _direct_converter(kind: TensorKind, where: Where) -> Any:
+    """The generated direct converter of a bound slot, or None (unbound, 32-bit footprint, nothing to read directly)."""
+    import ctypes
+    import sys
+
+    if kind.layout is None or kind._footprint32 or kind.dtype is None or kind.device is None:
+        return None
+    torch = sys.modules.get("torch")
+    want_t = None
+    if torch is not None:
+        names = {code: name for name, code in _dlpack.TORCH_DTYPE_CODES.items()}
+        want_t = getattr(torch, names[kind.dtype], None) if kind.dtype in names else None
+    device = kind.device
+    torch_device = None
+    if want_t is not None:
+        torch_device = "t.is_cpu" if device == (1, 0) else (f"t.is_cuda and t.get_device() == {int(device[1])}" if device[0] == 2 else None)
+    layout = _dlpack.array_layout() if device == (1, 0) else None
+    want_np, item = None, 0
+    if layout is not None:
+        np = sys.modules["numpy"]
+        for num, code, bits in layout.dtypes:
+            if (code, bits, 1) == kind.dtype:
+                for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.float16, np.float32, np.float64):
+                    if np.dtype(t).num == num:
+                        want_np, item = np.dtype(t), np.dtype(t).itemsize
+                        break
+                if want_np is not None:
+                    break
+    if torch_device is None and want_np is None:
+        return None
+    key = (kind._plan, torch_device, item)
+    factory = _DIRECT_CACHE.get(key)
+    if factory is None:
+        namespace: dict[str, Any] = {}
+        exec(compile(_direct_source(kind._plan, torch_device, item), "<cute_bind tensor converter>", "exec"), namespace)  # noqa: S102 - generated from a bound layout's integers only
+        factory = _DIRECT_CACHE[key] = namespace["factory"]
+    coerce = kind.coerce
+    return factory(
+        coerce,
+        where,
+        getattr(torch, "Tensor", None),
+        getattr(getattr(torch, "nn", None), "Parameter", None),
+        want_t,
+        kind.align,
+        layout.type if layout is not None and want_np is not None else None,
+        want_np,
+        ctypes.c_void_p.from_address,
+        layout.data if layout is not None else 0,
+        device,
+    )
 
 
 register(TensorKind)

@@ -119,7 +119,7 @@ def test_recompile_reason_names_parameter_and_values(make, caplog):
     k(np.zeros(64, np.float32), np.ones(64, np.float32), 1.0, 64, 0)
     k(np.zeros(64, np.float64), np.ones(64, np.float64), 1.0, 64, 0)
     first, second = k.specializations()
-    assert first.reason == "first call" and first.index == 1 and first.compiled
+    assert first.reason == "first call" and first.index == 1 and first.source in ("compiled", "disk")
     assert "parameter 'inp'" in second.reason and "parameter 'out'" in second.reason
     assert "Float32" in second.reason and "Float64" in second.reason
     assert second.reason.index("Float32") < second.reason.index("Float64")  # from -> to
@@ -458,6 +458,8 @@ def test_pure_python_process_uses_the_python_call_path():
 
 def test_alternating_keys_dispatch_directly_then_settle(make):
     k = make(scale_ptr)
+    if k._calls._c:
+        pytest.skip("the C call path switches keys through the thread's routes (test_alternating_keys_never_dispatch_on_the_c_path)")
     arrays = {dt: (np.arange(64).astype(dt), np.zeros(64, dt)) for dt in (np.float32, np.float64)}
     for step in range(12):
         dt = (np.float32, np.float64)[step % 2]
@@ -472,3 +474,97 @@ def test_alternating_keys_dispatch_directly_then_settle(make):
     assert np.array_equal(y, x * np.float32(1.5))
     hits, misses, specs = _counts(k)
     assert (misses, specs, hits) == (2, 2, 12 + dispatch_mod._SETTLED + 2 - 2)
+
+
+# ------------------------------------------------------------------ issue 24 section 3: key switches in C
+def _counting_dispatch(monkeypatch):
+    """Every call of the dispatch path and of a handle's slow path (patched before the kernel is made)."""
+    from cute_bind.launch import prepared as prepared_mod
+
+    calls = {"dispatch": 0, "slow": 0}
+    dispatch, slow = dispatch_mod.Dispatcher.dispatch, prepared_mod.PreparedLaunch._slow
+
+    def counted_dispatch(self, *args, **kwargs):
+        calls["dispatch"] += 1
+        return dispatch(self, *args, **kwargs)
+
+    def counted_slow(self, *args, **kwargs):
+        calls["slow"] += 1
+        return slow(self, *args, **kwargs)
+
+    monkeypatch.setattr(dispatch_mod.Dispatcher, "dispatch", counted_dispatch)
+    monkeypatch.setattr(prepared_mod.PreparedLaunch, "_slow", counted_slow)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "kernel_name,calls",
+    [
+        # float32 and float64 pointers alternating (arrays on the pointer slots)
+        ("scale_ptr", lambda a: [((a["y32"], a["x32"], 2.0, 64, 0), "y32"), ((a["y64"], a["x64"], 3.0, 64, 0), "y64")]),
+        # two Constexpr values alternating
+        ("with_constexpr", lambda a: [((a["p"], 1, 3), None), ((a["p"], 1, 4), None)]),
+        # two Constexpr values with the stream left out
+        ("add_constexpr_stream", lambda a: [((a["p"], 1, 3), None), ((a["p"], 1, 4), None)]),
+    ],
+    ids=["dtypes", "constexpr", "constexpr-stream-left-out"],
+)
+def test_alternating_keys_never_dispatch_on_the_c_path(monkeypatch, kernel_name, calls):
+    """A thread switching between compiled keys finds each key's handle in C (its routes): after the
+    first call of each key, no call reaches the dispatch path or a handle's slow path."""
+    if dispatch_mod.call_path() != "c":
+        pytest.skip("the C call path is not built")
+    from tests.kernels import host
+
+    counts = _counting_dispatch(monkeypatch)
+    k = cute_bind.kernel(max_specializations=None)(getattr(host, kernel_name))
+    out = np.zeros(4, np.int32)
+    a = {"p": out.ctypes.data, "x32": _f32(), "y32": np.zeros(64, np.float32), "x64": _f32().astype(np.float64), "y64": np.zeros(64)}
+    plan = calls(a)
+    for args, _ in plan:  # each key once: compiled, prepared, a route for this thread
+        k(*args)
+    counts.update(dispatch=0, slow=0)
+    for step in range(20):
+        args, result = plan[step % 2]
+        k(*args)
+        if result is not None:
+            assert np.array_equal(a[result], a["x" + result[1:]] * args[2])
+    assert counts == {"dispatch": 0, "slow": 0}
+    hits, misses, specs = _counts(k)
+    assert (misses, specs) == (2, 2) and hits == 20
+
+
+def test_routes_refuse_a_bad_value_with_the_handles_own_error(monkeypatch):
+    """A value no route takes goes to the dispatch path, which raises the catalog error as before."""
+    if dispatch_mod.call_path() != "c":
+        pytest.skip("the C call path is not built")
+    from tests.kernels.host import with_constexpr
+
+    k = cute_bind.kernel(with_constexpr)
+    out = np.zeros(4, np.int32)
+    k(out.ctypes.data, 1, 3)
+    k(out.ctypes.data, 2, 4)
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        k(out.ctypes.data, 2.5, 4)
+    assert info.value.code == "CB204"
+    k(out.ctypes.data, 7, 3)
+    assert out[0] == 10
+
+
+def test_torch_lookup_runs_once_when_torch_is_not_imported(monkeypatch):
+    """A left-out stream with torch installed but not imported is the default stream, found without
+    a file-system search per call (it cost 50 us per kernel(...) call)."""
+    finder = dispatch_mod.importlib.util.find_spec
+    seen = []
+
+    def counting(name, *args):
+        seen.append(name)
+        return finder(name, *args)
+
+    streams = dispatch_mod._TorchStreams()
+    monkeypatch.setattr(dispatch_mod.importlib.util, "find_spec", counting)
+    monkeypatch.setitem(dispatch_mod.sys.modules, "torch", None)
+    monkeypatch.delitem(dispatch_mod.sys.modules, "torch")
+    for _ in range(5):
+        assert streams.find() is None
+    assert seen.count("torch") <= 1

@@ -1,0 +1,282 @@
+"""Every argument form a pointer or tensor slot takes stays on the fast path (issue 24, section 1).
+
+Torch tensors, NumPy arrays, ctypes pointers and ``__cuda_array_interface__``
+exporters are written by the launch's fast path (C: ``_claunch.c``'s class "P"
+with a CPointerSpec and class "T"; Python: the pointer kind's ``fallback`` and
+the tensor kind's generated direct converter) without going through the slow
+path (which binds the arguments again) and without a DLPack export. These
+tests check the PATH taken (the slow path and the DLPack reader are counted),
+never the clock; the checks a value must pass still raise their catalog codes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Callable
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import numpy as np
+import pytest
+
+import cute_bind
+from cute_bind.launch import prepared as _prepared
+from cute_bind.slots import Where
+from cute_bind.slots import dlpack as _dlpack
+from tests.kernels.host import scale
+
+torch = pytest.importorskip("torch")
+
+GMEM = cute.AddressSpace.gmem
+
+
+@cute.jit
+def scale_gmem(out: cute_bind.Pointer[cutlass.Float32, 4, GMEM], inp: cute_bind.Pointer[cutlass.Float32, 4, GMEM], alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream):
+    """``tests.kernels.host.scale`` through gmem pointers (a host function reads them all the same)."""
+    o = cute.make_tensor(out, cute.make_layout(64))
+    i = cute.make_tensor(inp, cute.make_layout(64))
+    for k in range(n):
+        o[k] = i[k] * alpha
+
+
+@cute.jit
+def scale_tensors(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream = None):
+    for k in range(cute.size(out)):
+        out[k] = inp[k] * alpha
+
+
+class CAI:
+    """A device-array stand-in: ``__cuda_array_interface__`` over a host buffer (no DLPack)."""
+
+    def __init__(self, a: np.ndarray, read_only: bool = False, typestr: str = "<f4") -> None:
+        self.a = a
+        self.__cuda_array_interface__ = {"data": (a.ctypes.data, read_only), "typestr": typestr, "shape": a.shape, "strides": None, "version": 3}
+
+
+@pytest.fixture(params=["c", "python"])
+def path(request: Any, monkeypatch: Any) -> str:
+    """Handles built in the test use the C launcher or the generated Python one."""
+    if request.param == "python":
+        monkeypatch.setenv("CUTE_BIND_PURE_PYTHON", "1")
+    elif _prepared.fast_path() != "c":
+        pytest.skip("the C fast path is not built")
+    return str(request.param)
+
+
+@pytest.fixture
+def slow(monkeypatch: Any) -> list[Any]:
+    """Every call of a handle's slow path (patched before the handle is built: both fast paths capture it)."""
+    calls: list[Any] = []
+    original = _prepared.PreparedLaunch._slow
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0])
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(_prepared.PreparedLaunch, "_slow", counting)
+    return calls
+
+
+@pytest.fixture
+def exports(monkeypatch: Any) -> list[Any]:
+    """Every DLPack capsule read (a ``__dlpack__`` export per launch is what the fast paths avoid)."""
+    calls: list[Any] = []
+    original = _dlpack.read_capsule
+
+    def counting(capsule: Any, **kwargs: Any) -> Any:
+        calls.append(capsule)
+        return original(capsule, **kwargs)
+
+    monkeypatch.setattr(_dlpack, "read_capsule", counting)
+    return calls
+
+
+def _f32(n: int = 64, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+
+
+def _pointer_forms() -> list[tuple[str, Callable[[np.ndarray], Any]]]:
+    fp = ctypes.POINTER(ctypes.c_float)
+    return [
+        ("torch tensor", lambda a: torch.from_numpy(a)),
+        ("numpy array", lambda a: a),
+        ("ctypes c_void_p", lambda a: ctypes.c_void_p(a.ctypes.data)),
+        ("ctypes POINTER(c_float)", lambda a: a.ctypes.data_as(fp)),
+        ("int address", lambda a: a.ctypes.data),
+    ]
+
+
+@pytest.mark.parametrize("name,form", _pointer_forms(), ids=[n for n, _ in _pointer_forms()])
+def test_pointer_slot_forms_take_the_fast_path(path: str, slow: list[Any], name: str, form: Callable[[np.ndarray], Any]) -> None:
+    x, out = _f32(), np.zeros(64, np.float32)
+    k = cute_bind.kernel(scale)
+    h = k.bind(out.ctypes.data, x.ctypes.data, 2.0, 64, 0)
+    before = _c_counts()
+    for alpha in (2.0, 3.0):
+        out[:] = np.nan
+        h.launch(form(out), form(x), alpha, 64, 0)
+        np.testing.assert_array_equal(out, x * np.float32(alpha))
+    assert slow == [], f"{name}: the launch went to the slow path"
+    if path == "c" and name != "int address":
+        reader = {"torch tensor": "exchange", "numpy array": "ndarray"}.get(name, "ctypes")
+        assert _c_counts()[reader] - before[reader] == 4  # two pointers, two launches, read in C
+
+
+@pytest.mark.parametrize("name,form", _pointer_forms()[:2], ids=[n for n, _ in _pointer_forms()[:2]])
+def test_kernel_call_with_arrays_on_pointer_slots_takes_the_fast_path(path: str, slow: list[Any], name: str, form: Callable[[np.ndarray], Any]) -> None:
+    x, out = _f32(), np.zeros(64, np.float32)
+    k = cute_bind.kernel(scale)
+    k(form(out), form(x), 2.0, 64, 0)  # the miss: the handle is made (and launched through its slow path once)
+    slow.clear()
+    for alpha in (2.0, 3.0):
+        k(form(out), form(x), alpha, 64, 0)
+        np.testing.assert_array_equal(out, x * np.float32(alpha))
+    assert slow == []
+
+
+def test_cuda_array_interface_takes_the_fast_path(path: str, slow: list[Any]) -> None:
+    x, out = _f32(), np.zeros(64, np.float32)
+    h = cute_bind.kernel(scale_gmem).bind(CAI(out), CAI(x), 2.0, 64, 0)
+    before = _c_counts()
+    h.launch(CAI(out), CAI(x), 2.0, 64, 0)
+    np.testing.assert_array_equal(out, x * 2)
+    assert slow == []
+    if path == "c":
+        assert _c_counts()["cai"] - before["cai"] == 2
+
+
+@pytest.mark.parametrize("name,make", [("torch tensor", lambda a: torch.from_numpy(a)), ("numpy array", lambda a: a)])
+def test_tensor_slot_forms_take_the_fast_path(path: str, slow: list[Any], exports: list[Any], name: str, make: Callable[[np.ndarray], Any]) -> None:
+    k = cute_bind.kernel(scale_tensors)
+    x, out = _f32(64), np.zeros(64, np.float32)
+    h = k.bind(make(out), make(x), 2.0, 0)
+    slow.clear()
+    exports.clear()
+    for n in (64, 40):  # new extents, new addresses
+        x2, out2 = _f32(n, seed=n), np.zeros(n, np.float32)
+        h.launch(make(out2), make(x2), 2.0, 0)
+        np.testing.assert_array_equal(out2, x2 * 2)
+    assert slow == [] and exports == []
+
+
+# ------------------------------------------------------------------ the checks still run (catalog codes)
+def _raises(code: str, call: Callable[[], Any]) -> None:
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        call()
+    assert info.value.code == code
+
+
+def test_pointer_slot_checks_keep_their_codes(path: str) -> None:
+    x, out = _f32(), np.zeros(64, np.float32)
+    h = cute_bind.kernel(scale).bind(out.ctypes.data, x.ctypes.data, 2.0, 64, 0)
+    ro = x.copy()
+    ro.flags.writeable = False
+    _raises("CB210", lambda: h.launch(np.zeros(64), x, 2.0, 64, 0))  # float64 array, float32 slot
+    _raises("CB210", lambda: h.launch(torch.zeros(64, dtype=torch.float64), x, 2.0, 64, 0))
+    _raises("CB217", lambda: h.launch(out, ro, 2.0, 64, 0))  # read-only array
+    odd = np.zeros(64 * 4 + 4, np.uint8)[1:257].view(np.float32)  # an array at an odd address
+    _raises("CB207", lambda: h.launch(out, odd, 2.0, 64, 0))  # misaligned
+    _raises("CB207", lambda: h.launch(out, torch.from_numpy(odd), 2.0, 64, 0))
+    _raises("CB207", lambda: h.launch(out, ctypes.c_void_p(x.ctypes.data + 1), 2.0, 64, 0))
+    _raises("CB216", lambda: h.launch(out, torch.empty(64, device="meta"), 2.0, 64, 0))  # no memory
+
+
+def test_cuda_array_interface_checks_keep_their_codes(path: str) -> None:
+    x, out = _f32(), np.zeros(64, np.float32)
+    h = cute_bind.kernel(scale_gmem).bind(CAI(out), CAI(x), 2.0, 64, 0)
+    _raises("CB217", lambda: h.launch(CAI(out), CAI(x, read_only=True), 2.0, 64, 0))
+    _raises("CB210", lambda: h.launch(CAI(out), CAI(x, typestr="<f8"), 2.0, 64, 0))
+    _raises("CB210", lambda: h.launch(out, x, 2.0, 64, 0))  # host memory for a gmem slot
+
+
+def test_tensor_slot_checks_keep_their_codes(path: str) -> None:
+    x, out = _f32(), np.zeros(64, np.float32)
+    h = cute_bind.kernel(scale_tensors).bind(out, x, 2.0, 0)
+    ro = x.copy()
+    ro.flags.writeable = False
+    _raises("CB217", lambda: h.launch(out, ro, 2.0, 0))
+    _raises("CB211", lambda: h.launch(out, np.zeros(64), 2.0, 0))
+    _raises("CB211", lambda: h.launch(out, torch.zeros(64, dtype=torch.float64), 2.0, 0))
+    _raises("CB213", lambda: h.launch(out, x[::2], 2.0, 0))  # the compiled unit stride
+    _raises("CB213", lambda: h.launch(out, torch.from_numpy(x)[::2], 2.0, 0))
+    _raises("CB212", lambda: h.launch(out, np.zeros((8, 8), np.float32), 2.0, 0))  # rank
+    _raises("CB212", lambda: h.launch(out, torch.zeros((8, 8)), 2.0, 0))
+
+
+def test_the_direct_tensor_converter_agrees_with_coerce() -> None:
+    """Property: for many strided views of both array kinds, the generated converter returns exactly
+    what ``coerce`` returns, or raises what it raises."""
+    k = cute_bind.kernel(scale_tensors)
+    base = np.zeros(256, np.float32)
+    h = k.bind(base[:64], base[:64], 2.0, 0)
+    slot = h.slots["out"]
+    where = Where("scale_tensors", "out")
+    convert = slot.converter(where)
+    rng = np.random.default_rng(1)
+    values: list[Any] = []
+    for _ in range(60):
+        start, stop, step = int(rng.integers(0, 8)), int(rng.integers(8, 256)), int(rng.choice([1, 1, 2, -1]))
+        dt = rng.choice([np.float32, np.float64, np.int32])
+        a = np.zeros(256, dt)[start:stop:step] if step > 0 else np.zeros(256, dt)[stop:start:-1]
+        values += [a, torch.from_numpy(a.copy()) if step > 0 else torch.from_numpy(a.copy()), a.reshape(-1, 1) if a.size else a]
+    for v in values:
+        try:
+            want: Any = slot.coerce(v, where)
+        except cute_bind.CuteBindError as exc:
+            want = exc.code
+        try:
+            got: Any = convert(v)
+        except cute_bind.CuteBindError as exc:
+            got = exc.code
+        assert got == want, (type(v).__name__, getattr(v, "shape", None), getattr(v, "strides", None))
+
+
+def test_array_layouts_are_verified() -> None:
+    layout = _dlpack.array_layout()
+    assert layout is not None and layout.type is np.ndarray
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)[:, 1:]
+    assert _dlpack.array_address(layout, a) == a.__array_interface__["data"][0]
+    assert _dlpack.ctypes_layout() is not None
+    assert _dlpack.reader_for(np.ndarray) is not None
+    assert _dlpack.reader_for(np.ndarray)(a) == _dlpack.read_capsule(a.__dlpack__())._replace(owner=None)  # type: ignore[misc]
+
+
+def _c_counts() -> dict[str, int]:
+    try:
+        from cute_bind.launch import _claunch
+    except ImportError:
+        return {"exchange": 0, "ndarray": 0, "ctypes": 0, "cai": 0}
+    return dict(_claunch.counts())
+
+
+def test_a_stream_left_out_of_launch_says_why() -> None:
+    """Issue 24 section 4: a ``stream = None`` may be left out of kernel(...) but not of handle.launch(...);
+    CB201 says so (and how to pass it) instead of the bare "no value was given"."""
+    from tests.kernels.host import add_constexpr_stream
+
+    out = np.zeros(4, np.int32)
+    h = cute_bind.kernel(add_constexpr_stream).bind(out.ctypes.data, 1, 3, 0)
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        h.launch(out.ctypes.data, 1)
+    assert info.value.code == "CB201"
+    assert "takes its stream explicitly" in str(info.value) and "kernel(...)" in str(info.value)
+
+
+def test_the_array_layout_is_found_without_recursion(monkeypatch: Any) -> None:
+    """Finding NumPy's layout exports sample arrays through ``__dlpack__`` itself, never through the
+    reader it is finding (which would recurse until a RecursionError hid the layout)."""
+    import weakref
+
+    monkeypatch.setattr(_dlpack, "_LAYOUTS", {})
+    monkeypatch.setattr(_dlpack, "_READERS", weakref.WeakKeyDictionary())
+    calls = []
+    original = _dlpack.array_layout
+
+    def counting() -> Any:
+        calls.append(1)
+        return original()
+
+    monkeypatch.setattr(_dlpack, "array_layout", counting)
+    assert _dlpack.reader_for(np.ndarray) is not None
+    assert len(calls) == 1
