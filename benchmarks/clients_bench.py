@@ -262,7 +262,8 @@ def build_paths(cap: Captured, gpu: bool, kernels: dict[Any, Any] | None = None)
         if kernel is None:
             raise RuntimeError("no kernel (see the kernel(...) column)")
         op = _once(kernels, ("op", id(r)), lambda: cbt.op(f"cbclients::{w.family}_{len(kernels)}", kernel, outputs=spec))
-        op_args = tuple(v for name, v in zip(cap.names, args) if name not in spec)
+        takes = {p.name for p in op.plan.inputs}  # not the outputs it allocates, nor a structure it passes as fixed (aux_data)
+        op_args = tuple(v for name, v in zip(cap.names, args) if name in takes)
         if kwargs:
             raise RuntimeError("the package passes keywords; the op takes positional inputs here")
         paths.append(Path_(OP, lambda: op(*op_args), lambda result: result[0] if isinstance(result, tuple) else result))

@@ -117,6 +117,25 @@ def quack_rmsnorm_kernel(x: torch.Tensor, weight: torch.Tensor) -> None:
     print("quack RMSNorm, kernel:", rmsnorm)
 
 
+def quack_softmax_op(x: torch.Tensor) -> None:
+    # --8<-- [start:quack-op]
+    import cute_bind.torch as cbt
+    from quack.compile_utils import make_fake_tensor
+    from quack.softmax import Softmax, softmax_fwd
+
+    softmax = cute_bind.kernel(Softmax(cutlass.BFloat16, N), compile_options="--enable-tvm-ffi")
+    rows = cute.sym_int()
+    fakes = [make_fake_tensor(cutlass.BFloat16, (rows, N), 8) for _ in range(2)]  # Softmax.compile's own
+    softmax.compile(*fakes, make_fake_stream(use_tvm_ffi_env_stream=True))
+    # an op that allocates its output as quack's softmax_fwd does (torch.empty_like(x))
+    op = cbt.op("tutorial11::softmax", softmax, outputs={"mO": "mX"})
+    assert op.schema == "(Tensor mX) -> Tensor"
+    if GPU:
+        assert same_bits(op(x), softmax_fwd(x))  # eager: straight to softmax(x, out), the stream left out
+    # --8<-- [end:quack-op]
+    print("quack Softmax, torch op:", op.name, op.schema)
+
+
 # --8<-- [start:fa4-args]
 def fa4_call_args(q, k, v, out):
     """The arguments FlashAttention-4 gives its compiled sm90 forward (flash_attn/cute/interface.py,
@@ -164,6 +183,7 @@ def fa4_decode(steps: int = 4) -> None:
     print("FlashAttention-4 forward, prepare:", handle)
 
 
+
 def main() -> None:
     x = torch.randn(M, N, dtype=torch.bfloat16, device=DEVICE)
     weight = torch.randn(N, dtype=torch.float32, device=DEVICE)
@@ -171,6 +191,7 @@ def main() -> None:
         print("note: no CUDA device; compiling for", os.environ["CUTE_DSL_ARCH"], "and preparing only")
     quack_softmax_prepare(x)
     quack_rmsnorm_kernel(x, weight)
+    quack_softmax_op(x)
     fa4_decode()
     print("ok")
 

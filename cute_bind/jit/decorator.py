@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, overload
 
-from .. import _dsl
+from .. import dsl
 from .. import _whitelist as W
 from .. import cache as disk_cache
 from .. import diagnostics as D
 from ..launch.arguments import bind_arguments
 from ..launch.prepared import PreparedLaunch, build
 from ..launch.tvm_ffi import PreparedTvmFfiLaunch, prepare_tvm_ffi
-from ..slots import Bound, PointerKind, ScalarKind, StreamKind, TensorKind, Where, describe_value
+from ..slots import Bound, OptionalKind, PointerKind, ScalarKind, SlotKind, StreamKind, TensorKind, Where, describe_value
 from .dispatch import DEFAULT_LIMIT, FALLBACK, ON_LIMIT, CallBase, Dispatcher, PythonCallBase, Specialization
 from .signature import KernelSignature, read_signature, unwrap
 
@@ -61,7 +62,7 @@ class Kernel(_CallBase, Generic[P]):
         # compiled as asked: bind() then gives the TVM-FFI handle of cute_bind.prepare (launch/tvm_ffi.py)
         self.tvm_ffi: bool = "--enable-tvm-ffi" in (compile_options or "")
         if compile_options:
-            problem = _dsl.compile_options_problem(compile_options)
+            problem = dsl.compile_options_problem(compile_options)
             if problem is not None:
                 raise D.error(
                     D.INVALID_OPTION, kernel=self.name, parameter="compile_options",
@@ -102,7 +103,7 @@ class Kernel(_CallBase, Generic[P]):
     def __setattr__(self, name: str, value: Any) -> None:
         # @cute.jit / @cute.kernel stacked *above* @cute_bind.kernel marks this
         # object as its function; the result would be a DSL wrapper without bind()
-        if name in _dsl.DSL_DECORATION_MARKS:
+        if name in dsl.DSL_DECORATION_MARKS:
             got, expected = W.DECORATOR_ORDER
             raise D.error(D.DSL_DECORATOR_ABOVE, kernel=self.name, got=got, expected=expected)
         object.__setattr__(self, name, value)
@@ -114,10 +115,10 @@ class Kernel(_CallBase, Generic[P]):
                 self._jit = self.fn
             else:
                 # The function compiles exactly as under a plain @cute.jit, whatever the
-                # source spells above `def` (see _dsl.jit); only a source the DSL cannot
+                # source spells above `def` (see dsl.jit); only a source the DSL cannot
                 # read stops it from rewriting Python control flow (CB111).
-                self._no_source = _dsl.preprocessing_source(unwrap(self.fn))
-                self._jit = _dsl.jit(self.fn, unwrap(self.fn))
+                self._no_source = dsl.preprocessing_source(unwrap(self.fn))
+                self._jit = dsl.jit(self.fn, unwrap(self.fn))
         return self._jit
 
     def _bind_values(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[Bound], dict[str, Any]]:
@@ -144,7 +145,7 @@ class Kernel(_CallBase, Generic[P]):
                 bounds.append(b)
                 key.append((p.name, b.key))
                 dsl_values[p.name] = b.dsl_value
-        compile_key = (tuple(key), _dsl.target_arch(), self.compile_options)
+        compile_key = (tuple(key), dsl.target_arch(), self.compile_options)
         return compile_key, bounds, dsl_values
 
     def _compiled(self, compile_key: Any, dsl_values: dict[str, Any]) -> Any:
@@ -163,7 +164,7 @@ class Kernel(_CallBase, Generic[P]):
                     kw["options"] = self.compile_options
                 jit_fn = self._jit_function()
                 try:
-                    compiled = _dsl.compile_jit(jit_fn, *pos, **kw)  # one compile at a time in the process
+                    compiled = dsl.compile_jit(jit_fn, *pos, **kw)  # one compile at a time in the process
                 except D.CuteBindError:
                     raise
                 except Exception as exc:  # the DSL's own error, kept whole and chained
@@ -185,12 +186,12 @@ class Kernel(_CallBase, Generic[P]):
         holds their spelling). With ``--enable-tvm-ffi`` the result is the
         TVM-FFI compiled function, as ``cute.compile`` returns it.
         """
-        with _dsl.compile_only():
+        with dsl.compile_only():
             compile_key, bounds, dsl_values = self._bind_values(args, kwargs)
         given = bind_arguments(self.name, self._names, self._kwonly, self._defaults, args, kwargs, self._hints)
         for p, b in zip(self.signature.runtime, bounds):
             v = given[p.name]
-            if isinstance(getattr(b.slot, "inner", None) or b.slot, ScalarKind) and (type(v) in (bool, int, float) or _dsl.is_numeric_type(type(v))):
+            if isinstance(getattr(b.slot, "inner", None) or b.slot, ScalarKind) and (type(v) in (bool, int, float) or dsl.is_numeric_type(type(v))):
                 # the number as given (checked by its slot): the DSL names the compiled function
                 # after the values it is given, so cute.compile(fn, ..., 0.5) and this are one function
                 dsl_values[p.name] = v
@@ -269,7 +270,7 @@ class Kernel(_CallBase, Generic[P]):
         """bind() for an environment-stream compile: the handle ``prepare(compiled, *values)`` gives,
         the stream left out as the entry leaves it out."""
         slots = {p.name: p.slot for p in self.signature.runtime}
-        bounds = [slots[n].bind(v, Where(self.name, n)) for n, v in values.items()]  # type: ignore[union-attr]  # runtime params have slots
+        bounds = [_env_bind(slots[n], v, Where(self.name, n)) for n, v in values.items()]  # type: ignore[arg-type]  # runtime params have slots
         return self._tvm_ffi_handle(entry.compiled, bounds)
 
     def _handle(self, compiled: Any, bounds: list[Bound]) -> PreparedLaunch[P]:
@@ -357,9 +358,31 @@ class Kernel(_CallBase, Generic[P]):
             "max_specializations": calls.max_specializations,
         }
 
-    def specializations(self) -> tuple[Specialization, ...]:
-        """The specializations calls made, in order: what each was compiled for, and why (the recompile reason)."""
-        return self._calls.specializations()
+    def specializations(self) -> tuple[SourcedSpecialization, ...]:
+        """The specializations calls made, in order: what each was compiled for, why (the recompile reason),
+        and where its compiled function came from (``source``: ``"compiled"`` here for that call, ``"disk"``:
+        loaded from the disk compile cache, ``"memory"``: compiled earlier in this process by ``bind()``,
+        ``compile()`` or a call before ``clear_cache()``). ``compiled`` is True for ``"compiled"`` only."""
+        records = self._calls.specializations()
+        # Where a cold key came from is the disk cache's record of its entry: the last consultation of the
+        # entry this kernel and key hash to says "hit" when it was loaded. (The dispatcher's own record only
+        # knows the key was not in memory.) Past the history's last 1024 consultations a load reads "compiled".
+        keys = {id(spec.info): spec.key for spec in tuple(getattr(self._calls, "_specs", {}).values())}
+        last = {e.key: e.outcome for e in disk_cache.history() if e.kernel == self.name and e.key is not None}
+        out = []
+        for r in records:
+            source = "compiled" if r.compiled else "memory"
+            key = keys.get(id(r))
+            if r.compiled and key is not None and last and not self.tvm_ffi:
+                try:
+                    entry, _ = disk_cache.entry_key(self, key)
+                except disk_cache.Uncacheable:
+                    entry = ""
+                if last.get(entry) == "hit":
+                    source = "disk"
+            fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+            out.append(SourcedSpecialization(**{**fields, "compiled": source == "compiled"}, source=source))
+        return tuple(out)
 
     def clear_cache(self) -> None:
         """Drop the compiled variants and the calls' specializations and counts (handles keep theirs alive)."""
@@ -369,13 +392,22 @@ class Kernel(_CallBase, Generic[P]):
         self._calls.clear()
 
 
+@dataclasses.dataclass(frozen=True)
+class SourcedSpecialization(Specialization):
+    """A :class:`~cute_bind.jit.dispatch.Specialization` as :meth:`Kernel.specializations` reports it, with
+    ``source``: ``"compiled"`` (compiled by this process for that call), ``"disk"`` (loaded from the disk
+    compile cache) or ``"memory"`` (already compiled in this process)."""
+
+    source: str = "compiled"
+
+
 def _is_jit_object(fn: Any) -> bool:
     """A callable object whose class's ``__call__`` is ``@cute.jit``: ``cute.compile`` takes it as it is."""
-    return not callable(getattr(fn, "__wrapped__", None)) and _dsl.is_dsl_decorated(getattr(type(fn), "__call__", None)) is not None
+    return not callable(getattr(fn, "__wrapped__", None)) and dsl.is_dsl_decorated(getattr(type(fn), "__call__", None)) is not None
 
 
 _LEFT_OUT: Any = object()  # a stream the call did not give (see Kernel._env_find)
-_ENV_SPELLING = ("fake stream", True)  # _dsl.fake_stream_spelling of make_fake_stream(use_tvm_ffi_env_stream=True)
+_ENV_SPELLING = ("fake stream", True)  # dsl.fake_stream_spelling of make_fake_stream(use_tvm_ffi_env_stream=True)
 
 
 class _EnvCompile:
@@ -455,6 +487,19 @@ class _NoDisk:
         pass
 
 
+def _env_bind(slot: SlotKind, value: Any, where: Where) -> Bound:
+    """A value of an environment-stream call bound for its handle: as ``bind`` does, except that an
+    int for a union with a pointer member is the address the compiled entry takes (the call itself
+    passes it to the entry as it is; quack's split-k passes ``alpha`` as ``data_ptr()``)."""
+    try:
+        return slot.bind(value, where)
+    except D.CuteBindError as exc:
+        address = slot.bind_address(value, where) if exc.code == "CB230" and isinstance(slot, OptionalKind) else None
+        if address is None:
+            raise
+        return address
+
+
 def _tvm_ffi_value(bound: Bound) -> Any:
     """What a TVM-FFI handle is prepared with for one bound slot: the value as its call takes it."""
     slot = bound.slot
@@ -465,7 +510,7 @@ def _tvm_ffi_value(bound: Bound) -> Any:
         return sample if sample is not None else bound.dsl_value
     if isinstance(inner, PointerKind):
         return bound.packed  # the address, as an int (what the entry's pointer arguments take)
-    return _dsl.numeric_value(bound.dsl_value)  # cutlass.Int32(3) -> 3; a CUstream, None, ... as they are
+    return dsl.numeric_value(bound.dsl_value)  # cutlass.Int32(3) -> 3; a CUstream, None, ... as they are
 
 
 class _TvmFfiCall:
@@ -531,9 +576,9 @@ def _on_device(kernel: str, compiled: Any, params: Any, bounds: list[Bound]) -> 
                     expected=f"cuda:{first[1][1]}, the device of '{first[0]}' (one handle launches on one device)",
                     got=f"a value on cuda:{device[1]}",
                 )
-    if first is None or _dsl.cuda_device_count() < 2:
+    if first is None or dsl.cuda_device_count() < 2:
         return compiled
-    return _dsl.executor_on_device(compiled, first[1][1], kernel)
+    return dsl.executor_on_device(compiled, first[1][1], kernel)
 
 
 _OPTIONS = {
@@ -605,7 +650,7 @@ def _make(fn: Any, options: dict[str, Any]) -> Kernel[Any]:
         # cute_bind.kernel over a Kernel (a helper module re-wrapping, a decorator applied twice):
         # a new kernel over the same function, the options given now over the ones it had
         return Kernel(fn.fn, **{**fn._options, **options})
-    if _dsl.is_dsl_decorated(fn) == "kernel":
+    if dsl.is_dsl_decorated(fn) == "kernel":
         # a device kernel runs on the GPU; a prepared launch calls a host function
         name = options.get("name") or getattr(unwrap(fn), "__name__", "kernel")
         got, expected = W.DEVICE_KERNEL
@@ -630,7 +675,7 @@ def _wrapped_without_jit(fn: Any) -> bool:
     if not inspect.isfunction(fn) or not callable(getattr(fn, "__wrapped__", None)):
         return False
     try:  # down the __wrapped__ chain, stopping at the first DSL wrapper
-        innermost = inspect.unwrap(fn, stop=lambda f: _dsl.is_dsl_decorated(f) is not None)
+        innermost = inspect.unwrap(fn, stop=lambda f: dsl.is_dsl_decorated(f) is not None)
     except ValueError:  # a cycle: not a chain over one function
         return False
-    return _dsl.is_dsl_decorated(innermost) is None
+    return dsl.is_dsl_decorated(innermost) is None

@@ -33,7 +33,7 @@ import types
 import typing
 from typing import Any
 
-from .. import _dsl
+from .. import dsl
 from .. import diagnostics as D
 from .base import Bound, Rejected, SlotKind, Where, describe_annotation, describe_value
 from .pointer import PointerKind
@@ -103,8 +103,8 @@ def _dsl_isinstance(value: Any, annotation: Any) -> bool:
     origin = typing.get_origin(base)
     if origin is not None:
         return isinstance(origin, type) and isinstance(value, origin)
-    if base is _dsl.cute_pointer_class():
-        return _dsl.is_runtime_pointer(value)
+    if base is dsl.cute_pointer_class():
+        return dsl.is_runtime_pointer(value)
     return isinstance(base, type) and isinstance(value, base)
 
 
@@ -362,6 +362,23 @@ class OptionalKind(SlotKind):
             )
         index, kind = found
         b = bind(value, where) if index == 0 and kind is self.element else kind.bind(value, where)
+        return Bound(packed=b.packed, dsl_value=b.dsl_value, key=("value", _tag(b.slot), b.key), slot=self._bound(True, b.slot))
+
+    def bind_address(self, value: Any, where: Where) -> Bound | None:
+        """An ``int`` bound to the union's pointer member as an address for a compiled entry, or ``None`` where there is none.
+
+        ``bind`` refuses an int beside a pointer member (CB230: a number or an
+        address?), as the DSL does. An entry compiled with the pointer member
+        (quack's split-k ``alpha``: ``make_ptr(...)`` at compile, ``data_ptr()``
+        at the call) takes an int as the address; the caller that knows it
+        binds with this.
+        """
+        if value.__class__ is not int or not self.is_union:
+            return None
+        member = next((m for m in self.members if isinstance(m, PointerKind)), None)
+        if member is None:
+            return None
+        b = member.prepare(value, where)  # bound for a compiled entry: an int carries no dtype to compile with
         return Bound(packed=b.packed, dsl_value=b.dsl_value, key=("value", _tag(b.slot), b.key), slot=self._bound(True, b.slot))
 
     def _bound(self, present: bool, inner: SlotKind | None = None) -> OptionalKind:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, Union, overload
 
 from .. import diagnostics as D
+from .._generated import compile_source
 from ..jit import Kernel
 from ..launch.arguments import bind_arguments
 from ..slots import Where, describe_value
@@ -71,9 +72,9 @@ OutputSpec = Union[str, Like, Callable[..., Any]]
 
 def _torch() -> Any:
     try:
-        from .. import _dsl
+        from .. import dsl
 
-        torch = _dsl.import_torch()
+        torch = dsl.import_torch()
     except ImportError as exc:
         raise D.error(
             D.TORCH_MISSING, expected="PyTorch (pip install torch)", got=f"{type(exc).__name__}: {exc}"
@@ -205,8 +206,8 @@ def _alloc_source(p: OpParam, spec: OutputSpec, plan: OpPlan, inputs: Sequence[O
     names = ", ".join(i.name for i in inputs)
     if isinstance(spec, Like):
         src = next((i for i in inputs if i.name == spec.source), None)
-        if src is None or not src.tensor or src.sequence:
-            tensors = ", ".join(i.name for i in inputs if i.tensor and not i.sequence) or "none"
+        if src is None or not src.tensor or src.sequence or src.optional:
+            tensors = ", ".join(i.name for i in inputs if i.tensor and not i.sequence and not i.optional) or "none"
             raise D.error(
                 D.OP_SPEC_INVALID,
                 kernel=plan.kernel,
@@ -401,7 +402,8 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
     binding += [f"if {p.name} is _cb_M: {p.name} = _cb_default_{p.name}" for p in positional if p.has_default]
     # keyword-only parameters are keyword-only in the schema too
     schema_args = ", ".join(f"{p.name}={p.name}" if p.keyword_only else p.name for p in inputs)
-    tensors = [p for p in inputs if p.tensor and not p.sequence]
+    tensors = [p for p in inputs if p.tensor and not p.sequence and not p.optional]
+    optionals = [p for p in inputs if p.tensor and p.optional]  # Tensor?: a tensor or None
     seqs = [p for p in inputs if p.tensor and p.sequence]
     # the device (and so the stream) is the first tensor input's, else the first output's
     device_expr = "-1"
@@ -411,6 +413,8 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
         device_expr = f"{plan.outputs[0]}.get_device()"
     elif seqs:
         device_expr = f"(_cb_seq_device({seqs[0].name}))"
+    elif optionals:
+        device_expr = f"(_cb_seq_device([_t for _t in {tuple_of(optionals)} if _t is not None]))"
     body: list[str] = []
     if tensors:
         # the device first: a meta tensor (no data) takes the registered op, whose fake runs
@@ -423,20 +427,42 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
     if not tensors:
         body.append(f"_cb_device = {device_expr}")
     kernel_args = []
+    env_args = []  # the call of a TVM-FFI environment-stream compile: the stream left out
     for p in plan.params:
-        value = "_cb_stream" if p.role == "stream" else p.name
+        value = {"stream": "_cb_stream", "fixed": f"_cb_fixed_{p.name}"}.get(p.role, p.name)
         kernel_args.append(f"{p.name}={value}" if p.keyword_only else value)
-    if plan.stream is not None:
+        if p.role != "stream":
+            env_args.append(kernel_args[-1])
+    # capturing on another device than the tensors' is CB705; the device first: asking whether the
+    # stream captures is a driver call (over 2 us on the H200's host), the current device is not
+    other_device_check = "if _cb_device != _cb_current_device() and _cb_capturing(): _cb_other_device(_cb_device)"
+    stream_lines = [
         # torch's current stream of the tensors' device (0 for host tensors); inline, it is per call
-        body.append("if _cb_device < 0:")
-        body.append("    _cb_stream = 0")
-        body.append("else:")
-        body.append("    _cb_stream = _cb_raw_stream(_cb_device)")
-        body.append("    if _cb_device != _cb_current_device() and _cb_capturing(): _cb_other_device(_cb_device)")
-    else:
+        "if _cb_device < 0:",
+        "    _cb_stream = 0",
+        "else:",
+        "    _cb_stream = _cb_raw_stream(_cb_device)",
+        "    " + other_device_check,
+    ]
+    if plan.stream is None:
         body.append("if _cb_device >= 0: _cb_default_stream_only(_cb_device)")
-    body.append(f"_cb_kernel({', '.join(kernel_args)})")
-    mutated = [p.name for p in inputs if p.mutated and not p.sequence]
+        body.append(f"_cb_kernel({', '.join(kernel_args)})")
+    elif getattr(kernel, "tvm_ffi", False):
+        # a kernel compiled with the TVM-FFI environment stream (quack's make_fake_stream(
+        # use_tvm_ffi_env_stream=True)) is called without it: TVM-FFI takes torch's current
+        # stream of the tensors' device, the stream passed otherwise, and an explicit stream
+        # would key another compile (from the real tensors, not the kernel author's)
+        body.append("if _cb_kernel._env:")
+        body.append("    if _cb_device >= 0 and " + other_device_check[3:])
+        body.append(f"    _cb_kernel({', '.join(env_args)})")
+        body.append("else:")
+        body += ["    " + line for line in stream_lines]
+        body.append(f"    _cb_kernel({', '.join(kernel_args)})")
+    else:
+        body += stream_lines
+        body.append(f"_cb_kernel({', '.join(kernel_args)})")
+    mutated = [p.name for p in inputs if p.mutated and not p.sequence and not p.optional]
+    mutated_optional = [p.name for p in inputs if p.mutated and p.optional]
     mutated_seqs = [p.name for p in inputs if p.mutated and p.sequence]
     if len(plan.outputs) == 1:
         ret = plan.outputs[0]
@@ -447,13 +473,18 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
     plain = []
     for p in tensors:
         plain.append(f"({p.name}.__class__ is _cb_Tensor or {p.name}.__class__ is _cb_Parameter)")
+    for p in optionals:
+        plain.append(f"({p.name} is None or {p.name}.__class__ is _cb_Tensor or {p.name}.__class__ is _cb_Parameter)")
     for p in seqs:
         plain.append(f"_cb_plain_seq({p.name})")
     grads = [f"{p.name}.requires_grad" for p in tensors] + [f"_cb_seq_grad({p.name})" for p in seqs]
+    grads += [f"({p.name} is not None and {p.name}.requires_grad)" for p in optionals]
     eager_guard = " and ".join(plain) if plain else "True"
     if grads:
         eager_guard += f" and not (({' or '.join(grads)}) and _cb_grad_enabled())"
     bump_items = mutated + [f"*{n}" for n in mutated_seqs]
+    if mutated_optional:  # a Tensor(a!)? given as None has no version to bump
+        bump_items.append(f"*[_t for _t in {tuple_of([p for p in inputs if p.name in mutated_optional])} if _t is not None]")
     bump = f"_cb_bump(({', '.join(bump_items)},))" if bump_items else None
     src = [f"def __call__({', '.join(call_parts)}):"]
     src += [ind + line for line in binding]
@@ -526,6 +557,9 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
     for p in inputs:
         if p.has_default:
             namespace[f"_cb_default_{p.name}"] = p.default
+    for p in plan.params:
+        if p.role == "fixed":
+            namespace[f"_cb_fixed_{p.name}"] = p.default
     for name, (_, obj) in allocs.items():
         if isinstance(obj, Like):
             namespace[f"_cb_dtype_{name}"] = obj.dtype
@@ -533,7 +567,7 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
             namespace[f"_cb_alloc_{name}"] = obj
             namespace[f"_cb_check_{name}"] = _output_checker(rt, plan, name)
     code = "\n".join(src) + "\n"
-    exec(compile(code, f"<cute_bind op {plan.qualname}>", "exec"), namespace)  # noqa: S102 - generated from the kernel's parameter names only
+    exec(compile_source(code, f"op {plan.qualname}"), namespace)  # in linecache: tracebacks and pdb show it  # noqa: S102 - generated from the kernel's parameter names only
     call = namespace["__call__"]
     call.__doc__ = f"Call {plan.qualname}{plan.schema()} (eagerly: the kernel {plan.kernel} directly)."
     call.__cute_bind_source__ = code
@@ -673,7 +707,12 @@ def op(name: str, kernel: Any = None, /, *, mutates_args: Sequence[str] | str = 
     - ``tags``: more ``torch.Tag`` values for the op (it is always ``pt2_compliant_tag``).
 
     The stream parameter, if the kernel has one, is not part of the op: the
-    op passes torch's current stream for the device of its first tensor.
+    op passes torch's current stream for the device of its first tensor (a
+    kernel compiled with the TVM-FFI environment stream is called without it,
+    and TVM-FFI takes that same stream). ``Optional[X]`` parameters are ``X?``
+    in the schema (``Tensor? lse``, ``SymInt? window=None``); a parameter no
+    schema type carries (a NamedTuple or dataclass structure) but that has a
+    default is not an argument of the op: the op always passes the default.
     Definition errors are CB702-CB704; without torch, CB701.
     """
     parse_name(name, str(getattr(kernel, "name", getattr(kernel, "__name__", "kernel"))))

@@ -6,8 +6,14 @@ Every runtime parameter of a :class:`cute_bind.Kernel` becomes one role:
   when listed in ``mutates_args``), integer scalars ``SymInt`` (so a size taken
   from a dynamic shape stays symbolic under ``torch.compile``), float and half
   scalars ``float``, booleans ``bool``, ``Constexpr[int|float|bool|str]`` the
-  plain schema type (a compile-time value is always concrete), and a
-  homogeneous sequence the list of its element type;
+  plain schema type (a compile-time value is always concrete), a
+  homogeneous sequence the list of its element type, and ``Optional[X]``
+  (``X | None``, and unions like ``Int32 | int | None`` whose members share
+  one schema type) the optional type ``X?`` (``Tensor?``, ``SymInt?``);
+- **fixed**: a parameter of a kind no schema type carries (a NamedTuple or
+  dataclass structure, an optional structure) that has a default: the op
+  always passes that default (FlashAttention-4's ``aux_data``), and it is not
+  an argument of the op;
 - an **output**: a tensor parameter named in ``outputs``, allocated by the op
   and returned, so it is not in the schema's arguments;
 - the **stream**: never in the schema; the op passes torch's current stream.
@@ -26,7 +32,7 @@ from typing import Any, Iterable
 
 from .. import diagnostics as D
 from ..jit.signature import KernelSignature, Param
-from ..slots import PointerKind, ScalarKind, SequenceKind, SlotKind, StreamKind, TensorKind
+from ..slots import OptionalKind, PointerKind, ScalarKind, SequenceKind, SlotKind, StreamKind, TensorKind
 
 __all__ = ["OpParam", "OpPlan", "plan_op", "parse_name"]
 
@@ -42,9 +48,11 @@ _CONSTEXPR_TYPES = {int: "int", float: "float", bool: "bool", str: "str"}
 class OpParam:
     """One kernel parameter as the op sees it.
 
-    ``role`` is ``"input"``, ``"output"`` or ``"stream"``; ``schema_type`` the
-    schema type of an input (``None`` otherwise); ``tensor`` is true for a
-    ``Tensor`` or ``Tensor[]`` input or an output; ``sequence`` for a list type.
+    ``role`` is ``"input"``, ``"output"``, ``"stream"`` or ``"fixed"`` (always
+    its ``default``); ``schema_type`` the schema type of an input (``None``
+    otherwise, and without the ``?`` of an optional one); ``tensor`` is true for a
+    ``Tensor``, ``Tensor?`` or ``Tensor[]`` input or an output; ``sequence`` for a
+    list type; ``optional`` for an input that may be ``None`` (``Tensor?``).
     """
 
     name: str
@@ -55,6 +63,7 @@ class OpParam:
     mutated: bool = False
     default: Any = _EMPTY
     keyword_only: bool = False
+    optional: bool = False
 
     @property
     def has_default(self) -> bool:
@@ -99,6 +108,8 @@ class OpPlan:
             if p.mutated:
                 t = f"Tensor(a{alias}!)" + ("[]" if p.sequence else "")
                 alias += 1
+            if p.optional:
+                t += "?"
             text = f"{t} {p.name}"
             if p.has_default:
                 text += "=" + _default_text(p.default, t)
@@ -114,6 +125,8 @@ class OpPlan:
 
 def _default_text(value: Any, schema_type: str) -> str:
     """A default as the schema spells it for its type: torch reads ``bool b=1`` as the int 1, ``SymInt n=True`` as a bool."""
+    if value is None:  # an optional input's
+        return "None"
     if schema_type == "bool":  # a Boolean slot also takes 0/1 as its default
         return "True" if value else "False"
     if isinstance(value, bool):  # a number parameter's True/False default is 1/0
@@ -167,7 +180,7 @@ def _input(kernel: str, p: Param) -> OpParam:
     """The schema view of one input parameter, or CB702."""
     slot = p.slot
     schema_type: str | None = None
-    tensor = sequence = False
+    tensor = sequence = optional = False
     if slot is None:  # Constexpr
         args = typing.get_args(p.annotation)
         schema_type = _CONSTEXPR_TYPES.get(args[0]) if len(args) == 1 and isinstance(args[0], type) else None
@@ -186,19 +199,45 @@ def _input(kernel: str, p: Param) -> OpParam:
         ((schema_type, tensor),) = kinds  # type: ignore[misc]
         schema_type = f"{schema_type}[]"
         sequence = True
+    elif isinstance(slot, OptionalKind):
+        optional = True
+        members = {_element_type(m) for m in slot.members}
+        if len(members) != 1 or None in members:
+            spelled = " | ".join(m.describe() for m in slot.members)
+            why = (
+                f"its members ({spelled}) have no one torch schema type"
+                if len(slot.members) > 1
+                else f"the {slot.element.kind} slot kind has no torch schema type"
+            )
+            raise _unsupported(kernel, p, slot.describe(), why + "; give it a default to have the op pass that value always")
+        ((schema_type, tensor),) = members  # type: ignore[misc]
     else:
         element = _element_type(slot)
         if element is None:
-            raise _unsupported(kernel, p, slot.describe(), f"the {slot.kind} slot kind has no torch schema type")
+            raise _unsupported(kernel, p, slot.describe(), f"the {slot.kind} slot kind has no torch schema type; give it a default to have the op pass that value always")
         schema_type, tensor = element
     if p.keyword_only and tensor:
         raise _unsupported(kernel, p, "a keyword-only tensor parameter", "torch custom ops take tensors positionally; make it an ordinary parameter")
     default = p.default
     if p.has_default:
-        ok = not tensor and not sequence and isinstance(default, (bool, int, float)) and not (isinstance(default, float) and not math.isfinite(default))
+        number = isinstance(default, (bool, int, float)) and not (isinstance(default, float) and not math.isfinite(default))
+        ok = (optional and default is None) or (not tensor and not sequence and number)
         if not ok:
-            raise _unsupported(kernel, p, f"default {default!r}", "a schema default must be a finite number or a bool on a scalar parameter")
-    return OpParam(name=p.name, role="input", schema_type=schema_type, tensor=tensor, sequence=sequence, default=default, keyword_only=p.keyword_only)
+            raise _unsupported(
+                kernel, p, f"default {default!r}", "a schema default must be a finite number or a bool on a scalar parameter, or None on an optional one"
+            )
+    return OpParam(
+        name=p.name, role="input", schema_type=schema_type, tensor=tensor, sequence=sequence, default=default, keyword_only=p.keyword_only, optional=optional
+    )
+
+
+def _schema_less(slot: SlotKind | None) -> bool:
+    """Whether a parameter of this kind has no torch schema type at all (a structure, an optional structure)."""
+    if slot is None or isinstance(slot, (SequenceKind, StreamKind)):
+        return False
+    if isinstance(slot, OptionalKind):
+        return all(_element_type(m) is None for m in slot.members)
+    return _element_type(slot) is None
 
 
 def _names(value: Any, what: str, kernel: str) -> tuple[str, ...]:
@@ -228,7 +267,10 @@ def plan_op(qualname: str, sig: KernelSignature, mutates_args: Iterable[str] | s
                 raise D.error(
                     D.OP_SPEC_INVALID, kernel=kernel, parameter=n, expected=f"{what}: names of the kernel's parameters ({', '.join(by_name)})", got=repr(n)
                 )
-            element = _element_type(p.slot) if p.slot is not None and not isinstance(p.slot, SequenceKind) else None
+            slot = p.slot
+            if isinstance(slot, OptionalKind) and not slot.is_union:  # Optional[cute.Tensor]: given, or allocated
+                slot = slot.element
+            element = _element_type(slot) if slot is not None and not isinstance(slot, SequenceKind) else None
             is_tensor = element is not None and element[1]
             if isinstance(p.slot, SequenceKind) and what == "mutates_args":
                 inner = {_element_type(e) for e in ((p.slot.homogeneous,) if p.slot.homogeneous else p.slot.elements or ())}
@@ -257,6 +299,8 @@ def plan_op(qualname: str, sig: KernelSignature, mutates_args: Iterable[str] | s
             params.append(OpParam(name=p.name, role="stream", keyword_only=p.keyword_only))
         elif p.name in outs:
             params.append(OpParam(name=p.name, role="output", tensor=True, keyword_only=p.keyword_only))
+        elif p.has_default and p.name not in mutated and _schema_less(p.slot):
+            params.append(OpParam(name=p.name, role="fixed", default=p.default, keyword_only=p.keyword_only))
         else:
             op_param = _input(kernel, p)
             if p.name in mutated:

@@ -291,3 +291,59 @@ def test_a_second_env_stream_call_takes_the_installed_handle(monkeypatch: pytest
     k(out, x, 0)  # a stream given: the handle refuses it, the dispatch path compiles the stream-argument compile
     assert torch.equal(out, x * 2 + 1) and len(taken) == 3 and len(dispatched) == 2
     assert k.cache_info()["specializations"] == 1 and k.cache_info()["compiled"] == 2
+
+
+class ScaleBy:
+    """quack's split-k reduce shape: ``alpha`` a Float32 or a pointer to one (``data_ptr()`` at the call)."""
+
+    @cute.jit
+    def __call__(self, out: cute.Tensor, inp: cute.Tensor, alpha: Optional[cutlass.Float32 | cute.Pointer], stream: cuda.CUstream):
+        a = cutlass.Float32(1.0)
+        if cutlass.const_expr(isinstance(alpha, cute.Pointer)):
+            a = cute.make_tensor(alpha, cute.make_layout(1))[0]
+        elif cutlass.const_expr(alpha is not None):
+            a = alpha
+        for i in range(cute.size(out, mode=[0])):
+            for j in range(cute.size(out, mode=[1])):
+                out[i, j] = inp[i, j] * a
+
+
+def test_bind_of_an_env_compile_takes_an_int_address_for_a_pointer_member() -> None:
+    """``k.bind(out, x, alpha.data_ptr())`` after the client's compile with ``make_ptr(...)`` for ``alpha``:
+    the handle of that compile (the entry takes the int as the address), where it was CB230 ("a number or
+    an address?") as for a value of no member; an int beside a pointer member with no compile stays CB230."""
+    from cutlass.cute.runtime import make_ptr
+
+    batch = cute.sym_int()
+    args = (_fake(batch), _fake(batch), make_ptr(cutlass.Float32, 0, cute.AddressSpace.gmem, assumed_align=4), make_fake_stream(use_tvm_ffi_env_stream=True))
+    k = cute_bind.kernel(ScaleBy(), compile_options=TVM)
+    k.compile(*args)
+    out, x, alpha = torch.zeros(2, 64), torch.randn(2, 64), torch.tensor([3.0])
+    h = k.bind(out, x, alpha.data_ptr())
+    assert h.parameters == ("out", "inp", "alpha")
+    assert k.cache_info()["compiled"] == 1  # the client's compile, no other
+    plain = cute_bind.kernel(ScaleBy())  # no env-stream compile: the value's own kind decides, and an int is none
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        plain.bind(out, x, alpha.data_ptr(), 0)
+    assert info.value.code == "CB230"
+
+
+def test_a_constant_structure_compiles_without_the_dsls_annotate_it_warning() -> None:
+    """FlashAttention-4's ``aux_data`` (a NamedTuple of Nones): the DSL warns on every compile that it cannot
+    convert it and should be annotated Constexpr; the structure slot took it as the constant it is, so the
+    decorator's compile does not pass the warning on (other warnings still reach the user)."""
+    from tests.kernels import host
+
+    k = cute_bind.kernel(host.topt)
+    out, x = torch.zeros(4), torch.arange(4.0)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        k(out, x, None, 2.0)
+    assert [str(w.message) for w in seen if "JitArgument" in str(w.message)] == []
+    assert torch.equal(out, x * 2)
+    with warnings.catch_warnings(record=True) as direct:  # the DSL's own compile does warn: the test can fail
+        warnings.simplefilter("always")
+        from cutlass.cute.runtime import from_dlpack
+
+        cute.compile(host.topt, from_dlpack(out), from_dlpack(x), None, 2.0)
+    assert any("JitArgument" in str(w.message) for w in direct)

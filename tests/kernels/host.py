@@ -3,6 +3,8 @@
 The DSL compiles from source files, so test kernels live in this module.
 """
 
+from typing import NamedTuple, Optional
+
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
@@ -266,3 +268,32 @@ def fill_kwonly(out: cute_bind.Pointer[cutlass.Int32], *, value: cutlass.Int32):
     """out[0] = value, with a keyword-only parameter."""
     o = cute.make_tensor(out, cute.make_layout(1))
     o[0] = value
+
+
+class OptAux(NamedTuple):
+    """A constant structure (as FlashAttention-4's ``AuxData``): compiled in, passed by its default."""
+
+    bias: cute.Tensor | None = None
+    shift: cutlass.Int32 | int | None = None
+
+
+@cute.jit
+def topt(
+    out: cute.Tensor,
+    inp: cute.Tensor,
+    lse: Optional[cute.Tensor],
+    alpha: cutlass.Float32,
+    bias: Optional[cute.Tensor] = None,
+    shift: cutlass.Int32 | int | None = None,
+    aux: OptAux = OptAux(),
+):
+    """out = inp * alpha (+ bias) (+ shift); lse, when given, = 2 * out (FlashAttention-4's optional tensors and unions)."""
+    for i in range(cute.size(out)):
+        v = inp[i] * alpha
+        if cutlass.const_expr(bias is not None):
+            v = v + bias[i]
+        if cutlass.const_expr(shift is not None):
+            v = v + cutlass.Float32(shift)
+        out[i] = v
+        if cutlass.const_expr(lse is not None):
+            lse[i] = v * cutlass.Float32(2.0)

@@ -377,3 +377,87 @@ def test_bool_defaults_reach_the_kernel_eagerly_and_through_the_dispatcher(opnam
         assert torch.equal(eager, expect) and torch.equal(dispatched, expect), args
     result = torch.library.opcheck(op.overload, (torch.zeros(6), x))
     assert set(result.values()) == {"SUCCESS"}, result
+
+
+# ------------------------------------------------------------------ optional tensors, unions, fixed structures (FlashAttention-4's signature)
+def test_optional_tensors_unions_and_a_fixed_structure(opname):
+    """``Tensor?`` takes a tensor or None, ``SymInt?`` an int or None, the structure is passed as its default;
+    eager, through the dispatcher and ``kernel(...)`` write the same bytes."""
+    k = cute_bind.kernel(host.topt)
+    name = opname("topt")
+    op = cbt.op(name, k, mutates_args=("out", "lse"))
+    overload = getattr(getattr(torch.ops, name.split("::")[0]), name.split("::")[1])
+    x, b = arange(9), torch.linspace(-1, 1, 9)
+    cases = [(None, 2.0, None, None), ("lse", 2.0, None, None), ("lse", -1.5, b, 3), (None, 0.5, b, None), (None, 1.0, None, -2)]
+    for lse, alpha, bias, shift in cases:
+        results = []
+        for call in (op, overload, k):
+            out = torch.full_like(x, float("nan"))
+            lse_t = torch.full_like(x, float("nan")) if lse else None
+            if call is k:
+                call(out, x, lse_t, alpha, bias, shift)
+            else:
+                assert call(out, x, lse_t, alpha, bias, shift) is None
+            results.append((out, lse_t))
+        expected = x * alpha + (b if bias is not None else 0) + (shift or 0)
+        for out, lse_t in results:
+            assert torch.equal(out, results[-1][0]) and torch.allclose(out, expected)
+            if lse:
+                assert torch.equal(lse_t, results[-1][1]) and torch.allclose(lse_t, 2 * expected)
+
+
+def test_a_mutated_optional_tensor_gets_its_version_bumped_when_given(opname):
+    op = cbt.op(opname("topt_v"), host.topt, mutates_args=("out", "lse"))
+    x, out, lse = arange(4), torch.zeros(4), torch.zeros(4)
+    before = (out._version, lse._version)
+    op(out, x, lse, 1.0)
+    assert (out._version, lse._version) == (before[0] + 1, before[1] + 1)
+    op(out, x, None, 1.0)  # None has no version: only out's moves
+    assert (out._version, lse._version) == (before[0] + 2, before[1] + 1)
+
+
+def test_opcheck_on_optional_inputs_and_outputs(opname):
+    x, b = arange(6), torch.ones(6)
+    mutating = cbt.op(opname("topt_m"), host.topt, mutates_args=("out", "lse"))
+    for args in ((torch.zeros(6), x, None, 2.0), (torch.zeros(6), x, torch.zeros(6), 2.0, b, 4)):
+        result = torch.library.opcheck(mutating.overload, args, {})
+        assert set(result.values()) == {"SUCCESS"}, result
+    functional = cbt.op(opname("topt_f"), host.topt, outputs={"out": "inp", "lse": "inp"})
+    result = torch.library.opcheck(functional.overload, (x, 2.0, None, 1), {})
+    assert set(result.values()) == {"SUCCESS"}, result
+    out, lse = functional(x, 2.0, shift=1)
+    assert torch.equal(out, x * 2 + 1) and torch.equal(lse, 2 * out)
+
+
+def test_an_env_stream_compile_is_called_without_the_stream(opname):
+    """A TVM-FFI kernel compiled with the environment stream (quack's softmax): the op leaves the stream out,
+    so the call reaches that compile (whose entry refuses CPU tensors here: CB309) instead of compiling the
+    real tensors' layout anew with an explicit stream."""
+    pytest.importorskip("tvm_ffi")
+    from tests.jit.test_client_hosts import Affine, _env_compile
+
+    k, _ = _env_compile(Affine())
+    op = cbt.op(opname("env_affine"), k, mutates_args=("out",))
+    out, x = torch.zeros(2, 64), torch.randn(2, 64)
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        op(out, x)
+    assert info.value.code == "CB309" and "device_type=cuda" in str(info.value)
+    assert k.cache_info()["compiled"] == 1  # no second compile from the CPU tensors
+
+
+def test_the_generated_call_is_in_linecache_for_tracebacks(opname):
+    """A traceback through the op's generated call shows its lines (registered with linecache, as attrs does)."""
+    import linecache
+    import traceback
+
+    name = opname("lines")
+    op = cbt.op(name, host.tscale, mutates_args=("out",))
+    (filename,) = [f for f in linecache.cache if f.startswith(f"<cute_bind op {name}-")]
+    assert linecache.getline(filename, 1).startswith("def __call__(")
+    try:
+        op(torch.zeros(3), torch.zeros(3), 1.0, 4, 5)  # an extra argument: CB202 raised from inside the generated call
+    except cute_bind.CuteBindError as exc:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+        assert frames and all(f.line for f in frames), frames
+    else:
+        raise AssertionError("the call was not refused")

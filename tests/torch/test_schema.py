@@ -8,6 +8,8 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 import pytest
+from typing import Optional
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -71,6 +73,22 @@ def bool_kwonly(out: cute.Tensor, *, flag: cutlass.Boolean = False, c: cutlass.C
     pass
 
 
+def optional_scalars(out: cute.Tensor, n: Optional[cutlass.Int32], x: cutlass.Float32 | float | None = None, flag: Optional[cutlass.Boolean] = None, k: cutlass.Int32 | None = 3):
+    pass
+
+
+def mixed_union(out: cute.Tensor, beta: Optional[cutlass.Float32 | F32] = None):
+    pass
+
+
+def structure_no_default(out: cute.Tensor, aux: host.OptAux):
+    pass
+
+
+def optional_structure(out: cute.Tensor, aux: Optional[host.OptAux] = None, stream: cuda.CUstream = None):
+    pass
+
+
 #: (kernel, mutates_args, outputs, schema)
 SCHEMAS = [
     (host.tscale, ("out",), (), "(Tensor(a0!) out, Tensor inp, float alpha) -> ()"),
@@ -91,6 +109,12 @@ SCHEMAS = [
     (bool_constexpr, ("out",), (), "(Tensor(a0!) out, bool c=True, bool d=False) -> ()"),
     (bool_as_number, ("out",), (), "(Tensor(a0!) out, bool flag=True, bool off=False, SymInt n=1, int c=0, float x=1) -> ()"),
     (bool_kwonly, (), ("out",), "(*, bool flag=False, bool c=True) -> Tensor"),
+    # Optional[X] and unions whose members share a schema type are X?; a structure with a default is fixed (no argument)
+    (host.topt, ("out",), (), "(Tensor(a0!) out, Tensor inp, Tensor? lse, float alpha, Tensor? bias=None, SymInt? shift=None) -> ()"),
+    (host.topt, ("out", "lse"), (), "(Tensor(a0!) out, Tensor inp, Tensor(a1!)? lse, float alpha, Tensor? bias=None, SymInt? shift=None) -> ()"),
+    (host.topt, (), ("out", "lse"), "(Tensor inp, float alpha, Tensor? bias=None, SymInt? shift=None) -> (Tensor, Tensor)"),
+    (optional_scalars, ("out",), (), "(Tensor(a0!) out, SymInt? n, float? x=None, bool? flag=None, SymInt? k=3) -> ()"),
+    (optional_structure, ("out",), (), "(Tensor(a0!) out) -> ()"),
     (
         host.all_scalars,
         ("out",),
@@ -110,7 +134,7 @@ def test_schema_of_each_slot_kind(fn, mutates, outputs, schema):
     assert [p.name for p in plan.params] == [p.name for p in _sig(fn).params]  # every parameter, in order
 
 
-_PYTHON_TYPE = {"bool": bool, "SymInt": int, "int": int, "float": float}
+_PYTHON_TYPE = {"bool": bool, "SymInt": int, "int": int, "float": float, "Optional[bool]": bool, "Optional[int]": int, "Optional[float]": float}
 
 
 @pytest.mark.parametrize(("fn", "mutates", "outputs", "schema"), SCHEMAS, ids=[f"{s[0].__name__}-{i}" for i, s in enumerate(SCHEMAS)])
@@ -125,9 +149,22 @@ def test_torch_reads_each_default_as_the_kernel_default_of_its_type(fn, mutates,
         if arg.name not in defaults:
             assert arg.default_value is None, arg.name
             continue
+        if defaults[arg.name] is None:  # an optional input's None
+            assert str(arg.type).startswith("Optional[") and arg.default_value is None, arg.name
+            continue
         kind = _PYTHON_TYPE[str(arg.type)]
         assert type(arg.default_value) is kind, (arg.name, str(arg.type), arg.default_value)
         assert arg.default_value == kind(defaults[arg.name]), arg.name
+
+
+def test_a_structure_with_a_default_is_fixed_to_it():
+    """FlashAttention-4's ``aux_data``: no schema type carries a NamedTuple, so the op passes its default."""
+    plan = plan_op("lib::op", _sig(host.topt), ("out",), ())
+    fixed = [p for p in plan.params if p.role == "fixed"]
+    assert [(p.name, p.default) for p in fixed] == [("aux", host.OptAux())]
+    assert "aux" not in [p.name for p in plan.inputs]
+    plan = plan_op("lib::op", _sig(optional_structure), ("out",), ())
+    assert [(p.name, p.role) for p in plan.params[1:]] == [("aux", "fixed"), ("stream", "stream")] and plan.params[1].default is None
 
 
 def test_stream_is_no_argument_of_the_op():
@@ -145,6 +182,9 @@ REFUSED = [
     (odd_default, ("out",), (), "CB702", "alpha"),
     (reserved, ("out",), (), "CB702", "_cb_x"),
     (two_streams, ("out",), (), "CB702", "s2"),
+    (mixed_union, ("out",), (), "CB702", "beta"),  # Float32 | Pointer: float or Tensor, no one schema type
+    (structure_no_default, ("out",), (), "CB702", "aux"),  # no schema type and no default to fix it to
+    (host.topt, ("aux",), (), "CB703", "aux"),
     (host.tscale, ("alpha",), (), "CB703", "alpha"),
     (host.tscale, ("nope",), (), "CB703", "nope"),
     (host.tscale, ("out",), ("out",), "CB703", "out"),
