@@ -5,8 +5,15 @@ no C compiler is available the install still succeeds and PreparedLaunch uses
 its pure-Python fast path.
 """
 
+import sys
+
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+
+# Every extension names libc as a needed library on Linux, even one that calls no libc function (the
+# linker's --as-needed drops it then): auditwheel reads the C library from the first extension it meets
+# and refuses a wheel whose extension names none ("couldn't detect libc for python extension").
+LINK_ARGS = ["-Wl,--no-as-needed", "-lc"] if sys.platform.startswith("linux") else []
 
 
 class OptionalBuildExt(build_ext):
@@ -30,6 +37,7 @@ setup(
             ["cute_bind/launch/_claunch.c"],
             py_limited_api=True,  # the source defines Py_LIMITED_API 0x030A0000
             extra_compile_args=["-O2"],
+            extra_link_args=LINK_ARGS,
             optional=True,
         ),
         Extension(
@@ -37,6 +45,7 @@ setup(
             ["cute_bind/launch/_ctvmffi.c"],
             py_limited_api=True,
             extra_compile_args=["-O2"],
+            extra_link_args=LINK_ARGS,
             optional=True,
         ),
         Extension(
@@ -44,6 +53,7 @@ setup(
             ["cute_bind/graph/_cgraph.c"],
             py_limited_api=True,  # the source defines Py_LIMITED_API 0x030A0000
             extra_compile_args=["-O2"],
+            extra_link_args=LINK_ARGS,
             optional=True,
         ),
         Extension(
@@ -51,6 +61,7 @@ setup(
             ["cute_bind/jit/_cdispatch.c"],
             py_limited_api=True,  # the source defines Py_LIMITED_API 0x030A0000
             extra_compile_args=["-O2"],
+            extra_link_args=LINK_ARGS,
             optional=True,
         ),
     ],

@@ -82,6 +82,7 @@ def scale(
     )
 
 
+N = 1000  # elements in the examples below
 # --8<-- [end:define]
 
 
@@ -102,9 +103,6 @@ def scale_host(
 
 
 # --8<-- [end:host]
-
-
-N = 1000
 
 
 def run_on_gpu() -> None:

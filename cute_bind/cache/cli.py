@@ -8,9 +8,9 @@ import sys
 import time
 
 from ..diagnostics.errors import CuteBindError
-from . import cache_dir, clear, info, prune, size_limit
+from . import cache_dir, clear, environment, info, prune, size_limit
 from .settings import parse_size
-from .store import EntryInfo, UntrustedPath
+from .store import STATUSES, EntryInfo, UntrustedPath
 
 __all__ = ["add_arguments", "main"]
 
@@ -20,6 +20,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", help="cache folder (default: CUTE_BIND_CACHE_DIR or the user's cache folder)")
     p.add_argument("--max-size", help="prune: size limit such as 512M (default: CUTE_BIND_CACHE_SIZE or 1G)")
     p.add_argument("--older-than", type=_days, metavar="DAYS", help="prune: also remove entries unused for this many days")
+    p.add_argument(
+        "--other", action="store_true",
+        help="prune: also remove the entries this process cannot use (status other-arch or other-version; kept by default: another environment sharing the folder may use them)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="info: print JSON")
 
 
@@ -49,8 +53,20 @@ def _age(seconds: float) -> str:
 
 
 def _status(e: EntryInfo) -> str:
-    # why an entry is refused is worth a column: someone planted or damaged it
-    return f"{e.status} ({e.reason})" if e.status in ("unsafe", "unsigned") else e.status
+    # why an entry is refused or of no use here is worth a column: someone planted or damaged it, or it
+    # belongs to another setting or version (then the reason names what differs from this process)
+    return f"{e.status} ({e.reason})" if e.status != "ok" and e.reason else e.status
+
+
+def _counts(entries: list[EntryInfo]) -> str:
+    counts = {status: sum(e.status == status for e in entries) for status in STATUSES}
+    return ", ".join(f"{n} {status}" for status, n in counts.items() if n)
+
+
+def _here() -> str:
+    """What an entry's status is relative to: this process's DSL and CUTE_DSL_* settings."""
+    env = environment()
+    return f"nvidia-cutlass-dsl {env['dsl']}, CUTE_DSL_* settings: {env['dsl_env'] or 'none'}"
 
 
 def main(args: argparse.Namespace) -> int:
@@ -73,8 +89,14 @@ def _main(args: argparse.Namespace) -> int:
         return 0
     if args.action == "prune":
         limit = parse_size(args.max_size, "--max-size") if args.max_size else size_limit()
-        removed = prune(root, max_size=limit, older_than_s=args.older_than * 86400 if args.older_than is not None else None)
-        print(f"removed {len(removed)} entries from {root} (limit {_size(limit)})")
+        before = {e.key: e.status for e in info(root)}
+        removed = prune(root, max_size=limit, older_than_s=args.older_than * 86400 if args.older_than is not None else None, other=args.other)
+        by_status = [before.get(key, "?") for key in removed]
+        why = ", ".join(f"{by_status.count(st)} {st}" for st in dict.fromkeys(by_status))
+        print(f"removed {len(removed)} entries from {root} (limit {_size(limit)})" + (f": {why}" if why else ""))
+        kept = sum(st.startswith("other-") for key, st in before.items() if key not in removed)
+        if kept:
+            print(f"kept {kept} entries of other settings or versions (prune --other removes them)")
         return 0
     entries = info(root)
     now = time.time()
@@ -88,7 +110,9 @@ def _main(args: argparse.Namespace) -> int:
         return 0
     total = sum(e.size for e in entries)
     print(f"cache folder: {root}")
-    print(f"{len(entries)} entries, {_size(total)} of {_size(size_limit())}")
+    print(f"{len(entries)} entries, {_size(total)} of {_size(size_limit())}" + (f": {_counts(entries)}" if entries else ""))
+    if entries:
+        print(f"status as seen by this process ({_here()}); see docs/concepts/cache.md")
     if entries:
         print(f"{'kernel':24s} {'key':12s} {'size':>8s} {'age':>7s} {'used':>7s} {'hits':>5s}  status")
         for e in reversed(entries):

@@ -60,11 +60,13 @@ __all__ = [
     "Store",
     "EntryInfo",
     "Read",
+    "STATUSES",
     "UntrustedPath",
     "current_uid",
     "decode",
     "encode",
     "load_key",
+    "other_status",
     "untrusted_reason",
 ]
 
@@ -324,9 +326,41 @@ class EntryInfo:
     created: float
     last_used: float
     hits: int
-    status: str  # "ok", "corrupt", "other" (another format, DSL, Python...), "unsafe" (never read) or "unsigned"
+    status: str  # one of STATUSES (see there)
     path: Path
     reason: str = ""
+
+
+#: What ``EntryInfo.status`` can be, and what it means (docs/concepts/cache.md, "The command line"). An
+#: entry's status is relative to the process that looks: an entry written under ``CUTE_DSL_ARCH=sm_90a`` is
+#: ``ok`` for a process with that setting and ``other-arch`` for one without.
+STATUSES = {
+    "ok": "this process can load it",
+    "other-arch": "written for another target: other CUTE_DSL_* settings (such as CUTE_DSL_ARCH) or another machine or CPU",
+    "other-version": "written by another nvidia-cutlass-dsl, cute_bind, Python or cache format",
+    "corrupt": "damaged: truncated, modified, not an entry, or under another key's name",
+    "unsafe": "not a regular file of yours (a link, FIFO, folder or foreign file): never read",
+    "unsigned": "in a shared team cache, not signed with the team's key: never loaded",
+}
+#: ``environment()`` fields whose difference makes an entry ``other-version`` (the others make it ``other-arch``).
+VERSION_FIELDS = ("format", "dsl", "cute_bind", "python")
+
+
+def other_status(header: dict[str, Any], expected: dict[str, str]) -> tuple[str, str]:
+    """``(status, reason)`` of an entry this process cannot use (a ``mismatch``): every field that differs."""
+    env = header.get("env")
+    env = env if isinstance(env, dict) else {}
+    differ = [name for name, value in expected.items() if env.get(name) != value]
+    if not differ:  # the key in the file is not its name's
+        return "corrupt", f"the file holds key {str(header.get('key'))[:16]}"
+
+    def spell(value: Any) -> str:
+        text = str(value) if value not in (None, "") else "none"
+        return text if len(text) <= 40 else text[:16] + "..."
+
+    words = {"dsl_env": "CUTE_DSL_* settings", "dsl": "nvidia-cutlass-dsl", "python": "Python", "format": "cache format"}
+    reason = "; ".join(f"{words.get(name, name)} {spell(env.get(name))} vs {spell(expected[name])} here" for name in differ)
+    return ("other-version" if any(name in VERSION_FIELDS for name in differ) else "other-arch"), reason
 
 
 def _close_all(fds: list[int]) -> None:
@@ -657,7 +691,9 @@ class Store:
             r = self._read_name(name, key, expected or {})
             if r.status == "miss":  # removed meanwhile
                 continue
-            status = {"hit": "ok", "mismatch": "other"}.get(r.status, r.status)
+            status, reason = {"hit": "ok"}.get(r.status, r.status), r.reason
+            if r.status == "mismatch":  # which kind of other: a setting or machine, or a version
+                status, reason = other_status(r.header, expected or {})
             created = r.header.get("created", st.st_mtime)
             hits, used = 0, st.st_mtime
             hs = self._lstat(_ENTRIES, f"{key}.hits")
@@ -674,7 +710,7 @@ class Store:
                     hits=hits,
                     status=status,
                     path=self.entries / name,
-                    reason=r.reason,
+                    reason=reason,
                 )
             )
         return out
@@ -722,15 +758,18 @@ class Store:
             removed.append(key)
         return removed
 
-    def prune(self, limit: int, older_than_s: float | None = None, expected: dict[str, str] | None = None) -> list[str]:
+    def prune(self, limit: int, older_than_s: float | None = None, expected: dict[str, str] | None = None, *, other: bool = False) -> list[str]:
         """Remove corrupt, unsafe and unsigned entries, stale temporary files, stray and unused locks, entries
-        unused for ``older_than_s``, then evict to ``limit``."""
+        unused for ``older_than_s``, with ``other`` the entries this environment cannot use (``other-arch``,
+        ``other-version``: not by default, another environment sharing the folder may need them), then evict
+        to ``limit``."""
         if not self._open(create=False):
             return []
         now = time.time()
         removed = []
         for e in self.scan(expected):
-            if e.status in ("corrupt", "unsafe", "unsigned") or (older_than_s is not None and now - e.last_used > older_than_s):
+            stale = older_than_s is not None and now - e.last_used > older_than_s
+            if e.status in ("corrupt", "unsafe", "unsigned") or (other and e.status.startswith("other-")) or stale:
                 self.remove(e.key)
                 removed.append(e.key)
         entries = self._fds[_ENTRIES]

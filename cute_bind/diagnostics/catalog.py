@@ -119,7 +119,7 @@ __all__ = [
 CATALOG: dict[str, Diagnostic] = {}
 
 #: The nvidia-cutlass-dsl versions cute_bind is tested with (mirrors
-#: pyproject.toml; ``cute_bind._dsl.SUPPORTED_VERSIONS`` is this value). Here so
+#: pyproject.toml; ``cute_bind.dsl.SUPPORTED_VERSIONS`` is this value). Here so
 #: that CB501's fix names the range on its page too, not only in a message.
 SUPPORTED_DSL_VERSIONS = ">=4.5.3,<4.9"
 
@@ -797,9 +797,11 @@ handle = fill.bind(addr, 1)
 handle.launch(addr, 2.5)   # float for an Int32 slot -> CB204
 """,
     fix="""
-    Pass a value of the kind the message expects; convert explicitly where a
-    conversion is meant (`int(x)` for an integer slot, an address or a tensor
-    for a pointer slot).
+    Pass {expected}. Where a conversion is meant, make it explicit: for a
+    tensor slot (`cute.Tensor`) a list becomes an array with `np.asarray(x)`
+    or `torch.tensor(x)`, and a raw address is not a tensor (a kernel that
+    takes addresses declares `cute_bind.Pointer[...]`); for an integer slot
+    `int(x)`; for a pointer slot an address, a tensor or an array.
     """,
 )
 
@@ -1751,9 +1753,9 @@ MODULE_UNLOADED = _entry(
     """,
     example=_FILL
     + """
-from cute_bind import _dsl
+from cute_bind import dsl
 handle = fill.bind(addr, 1)
-_dsl.unload(handle.compiled)
+dsl.unload(handle.compiled)
 handle.launch(addr, 2)   # -> CB402
 """,
     fix="Bind a new handle (`kernel.bind(...)` or `cute_bind.prepare(...)`) after recompiling.",
@@ -1889,7 +1891,7 @@ DSL_INCOMPATIBLE = _entry(
     explanation="""
     cute_bind reaches into a few non-public parts of the DSL (the execution
     argument marshaller, the executor's entry point and result slot). They
-    all live in one module, `cute_bind._dsl`, which checks that they exist,
+    all live in one package, `cute_bind.dsl`, which checks that they exist,
     once, at the first `bind()` or `prepare()`, and raises this error naming
     each one that is missing. The check is about what the DSL has, not its
     version number: a version outside the tested range that has everything
@@ -2183,11 +2185,16 @@ OP_PARAMETER_UNSUPPORTED = _entry(
     `cute_bind.torch.op` writes that schema from the kernel's signature:
     tensors and pointers become `Tensor`, integer scalars `SymInt`, float and
     half scalars `float`, `Constexpr[int|float|bool|str]` the plain type, a
-    sequence the list of its one element type; the stream is left out (the op
-    passes torch's current stream). A parameter outside that (a tuple mixing
-    tensors and scalars, a bare `Constexpr`, a keyword-only tensor, a default
-    that is not a number, a slot kind registered outside cute_bind) has no
-    schema type.
+    sequence the list of its one element type, `Optional[X]` (and a union with
+    `None` whose members share one schema type, such as `Int32 | int | None`)
+    `X?`; the stream is left out (the op passes torch's current stream), and so
+    is a parameter of a kind no schema type carries that has a default (a
+    NamedTuple or dataclass structure such as FlashAttention-4's `aux_data`:
+    the op always passes the default). A parameter outside that (a tuple
+    mixing tensors and scalars, a union of a scalar and a pointer, a structure
+    without a default, a bare `Constexpr`, a keyword-only tensor, a default
+    that is not a number or `None`, a slot kind registered outside cute_bind)
+    has no schema type.
     """,
     example=_TSCALE
     + """
@@ -2204,8 +2211,9 @@ cute_bind.torch.op("demo::mixed", mixed, mutates_args=("out",))   # tensor and f
 """,
     fix="""
     Split the parameter into parameters the schema can carry (here a
-    `tuple[F32, F32]` of tensors and a separate `cutlass.Float32`), or call
-    the kernel itself outside the op.
+    `tuple[F32, F32]` of tensors and a separate `cutlass.Float32`), give a
+    structure parameter the default the op should always pass, or call the
+    kernel itself outside the op.
     """,
 )
 
@@ -2846,7 +2854,7 @@ def lookup(code: str) -> Diagnostic:
     try:
         return CATALOG[code.strip().upper()]
     except KeyError:
-        raise KeyError(f"unknown diagnostic code {code!r}; known codes: {', '.join(CATALOG)}") from None
+        raise KeyError(f"unknown diagnostic code {code!r}; known codes: {', '.join(sorted(CATALOG))}") from None
 
 
 class _Fields(dict[str, Any]):
