@@ -40,17 +40,9 @@ ILLUSTRATION_MARKER = "raise cute_bind.error("
 ILLUSTRATION_LABEL = "illustration (condition cannot be produced here)"
 RUNNABLE_LABEL = "runnable example"
 
-#: Code ranges, as documented in cute_bind.diagnostics.catalog.
-RANGES = {
-    "1": ("Definition", "raised when `@cute_bind.kernel` reads the function's signature"),
-    "2": ("Arguments", "raised while binding or launching, when a value does not fit its slot"),
-    "3": ("Preparing", "raised by `bind()` / `prepare()` while preparing a compiled function"),
-    "4": ("Launch runtime", "raised by `launch()` when the handle cannot launch or CUDA reports an error"),
-    "5": ("Environment", "raised when the installed CuTe DSL is missing or incompatible"),
-    "6": ("Compiling and caching", "raised when calling a kernel specializes it, and by the disk compile cache"),
-    "7": ("PyTorch integration", "raised by `cute_bind.torch` when a kernel is made a torch op or the op is called"),
-    "8": ("Prepared graphs", "raised by `cute_bind.graph` while recording, mapping slots to kernel-node parameters and replaying"),
-}
+#: Code ranges: each one's name and when its diagnostics are raised, from the
+#: table of the range modules (cute_bind/diagnostics/codes/__init__.py RANGES).
+RANGES = {digit: (rng.title, rng.when) for digit, rng in cute_bind.diagnostics.codes.RANGES.items()}
 _BUILTINS = (TypeError, ValueError, RuntimeError, ImportError, RuntimeWarning)
 
 
@@ -69,8 +61,8 @@ def page_path(code: str) -> str:
 
 def _range(code: str) -> tuple[str, str]:
     digit = code[2:3]
-    if digit not in RANGES:  # a nameless group in the nav ("CB9xx: CB9xx"): name the new range above
-        raise RuntimeError(f"{code}: the range CB{digit}xx has no name in docs/hooks/catalog.py RANGES")
+    if digit not in RANGES:  # a nameless group in the nav ("CB9xx: CB9xx"): a new range is a module and a row of RANGES
+        raise RuntimeError(f"{code}: the range CB{digit}xx has no name in cute_bind/diagnostics/codes/__init__.py RANGES")
     return RANGES[digit]
 
 
