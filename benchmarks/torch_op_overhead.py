@@ -13,8 +13,13 @@ measurement device, not an API) and times, interleaved, medians of rounds:
   pattern users write by hand);
 - the bare no-op call with the kernel's arguments.
 
-Run from the repository root: ``python benchmarks/torch_op_overhead.py [--repeats 21 --iters 20000]``.
-CPU tensors; the stream lookup of CUDA tensors is not in these numbers.
+Then each C call the generated eager call makes, alone (``--pieces``): torch's
+mode checks, the tensor class and ``requires_grad`` tests, ``get_device``,
+the current raw stream and device, the capture test and the version bump.
+
+Run from the repository root: ``python benchmarks/torch_op_overhead.py [--repeats 21 --iters 20000] [--device cuda]``.
+With ``--device cuda`` (the device job) the tensors are CUDA tensors, so the stream and device lookups
+are in the numbers; on the CPU they are host tensors (stream 0, no lookup).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21)
     parser.add_argument("--iters", type=int, default=20000)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda: where the op's tensors live")
     args = parser.parse_args()
 
     import torch
@@ -50,13 +56,30 @@ def main() -> None:
     hand = torch.library.custom_op(
         "cbpieces::hand", lambda out, inp, alpha: noop(out, inp, alpha, 0), mutates_args=("out",), schema="(Tensor(a!) out, Tensor inp, float alpha) -> ()"
     )
-    x, y = torch.randn(64), torch.empty(64)
+    x, y = torch.randn(64, device=args.device), torch.empty(64, device=args.device)
+    g = type(op).__call__.__globals__  # the generated call's own entry points, each timed alone
+    dev = x.get_device()
     paths: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
         ("eager op, no-op kernel", op, (y, x, 2.0)),
         ("op through the dispatcher, no-op kernel", op.overload, (y, x, 2.0)),
         ("hand-written torch.library.custom_op, no-op body", hand, (y, x, 2.0)),
         ("bare no-op call", noop, (y, x, 2.0, 0)),
+        ("piece: is_dynamo_compiling()", g["_cb_compiling"], ()),
+        ("piece: _len_torch_dispatch_stack()", g["_cb_dispatch_modes"], ()),
+        ("piece: _is_torch_function_mode_enabled()", g["_cb_function_modes"], ()),
+        ("piece: _are_functorch_transforms_active()", g["_cb_functorch"], ()),
+        ("piece: is_grad_enabled()", g["_cb_grad_enabled"], ()),
+        ("piece: x.get_device()", x.get_device, ()),
+        ("piece: x.requires_grad", lambda: x.requires_grad, ()),
+        ("piece: lambda (the cost of the wrapper above)", lambda: None, ()),
+        ("piece: _increment_version((y,))", g["_cb_bump"], ((y,),)),
     ]
+    if dev >= 0:
+        paths += [
+            ("piece: current raw stream", g["_cb_raw_stream"], (dev,)),
+            ("piece: current device", g["_cb_current_device"], ()),
+            ("piece: is the current stream capturing", g["_cb_capturing"], ()),
+        ]
     samples: dict[str, list[float]] = {name: [] for name, _, _ in paths}
     for _ in range(args.repeats):
         for name, fn, fargs in paths:

@@ -461,3 +461,16 @@ def test_the_generated_call_is_in_linecache_for_tracebacks(opname):
         assert frames and all(f.line for f in frames), frames
     else:
         raise AssertionError("the call was not refused")
+
+
+def test_one_visible_device_skips_the_capture_device_lookups(opname, monkeypatch):
+    """CB705's check (tensors on another device than a capture's) costs two lookups per call on a GPU; with one
+    visible device the tensors' device is the current one, so the op is made without them."""
+    rt = op_module._runtime()
+    for count, expected in ((1, False), (2, True)):
+        monkeypatch.setattr(rt.torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(rt.torch.cuda, "device_count", lambda count=count: count)
+        op = cbt.op(opname(f"devices{count}"), host.scale, mutates_args=("out",))
+        g = type(op).__call__.__globals__
+        assert g["_cb_several_devices"] is expected
+        assert "if _cb_several_devices and _cb_device != _cb_current_device() and _cb_capturing()" in type(op).__call__.__cute_bind_source__
