@@ -1,8 +1,10 @@
 """The JIT package: ``@cute_bind.kernel``, the annotated signature it reads, compiling per key.
 
 ``signature`` classifies each parameter through the slot registry at
-decoration time (CB1xx); ``decorator`` holds :class:`Kernel`, which compiles
-per compile key and binds prepared launches.
+decoration time (CB1xx); ``decorator`` holds :class:`Kernel`, the public
+face; ``compiler`` binds, keys, caches and compiles (bind → key → cache →
+compile → prepare); ``dispatch`` calls (a specialization per key, a prepared
+handle per key and thread), talking to the compiler.
 """
 
 from __future__ import annotations

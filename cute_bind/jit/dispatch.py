@@ -16,9 +16,9 @@ A call of a :class:`cute_bind.Kernel` goes three ways:
   cheap *probe* of the values (types, dtypes, devices, unit-stride patterns,
   Constexpr values: never a DSL object) and looks the specialization up by
   it; the thread's handle for it becomes the current caller.
-- **A new key** (a miss): the compile key ``bind()`` derives is computed,
-  ``Kernel._compiled`` compiles it (or finds it compiled), a prototype handle
-  is built, the reason (which parameter changed, from what to what) is logged
+- **A new key** (a miss): the kernel's :class:`~cute_bind.jit.compiler.Compiler`
+  binds the values and computes the :class:`~cute_bind.jit.compiler.CompileKey`,
+  compiles it (or finds it compiled) and prepares a prototype handle, the reason (which parameter changed, from what to what) is logged
   on this module's logger and recorded, and the per-kernel limit is enforced
   (CB601, or the CB602 warning). Misses hold the kernel's dispatch lock, so a
   key seen first by several threads at once compiles once.
@@ -35,7 +35,12 @@ new locks (``_reset_locks_in_child``).
 
 Streams: a stream parameter declared ``stream: cuda.CUstream = None`` may be
 left out (or given as ``None``); see :func:`current_stream` for the stream
-used then.
+used then. A call that leaves out a stream a ``compile()`` compiled as the
+TVM-FFI environment stream launches that compile first (:meth:`Dispatcher.dispatch`).
+
+A dispatcher talks to two objects, each through a small interface: its
+kernel's C base (:class:`CallSite`: the thread's current caller and routes,
+the hit count) and its kernel's compiler (bind, key, compiled, prepare).
 """
 
 from __future__ import annotations
@@ -51,20 +56,20 @@ import threading
 import time
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Hashable
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Protocol
 
 from .. import diagnostics as D
 from .. import dsl, settings
 from ..diagnostics.errors import CuteBindError, LaunchArgumentError, LaunchValueError
 from ..cache.key import constexpr_key, constexpr_value
-from ..launch.arguments import bind_arguments
 from ..slots import Bound, PointerKind, ScalarKind, StreamKind, TensorKind
 from ..slots import dlpack as _dlpack
+from .compiler import CompileKey, Compiler, EnvCompile
 
 if TYPE_CHECKING:
     from ..launch.prepared import PreparedLaunch
 
-__all__ = ["CallBase", "PythonCallBase", "CacheInfo", "DEFAULT_LIMIT", "Dispatcher", "FALLBACK", "ON_LIMIT", "Specialization", "call_path", "current_stream"]
+__all__ = ["CallBase", "CallSite", "PythonCallBase", "CacheInfo", "DEFAULT_LIMIT", "Dispatcher", "FALLBACK", "ON_LIMIT", "Specialization", "call_path", "current_stream"]
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +127,7 @@ def _reset_locks_in_child() -> None:
     """
     for dispatcher in list(_LIVE):
         dispatcher._lock = threading.RLock()
-        dispatcher.kernel._lock = threading.Lock()  # Kernel._compiled's (jit/decorator.py)
+        dispatcher._compiler.lock = threading.Lock()  # the compile lock (jit/compiler.py)
 
 
 if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
@@ -260,7 +265,11 @@ class Specialization:
     what differed from the previous specialization (``"first call"`` for the
     first); ``compiled`` is False when the compile was already cached (by
     ``bind()``, ``compile()`` or before a ``clear_cache()`` of the dispatch);
-    ``seconds`` is the time the miss took (compile and prepare).
+    ``seconds`` is the time the miss took (compile and prepare); ``source``
+    says where the compiled function came from: ``"compiled"`` (compiled for
+    that call), ``"disk"`` (loaded from the disk compile cache: as
+    :meth:`cute_bind.Kernel.specializations` reports it) or ``"memory"``
+    (already compiled in this process).
     """
 
     index: int
@@ -269,6 +278,7 @@ class Specialization:
     reason: str
     compiled: bool
     seconds: float
+    source: str = "compiled"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,15 +294,18 @@ class CacheInfo:
 class _Spec:
     """One specialization: its compile key, prototype handle (or the compiled function), stream device."""
 
-    __slots__ = ("key", "info", "proto", "compiled", "device", "describe")
+    __slots__ = ("key", "info", "proto", "compiled", "device", "devices", "describe")
 
-    def __init__(self, key: Any, info: Specialization, proto: PreparedLaunch[Any] | None, compiled: Any, device: int | None, describe: dict[str, str]) -> None:
+    def __init__(
+        self, key: CompileKey, info: Specialization, proto: PreparedLaunch[Any] | None, compiled: Any, devices: tuple[int, ...], describe: dict[str, str]
+    ) -> None:
         self.key = key
         self.info = info
         self.proto = proto  # None: the compiled function cannot be prepared; calls go through the DSL
         self.compiled = compiled
-        self.device = device  # the CUDA device of its tensor slots (None: none; -1: several)
-        self.describe = describe
+        self.devices = devices  # the CUDA devices of its tensor slots, in order
+        self.device = None if not devices else (devices[0] if len(devices) == 1 else -1)  # None: none; -1: several
+        self.describe = describe  # each key parameter's description (the recompile reasons compare them)
 
 
 class _Local(threading.local):
@@ -304,8 +317,8 @@ class _Local(threading.local):
         #: per specialization: (launch, caller, handle or None, (fill_n, stream_fn) or None)
         self.handles: dict[_Spec, tuple[Callable[..., Any], Callable[..., Any], PreparedLaunch[Any] | None, tuple[int, Callable[[], int]] | None]] = {}
         self.last: _Spec | None = None
-        #: per TVM-FFI environment-stream compile: this thread's handle's launch (jit/decorator.py)
-        self.env: dict[Any, Callable[..., Any]] = {}
+        #: per TVM-FFI environment-stream compile: this thread's handle's launch (Dispatcher._env_use)
+        self.env: dict[EnvCompile, Callable[..., Any]] = {}
         #: the C path's routes: per specialization its route (or None), and the specializations
         #: this thread used, most recent first (the routes it tries, in that order)
         self.routes: dict[_Spec, tuple[Any, ...] | None] = {}
@@ -380,15 +393,30 @@ def _describe(bound: Bound) -> str:
 
 
 # --------------------------------------------------------------------------- the dispatcher
-class Dispatcher:
-    """The call path of one :class:`cute_bind.Kernel`: specializations, per-thread handles, counts."""
+class CallSite(Protocol):
+    """What a dispatcher tells its kernel's C base (``_cdispatch.c``; unused on the Python path)."""
 
-    def __init__(self, kernel: Any, max_specializations: int | None, on_limit: str) -> None:
-        # ``kernel`` is the owning cute_bind.Kernel (not imported here: decorator imports this module)
-        self.kernel = kernel
+    def _reset_calls(self, dispatch: Callable[[tuple[Any, ...], dict[str, Any] | None], Any], fallback: tuple[type[BaseException], ...]) -> None: ...
+    def _set_call(self, caller: Callable[..., Any] | None, fill_n: int = ..., stream_fn: Callable[[], int] | None = ...) -> None: ...
+    def _set_routes(self, routes: tuple[tuple[Any, ...], ...] | None) -> None: ...
+    def _count_hit(self) -> None: ...
+    def _hits(self) -> int: ...
+
+
+class Dispatcher:
+    """The call path of one :class:`cute_bind.Kernel`: specializations, per-thread handles, counts.
+
+    ``kernel`` is the kernel whose calls these are (its C base, when built, is
+    the :class:`CallSite`); ``compiler`` binds, keys, compiles and prepares.
+    """
+
+    def __init__(self, kernel: Any, compiler: Compiler, max_specializations: int | None, on_limit: str) -> None:
+        self.kernel: CallSite = kernel
+        self._compiler = compiler
+        self._name = compiler.name
         self.limit = max_specializations
         self.on_limit = on_limit
-        params = kernel.signature.params
+        params = compiler.signature.params
         self._runtime = tuple(p.name for p in params if p.slot is not None)
         #: stream parameters declared with a None default: left out (or None) means the current stream
         self._streams = tuple(p.name for p in params if isinstance(p.slot, StreamKind) and p.has_default and p.default is None)
@@ -430,7 +458,8 @@ class Dispatcher:
         self._reset()
 
     def _reset(self) -> None:
-        self._specs: dict[Any, _Spec] = {}
+        self._specs: dict[CompileKey, _Spec] = {}
+        self._order: list[_Spec] = []  # the specializations in the order made (their records' order)
         self._by_probe: dict[Hashable, _Spec] = {}
         self._records: list[Specialization] = []
         self._threads: list[dict[str, Any]] = []
@@ -459,6 +488,11 @@ class Dispatcher:
     def specializations(self) -> tuple[Specialization, ...]:
         return tuple(self._records)
 
+    def keyed_specializations(self) -> tuple[tuple[Specialization, CompileKey], ...]:
+        """Each specialization's record with its compile key, in order."""
+        with self._lock:
+            return tuple((spec.info, spec.key) for spec in self._order)
+
     def clear(self) -> None:
         """Forget every specialization and count (every thread's next call dispatches again)."""
         with self._lock:
@@ -466,9 +500,16 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ the dispatch path
     def dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
-        """A call the thread's current caller did not take: find or make its specialization, then launch."""
-        k = self.kernel
-        values = bind_arguments(k.name, k._names, k._kwonly, k._defaults, args, kwargs or {}, k._hints)
+        """A call the thread's current caller did not take: find or make its specialization, then launch.
+
+        In order: a compile with the TVM-FFI environment stream that takes the
+        call (:meth:`_dispatch_env`); a specialization found by probe; one found
+        or made by the full compile key (:meth:`_specialize`)."""
+        if self._compiler.env:
+            took, result = self._dispatch_env(args, kwargs or {})
+            if took:
+                return result
+        values = self._compiler.arguments(args, kwargs or {})
         probe = self._probe(values)
         spec = self._by_probe.get(probe) if probe is not None else None
         local = self.local
@@ -495,6 +536,47 @@ class Dispatcher:
             if probe is not None:
                 self._remember(probe, full)
             return self._use(local, full, self._track(local, full))(*self._runtime_values(full, values))
+
+    def _dispatch_env(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, Any]:
+        """``(True, result)`` when the call leaves out a stream a ``compile()`` compiled as the TVM-FFI
+        environment stream and that compile takes it (``Compiler.env_call``); else ``(False, None)``."""
+        compiler = self._compiler
+        try:
+            took = compiler.env_call(args, kwargs)
+        except D.CuteBindError as exc:
+            # a stream declared ``= None`` may be left out without any such compile (the current
+            # stream): values its entry refuses take that path; a required stream has no other
+            if exc.code != "CB309" or not compiler.none_streams:
+                raise
+            took = None
+        if took is None:
+            return False, None
+        entry, values, newest, result = took
+        local = self.local
+        self._hit(local)
+        # only the newest match, as env_call tries them; with Constexpr parameters the
+        # call's arguments are not the entry's (the handle could take another key's call)
+        if newest and not compiler.signature.constexpr:
+            self._env_use(local, entry, values)
+        return True, result
+
+    def _env_use(self, local: _Local, entry: EnvCompile, values: dict[str, Any]) -> None:
+        """Make this thread's prepared handle of ``entry`` its current caller: the entry's parameters
+        are the call's own (the streams left out), so a call of the same shape is one call of the
+        handle's launch; any other it refuses (CB202, CB309: FALLBACK) and dispatches again."""
+        launch = local.env.get(entry)
+        if launch is None:
+            if entry.proto is None:
+                try:
+                    entry.proto = self._compiler.env_handle(entry, values)  # bind()'s handle, built once
+                except D.CuteBindError:
+                    return  # calls keep the dispatch path, as before
+            launch = entry.proto.clone().launch  # one handle per thread: the handle contract
+            local.env[entry] = launch
+        if self._c:
+            self.kernel._set_call(launch)
+        else:
+            local.call = launch
 
     @staticmethod
     def _track(local: _Local, spec: _Spec) -> bool:
@@ -538,12 +620,12 @@ class Dispatcher:
         if spec.device == -1:
             raise D.error(
                 D.STREAM_DEVICE_AMBIGUOUS,
-                kernel=self.kernel.name,
+                kernel=self._name,
                 parameter=parameter,
                 expected="tensor arguments on one CUDA device",
-                got=", ".join(f"cuda:{d}" for d in sorted(spec.describe.get("__devices__", "").split(",")) if d),
+                got=", ".join(f"cuda:{d}" for d in spec.devices),
             )
-        return current_stream(spec.device, self.kernel.name, parameter)
+        return current_stream(spec.device, self._name, parameter)
 
     def _use(self, local: _Local, spec: _Spec, switching: bool = False) -> Callable[..., Any]:
         """Make ``spec`` the thread's current specialization; its handle's launch (runtime values in order).
@@ -627,7 +709,7 @@ class Dispatcher:
             return _unset, None  # keyword-only parameters: every call binds on the dispatch path
         if not self._constexpr and not self._streams:
             return launch, None  # the handle's launch takes the call's arguments as they are
-        name = self.kernel.name
+        name = self._name
         streams = self._stream_index
         nstreams = len(streams)
         if spec.device == -1 and streams:
@@ -695,17 +777,17 @@ class Dispatcher:
 
     def _constexpr_checks(self, spec: _Spec) -> tuple[tuple[int, type, Any], ...]:
         # each value as the compile key holds it (cache.key.constexpr_key): compared exactly by the caller
-        values = dict((p[0], (p[1], p[2])) for p in spec.key[0] if len(p) == 3)
-        return tuple((i, values[n][0], values[n][1]) for i, n in self._constexpr)
+        values = {p.name: p for p in spec.key.constexpr}
+        return tuple((i, values[n].type, values[n].value) for i, n in self._constexpr)
 
     def _direct(self, spec: _Spec) -> Callable[..., Any]:
         """For a compiled function cute_bind cannot prepare (CB3xx): the DSL's own call, key checked each time."""
-        k = self.kernel
+        bind_values = self._compiler.bind_values
         runtime = self._runtime
 
         def launch(*values: Any) -> Any:
             named = dict(zip(runtime, values))
-            key, _, dsl_values = k._bind_values((), self._for_compile(named, constexpr_from=spec))
+            key, _, dsl_values = bind_values(self._for_compile(named, constexpr_from=spec))
             if key != spec.key:
                 raise _Miss
             return spec.compiled(*(dsl_values[n] for n in runtime))
@@ -716,18 +798,22 @@ class Dispatcher:
     def _for_compile(self, values: dict[str, Any], constexpr_from: _Spec | None = None) -> dict[str, Any]:
         out = dict(values)
         if constexpr_from is not None:
-            for p in constexpr_from.key[0]:
-                if len(p) == 3:
-                    out[p[0]] = constexpr_value(p[2])  # the value itself, not its key form
+            for p in constexpr_from.key.constexpr:
+                out[p.name] = constexpr_value(p.value)  # the value itself, not its key form
         for name in self._streams:
             if out.get(name) is None:
                 out[name] = _DEFAULT_STREAM  # the stream value is not part of the compile
         return out
 
     def _specialize(self, values: dict[str, Any]) -> tuple[_Spec, bool]:
-        """The specialization for these values by their full compile key; ``(spec, created)``."""
-        k = self.kernel
-        key, bounds, dsl_values = k._bind_values((), self._for_compile(values))
+        """The specialization for these values by their full compile key; ``(spec, created)``.
+
+        The compiler's path, in order: bind and key, then (a new key, under the
+        dispatch lock) the compiled function from its caches or a compile, then
+        the prototype handle."""
+        compiler = self._compiler
+        binding = compiler.bind_values(self._for_compile(values))
+        key = binding.key
         spec = self._specs.get(key)
         if spec is not None:
             return spec, False
@@ -735,53 +821,52 @@ class Dispatcher:
             spec = self._specs.get(key)
             if spec is not None:
                 return spec, False
+            name = self._name
             index = len(self._specs) + 1
-            describe = {p.name: (_describe(b) if b.key is not None else "") for p, b in zip(k.signature.runtime, bounds)}
+            describe = {p.name: (_describe(b) if b.key is not None else "") for p, b in zip(compiler.signature.runtime, binding.bounds)}
             describe = {n: d for n, d in describe.items() if d}
-            for p in key[0]:
-                if len(p) == 3:
-                    describe[p[0]] = repr(p[2])
+            for c in key.constexpr:
+                describe[c.name] = repr(c.value)
             previous = self.local.last or self._latest
             reason = self._reason(previous, describe, key)
             if self.limit is not None and index > self.limit:
                 if self.on_limit == "raise":
-                    raise D.error(D.SPECIALIZATION_LIMIT, kernel=k.name, expected=str(self.limit), got=str(index), detail=reason)
-                warning = D.error(D.SPECIALIZATION_LIMIT_WARNING, kernel=k.name, expected=str(self.limit), got=str(index), detail=reason)
+                    raise D.error(D.SPECIALIZATION_LIMIT, kernel=name, expected=str(self.limit), got=str(index), detail=reason)
+                warning = D.error(D.SPECIALIZATION_LIMIT_WARNING, kernel=name, expected=str(self.limit), got=str(index), detail=reason)
                 assert isinstance(warning, Warning)  # internal invariant: CB602's class is a warning category
                 warnings.warn(warning, stacklevel=4)
             t0 = time.perf_counter()
-            cold = key not in k._cache
-            compiled = k._compiled(key, dsl_values)
+            cold = not compiler.holds(key)
+            compiled = compiler.compiled(binding)
             try:
-                proto: PreparedLaunch[Any] | None = k._handle(compiled, bounds)
+                proto: PreparedLaunch[Any] | None = compiler.prepare(compiled, binding.bounds)
             except CuteBindError as exc:
                 if not exc.code.startswith("CB3"):
                     raise
-                log.info("kernel '%s': %s; calls go through the DSL's own call", k.name, exc.code)
+                log.info("kernel '%s': %s; calls go through the DSL's own call", name, exc.code)
                 proto = None
             seconds = time.perf_counter() - t0
             devices: set[int] = set()
-            for b in bounds:
+            for b in binding.bounds:
                 devices |= _device_of(b)
-            device = None if not devices else (devices.pop() if len(devices) == 1 else -1)
-            if device == -1:
-                describe["__devices__"] = ",".join(str(d) for d in sorted(devices))
             info = Specialization(
                 index=index,
-                parameters=tuple((n, d) for n, d in describe.items() if not n.startswith("__")),
-                arch=key[1],
+                parameters=tuple(describe.items()),
+                arch=key.arch,
                 reason=reason,
                 compiled=cold,
                 seconds=seconds,
+                source="compiled" if cold else "memory",
             )
-            spec = _Spec(key, info, proto, compiled, device, describe)
+            spec = _Spec(key, info, proto, compiled, tuple(sorted(devices)), describe)
             self._specs[key] = spec
+            self._order.append(spec)
             self._records.append(info)
             self._misses += 1
             self._latest = spec
             log.info(
                 "kernel '%s': specialization #%d (%s in %.3f s): %s",
-                k.name,
+                name,
                 index,
                 "compiled" if cold else "compile cached",
                 seconds,
@@ -790,20 +875,24 @@ class Dispatcher:
             return spec, True
 
     @staticmethod
-    def _reason(previous: _Spec | None, describe: dict[str, str], key: Any) -> str:
+    def _reason(previous: _Spec | None, describe: dict[str, str], key: CompileKey) -> str:
         if previous is None:
             return "first call"
         changes = []
         for name in describe.keys() | previous.describe.keys():
-            if name.startswith("__"):
-                continue
             old, new = previous.describe.get(name), describe.get(name)
             if old != new:
                 changes.append(f"parameter '{name}': {old} -> {new}")
-        if previous.key[1] != key[1]:
-            changes.append(f"target arch: {previous.key[1]} -> {key[1]}")
+        if previous.key.arch != key.arch:
+            changes.append(f"target arch: {previous.key.arch} -> {key.arch}")
         if not changes:  # the descriptions agree but the keys differ (e.g. alignment): show the keys
-            old_parts, new_parts = dict(p[:2] for p in previous.key[0]), dict(p[:2] for p in key[0])
+            old_parts, new_parts = _key_parts(previous.key), _key_parts(key)
             changes = [f"parameter '{n}': {old_parts.get(n)!r} -> {new_parts.get(n)!r}" for n in new_parts if old_parts.get(n) != new_parts.get(n)]
         return "; ".join(sorted(changes)) or "a new compile key"
 
+
+def _key_parts(key: CompileKey) -> dict[str, Any]:
+    """Each parameter's key part as the recompile reason shows it: a slot's key, a Constexpr value's type."""
+    parts: dict[str, Any] = {p.name: p.key for p in key.slots}
+    parts.update((p.name, p.type) for p in key.constexpr)
+    return parts

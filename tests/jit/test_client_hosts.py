@@ -280,8 +280,8 @@ def test_a_second_env_stream_call_takes_the_installed_handle(monkeypatch: pytest
 
     entry.compiled, entry.call = entry_fn, type(entry.call)(k.name, entry_fn)
     dispatched: list[int] = []
-    real = k._env_find
-    monkeypatch.setattr(k, "_env_find", lambda *a: dispatched.append(1) or real(*a))
+    real = k.compiler.env_find
+    monkeypatch.setattr(k.compiler, "env_find", lambda *a: dispatched.append(1) or real(*a))
     for rows in (2, 5, 3):
         out, x = torch.zeros(rows, 64), torch.randn(rows, 64)
         k(out, x)

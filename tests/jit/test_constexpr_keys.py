@@ -221,7 +221,7 @@ def test_the_dsl_call_path_compares_exactly_too(make, monkeypatch):
     def cannot_prepare(compiled, bounds):
         raise cute_bind.error(cute_bind.CATALOG["CB303"], kernel=k.name, expected="0", got="2")
 
-    monkeypatch.setattr(k, "_handle", cannot_prepare)
+    monkeypatch.setattr(k.compiler, "prepare", cannot_prepare)
     for c in (0.0, -0.0, 0.0, float("nan"), float("nan"), (1, 2), (True, 2)):
         assert _call(k, out, c) == code(c), c
     assert k.cache_info()["specializations"] == 5

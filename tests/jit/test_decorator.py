@@ -33,8 +33,8 @@ def test_compile_key_pointer_dtype_alignment_and_constexpr():
     c2 = k.compile(p4, p4, 9.0, 8, 0)  # runtime values: same key
     assert c1 is c2
     i32 = np.zeros(64, np.int32)
-    key_f32 = k._bind_values((p4, p4, 1.0, 4, 0), {})[0]
-    key_i32 = k._bind_values((make_ptr(cutlass.Int32, i32.ctypes.data), p4, 1.0, 4, 0), {})[0]
+    key_f32 = k.compiler.bind((p4, p4, 1.0, 4, 0), {}).key
+    key_i32 = k.compiler.bind((make_ptr(cutlass.Int32, i32.ctypes.data), p4, 1.0, 4, 0), {}).key
     assert key_f32 != key_i32  # dtype: a different compile key
     if p16 is not p4:
         assert k.compile(p16, p4, 1.0, 4, 0) is not c1  # alignment: new key

@@ -380,14 +380,14 @@ def test_checked_kernels_call_through_checked_handles(make):
 def test_concurrent_first_calls_compile_once_and_use_one_handle_per_thread(make, monkeypatch):
     k = make(scale)
     compiles = []
-    original = k._compiled
+    original = k.compiler.compiled
 
-    def counting(key, values):
-        if key not in k._cache:
-            compiles.append(key)
-        return original(key, values)
+    def counting(binding):
+        if not k.compiler.holds(binding.key):
+            compiles.append(binding.key)
+        return original(binding)
 
-    monkeypatch.setattr(k, "_compiled", counting)
+    monkeypatch.setattr(k.compiler, "compiled", counting)
     n_threads = 6
     barrier = threading.Barrier(n_threads)
     handles: dict[int, int] = {}

@@ -35,7 +35,7 @@ held, release = threading.Event(), threading.Event()
 
 def hold():
     k(address, 1)  # this thread's own call state, which the child never sees
-    locks = {"compile lock": [dsl.hooks._COMPILE_LOCK], "kernel locks": [k._calls._lock, k._lock]}[case]
+    locks = {"compile lock": [dsl.hooks._COMPILE_LOCK], "kernel locks": [k._calls._lock, k.compiler.lock]}[case]
     for lock in locks:
         lock.acquire()
     held.set()

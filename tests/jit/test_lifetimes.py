@@ -52,7 +52,7 @@ def _values() -> tuple[np.ndarray, np.ndarray]:
 
 def _watch(k: Any) -> list[weakref.ref[Any]]:
     """Weak references to what ``k``'s calls made: its compiled functions, prototype handles, this thread's handles."""
-    refs = [weakref.ref(c) for c in k._cache.values()]
+    refs = [weakref.ref(c) for c in k.compiler.table.values()]
     refs += [weakref.ref(s.proto) for s in k._calls._specs.values() if s.proto is not None]
     refs += [weakref.ref(pair[2]) for pair in k._calls.local.handles.values() if pair[2] is not None]
     return refs
@@ -181,7 +181,7 @@ def test_the_pure_python_process_releases_dropped_kernels_too() -> None:
         "    k = cute_bind.kernel(scale)\n"
         "    x = np.arange(64, dtype=np.float32); y = np.zeros(64, np.float32)\n"
         "    k(y, x, 2.0, 64, 0)\n"
-        "    refs += [weakref.ref(c) for c in k._cache.values()]\n"
+        "    refs += [weakref.ref(c) for c in k.compiler.table.values()]\n"
         "    refs += [weakref.ref(p[2]) for p in k._calls.local.handles.values()]\n"
         "del k\n"
         "gc.collect()\n"

@@ -1,0 +1,488 @@
+"""Compiling a kernel: bind → key → cache → compile, in one place, for calls, ``bind()`` and ``compile()``.
+
+A :class:`Compiler` belongs to one :class:`cute_bind.Kernel`. It reads the
+path the way Triton's ``JITFunction.run`` does:
+
+1. **bind** (:meth:`Compiler.bind`, :meth:`Compiler.bind_values`): each
+   runtime value through its slot (a :class:`~cute_bind.slots.Bound`: the
+   packed value, the DSL value, the slot's key part), each Constexpr value
+   checked hashable (CB209);
+2. **key**: a :class:`CompileKey` with named parts (slot keys, Constexpr
+   values as compared exactly, target architecture, compile options, the
+   streams compiled as the TVM-FFI environment stream);
+3. **cache**: the in-process table (:attr:`Compiler.table`), then the disk
+   cache's claim (``cache.claim``), under the kernel's compile lock;
+4. **compile**: ``cute.compile`` (one at a time in the process), stored back
+   to both caches;
+5. **prepare**: the launch handle for a compiled function and bound values
+   (:meth:`Compiler.prepare`), which :mod:`cute_bind.jit.dispatch` replays.
+
+The dispatcher talks to a compiler through this interface only.
+
+Compiles made by ``compile()`` with the TVM-FFI environment stream
+(``make_fake_stream(use_tvm_ffi_env_stream=True)``) are kept apart as well
+(:attr:`Compiler.env`): their compiled entry takes no stream, and a call that
+leaves that stream out launches them (:meth:`Compiler.env_call`). Why they are
+not ordinary specializations: see docs/concepts/architecture.md.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable
+from typing import Any, NamedTuple
+
+from .. import cache as disk_cache
+from .. import diagnostics as D
+from .. import dsl
+from ..launch.arguments import bind_arguments
+from ..launch.prepared import PreparedLaunch, build
+from ..launch.tvm_ffi import PreparedTvmFfiLaunch, prepare_tvm_ffi
+from ..slots import (
+    Bound,
+    OptionalKind,
+    PointerKind,
+    SlotKind,
+    StreamKind,
+    TensorKind,
+    Where,
+    describe_value,
+)
+from .signature import KernelSignature, unwrap
+
+__all__ = ["Binding", "CompileKey", "Compiler", "ConstexprPart", "EnvCompile", "SlotPart"]
+
+
+class SlotPart(NamedTuple):
+    """A runtime parameter's part of a :class:`CompileKey`: its slot's key for the bound value.
+
+    ``key`` is ``None`` for values that never change the compile (numbers,
+    real streams)."""
+
+    name: str
+    key: Hashable
+
+
+class ConstexprPart(NamedTuple):
+    """A Constexpr parameter's part of a :class:`CompileKey`: the value's type and its exact form.
+
+    ``value`` is ``cache.key.constexpr_key(v)``: compared exactly, not by
+    ``==`` (``-0.0`` is not ``0.0``, a NaN is itself); ``constexpr_value``
+    gives the value back."""
+
+    name: str
+    type: type
+    value: Hashable
+
+
+class CompileKey(NamedTuple):
+    """What one compile of a kernel is for: equal keys share one compiled function.
+
+    A NamedTuple: hashed and compared in C (the dispatch path looks keys up).
+    The disk cache hashes :meth:`Compiler.cache_form` of it (the spelling its
+    entries were always keyed by).
+    """
+
+    #: the runtime parameters' slot key parts, in parameter order
+    slots: tuple[SlotPart, ...]
+    #: the Constexpr parameters' values, in parameter order
+    constexpr: tuple[ConstexprPart, ...]
+    #: the target architecture compiled for (``dsl.target_arch()``; None: none known)
+    arch: str | None
+    #: the kernel's ``compile_options``
+    options: str | None
+    #: the stream parameters compiled as the TVM-FFI environment stream (left out of the compiled
+    #: entry: a call that leaves them out launches it); empty for every other compile
+    env_streams: frozenset[str]
+
+
+class Binding(NamedTuple):
+    """One set of values bound for compiling: the key, each runtime slot's bound value, the DSL values by name."""
+
+    key: CompileKey
+    bounds: list[Bound]
+    dsl_values: dict[str, Any]
+
+
+#: dsl.fake_stream_spelling of make_fake_stream(use_tvm_ffi_env_stream=True): a stream slot's key part
+ENV_SPELLING = ("fake stream", True)
+_LEFT_OUT: Any = object()  # a stream the call did not give (see Compiler.env_find)
+
+
+class Compiler:
+    """One kernel's compiles: binding, the compile key, the in-process table, the disk cache's claim and the lock.
+
+    ``owner`` is the :class:`cute_bind.Kernel` (the disk cache reads its name,
+    options and function to key entries).
+    """
+
+    def __init__(
+        self, owner: Any, fn: Any, signature: KernelSignature, name: str, compile_options: str | None, tvm_ffi: bool, checked: bool
+    ) -> None:
+        self.owner = owner
+        self.fn = fn
+        self.signature = signature
+        self.name = name
+        self.compile_options = compile_options
+        self.tvm_ffi = tvm_ffi
+        self.checked = checked
+        p = signature.params
+        self.names = tuple(x.name for x in p)
+        self.kwonly = frozenset(x.name for x in p if x.keyword_only)
+        self.defaults = {x.name: x.default for x in p if x.has_default}
+        self.hints = {x.name: (x.slot.expected() if x.slot else "a compile-time value") for x in p}
+        #: every stream parameter, and those declared ``= None`` (a left-out stream: see dispatch.current_stream)
+        self.streams = tuple(x.name for x in p if isinstance(x.slot, StreamKind))
+        self.none_streams = frozenset(x.name for x in p if isinstance(x.slot, StreamKind) and x.has_default and x.default is None)
+        #: compiled functions by compile key (the in-process cache; always on)
+        self.table: dict[CompileKey, Any] = {}
+        #: compiles made by compile() with the TVM-FFI environment stream, by compile key, newest last
+        self.env: dict[CompileKey, EnvCompile] = {}
+        #: held around one compile (and the table's writes); a forked child gets a new one (dispatch.py)
+        self.lock = threading.Lock()
+        self._jit: Any = None
+        self._no_source: str | None = None
+
+    # ------------------------------------------------------------------ bind
+    def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The call's values by parameter name, defaults filled in (CB201/CB202/CB203)."""
+        return bind_arguments(self.name, self.names, self.kwonly, self.defaults, args, kwargs, self.hints)
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Binding:
+        """Bind a call's arguments for compiling: :meth:`arguments`, then :meth:`bind_values`."""
+        return self.bind_values(self.arguments(args, kwargs))
+
+    def bind_values(self, values: dict[str, Any]) -> Binding:
+        """Bind every parameter's value (by name) through its slot and compute the compile key."""
+        bounds: list[Bound] = []
+        dsl_values: dict[str, Any] = {}
+        slots: list[SlotPart] = []
+        constexpr: list[ConstexprPart] = []
+        env: list[str] = []
+        for p in self.signature.params:
+            v = values[p.name]
+            if v is None and p.name in self.none_streams:
+                v = 0  # a left-out stream: its value is not part of the compile, and launches take it anew
+            if p.slot is None:
+                try:
+                    hash(v)
+                except TypeError:
+                    raise D.error(
+                        D.CONSTEXPR_UNHASHABLE, kernel=self.name, parameter=p.name, expected="a hashable value", got=describe_value(v)
+                    ) from None
+                # compared exactly, not by ==: -0.0 is not 0.0, a NaN is itself (constexpr_key)
+                constexpr.append(ConstexprPart(p.name, type(v), disk_cache.key.constexpr_key(v)))
+                dsl_values[p.name] = v
+            else:
+                b = p.slot.bind(v, Where(self.name, p.name))
+                bounds.append(b)
+                slots.append(SlotPart(p.name, b.key))
+                if b.key == ENV_SPELLING and isinstance(p.slot, StreamKind):
+                    env.append(p.name)
+                dsl_values[p.name] = b.dsl_value
+        key = CompileKey(tuple(slots), tuple(constexpr), dsl.target_arch(), self.compile_options, frozenset(env))
+        return Binding(key, bounds, dsl_values)
+
+    def cache_form(self, key: CompileKey) -> tuple[Any, ...]:
+        """The key as the disk cache hashes it: ``((parts in parameter order), arch, options)``, each part a
+        plain ``(name, slot key)`` or ``(name, type, exact value)`` tuple (so entries keep their keys)."""
+        parts: dict[str, tuple[Any, ...]] = {p.name: tuple(p) for p in key.slots}
+        parts.update((p.name, tuple(p)) for p in key.constexpr)
+        return (tuple(parts[n] for n in self.names), key.arch, key.options)
+
+    # ------------------------------------------------------------------ cache and compile
+    def holds(self, key: CompileKey) -> bool:
+        """Whether this process holds a compiled function for ``key``."""
+        return key in self.table
+
+    def jit_function(self) -> Any:
+        """The ``@cute.jit`` function ``cute.compile`` takes (made once)."""
+        if self._jit is None:
+            if is_jit_object(self.fn):  # a callable object with a @cute.jit __call__: cute.compile takes it as it is
+                self._jit = self.fn
+            else:
+                # The function compiles exactly as under a plain @cute.jit, whatever the
+                # source spells above `def` (see dsl.jit); only a source the DSL cannot
+                # read stops it from rewriting Python control flow (CB111).
+                self._no_source = dsl.preprocessing_source(unwrap(self.fn))
+                self._jit = dsl.jit(self.fn, unwrap(self.fn))
+        return self._jit
+
+    def compiled(self, binding: Binding) -> Any:
+        """The compiled function for ``binding``: the table, else the disk cache, else ``cute.compile``."""
+        key = binding.key
+        compiled = self.table.get(key)
+        if compiled is not None:
+            return compiled
+        # a TVM-FFI function exports, but loads back only as a bare tvm_ffi.Function: never on disk
+        with self.lock, (_NoDisk() if self.tvm_ffi else disk_cache.claim(self.owner, self.cache_form(key))) as disk:
+            compiled = self.table.get(key)
+            if compiled is None:
+                compiled = disk.load()  # None: not on disk (then this process holds the key's lock)
+            if compiled is None:
+                dsl_values = binding.dsl_values
+                pos = [dsl_values[p.name] for p in self.signature.params if not p.keyword_only]
+                kw = {p.name: dsl_values[p.name] for p in self.signature.params if p.keyword_only}
+                if self.compile_options:
+                    kw["options"] = self.compile_options
+                jit_fn = self.jit_function()
+                try:
+                    compiled = dsl.compile_jit(jit_fn, *pos, **kw)  # one compile at a time in the process
+                except D.CuteBindError:
+                    raise
+                except Exception as exc:  # the DSL's own error, kept whole and chained
+                    if self._no_source is not None:
+                        raise D.error(D.NOT_PREPROCESSED, kernel=self.name, got=D.exception_summary(exc), detail=self._no_source) from exc
+                    raise D.error(D.COMPILE_FAILED, kernel=self.name, got=type(exc).__name__, detail=D.exception_text(exc)) from exc
+                disk.store(compiled)
+            self.table[key] = compiled
+        return compiled
+
+    def remember_env(self, key: CompileKey, compiled: Any) -> None:
+        """Keep a compile made with the TVM-FFI environment stream (``key.env_streams``), newest last."""
+        if not key.env_streams or not self.tvm_ffi:
+            return
+        with self.lock:
+            self.env.pop(key, None)  # the newest compile is tried first
+            self.env[key] = EnvCompile(self.name, key.env_streams, key.constexpr, compiled)
+
+    def source(self, key: CompileKey, cold: bool, history: dict[str, str]) -> str:
+        """Where a specialization's compiled function came from: ``"compiled"``, ``"disk"`` or ``"memory"``.
+
+        ``cold``: it was not in memory when the call needed it; ``history``: the
+        disk cache's last outcome per entry key of this kernel (``"hit"``: loaded)."""
+        if not cold:
+            return "memory"
+        if not history or self.tvm_ffi:
+            return "compiled"
+        try:
+            entry, _ = disk_cache.entry_key(self.owner, self.cache_form(key))
+        except disk_cache.Uncacheable:
+            return "compiled"
+        return "disk" if history.get(entry) == "hit" else "compiled"
+
+    def clear(self) -> None:
+        """Drop every compiled function (handles keep theirs alive)."""
+        with self.lock:
+            self.table.clear()
+            self.env.clear()
+
+    # ------------------------------------------------------------------ prepare
+    def prepare(self, compiled: Any, bounds: list[Bound]) -> PreparedLaunch[Any]:
+        """The launch handle of ``compiled`` holding the bound values (``bind()``'s result)."""
+        if self.tvm_ffi:
+            return self.tvm_ffi_handle(compiled, bounds)  # type: ignore[return-value]  # the same launch protocol
+        runtime = self.signature.runtime
+        compiled = _on_device(self.name, compiled, runtime, bounds)  # several GPUs: the values' device's executor
+        return build(
+            kernel=self.name,
+            compiled=compiled,
+            names=[p.name for p in runtime],
+            bounds=bounds,
+            # a stream declared ``= None`` stays required at launch: a handle takes its stream explicitly
+            defaults={p.name: p.default for p in runtime if p.has_default and p.name not in self.none_streams},
+            constexpr_names=[p.name for p in self.signature.constexpr],
+            checked=True if self.checked else None,
+        )
+
+    def tvm_ffi_handle(self, compiled: Any, bounds: list[Bound]) -> PreparedTvmFfiLaunch | TvmFfiCall:
+        """The TVM-FFI handle for the values ``bounds`` were bound from (``prepare(compiled, *values)``).
+
+        The values are the bound ones: a tensor slot's own value (while the
+        call that bound it holds it), a pointer's address, a number's Python
+        value. Values ``prepare`` does not take give a handle whose launches
+        are the compiled function's own call (never the DSL values of the
+        plain convention, which a TVM-FFI entry does not take).
+        """
+        values = tuple(_tvm_ffi_value(b) for b in bounds)
+        try:
+            return prepare_tvm_ffi(compiled, self.name, values, {})
+        except D.CuteBindError as exc:
+            if not exc.code.startswith("CB3"):
+                raise
+            return TvmFfiCall(self.name, compiled)
+
+    # ------------------------------------------------------------------ the TVM-FFI environment stream
+    def env_find(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[EnvCompile], dict[str, Any]] | None:
+        """For a call that leaves out the streams a ``compile()`` made with the TVM-FFI environment
+        stream left out of its entry: those compiles whose Constexpr values are the call's (newest
+        first) and the call's values by name, the streams dropped; else ``None`` (the normal path
+        then binds the call, and a required stream left out is CB201 as ever)."""
+        defaults = {**self.defaults, **dict.fromkeys(self.streams, _LEFT_OUT)}
+        try:
+            values = bind_arguments(self.name, self.names, self.kwonly, defaults, args, kwargs, self.hints)
+        except D.CuteBindError:
+            return None  # the normal path reports it
+        # a stream declared ``= None`` and given None is left out as well (the current stream either way)
+        left = frozenset(n for n in self.streams if values[n] is _LEFT_OUT or (values[n] is None and n in self.none_streams))
+        if not left:
+            return None
+        matches = []
+        for entry in reversed(list(self.env.values())):
+            if entry.streams != left:
+                continue
+            try:
+                if all(type(values[n]) is t and disk_cache.key.constexpr_key(values[n]) == v for n, t, v in entry.constexpr):
+                    matches.append(entry)
+            except TypeError:  # an unhashable Constexpr value: no compile holds it
+                continue
+        if not matches:
+            return None
+        return matches, {p.name: values[p.name] for p in self.signature.runtime if p.name not in left}
+
+    def env_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[EnvCompile, dict[str, Any], bool, Any] | None:
+        """``(compile, values, newest, result)`` when the call leaves the environment stream out and a
+        compile takes it (``newest``: no newer compile matched), else ``None``: the compiled
+        function's own call with the call's values (its entry checks them; one that refuses them
+        is CB309, from the newest compile when none takes them)."""
+        env = self.env_find(args, kwargs)
+        if env is None:
+            return None
+        matches, values = env
+        first: D.CuteBindError | None = None
+        for entry in matches:
+            try:
+                return entry, values, entry is matches[0], entry.call.launch(*values.values())
+            except D.CuteBindError as exc:
+                if exc.code != "CB309":
+                    raise
+                first = first or exc
+        assert first is not None  # internal invariant: at least one match, each raised
+        raise first
+
+    def env_handle(self, entry: EnvCompile, values: dict[str, Any]) -> PreparedTvmFfiLaunch | TvmFfiCall:
+        """bind() for an environment-stream compile: the handle ``prepare(compiled, *values)`` gives,
+        the stream left out as the entry leaves it out."""
+        slots = {p.name: p.slot for p in self.signature.runtime}
+        bounds = [_env_bind(slots[n], v, Where(self.name, n)) for n, v in values.items()]  # type: ignore[arg-type]  # runtime params have slots
+        return self.tvm_ffi_handle(entry.compiled, bounds)
+
+
+def is_jit_object(fn: Any) -> bool:
+    """A callable object whose class's ``__call__`` is ``@cute.jit``: ``cute.compile`` takes it as it is."""
+    return not callable(getattr(fn, "__wrapped__", None)) and dsl.is_dsl_decorated(getattr(type(fn), "__call__", None)) is not None
+
+
+class EnvCompile:
+    """A compile made with the TVM-FFI environment stream: which streams its entry leaves out,
+    the Constexpr parts of its key, the compiled function and its call."""
+
+    __slots__ = ("call", "compiled", "constexpr", "proto", "streams")
+
+    def __init__(self, kernel: str, streams: frozenset[str], constexpr: tuple[ConstexprPart, ...], compiled: Any) -> None:
+        self.streams = streams
+        self.constexpr = constexpr
+        self.compiled = compiled
+        self.call = TvmFfiCall(kernel, compiled)
+        # the prepared handle calls clone per thread (Dispatcher._env_use), made by the first call it took
+        self.proto: PreparedTvmFfiLaunch | TvmFfiCall | None = None
+
+
+class _NoDisk:
+    """The disk cache's claim for a compile that is never stored (a TVM-FFI function)."""
+
+    def __enter__(self) -> _NoDisk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def load(self) -> Any:
+        return None
+
+    def store(self, compiled: Any) -> None:
+        pass
+
+
+def _env_bind(slot: SlotKind, value: Any, where: Where) -> Bound:
+    """A value of an environment-stream call bound for its handle: as ``bind`` does, except that an
+    int for a union with a pointer member is the address the compiled entry takes (the call itself
+    passes it to the entry as it is; quack's split-k passes ``alpha`` as ``data_ptr()``)."""
+    try:
+        return slot.bind(value, where)
+    except D.CuteBindError as exc:
+        address = slot.bind_address(value, where) if exc.code == "CB230" and isinstance(slot, OptionalKind) else None
+        if address is None:
+            raise
+        return address
+
+
+def _tvm_ffi_value(bound: Bound) -> Any:
+    """What a TVM-FFI handle is prepared with for one bound slot: the value as its call takes it."""
+    slot = bound.slot
+    inner = getattr(slot, "inner", None) or slot  # a present optional: its element
+    if isinstance(inner, TensorKind):
+        sample = inner.sample()
+        # the bound value is alive while its bind() or call runs; else the DSL value (prepare refuses it)
+        return sample if sample is not None else bound.dsl_value
+    if isinstance(inner, PointerKind):
+        return bound.packed  # the address, as an int (what the entry's pointer arguments take)
+    return dsl.numeric_value(bound.dsl_value)  # cutlass.Int32(3) -> 3; a CUstream, None, ... as they are
+
+
+class TvmFfiCall:
+    """A TVM-FFI kernel's handle for values ``prepare`` does not take: each launch is the compiled call.
+
+    The entry checks every value itself; an error it reports is CB309, as
+    from a prepared TVM-FFI handle (so a call with values of another
+    specialization dispatches again).
+    """
+
+    fast_path = "direct"
+
+    def __init__(self, kernel: str, compiled: Any) -> None:
+        self.kernel_name = kernel
+        self.compiled = compiled
+        self.closed = False
+
+    def launch(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the compiled function with these values."""
+        if self.closed:
+            raise D.error(D.HANDLE_CLOSED, kernel=self.kernel_name, expected="an open handle")
+        try:
+            return self.compiled(*args, **kwargs)
+        except D.CuteBindError:
+            raise
+        except Exception as exc:
+            text = str(exc).strip()
+            got = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+            raise D.error(D.TVM_FFI_CALL_ERROR, kernel=self.kernel_name, expected="arguments the compiled function takes", got=got) from exc
+
+    def clone(self) -> TvmFfiCall:
+        """Another handle (it holds no per-launch state)."""
+        return TvmFfiCall(self.kernel_name, self.compiled)
+
+    def close(self) -> None:
+        """Later launches raise CB404."""
+        self.closed = True
+
+    def __repr__(self) -> str:
+        return f"<TVM-FFI call {self.kernel_name}{' closed' if self.closed else ''}>"
+
+
+def _on_device(kernel: str, compiled: Any, params: Any, bounds: list[Bound]) -> Any:
+    """What a handle bound with ``bounds`` calls: on a machine with several GPUs, the
+    compiled function's executor for the one CUDA device the bound values live on.
+
+    Values on two devices are CB214. With one GPU (or no device named) the
+    compiled function itself is used, as its direct call would.
+    """
+    first: tuple[str, tuple[int, int]] | None = None
+    for p, b in zip(params, bounds):
+        for slot in (b.slot, *(getattr(b.slot, "elements", None) or ())):
+            device = getattr(slot, "device", None)
+            if device is None or device[0] not in (2, 13):  # DLPack kDLCUDA, kDLCUDAManaged
+                continue
+            if first is None:
+                first = (p.name, device)
+            elif device[1] != first[1][1]:
+                raise D.error(
+                    D.TENSOR_DEVICE_MISMATCH,
+                    kernel=kernel,
+                    parameter=p.name,
+                    expected=f"cuda:{first[1][1]}, the device of '{first[0]}' (one handle launches on one device)",
+                    got=f"a value on cuda:{device[1]}",
+                )
+    if first is None or dsl.cuda_device_count() < 2:
+        return compiled
+    return dsl.executor_on_device(compiled, first[1][1], kernel)
