@@ -51,7 +51,7 @@ def main() -> int:
     h = kernel(fn).bind(*args)
     del os.environ["CUTE_BIND_PURE_PYTHON"]
     hc = kernel(fn).bind(*args)  # C fast path (when built)
-    pack, buf, call, argv, res = h._shared.layout.struct.pack_into, h._storage, h._call, h._argv_address, h._result_view
+    pack, buf, call, argv, res = h._shared.layout.struct.pack_into, h._storage, h._gate[0], h._argv_address, h._result_view
     m = object()
 
     def sig(a0: Any = m, a1: Any = m, a2: Any = m, a3: Any = m, a4: Any = m, /, *x: Any, **k: Any) -> None:

@@ -2,7 +2,7 @@
 
 ``Kernel.bind()``/``compile()``/calling consult it before compiling (one
 :class:`~cute_bind.cache.lookup.Claim` per compile key, in
-``Kernel._compiled``). An entry is the DSL's exported object file of one
+``Compiler.compiled`` (cute_bind/jit/compiler.py)). An entry is the DSL's exported object file of one
 compile (``export_to_c``), keyed by everything that compile depends on
 (:mod:`~cute_bind.cache.key`), and is reloaded with the DSL's loader as the
 same kind of compiled function ``cute.compile`` returns, so ``bind()`` builds

@@ -1,4 +1,4 @@
-"""The one place ``Kernel._compiled`` asks the disk cache: :class:`Claim`.
+"""The one place ``Compiler.compiled`` (cute_bind/jit/compiler.py) asks the disk cache: :class:`Claim`.
 
 A claim is held around one compile of one key (``with claim(kernel, key) as c``):
 ``c.load()`` returns the entry's compiled function or ``None``; on ``None`` the

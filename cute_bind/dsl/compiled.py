@@ -9,7 +9,7 @@ import ctypes
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import diagnostics as D
 from .imports import dsl
@@ -33,6 +33,7 @@ __all__ = [
     "is_unloaded",
     "add_unload_listener",
     "unload",
+    "BareCall",
     "bare_call",
     "raw_kernel_function",
     "compiled_display_name",
@@ -282,10 +283,20 @@ def unload(obj: Any) -> None:
         module.unload()
 
 
-def bare_call(compiled: Any, args: tuple[Any, ...]) -> tuple[Any, Any, int, Any, Any]:
+class BareCall(NamedTuple):
+    """What :func:`bare_call` returns (see there); the objects keep the marshalled storage alive."""
+
+    entry: Any
+    packed: Any
+    address: int
+    raw_entry: Any
+    raw_arg: Any
+
+
+def bare_call(compiled: Any, args: tuple[Any, ...]) -> BareCall:
     """The floor a launch through the DSL's engine can reach, for the benchmark.
 
-    Returns ``(entry, packed, address, raw_entry, raw_arg)``: the DSL's own
+    Returns a :class:`BareCall` ``(entry, packed, address, raw_entry, raw_arg)``: the DSL's own
     ctypes entry point and a packed ``void**`` array populated once by the
     DSL's own marshalling for ``args`` (plus the address of that array);
     ``entry(packed)`` is the call exactly as the DSL makes it and
@@ -302,7 +313,7 @@ def bare_call(compiled: Any, args: tuple[Any, ...]) -> tuple[Any, Any, int, Any,
     own = (ctypes.c_void_p * len(packed))(*packed)
     own._cute_bind_keepalive = (exe_args, adapted, executor)  # type: ignore[attr-defined]
     raw = entry_function(ctypes.cast(executor.capi_func, ctypes.c_void_p).value or 0)
-    return executor.capi_func, own, ctypes.addressof(own), raw, ctypes.c_void_p(ctypes.addressof(own))
+    return BareCall(executor.capi_func, own, ctypes.addressof(own), raw, ctypes.c_void_p(ctypes.addressof(own)))
 
 
 def raw_kernel_function(compiled: Any) -> tuple[Any, list[int]] | None:

@@ -25,11 +25,12 @@ from collections import abc
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Literal, Mapping, Sequence
 
 from .. import diagnostics as D
 from ..diagnostics.errors import CuteBindError
 from ..launch import PreparedLaunch
+from ..launch.lifecycle import HandleState, Lifecycle, Refusal
 from ..launch.arguments import bind_arguments
 from ..slots import StreamKind, Where
 from .driver import CudaDriver, Driver, KernelParams, Node
@@ -168,7 +169,7 @@ def _stream_handle(stream: Any) -> int:
     return StreamKind().coerce(stream, Where("graph", "stream"))
 
 
-class Graph:
+class Graph(Lifecycle):
     """Prepared launches recorded as one CUDA graph, replayable with new values.
 
     Made by ``cute_bind.graph(...)``. Inside its ``with`` block,
@@ -176,7 +177,17 @@ class Graph:
     optionally with new values for some parameters of some steps. One thread
     at a time; the recorded handles must not be launched by others while the
     graph records or re-records (it writes their storage to capture them).
+
+    Lifecycle (:class:`~cute_bind.launch.lifecycle.Lifecycle`): ``close()``
+    is idempotent and releases the driver's graph objects, also when the
+    graph is collected; a closed graph refuses every use with CB806. Its
+    ``with`` block records (it does not close), so the recording progress is
+    a phase of its own within OPEN: ``new``, ``recording``, ``ready``.
     """
+
+    REFUSALS: ClassVar[dict[HandleState, Refusal]] = {
+        HandleState.CLOSED: (D.GRAPH_MISUSE, {"detail": "the graph was closed", "expected": "a recorded graph", "got": "a graph that is closed"}),
+    }
 
     def __init__(
         self,
@@ -197,7 +208,10 @@ class Graph:
         self._stream_arg = stream
         self._stream_handle = 0 if stream is None else _stream_handle(stream)
         self._stream: Any = None
-        self._state = "new"
+        self._open()
+        #: recording progress while open (new -> recording -> ready); "closed" once closed, set with the
+        #: lifecycle's state by _release, so the replay paths test one string
+        self._phase = "new"
         self._steps: list[Step] = []
         self._graph: Any = None
         self._exec: Any = None
@@ -217,14 +231,14 @@ class Graph:
 
     # ------------------------------------------------------------------ recording
     def __enter__(self) -> Graph:
-        if self._state != "new":
-            raise self._misuse("a graph records once", "a new graph", f"a graph that is {self._state}")
+        if self._phase != "new":
+            raise self._misuse("a graph records once", "a new graph", f"a graph that is {self._phase}")
         if self._pool is not None:
             self._enter_torch()
         else:
             self._stream = self._driver.stream(self._stream_handle)
             self._driver.begin_capture(self._stream)
-        self._state = "recording"
+        self._phase = "recording"
         return self
 
     def _enter_torch(self) -> None:
@@ -251,8 +265,8 @@ class Graph:
 
     def launch(self, handle: PreparedLaunch[Any], /, *args: Any, **kwargs: Any) -> Step:
         """Record ``handle.launch(*args, **kwargs)`` as the next step (inside the ``with`` block)."""
-        if self._state != "recording":
-            raise self._misuse("g.launch records, inside the with block", "a recording graph", f"a graph that is {self._state}")
+        if self._phase != "recording":
+            raise self._misuse("g.launch records, inside the with block", "a recording graph", f"a graph that is {self._phase}")
         if not isinstance(handle, PreparedLaunch):
             raise self._misuse("g.launch records a prepared launch", "a PreparedLaunch", type(handle).__name__)
         handle.launch(*args, **kwargs)
@@ -265,20 +279,18 @@ class Graph:
         return step
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if self._state == "closed":  # closed inside the block: close() ended the capture already
+        if self._state is not HandleState.OPEN:  # closed inside the block: close() ended the capture already
             return
         t0 = time.perf_counter()
         try:
             graph = self._end_recording(exc_type is not None)
         except BaseException:
-            self._state = "closed"
-            self._release_pins()
+            self._close_after_recording()
             if exc_type is None:
                 raise
             return  # the block's own exception is the one to see
         if exc_type is not None:
-            self._state = "closed"
-            self._release_pins()
+            self._close_after_recording()
             return
         try:
             self._finish(graph)
@@ -311,7 +323,7 @@ class Graph:
             self._exec = self._driver.wrap_exec(int(self._torch_graph.raw_cuda_graph_exec()))
         else:
             self._exec = self._driver.instantiate(graph)
-        self._state = "ready"
+        self._phase = "ready"
         self._findings = self._collect_findings()
         if self._derived == "error" and self._findings:
             raise self._findings[0].error()
@@ -501,8 +513,10 @@ class Graph:
 
     # ------------------------------------------------------------------ replay
     def _require_ready(self, detail: str) -> None:
-        if self._state != "ready":
-            raise self._misuse(detail, "a recorded graph", f"a graph that is {self._state}")
+        if self._phase != "ready":
+            if self._state is not HandleState.OPEN:
+                raise self._refusal_error(detail=detail)
+            raise self._misuse(detail, "a recorded graph", f"a graph that is {self._phase}")
 
     def _misuse(self, detail: str, expected: str, got: str) -> CuteBindError:
         kernel = self._steps[0].kernel if self._steps else "graph"
@@ -637,7 +651,7 @@ class Graph:
             where: list[Any] = [self.stats.rerecords, targets, keys]
 
             def set_pointer_n(value: Any) -> None:
-                if value.__class__ is not int or not 0 <= value < _U64 or self._state != "ready":
+                if value.__class__ is not int or not 0 <= value < _U64 or self._phase != "ready":
                     set_slow(st, j, value)
                     return
                 if where[0] != self.stats.rerecords:
@@ -736,12 +750,26 @@ class Graph:
         self.stats.rerecord_seconds += time.perf_counter() - t0
 
     # ------------------------------------------------------------------ lifetime
+    @property
+    def kernel_name(self) -> str:
+        """The first recorded step's kernel (what the graph's errors name), or ``"graph"``."""
+        return self._steps[0].kernel if self._steps else "graph"
+
     def close(self) -> None:
-        """Release the executable graph and the graph (a torch-recorded graph stays torch's)."""
-        if self._state == "closed":
-            return
-        recording = self._state == "recording"
-        self._state = "closed"
+        """Release the executable graph and the graph (a torch-recorded graph stays torch's).
+
+        Idempotent; later uses raise CB806 (:class:`~cute_bind.launch.lifecycle.Lifecycle`).
+        """
+        self._leave_state(HandleState.CLOSED)
+
+    def _close_after_recording(self) -> None:
+        """A recording that failed (or whose block raised) ended its capture already: close, keeping nothing."""
+        self._phase = "closed"  # not "recording": _release has no capture to end
+        self.close()
+
+    def _release(self, state: HandleState) -> None:
+        recording = self._phase == "recording"
+        self._phase = "closed"
         if recording:  # closed (or collected) inside the with block: end the stream capture, keep nothing
             try:
                 self._end_recording(failed=True)
@@ -774,10 +802,7 @@ class Graph:
                 self._pins = pins
 
     def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: S110 - never raise from a finaliser
-            pass
+        self._close_quietly()  # the driver's graph objects are outside resources: released at collection too
 
     @property
     def torch_graph(self) -> Any:
@@ -785,7 +810,7 @@ class Graph:
         return self._torch_graph
 
     def __repr__(self) -> str:
-        return f"<cute_bind graph: {len(self._steps)} steps, {len(self._buffers)} kernel nodes mapped, {self._state}>"
+        return f"<cute_bind graph: {len(self._steps)} steps, {len(self._buffers)} kernel nodes mapped, {self._phase}>"
 
 
 def graph(stream: Any = None, *, derived: Policy = "fixed", pool: Any = None, driver: Driver | None = None) -> Graph:

@@ -16,8 +16,13 @@
  * stream objects, out-of-range values, a tensor that fails a check...) goes
  * to the Python slow path, which owns every check and every error message.
  *
+ * Everything comes in one record, a cute_bind.launch.spec.LaunchSpec: init
+ * reads each of its fields once by name (LAUNCH_SPEC_FIELDS), checks its type
+ * and length, and keeps what it read; sequence leaves are SeqLeaf records
+ * (SEQ_LEAF_FIELDS, read by position).
+ *
  * The storage, packed array and result slot are Python-owned buffers kept
- * alive through `keep`, which also pins the compiled module: a launch holds
+ * alive through `keep` (a KeepAlive record), which also pins the compiled module: a launch holds
  * its own reference to `keep` until the entry point returns, so a close or
  * unload from another thread cannot free the code under a running call.
  *
@@ -45,27 +50,15 @@
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+#include "_cb_common.h"
 
 typedef void (*entry_fn)(void **);
 
 /* Fast classes: which values a slot takes as they are (see SlotKind.fast). */
 enum { C_EXACT_INT = 'P', C_EXACT_BOOL = 'B', C_INT = 'I', C_REAL = 'R', C_F16 = 'h', C_BF16 = 'g', C_TENSOR = 'T', C_SEQ = 'S', C_WRITER = 'X' };
 
-/* dlpack.h's DLTensor (ABI-stable since DLPack 0.x). */
-typedef struct {
-    void *data;
-    int32_t device_type;
-    int32_t device_id;
-    int32_t ndim;
-    uint8_t code;
-    uint8_t bits;
-    uint16_t lanes;
-    int64_t *shape;
-    int64_t *strides;
-    uint64_t byte_offset;
-} DLTensorC;
-
-typedef int (*dltensor_from_pyobject)(void *py_object, DLTensorC *out);
+/* DLTensorC and the exchange API's reader: _cb_common.h (shared with _ctvmffi.c). */
+typedef cb_dltensor_reader dltensor_from_pyobject;
 
 typedef struct {
     int64_t stat;       /* compiled-in value (static modes) */
@@ -1018,39 +1011,54 @@ check_class(char cls, char fmt, Py_ssize_t off, Py_ssize_t size, Py_ssize_t stor
     return 0;
 }
 
+/* The LaunchSpec fields init reads, in this order (exported as LAUNCH_SPEC_FIELDS). */
+enum { F_ENTRY, F_ARGV, F_STORAGE, F_STORAGE_SIZE, F_RESULT, F_FMTS, F_CLASSES, F_OFFSETS, F_SIZES, F_EXTRAS, F_DEFAULTS,
+       F_REQUIRED, F_SLOW, F_FAIL, F_BUSY_ERROR, F_RET, F_KEEP, F_RELEASE_GIL, N_SPEC_FIELDS };
+static const char *const launch_spec_fields[N_SPEC_FIELDS + 1] = {
+    "entry", "argv", "storage", "storage_size", "result", "fmts", "classes", "offsets", "sizes", "extras", "defaults",
+    "required", "slow", "fail", "busy_error", "ret", "keep", "release_gil", NULL};
+static const int launch_spec_kinds[N_SPEC_FIELDS] = {
+    CB_INT, CB_INT, CB_INT, CB_INT, CB_INT, CB_BYTES, CB_BYTES, CB_TUPLE, CB_TUPLE, CB_TUPLE, CB_TUPLE,
+    CB_ANY, CB_CALLABLE, CB_CALLABLE, CB_CALLABLE, CB_INT_OR_NONE, CB_TUPLE, CB_BOOL};
+/* A sequence leaf (a SeqLeaf record, read by position): exported as SEQ_LEAF_FIELDS. */
+static const char *const seq_leaf_fields[] = {"cls", "fmt", "offset", "size", "tensor", NULL};
+
+/* Launcher(spec): `spec` a LaunchSpec (any object with its fields: each is checked here). */
 static int
 Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
 {
-    unsigned long long entry, argv, storage, result;
-    Py_ssize_t storage_size;
-    const char *fmt, *cls;
-    Py_ssize_t nfmt, ncls;
-    PyObject *offsets, *sizes, *extras, *defaults, *required, *slow, *fail, *busy_error, *ret, *keep;
-    int release_gil = 1;
+    PyObject *spec;
+    PyObject *f[N_SPEC_FIELDS] = {NULL};
+    uint64_t entry, argv, storage, result;
+    int rc = -1;
     if (self->fmt) {
         PyErr_SetString(PyExc_TypeError, "Launcher cannot be initialised twice");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "KKKnKs#s#OOOOOOOOOO|p", &entry, &argv, &storage, &storage_size, &result, &fmt, &nfmt, &cls,
-                          &ncls, &offsets, &sizes, &extras, &defaults, &required, &slow, &fail, &busy_error, &ret, &keep,
-                          &release_gil))
-        return -1;
-    if (!PyTuple_Check(offsets) || !PyTuple_Check(sizes) || !PyTuple_Check(extras) || !PyTuple_Check(defaults)) {
-        PyErr_SetString(PyExc_TypeError, "offsets, sizes, extras and defaults must be tuples");
+    if (kwds && PyDict_Size(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Launcher takes no keywords");
         return -1;
     }
-    if (nfmt != ncls || PyTuple_Size(offsets) != nfmt || PyTuple_Size(sizes) != nfmt || PyTuple_Size(defaults) != nfmt ||
-        PyTuple_Size(extras) != nfmt) {
-        PyErr_SetString(PyExc_ValueError, "slot formats, classes, offsets, sizes and extras differ in length");
-        return -1;
+    if (!PyArg_ParseTuple(args, "O:Launcher", &spec)) return -1;
+    for (int k = 0; k < N_SPEC_FIELDS; k++)
+        if (!(f[k] = cb_field(spec, "LaunchSpec", launch_spec_fields[k], launch_spec_kinds[k]))) goto done;
+    if (cb_address(f[F_ENTRY], "LaunchSpec", "entry", &entry) < 0 || cb_address(f[F_ARGV], "LaunchSpec", "argv", &argv) < 0 ||
+        cb_address(f[F_STORAGE], "LaunchSpec", "storage", &storage) < 0 || cb_address(f[F_RESULT], "LaunchSpec", "result", &result) < 0)
+        goto done;
+    Py_ssize_t storage_size = PyLong_AsSsize_t(f[F_STORAGE_SIZE]);
+    if (storage_size == -1 && PyErr_Occurred()) goto done;
+    const char *fmt = PyBytes_AsString(f[F_FMTS]), *cls = PyBytes_AsString(f[F_CLASSES]);
+    if (!fmt || !cls) goto done;
+    Py_ssize_t nfmt = PyBytes_Size(f[F_FMTS]);
+    PyObject *offsets = f[F_OFFSETS], *sizes = f[F_SIZES], *extras = f[F_EXTRAS], *defaults = f[F_DEFAULTS];
+    if (nfmt != PyBytes_Size(f[F_CLASSES]) || PyTuple_Size(offsets) != nfmt || PyTuple_Size(sizes) != nfmt ||
+        PyTuple_Size(defaults) != nfmt || PyTuple_Size(extras) != nfmt) {
+        PyErr_SetString(PyExc_ValueError, "LaunchSpec: slot formats, classes, offsets, sizes, extras and defaults differ in length");
+        goto done;
     }
     if (!entry || !argv || !storage || storage_size < 0) {
-        PyErr_SetString(PyExc_ValueError, "entry, argv and storage must be non-null");
-        return -1;
-    }
-    if (!PyCallable_Check(slow) || !PyCallable_Check(fail) || !PyCallable_Check(busy_error)) {
-        PyErr_SetString(PyExc_TypeError, "slow, fail and busy_error must be callable");
-        return -1;
+        PyErr_SetString(PyExc_ValueError, "LaunchSpec: entry, argv and storage must be non-null");
+        goto done;
     }
     self->n = nfmt;
     self->fmt = PyMem_Malloc(nfmt + 1);
@@ -1060,35 +1068,39 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     self->ptrs = PyMem_Calloc(nfmt + 1, sizeof(PtrSpec *));
     self->seqs = PyMem_Calloc(nfmt + 1, sizeof(SeqSpec *));
     self->held = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
-    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->ptrs || !self->seqs || !self->held) { PyErr_NoMemory(); return -1; }
+    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->ptrs || !self->seqs || !self->held) { PyErr_NoMemory(); goto done; }
     memcpy(self->fmt, fmt, nfmt);
     memcpy(self->cls, cls, nfmt);
     for (Py_ssize_t i = 0; i < nfmt; i++) {
         self->off[i] = PyLong_AsSsize_t(PyTuple_GetItem(offsets, i));
         Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GetItem(sizes, i));
-        if (PyErr_Occurred()) return -1;
-        if (check_class(cls[i], fmt[i], self->off[i], size, storage_size) < 0) return -1;
-        if (cls[i] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(extras, i), size, &self->tensors[i]) < 0) return -1;
-        if (cls[i] == C_EXACT_INT && parse_ptr_spec(PyTuple_GetItem(extras, i), &self->ptrs[i]) < 0) return -1;
-        if (cls[i] == C_SEQ && parse_seq_spec(PyTuple_GetItem(extras, i), storage_size, &self->seqs[i]) < 0) return -1;
+        if (PyErr_Occurred()) goto done;
+        if (check_class(cls[i], fmt[i], self->off[i], size, storage_size) < 0) goto done;
+        if (cls[i] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(extras, i), size, &self->tensors[i]) < 0) goto done;
+        if (cls[i] == C_EXACT_INT && parse_ptr_spec(PyTuple_GetItem(extras, i), &self->ptrs[i]) < 0) goto done;
+        if (cls[i] == C_SEQ && parse_seq_spec(PyTuple_GetItem(extras, i), storage_size, &self->seqs[i]) < 0) goto done;
     }
-    Py_INCREF(extras); self->extras = extras;
     self->entry = (entry_fn)(uintptr_t)entry;
     self->argv = (void **)(uintptr_t)argv;
     self->storage = (char *)(uintptr_t)storage;
     self->storage_size = storage_size;
     self->result = result ? (volatile int32_t *)(uintptr_t)result : NULL;
-    Py_INCREF(defaults); self->defaults = defaults;
-    Py_INCREF(required); self->required = required;
-    Py_INCREF(slow); self->slow = slow;
-    Py_INCREF(fail); self->fail = fail;
-    Py_INCREF(busy_error); self->busy_error = busy_error;
-    Py_INCREF(ret); self->ret = ret;
-    Py_INCREF(keep); self->keep = keep;
+    self->release_gil = f[F_RELEASE_GIL] == Py_True;
+    /* the launcher keeps what it read (the references cb_field returned) */
+    self->extras = f[F_EXTRAS]; f[F_EXTRAS] = NULL;
+    self->defaults = f[F_DEFAULTS]; f[F_DEFAULTS] = NULL;
+    self->required = f[F_REQUIRED]; f[F_REQUIRED] = NULL;
+    self->slow = f[F_SLOW]; f[F_SLOW] = NULL;
+    self->fail = f[F_FAIL]; f[F_FAIL] = NULL;
+    self->busy_error = f[F_BUSY_ERROR]; f[F_BUSY_ERROR] = NULL;
+    self->ret = f[F_RET]; f[F_RET] = NULL;
+    self->keep = f[F_KEEP]; f[F_KEEP] = NULL;
     self->refuse = NULL;
     self->busy = 0;
-    self->release_gil = release_gil;
-    return 0;
+    rc = 0;
+done:
+    for (int k = 0; k < N_SPEC_FIELDS; k++) Py_XDECREF(f[k]);
+    return rc;
 }
 
 /* The types and capsules learned by tensor specs are owned references too:
@@ -1194,12 +1206,13 @@ Launcher_dealloc(Launcher *self)
 
 static PyMethodDef Launcher_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))Launcher_launch, METH_FASTCALL | METH_KEYWORDS,
-     "launch(*args, **kwargs): rewrite the slots in place and call the entry point."},
+     "launch($self, /, *args, **kwargs)\n--\n\nRewrite the slots in place and call the entry point."},
     {"try_launch", (PyCFunction)(void (*)(void))Launcher_try_launch, METH_FASTCALL | METH_KEYWORDS,
-     "try_launch(*args): launch when the fast path takes every value as is, else return NotImplemented (no slow path)."},
-    {"poison", (PyCFunction)Launcher_poison, METH_O, "poison(refuse): every later launch calls refuse() instead; drops the pin."},
+     "try_launch($self, /, *args, **kwargs)\n--\n\nLaunch when the fast path takes every value as is, else return NotImplemented (no slow path)."},
+    {"poison", (PyCFunction)Launcher_poison, METH_O,
+     "poison($self, refuse, /)\n--\n\nEvery later launch calls refuse() instead; drops the pin (the spec's keep)."},
     {"write_and_call", (PyCFunction)Launcher_write_and_call, METH_O,
-     "write_and_call(data): copy the packed struct into the storage and call the entry point (one launch at a time)."},
+     "write_and_call($self, data, /)\n--\n\nCopy the packed struct into the storage and call the entry point (one launch at a time)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1210,7 +1223,7 @@ static PyType_Slot Launcher_slots[] = {
     {Py_tp_clear, Launcher_clear},
     {Py_tp_methods, Launcher_methods},
     {Py_tp_new, PyType_GenericNew},
-    {Py_tp_doc, "Launcher(entry, argv, storage, storage_size, result, fmts, classes, offsets, sizes, extras, defaults, required, slow, fail, busy_error, ret, keep[, release_gil])"},
+    {Py_tp_doc, "Launcher(spec, /)\n--\n\nThe C fast path of one prepared handle, from a cute_bind.launch.spec.LaunchSpec (LAUNCH_SPEC_FIELDS: what it reads)."},
     {0, NULL},
 };
 
@@ -1312,9 +1325,10 @@ mod_counts(PyObject *mod, PyObject *unused)
 
 static PyMethodDef module_methods[] = {
     {"configure", mod_configure, METH_VARARGS,
-     "configure(array_layout, ctypes_layout): the verified NumPy ndarray and ctypes object layouts (None: leave as is)."},
+     "configure(array_layout, ctypes_layout, torch_reader=None, /)\n--\n\n"
+     "The verified NumPy ndarray and ctypes object layouts and torch's reader (None: leave as is)."},
     {"counts", mod_counts, METH_NOARGS,
-     "counts() -> {reader: values taken as is}: exchange (torch), ndarray (NumPy), ctypes, cai (__cuda_array_interface__)."},
+     "counts($module, /)\n--\n\n{reader: values taken as is}: exchange (torch), ndarray (NumPy), ctypes, cai (__cuda_array_interface__)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1332,6 +1346,17 @@ PyInit__claunch(void)
         Py_XDECREF(tp);
         Py_DECREF(m);
         return NULL;
+    }
+    /* the record fields init reads (tests/launch/test_spec.py checks them against cute_bind.launch.spec) */
+    const char *const *lists[] = {launch_spec_fields, seq_leaf_fields};
+    const char *names[] = {"LAUNCH_SPEC_FIELDS", "SEQ_LEAF_FIELDS"};
+    for (int k = 0; k < 2; k++) {
+        PyObject *t = cb_names(lists[k]);
+        if (!t || PyModule_AddObject(m, names[k], t) < 0) { /* AddObject steals only on success */
+            Py_XDECREF(t);
+            Py_DECREF(m);
+            return NULL;
+        }
     }
     return m;
 }

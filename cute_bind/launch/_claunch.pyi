@@ -1,29 +1,24 @@
-"""Type stub of the optional C fast path (cute_bind/_claunch.c)."""
+"""Type stub of the optional C fast path (cute_bind/launch/_claunch.c).
+
+tests/launch/test_spec.py checks it against what the C module declares (its
+text signatures, LAUNCH_SPEC_FIELDS, SEQ_LEAF_FIELDS).
+"""
 
 from typing import Any, Callable
 
-class Launcher:
-    def __init__(
-        self,
-        entry: int,
-        argv: int,
-        storage: int,
-        result: int,
-        fmts: bytes,
-        classes: bytes,
-        offsets: tuple[int, ...],
-        extras: tuple[Any, ...],
-        defaults: tuple[Any, ...],
-        required: object,
-        slow: Callable[[tuple[Any, ...], tuple[Any, ...], dict[str, Any]], int | None],
-        fail: Callable[[], None],
-        ret: int | None,
-        keep: object,
-        release_gil: bool = ...,
-    ) -> None: ...
-    def launch(self, *args: Any, **kwargs: Any) -> int | None: ...
-    def try_launch(self, *args: Any, **kwargs: Any) -> Any: ...
-    def poison(self, refuse: Callable[[], None]) -> None: ...
+from .spec import LaunchSpec
 
-def configure(array_layout: Any, ctypes_layout: Any, torch_reader: Any = ...) -> None: ...
+#: the LaunchSpec fields Launcher(spec) reads, in order
+LAUNCH_SPEC_FIELDS: tuple[str, ...]
+#: the SeqLeaf fields a sequence slot's leaves are read by, in position order
+SEQ_LEAF_FIELDS: tuple[str, ...]
+
+class Launcher:
+    def __init__(self, spec: LaunchSpec, /) -> None: ...
+    def launch(self, /, *args: Any, **kwargs: Any) -> int | None: ...
+    def try_launch(self, /, *args: Any, **kwargs: Any) -> Any: ...
+    def poison(self, refuse: Callable[[], Any], /) -> None: ...
+    def write_and_call(self, data: bytes, /) -> int | None: ...
+
+def configure(array_layout: Any, ctypes_layout: Any, torch_reader: Any = None, /) -> None: ...
 def counts() -> dict[str, int]: ...

@@ -44,19 +44,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
-
-typedef struct {
-    void *data;
-    int32_t device_type;
-    int32_t device_id;
-    int32_t ndim;
-    uint8_t code;
-    uint8_t bits;
-    uint16_t lanes;
-    int64_t *shape;
-    int64_t *strides;
-    uint64_t byte_offset;
-} DLTensorC;
+#include "_cb_common.h" /* DLTensorC and the exchange API's reader, shared with _claunch.c */
 
 typedef struct {
     int32_t type_index;
@@ -80,7 +68,7 @@ static PyObject *name_float; /* "__tvm_ffi_float__" */
 #define OBJECT_HEADER 24
 
 typedef int (*safe_call_t)(void *, const AnyC *, int32_t, AnyC *);
-typedef int (*from_py_t)(void *, DLTensorC *);
+typedef cb_dltensor_reader from_py_t;
 typedef int (*work_stream_t)(int32_t, int32_t, void **);
 typedef int (*set_stream_t)(int32_t, int32_t, void *, void **);
 typedef void (*move_error_t)(void **);
@@ -110,7 +98,7 @@ typedef struct {
     PyObject *slow;
     PyObject *fail;
     PyObject *keep;
-    int closed;           /* close() was called: every launch goes to `slow`, now the refusal */
+    PyObject *refuse;     /* poison(refuse) was called: every launch calls refuse() (closed handle) */
 } Launcher;
 
 static PyObject *
@@ -293,8 +281,9 @@ Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObjec
         PyErr_SetString(PyExc_RuntimeError, "TVM-FFI launcher not initialised");
         return NULL;
     }
-    /* closed: refused whatever the arguments (a function without parameters has no argument to refuse) */
-    if (self->closed || nargs > self->n || kwnames != NULL) {
+    /* refused whatever the arguments (a function without parameters has no argument to refuse) */
+    if (self->refuse) return PyObject_CallObject(self->refuse, NULL);
+    if (nargs > self->n || kwnames != NULL) {
         return go_slow(self, args, nargs + (kwnames ? PyTuple_Size(kwnames) : 0), kwnames);
     }
     int32_t dev_type = -1, dev_id = 0;
@@ -304,7 +293,7 @@ Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObjec
         if (v == self->required || !write_one(self, i, v, &dev_type, &dev_id, &stream)) return go_slow(self, args, nargs, NULL);
     }
     /* a protocol method or classify() ran Python code, which may have closed the handle */
-    if (self->closed) return go_slow(self, args, nargs, NULL);
+    if (self->refuse) return PyObject_CallObject(self->refuse, NULL);
     void *prev = NULL;
     if (dev_type != -1 && self->set_stream(dev_type, dev_id, stream, &prev) != 0) return raise_entry_error(self);
     AnyC result;
@@ -335,31 +324,42 @@ as_pointer(PyObject *v, int *ok)
     return (void *)(uintptr_t)x;
 }
 
-/* Launcher(entry, self_handle, set_stream, move_error, dec_ref, kinds, specs, defaults, required, slow, fail, classify, keep)
- * specs: per argument None, for a tensor (reader_address, work_stream_address_or_0, type), for a
- * constant (structure, array, handle, type_index). */
+/* The TvmFfiLaunchSpec fields init reads, in this order (exported as TVM_FFI_LAUNCH_SPEC_FIELDS); a tensor
+ * argument's spec is a TvmTensorArg (TENSOR_ARG_FIELDS), a constant's a TvmConstantArg (CONSTANT_ARG_FIELDS),
+ * both read by position. */
+enum { F_ENTRY, F_SELF_HANDLE, F_SET_STREAM, F_MOVE_ERROR, F_DEC_REF, F_KINDS, F_SPECS, F_DEFAULTS, F_REQUIRED, F_SLOW, F_FAIL,
+       F_CLASSIFY, F_KEEP, N_SPEC_FIELDS };
+static const char *const spec_fields[N_SPEC_FIELDS + 1] = {
+    "entry", "self_handle", "set_stream", "move_error", "dec_ref", "kinds", "specs", "defaults", "required", "slow", "fail",
+    "classify", "keep", NULL};
+static const int spec_kinds[N_SPEC_FIELDS] = {
+    CB_INT, CB_INT, CB_INT, CB_INT, CB_INT, CB_BYTES, CB_TUPLE, CB_TUPLE, CB_ANY, CB_CALLABLE, CB_CALLABLE, CB_CALLABLE, CB_TUPLE};
+static const char *const tensor_arg_fields[] = {"reader", "work_stream", "type", NULL};
+static const char *const constant_arg_fields[] = {"structure", "array", "handle", "type_index", NULL};
+
+/* Launcher(spec): `spec` a TvmFfiLaunchSpec (any object with its fields: each is checked here). */
 static int
 Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
 {
-    PyObject *entry, *handle, *set_stream, *move_error, *dec_ref, *kinds, *specs, *defaults, *required, *slow, *fail, *classify, *keep;
+    PyObject *rec;
+    PyObject *f[N_SPEC_FIELDS] = {NULL};
+    int rc = -1;
     if (kw && PyDict_Size(kw)) { PyErr_SetString(PyExc_TypeError, "Launcher takes no keywords"); return -1; }
-    if (!PyArg_ParseTuple(a, "OOOOOSOOOOOOO", &entry, &handle, &set_stream, &move_error, &dec_ref, &kinds, &specs, &defaults,
-                          &required, &slow, &fail, &classify, &keep))
-        return -1;
-    if (self->entry) { PyErr_SetString(PyExc_RuntimeError, "Launcher already initialised"); return -1; }
-    int ok = 1;
-    void *e = as_pointer(entry, &ok), *h = as_pointer(handle, &ok), *ss = as_pointer(set_stream, &ok);
-    void *me = as_pointer(move_error, &ok), *dr = as_pointer(dec_ref, &ok);
-    if (!ok) return -1;
-    if (!e || !ss || !me || !dr) { PyErr_SetString(PyExc_ValueError, "null entry or TVM-FFI C API address"); return -1; }
+    if (!PyArg_ParseTuple(a, "O:Launcher", &rec)) return -1;
+    if (self->entry || self->kinds) { PyErr_SetString(PyExc_RuntimeError, "Launcher already initialised"); return -1; }
+    for (int k = 0; k < N_SPEC_FIELDS; k++)
+        if (!(f[k] = cb_field(rec, "TvmFfiLaunchSpec", spec_fields[k], spec_kinds[k]))) goto done;
+    uint64_t e, h, ss, me, dr;
+    if (cb_address(f[F_ENTRY], "TvmFfiLaunchSpec", "entry", &e) < 0 || cb_address(f[F_SELF_HANDLE], "TvmFfiLaunchSpec", "self_handle", &h) < 0 ||
+        cb_address(f[F_SET_STREAM], "TvmFfiLaunchSpec", "set_stream", &ss) < 0 ||
+        cb_address(f[F_MOVE_ERROR], "TvmFfiLaunchSpec", "move_error", &me) < 0 || cb_address(f[F_DEC_REF], "TvmFfiLaunchSpec", "dec_ref", &dr) < 0)
+        goto done;
+    if (!e || !ss || !me || !dr) { PyErr_SetString(PyExc_ValueError, "null entry or TVM-FFI C API address"); goto done; }
+    PyObject *kinds = f[F_KINDS], *specs = f[F_SPECS], *defaults = f[F_DEFAULTS];
     Py_ssize_t n = PyBytes_Size(kinds);
-    if (!PyTuple_Check(specs) || PyTuple_Size(specs) != n || !PyTuple_Check(defaults) || PyTuple_Size(defaults) != n) {
-        PyErr_SetString(PyExc_ValueError, "kinds, tensor specs and defaults differ in length");
-        return -1;
-    }
-    if (!PyCallable_Check(slow) || !PyCallable_Check(fail) || !PyCallable_Check(classify)) {
-        PyErr_SetString(PyExc_TypeError, "slow, fail and classify must be callable");
-        return -1;
+    if (PyTuple_Size(specs) != n || PyTuple_Size(defaults) != n) {
+        PyErr_SetString(PyExc_ValueError, "TvmFfiLaunchSpec: kinds, specs and defaults differ in length");
+        goto done;
     }
     Py_ssize_t m = n ? n : 1;
     self->kinds = PyMem_Calloc((size_t)m, 1);
@@ -375,26 +375,27 @@ Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
     if (!self->kinds || !self->args || !self->tensors || !self->readers || !self->streams || !self->types || !self->ptypes || !self->consts ||
         !self->handles || !self->type_indices) {
         PyErr_NoMemory();
-        return -1;
+        goto done;
     }
     const char *k = PyBytes_AsString(kinds);
+    int ok = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
         char c = k[i];
         if (c != 'T' && c != 'i' && c != 'a' && c != 'b' && c != 'f' && c != 'n' && c != 'o') {
             PyErr_Format(PyExc_ValueError, "unknown argument kind %c", c);
-            return -1;
+            goto done;
         }
         self->kinds[i] = c;
         PyObject *spec = PyTuple_GetItem(specs, i);
         if (c == 'o') {
             if (!PyTuple_Check(spec) || PyTuple_Size(spec) != 4) {
-                PyErr_SetString(PyExc_ValueError, "a constant argument needs (structure, array, handle, type_index)");
-                return -1;
+                PyErr_SetString(PyExc_ValueError, "a constant argument needs a TvmConstantArg (structure, array, handle, type_index)");
+                goto done;
             }
             void *hd = as_pointer(PyTuple_GetItem(spec, 2), &ok);
             long ti = PyLong_AsLong(PyTuple_GetItem(spec, 3));
-            if (!ok || (ti == -1 && PyErr_Occurred())) return -1;
-            if (!hd || ti < K_STATIC_OBJECT_BEGIN) { PyErr_SetString(PyExc_ValueError, "a constant argument needs an object handle"); return -1; }
+            if (!ok || (ti == -1 && PyErr_Occurred())) goto done;
+            if (!hd || ti < K_STATIC_OBJECT_BEGIN) { PyErr_SetString(PyExc_ValueError, "a constant argument needs an object handle"); goto done; }
             self->consts[i] = PyTuple_GetItem(spec, 0); /* kept alive by `specs`, held below, as is the array */
             self->handles[i] = hd;
             self->type_indices[i] = (int32_t)ti;
@@ -402,31 +403,35 @@ Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
         }
         if (c != 'T') continue;
         if (!PyTuple_Check(spec) || PyTuple_Size(spec) != 3 || !PyType_Check(PyTuple_GetItem(spec, 2))) {
-            PyErr_SetString(PyExc_ValueError, "a tensor argument needs (reader, work_stream, type)");
-            return -1;
+            PyErr_SetString(PyExc_ValueError, "a tensor argument needs a TvmTensorArg (reader, work_stream, type)");
+            goto done;
         }
         void *r = as_pointer(PyTuple_GetItem(spec, 0), &ok), *w = as_pointer(PyTuple_GetItem(spec, 1), &ok);
-        if (!ok) return -1;
-        if (!r) { PyErr_SetString(PyExc_ValueError, "null DLPack reader"); return -1; }
+        if (!ok) goto done;
+        if (!r) { PyErr_SetString(PyExc_ValueError, "null DLPack reader"); goto done; }
         self->readers[i] = (from_py_t)r;
         self->streams[i] = (work_stream_t)w;
         self->types[i] = PyTuple_GetItem(spec, 2); /* kept alive by `specs`, held below */
     }
+    PyObject *held = PyTuple_Pack(2, f[F_KEEP], specs);
+    if (!held) goto done;
     self->n = n;
-    self->self_handle = h;
-    self->set_stream = (set_stream_t)ss;
-    self->move_error = (move_error_t)me;
-    self->dec_ref = (dec_ref_t)dr;
-    Py_INCREF(defaults); self->defaults = defaults;
-    Py_INCREF(required); self->required = required;
-    Py_INCREF(slow); self->slow = slow;
-    Py_INCREF(fail); self->fail = fail;
-    Py_INCREF(classify); self->classify = classify;
-    PyObject *held = PyTuple_Pack(2, keep, specs);
-    if (!held) return -1;
+    self->self_handle = (void *)(uintptr_t)h;
+    self->set_stream = (set_stream_t)(uintptr_t)ss;
+    self->move_error = (move_error_t)(uintptr_t)me;
+    self->dec_ref = (dec_ref_t)(uintptr_t)dr;
+    /* the launcher keeps what it read (the references cb_field returned) */
+    self->defaults = f[F_DEFAULTS]; f[F_DEFAULTS] = NULL;
+    self->required = f[F_REQUIRED]; f[F_REQUIRED] = NULL;
+    self->slow = f[F_SLOW]; f[F_SLOW] = NULL;
+    self->fail = f[F_FAIL]; f[F_FAIL] = NULL;
+    self->classify = f[F_CLASSIFY]; f[F_CLASSIFY] = NULL;
     self->keep = held;
-    self->entry = (safe_call_t)e; /* last: a launcher is usable only when complete */
-    return 0;
+    self->entry = (safe_call_t)(uintptr_t)e; /* last: a launcher is usable only when complete */
+    rc = 0;
+done:
+    for (int j = 0; j < N_SPEC_FIELDS; j++) Py_XDECREF(f[j]);
+    return rc;
 }
 
 static int
@@ -438,6 +443,7 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
     Py_VISIT(self->fail);
     Py_VISIT(self->classify);
     Py_VISIT(self->keep);
+    Py_VISIT(self->refuse);
     if (self->ptypes)
         for (Py_ssize_t i = 0; i < self->n; i++) Py_VISIT(self->ptypes[i]);
     return 0;
@@ -453,6 +459,7 @@ Launcher_clear(Launcher *self)
     Py_CLEAR(self->fail);
     Py_CLEAR(self->classify);
     Py_CLEAR(self->keep);
+    Py_CLEAR(self->refuse);
     if (self->ptypes)
         for (Py_ssize_t i = 0; i < self->n; i++) Py_CLEAR(self->ptypes[i]);
     return 0;
@@ -479,24 +486,23 @@ Launcher_dealloc(Launcher *self)
     Py_DECREF(tp);
 }
 
+/* poison(refuse): every later launch calls refuse() (a closed handle), as _claunch.c's poison does.
+ * The argument array and `keep` stay: the compiled function is the Python handle's to release. */
 static PyObject *
-Launcher_close(Launcher *self, PyObject *refuse)
+Launcher_poison(Launcher *self, PyObject *refuse)
 {
-    /* every later launch calls refuse(args, kwargs) (closed handle, unloaded module) */
     if (!PyCallable_Check(refuse)) { PyErr_SetString(PyExc_TypeError, "refuse must be callable"); return NULL; }
-    PyObject *old = self->slow;
+    PyObject *old = self->refuse;
     Py_INCREF(refuse);
-    self->slow = refuse;
-    self->closed = 1; /* launch checks it first: no argument list reaches the entry again */
-    for (Py_ssize_t i = 0; i < self->n; i++) self->kinds[i] = 'x'; /* nothing is taken as is any more */
+    self->refuse = refuse; /* launch checks it first: no argument list reaches the entry again */
     Py_XDECREF(old); /* last: releasing it may run code, and the launcher is consistent by now */
     Py_RETURN_NONE;
 }
 
 static PyMethodDef Launcher_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))Launcher_launch, METH_FASTCALL | METH_KEYWORDS,
-     "launch(*args, **kwargs): rewrite the argument array in place and call the entry."},
-    {"close", (PyCFunction)Launcher_close, METH_O, "close(refuse): every later launch calls refuse(args, kwargs)."},
+     "launch($self, /, *args, **kwargs)\n--\n\nRewrite the argument array in place and call the entry."},
+    {"poison", (PyCFunction)Launcher_poison, METH_O, "poison($self, refuse, /)\n--\n\nEvery later launch calls refuse() instead."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -507,7 +513,8 @@ static PyType_Slot Launcher_slots[] = {
     {Py_tp_clear, Launcher_clear},
     {Py_tp_methods, Launcher_methods},
     {Py_tp_new, PyType_GenericNew},
-    {Py_tp_doc, "Launcher(entry, self_handle, set_stream, move_error, dec_ref, kinds, specs, defaults, required, slow, fail, classify, keep)"},
+    {Py_tp_doc, "Launcher(spec, /)\n--\n\n"
+                "The C fast path of one prepared TVM-FFI launch, from a cute_bind.launch.spec.TvmFfiLaunchSpec (TVM_FFI_LAUNCH_SPEC_FIELDS: what it reads)."},
     {0, NULL},
 };
 
@@ -534,6 +541,17 @@ PyInit__ctvmffi(void)
         Py_XDECREF(t);
         Py_DECREF(m);
         return NULL;
+    }
+    /* the record fields init reads (tests/launch/test_spec.py checks them against cute_bind.launch.spec) */
+    const char *const *lists[] = {spec_fields, tensor_arg_fields, constant_arg_fields};
+    const char *names[] = {"TVM_FFI_LAUNCH_SPEC_FIELDS", "TENSOR_ARG_FIELDS", "CONSTANT_ARG_FIELDS"};
+    for (int k = 0; k < 3; k++) {
+        PyObject *fields = cb_names(lists[k]);
+        if (!fields || PyModule_AddObject(m, names[k], fields) < 0) { /* AddObject steals only on success */
+            Py_XDECREF(fields);
+            Py_DECREF(m);
+            return NULL;
+        }
     }
     return m;
 }

@@ -1,23 +1,21 @@
-"""Type stub of the optional C fast path of prepared TVM-FFI launches (cute_bind/launch/_ctvmffi.c)."""
+"""Type stub of the optional C fast path of prepared TVM-FFI launches (cute_bind/launch/_ctvmffi.c).
+
+tests/launch/test_spec.py checks it against what the C module declares (its
+text signatures, TVM_FFI_LAUNCH_SPEC_FIELDS, TENSOR_ARG_FIELDS, CONSTANT_ARG_FIELDS).
+"""
 
 from typing import Any, Callable
 
+from .spec import TvmFfiLaunchSpec
+
+#: the TvmFfiLaunchSpec fields Launcher(spec) reads, in order
+TVM_FFI_LAUNCH_SPEC_FIELDS: tuple[str, ...]
+#: the TvmTensorArg fields, in the position order C reads them
+TENSOR_ARG_FIELDS: tuple[str, ...]
+#: the TvmConstantArg fields, in the position order C reads them
+CONSTANT_ARG_FIELDS: tuple[str, ...]
+
 class Launcher:
-    def __init__(
-        self,
-        entry: int,
-        self_handle: int,
-        set_stream: int,
-        move_error: int,
-        dec_ref: int,
-        kinds: bytes,
-        specs: tuple[Any, ...],
-        defaults: tuple[Any, ...],
-        required: object,
-        slow: Callable[[tuple[Any, ...], dict[str, Any]], Any],
-        fail: Callable[[str, str, str], Any],
-        classify: Callable[[type], str],
-        keep: object,
-    ) -> None: ...
-    def launch(self, *args: Any, **kwargs: Any) -> Any: ...
-    def close(self, refuse: Callable[[tuple[Any, ...], dict[str, Any]], Any]) -> None: ...
+    def __init__(self, spec: TvmFfiLaunchSpec, /) -> None: ...
+    def launch(self, /, *args: Any, **kwargs: Any) -> Any: ...
+    def poison(self, refuse: Callable[[], Any], /) -> None: ...

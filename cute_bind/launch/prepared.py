@@ -23,7 +23,6 @@ handle's state right before the call (docs/concepts/safety.md).
 from __future__ import annotations
 
 import ctypes
-import enum
 import functools
 import struct
 import sys
@@ -36,6 +35,8 @@ from .. import dsl, settings
 from .._generated import compile_source
 from ..slots import Bound, SlotKind, Where, item_ranges
 from .arguments import bind_arguments
+from .lifecycle import HandleState, Lifecycle
+from .spec import CLASS_FORMATS, KeepAlive, LaunchSpec, SeqLeaf
 
 __all__ = ["PreparedLaunch", "HandleState", "NOT_GIVEN", "build", "fast_path"]
 
@@ -59,24 +60,6 @@ class _NotGiven:
 
 
 NOT_GIVEN: Final = _NotGiven()
-
-
-class HandleState(enum.Enum):
-    """A handle's lifecycle: one explicit state instead of scattered flags.
-
-    ``OPEN`` -> ``CLOSED`` (``close()``, also on leaving a ``with`` block) or
-    ``OPEN`` -> ``UNLOADED`` (the compiled module was unloaded). Leaving
-    ``OPEN`` is final: the handle's launch functions are poisoned (every later
-    launch, also through a saved ``launch`` reference, raises CB404/CB402) and
-    its pin on the compiled function (:class:`_Pin`) is dropped once no launch
-    is running, so the module can be collected. Independently of the state, a
-    handle is *busy* while one launch writes its storage and runs the entry
-    point; a second launch meanwhile raises CB403.
-    """
-
-    OPEN = "open"
-    CLOSED = "closed"
-    UNLOADED = "unloaded"
 
 
 def _checked_default() -> bool:
@@ -253,24 +236,25 @@ def _track(module: Any, handle: PreparedLaunch[Any]) -> None:
 def _on_module_unload(handles: weakref.WeakSet[PreparedLaunch[Any]]) -> Callable[[], None]:
     def notify() -> None:
         for handle in list(handles):
-            handle._leave_state(HandleState.UNLOADED, D.MODULE_UNLOADED)
+            handle._leave_state(HandleState.UNLOADED)
 
     return notify
 
 
 class _Gen:
-    """The names of the generated launch function, shared by the generator and :meth:`PreparedLaunch._poison`.
+    """The names of the generated launch function's closure, shared by the generator and the handle.
 
-    ``_poison`` swaps the closure cells named ``CALL`` (the entry point) and
-    ``LEAVE`` (what ends a launch) of a generated function, so a saved
-    ``launch`` reference sees a close or unload too.
+    ``GATE`` is the handle's gate (:class:`~cute_bind.launch.lifecycle.Lifecycle`):
+    a one-element list read right before the call, so a close or unload (which
+    puts the refusal there) is seen by every launch, a saved ``launch``
+    reference included, without touching the generated function.
     """
 
     PREFIX: Final = "_cb_"
-    CALL: Final = "_cb_call"
+    GATE: Final = "_cb_gate"
     LEAVE: Final = "_cb_leave"
     #: the factory's parameters before the per-slot ones, in order
-    FIXED: Final = ("_cb_M", "_cb_pack", "_cb_buf", CALL, "_cb_argv", "_cb_res", "_cb_slow", "_cb_fail", "_cb_ret", "_cb_enter", LEAVE, "_cb_busy")
+    FIXED: Final = ("_cb_M", "_cb_pack", "_cb_buf", GATE, "_cb_argv", "_cb_res", "_cb_slow", "_cb_fail", "_cb_ret", "_cb_enter", LEAVE, "_cb_busy")
 
 
 _CODE_CACHE: dict[tuple[Any, ...], Any] = {}
@@ -332,7 +316,7 @@ def _fast_source(
         f"            {_Gen.LEAVE}(True)\n"
         f"            raise\n"
         f"        try:\n"
-        f"            {_Gen.CALL}({x}argv)\n"
+        f"            {_Gen.GATE}[0]({x}argv)\n"
         f"{check}"
         f"        finally:\n"
         f"            {_Gen.LEAVE}(True)\n"
@@ -349,7 +333,7 @@ def _fast_factory(
     For ``(out: Pointer, alpha: Float16, n: Int32 = 64)`` with a result slot
     (Float16 has a converter, ``n`` a default), the generated source is::
 
-        def factory(_cb_M, _cb_pack, _cb_buf, _cb_call, _cb_argv, _cb_res, _cb_slow, _cb_fail, _cb_ret, _cb_enter, _cb_leave, _cb_busy, _cb_V2, _cb_c1):
+        def factory(_cb_M, _cb_pack, _cb_buf, _cb_gate, _cb_argv, _cb_res, _cb_slow, _cb_fail, _cb_ret, _cb_enter, _cb_leave, _cb_busy, _cb_V2, _cb_c1):
             def launch(a0=_cb_M, a1=_cb_M, a2=_cb_M, /, *_cb_x, **_cb_k):
                 if _cb_x or _cb_k:
                     return _cb_slow((a0, a1, a2, ), _cb_x, _cb_k)
@@ -370,7 +354,7 @@ def _fast_factory(
                     _cb_leave(True)
                     raise
                 try:
-                    _cb_call(_cb_argv)
+                    _cb_gate[0](_cb_argv)
                     if _cb_res[0]:
                         _cb_fail()
                 finally:
@@ -379,7 +363,8 @@ def _fast_factory(
             return launch
 
     ``_cb_M`` is :data:`NOT_GIVEN`, ``_cb_pack`` the layout's
-    ``struct.pack_into``, ``_cb_enter``/``_cb_leave`` take and give back the
+    ``struct.pack_into``, ``_cb_gate`` the handle's gate (``[entry point]``
+    while open, ``[refusal]`` once closed or unloaded), ``_cb_enter``/``_cb_leave`` take and give back the
     handle's one launch token (``_cb_busy`` raises CB403 when it is taken), ``_cb_V2`` the pre-coerced default of slot 2,
     ``_cb_c1`` slot 1's converter. Anything the fast path does not take as is
     goes to ``_cb_slow``, which raises the catalog error. The closure names
@@ -398,8 +383,8 @@ def _fast_factory(
     return factory
 
 
-#: C fast classes and the struct formats each may write (checked at bind for every kind)
-_C_CLASS_FORMATS: Final = {"P": "Qq", "B": "?", "I": "bhiqBHIQ", "R": "fd", "h": "H", "g": "H", "T": "Q", "S": None, "X": None}
+#: C fast classes and the struct formats each may write (checked at bind for every kind; LaunchSpec checks them again)
+_C_CLASS_FORMATS: Final = CLASS_FORMATS
 
 
 def _check_fast_class(kernel: str, name: str, slot: SlotKind) -> None:
@@ -421,7 +406,7 @@ def _check_fast_class(kernel: str, name: str, slot: SlotKind) -> None:
         )
 
 
-class PreparedLaunch(Generic[P]):
+class PreparedLaunch(Lifecycle, Generic[P]):
     """A bound launch of one compiled function, replayable cheaply.
 
     Made by ``kernel.bind(...)`` or ``cute_bind.prepare(compiled, ...)``.
@@ -438,7 +423,9 @@ class PreparedLaunch(Generic[P]):
     concurrent threads their own handles with :meth:`clone`. Lifetime: the
     handle keeps its compiled module loaded until :meth:`close`; if the module
     is unloaded anyway, ``launch`` raises CB402. ``copy.copy``/``deepcopy``
-    give a clone; a handle cannot be pickled (CB405).
+    give a clone; a handle cannot be pickled (CB405). ``close()``, ``with``,
+    :attr:`state` and :attr:`closed` are the handle lifecycle
+    (:class:`~cute_bind.launch.lifecycle.Lifecycle`).
     """
 
     launch: Callable[P, int | None]
@@ -453,8 +440,6 @@ class PreparedLaunch(Generic[P]):
     def __init__(self, shared: _Shared, pin: _Pin, initial: bytes, checked: bool) -> None:
         self._shared = shared
         self._checked = checked
-        #: lifecycle (see HandleState); leaving OPEN poisons the launch paths and drops ``_pin``
-        self._state = HandleState.OPEN
         self._pin: _Pin | None = pin
         layout = shared.layout
         self._storage = bytearray(layout.size)
@@ -470,23 +455,28 @@ class PreparedLaunch(Generic[P]):
         pointers.extend(shared.extra_pointers)
         self._argv = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         self._argv_address = ctypes.c_void_p(ctypes.addressof(self._argv))
-        #: the entry point (a ctypes function); replaced by a refusing function when leaving OPEN
-        self._call: Any = dsl.entry_function(shared.entry_address)
+        call: Any = dsl.entry_function(shared.entry_address)
         if shared.guard is not None:
-            self._call = _guarded(shared.guard, self._call)
+            call = _guarded(shared.guard, call)
+        # a Python-path launch holds the entry it read from the gate until it returns: through it,
+        # the pin, so a close or unload meanwhile cannot unload the code under the running call
+        call._cute_bind_pin = pin
+        #: lifecycle (HandleState); the gate holds the entry point, the refusal once OPEN is left
+        self._open(call)
         #: the Python paths' one launch token (the C fast path keeps its own flag): a launch pops it
         #: before writing the storage and appends it back after the entry point returns; an empty
         #: list means busy (CB403). list.pop/append are atomic, and 4x cheaper than a Lock's
         #: acquire(False)/release (measured: see docs/concepts/safety.md)
         self._token: list[bool] = [True]
-        #: ends a launch: gives the token back (and, once the state left OPEN, drops the pin)
+        #: ends a launch: gives the token back
         self._leave: Callable[[bool], None] = self._token.append
         self._owner: str | None = None  # checked mode: the thread inside a launch, for CB403's message
         self._launcher: Any = None  # the C fast path's object, when it is used
         self.launch = self._make_launch()
+        self._native = self._launcher  # told at close or unload (Lifecycle._refuse_launches)
         _track(pin.entry.module, self)
         if dsl.is_unloaded(pin.entry.module):
-            self._leave_state(HandleState.UNLOADED, D.MODULE_UNLOADED)
+            self._leave_state(HandleState.UNLOADED)
 
     # ------------------------------------------------------------------ launch paths
     def _make_launch(self) -> Callable[..., int | None]:
@@ -497,23 +487,25 @@ class PreparedLaunch(Generic[P]):
             lay = sh.layout
             assert self._pin is not None  # a new handle is open
             self._launcher = launcher_class(
-                sh.entry_address,
-                ctypes.addressof(self._argv),
-                ctypes.addressof(self._cstorage),
-                lay.size,
-                ctypes.addressof(self._cresult) if sh.has_result else 0,
-                "".join(s.fmt[:1] or "x" for s in sh.slots).encode(),
-                "".join(s.fast for s in sh.slots).encode(),
-                tuple(lay.offsets),
-                tuple(lay.sizes),
-                tuple(self._c_extra(i, s) for i, s in enumerate(sh.slots)),
-                tuple(sh.defaults.get(n, NOT_GIVEN) for n in sh.names),
-                NOT_GIVEN,
-                self._slow,
-                self._fail,
-                self._busy,
-                sh.returns,
-                (self._storage, self._cstorage, self._argv, self._result, self._cresult, self._pin),
+                LaunchSpec(
+                    entry=sh.entry_address,
+                    argv=ctypes.addressof(self._argv),
+                    storage=ctypes.addressof(self._cstorage),
+                    storage_size=lay.size,
+                    result=ctypes.addressof(self._cresult) if sh.has_result else 0,
+                    fmts="".join(s.fmt[:1] or "x" for s in sh.slots).encode(),
+                    classes="".join(s.fast for s in sh.slots).encode(),
+                    offsets=tuple(lay.offsets),
+                    sizes=tuple(lay.sizes),
+                    extras=tuple(self._c_extra(i, s) for i, s in enumerate(sh.slots)),
+                    defaults=tuple(sh.defaults.get(n, NOT_GIVEN) for n in sh.names),
+                    required=NOT_GIVEN,
+                    slow=self._slow,
+                    fail=self._fail,
+                    busy_error=self._busy,
+                    ret=sh.returns,
+                    keep=KeepAlive(self._storage, self._cstorage, self._argv, self._result, self._cresult, self._pin),
+                )
             )
             return self._launcher.launch  # type: ignore[no-any-return]
         if self._checked:
@@ -532,7 +524,7 @@ class PreparedLaunch(Generic[P]):
             NOT_GIVEN,
             sh.layout.struct.pack_into,
             self._storage,
-            self._call,
+            self._gate,
             self._argv_address,
             self._result_view,
             self._slow,
@@ -558,7 +550,7 @@ class PreparedLaunch(Generic[P]):
             elements = getattr(slot, "elements", None) or ()
             leaves = self._shared.layout.slot_parts[i]
             return tuple(
-                (e.fast, e.fmt[:1] or "x", off, struct.calcsize("@" + fmt), e.c_spec() if e.fast == "T" else None)
+                SeqLeaf(e.fast, e.fmt[:1] or "x", off, struct.calcsize("@" + fmt), e.c_spec() if e.fast == "T" else None)
                 for e, (fmt, off) in zip(elements, leaves)
             )
         if slot.fast != "X":
@@ -622,7 +614,7 @@ class PreparedLaunch(Generic[P]):
         self._enter()
         try:
             sh.layout.struct.pack_into(self._storage, 0, *packed)
-            self._call(self._argv_address)
+            self._gate[0](self._argv_address)
             if sh.has_result and self._result_view[0]:
                 self._fail()
         finally:
@@ -634,12 +626,13 @@ class PreparedLaunch(Generic[P]):
         self._enter()
         try:
             self._owner = threading.current_thread().name
-            if self._state is HandleState.CLOSED:
-                raise D.error(D.HANDLE_CLOSED, kernel=sh.kernel, expected="an open handle")
-            if self._state is HandleState.UNLOADED or self._pin is None or dsl.is_unloaded(self._pin.entry.module):
-                raise D.error(D.MODULE_UNLOADED, kernel=sh.kernel, expected="a loaded module")
+            pin = self._pin
+            if self._state is not HandleState.OPEN or pin is None:
+                raise self._refusal_error()
+            if dsl.is_unloaded(pin.entry.module):  # unloaded, its listener not run yet
+                raise self._refusal_error(HandleState.UNLOADED)
             sh.layout.struct.pack_into(self._storage, 0, *packed)
-            self._call(self._argv_address)
+            self._gate[0](self._argv_address)  # the refusal once closed or unloaded
             if sh.has_result and self._result_view[0]:
                 self._fail()
             return sh.returns
@@ -655,7 +648,7 @@ class PreparedLaunch(Generic[P]):
         (CB401 on a CUDA result, CB402/CB404 once unloaded or closed).
         """
         self._storage[: len(data)] = data
-        self._call(self._argv_address)
+        self._gate[0](self._argv_address)
         if self._shared.has_result and self._result_view[0]:
             self._fail()
 
@@ -671,21 +664,9 @@ class PreparedLaunch(Generic[P]):
             details={"cuda_error": code, "cuda_error_name": name},
         )
 
-    def _leave_state(self, state: HandleState, diagnostic: D.Diagnostic) -> None:
-        """Leave OPEN for ``state`` (final): poison every launch path, then drop the pin once idle."""
-        if self._state is not HandleState.OPEN:
-            return
-        self._state = state
-        self._poison(diagnostic)
-        try:
-            self._token.pop()
-        except IndexError:
-            pass  # a Python-path launch is running: its ``_leave`` (swapped by _poison) drops the pin
-        else:  # none running: drop it now
-            self._pin = None
-            self._token.append(True)
-        if self._launcher is not None:  # a C launch running now holds its own reference
-            self._pin = None
+    def _release(self, state: HandleState) -> None:
+        """Drop the pin (Lifecycle): a launch running now holds its own (C: ``keep``; Python: the entry it called)."""
+        self._pin = None
 
     def _enter(self) -> None:
         """Take the launch token, or raise CB403 (the slow and checked paths)."""
@@ -694,34 +675,10 @@ class PreparedLaunch(Generic[P]):
         except IndexError:
             self._busy()
 
-    def _leave_and_unpin(self, token: bool) -> None:
-        self._pin = None
-        self._token.append(token)
-
-    def _poison(self, diagnostic: D.Diagnostic) -> None:
-        """Make every later launch raise ``diagnostic`` (also through saved ``launch`` references)."""
-        kernel = self._shared.kernel
-
-        def refuse(_argv: Any = None) -> None:
-            raise D.error(diagnostic, kernel=kernel, expected="a loaded module and an open handle")
-
-        self._call = refuse
-        self._leave = self._leave_and_unpin
-        if self._launcher is not None:
-            self._launcher.poison(refuse)
-            return
-        fn = self.launch
-        swaps = {_Gen.CALL: refuse, _Gen.LEAVE: self._leave_and_unpin}
-        closure = getattr(fn, "__closure__", None) or ()
-        for name, cell in zip(fn.__code__.co_freevars, closure):
-            if name in swaps:
-                cell.cell_contents = swaps[name]
-
     def _pinned(self) -> _Pin:
         pin = self._pin
         if pin is None or self._state is not HandleState.OPEN:
-            diagnostic = D.HANDLE_CLOSED if self._state is HandleState.CLOSED else D.MODULE_UNLOADED
-            raise D.error(diagnostic, kernel=self._shared.kernel, expected="a loaded module and an open handle")
+            raise self._refusal_error()
         return pin
 
     # ------------------------------------------------------------------ public API
@@ -752,16 +709,6 @@ class PreparedLaunch(Generic[P]):
     def checked(self) -> bool:
         """Whether this handle runs the full checks (alignment of raw addresses, owner names) on every launch."""
         return self._checked
-
-    @property
-    def state(self) -> HandleState:
-        """The handle's lifecycle state (:class:`HandleState`)."""
-        return self._state
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` was called (an unloaded module is :attr:`state` ``UNLOADED``)."""
-        return self._state is HandleState.CLOSED
 
     def storage_bytes(self) -> bytes:
         """The bytes the entry point reads for the runtime slots, as last written."""
@@ -803,15 +750,12 @@ class PreparedLaunch(Generic[P]):
 
         The module itself is released once no handle or clone pins it and
         nothing else (the kernel's compile cache, your own reference) holds
-        the compiled function.
+        the compiled function. Idempotent (:class:`~cute_bind.launch.lifecycle.Lifecycle`).
         """
-        self._leave_state(HandleState.CLOSED, D.HANDLE_CLOSED)
+        self._leave_state(HandleState.CLOSED)
 
     def __enter__(self) -> PreparedLaunch[P]:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         sh = self._shared

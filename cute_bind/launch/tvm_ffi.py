@@ -50,6 +50,8 @@ from typing import Any, Callable
 from .. import diagnostics as D
 from .. import dsl, settings
 from ..slots import describe_value
+from .lifecycle import HandleState, Lifecycle
+from .spec import TvmConstantArg, TvmFfiLaunchSpec, TvmKeepAlive, TvmTensorArg
 
 __all__ = ["PreparedTvmFfiLaunch", "prepare_tvm_ffi"]
 
@@ -86,7 +88,7 @@ def _kind_of(value: Any) -> tuple[str, Any]:
     tp = type(value)
     reader, stream = dsl.dlpack_exchange_functions(tp)
     if reader:
-        return "T", (reader, stream, tp)
+        return "T", TvmTensorArg(reader, stream, tp)
     try:
         kind, _ = dsl.tvm_ffi_scalar_kind(tp)
     except Exception:  # a type whose attribute lookups raise: not taken (the caller says CB308)
@@ -125,23 +127,25 @@ def _snapshot(value: Any) -> Any:
     return value
 
 
-def _constant_spec(value: Any) -> tuple[Any, Any, int, int]:
-    """``(structure, array, handle, type_index)`` of a constant structure: the ``ffi.Array``
+def _constant_spec(value: Any) -> TvmConstantArg:
+    """The :class:`TvmConstantArg` ``(structure, array, handle, type_index)`` of a constant structure: the ``ffi.Array``
     TVM-FFI's call would build from it, built once; a launch passes it for a value equal to
     ``structure`` (a snapshot: a list given at prepare may change later, the array would not)."""
     structure = _snapshot(value)
     array, handle, type_index = dsl.tvm_ffi_constant(structure)
-    return structure, array, handle, type_index
+    return TvmConstantArg(structure, array, handle, type_index)
 
 
-class PreparedTvmFfiLaunch:
+class PreparedTvmFfiLaunch(Lifecycle):
     """A prepared launch of one TVM-FFI compiled function.
 
     Made by ``cute_bind.prepare(compiled, *args)`` for a function compiled
     with ``--enable-tvm-ffi``. ``launch(*args, **kwargs)`` takes what calling
     ``compiled`` takes and returns what it returns (``None``). Threading: one
     thread at a time per handle (the argument array is the handle's);
-    :meth:`clone` gives another thread its own.
+    :meth:`clone` gives another thread its own. ``close()``, ``with``,
+    :attr:`state` and :attr:`closed` are the handle lifecycle
+    (:class:`~cute_bind.launch.lifecycle.Lifecycle`).
     """
 
     launch: Callable[..., Any]
@@ -154,33 +158,35 @@ class PreparedTvmFfiLaunch:
         self._kinds = kinds
         self._specs = specs
         self._defaults = defaults
-        self._closed = False
+        #: lifecycle: the gate holds the compiled call (the Python path), the refusal once closed
+        self._open(self._slow)
         launcher_class = _c_launcher_class()
         self._launcher: Any = None
         if launcher_class is None:
             self.launch = self._direct
             return
         self._launcher = launcher_class(
-            entry.safe_call,
-            entry.handle,
-            entry.set_stream,
-            entry.move_error,
-            entry.dec_ref,
-            kinds.encode(),
-            specs,
-            defaults,
-            _REQUIRED,
-            self._slow,
-            self._fail,
-            _protocol_kind,
-            (entry.function, compiled),
+            TvmFfiLaunchSpec(
+                entry=entry.safe_call,
+                self_handle=entry.handle,
+                set_stream=entry.set_stream,
+                move_error=entry.move_error,
+                dec_ref=entry.dec_ref,
+                kinds=kinds.encode(),
+                specs=specs,
+                defaults=defaults,
+                required=_REQUIRED,
+                slow=self._slow,
+                fail=self._fail,
+                classify=_protocol_kind,
+                keep=TvmKeepAlive(entry.function, compiled),
+            )
         )
         self.launch = self._launcher.launch
+        self._native = self._launcher  # told at close (Lifecycle._refuse_launches)
 
     def _direct(self, *args: Any, **kwargs: Any) -> Any:
-        if self._closed:
-            raise D.error(D.HANDLE_CLOSED, kernel=self._kernel, expected="an open handle")
-        return self._slow(args, kwargs)
+        return self._gate[0](args, kwargs)
 
     def _slow(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The compiled call itself (what the C launcher does not take as is); its errors as catalog errors."""
@@ -213,6 +219,7 @@ class PreparedTvmFfiLaunch:
 
     @property
     def kernel_name(self) -> str:
+        """Name of the kernel this handle launches."""
         return self._kernel
 
     @property
@@ -228,10 +235,6 @@ class PreparedTvmFfiLaunch:
     def fast_path(self) -> str:
         """``"c"`` when launches call the entry directly, ``"direct"`` when they are the compiled call."""
         return "c" if self._launcher is not None else "direct"
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     def clone(self) -> PreparedTvmFfiLaunch:
         """A new handle with its own argument array (e.g. one per thread)."""
@@ -254,28 +257,16 @@ class PreparedTvmFfiLaunch:
         )
 
     def close(self) -> None:
-        """Later launches raise CB404."""
-        if self._closed:
-            return
-        self._closed = True
-        kernel = self._kernel
-
-        def refuse(*_: Any) -> None:
-            raise D.error(D.HANDLE_CLOSED, kernel=kernel, expected="an open handle")
-
-        if self._launcher is not None:
-            self._launcher.close(refuse)
+        """Later launches raise CB404. Idempotent (:class:`~cute_bind.launch.lifecycle.Lifecycle`)."""
+        self._leave_state(HandleState.CLOSED)
 
     def __enter__(self) -> PreparedTvmFfiLaunch:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         names = {"T": "tensor", "i": "int", "a": "address", "b": "bool", "f": "float", "n": "None", "o": "constant"}
         params = ", ".join(f"{p.name}: {names[k]}" for p, k in zip(self._entry.parameters, self._kinds))
-        return f"<PreparedTvmFfiLaunch {self._kernel}({params}){' closed' if self._closed else ''}>"
+        return f"<PreparedTvmFfiLaunch {self._kernel}({params}){' closed' if self.closed else ''}>"
 
 
 def _bind(entry: dsl.TvmFfiEntry, kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -28,9 +28,11 @@ import cute_bind
 from cute_bind import dsl
 from cute_bind.launch import HandleState
 from cute_bind.launch import prepared as _prepared
+from cute_bind.launch.spec import LaunchSpec
 from cute_bind.slots import Bound, ScalarKind, SlotKind, Where, registry
 from tests.kernels.host import scale
 from tests.kernels.hostile import fill_count
+from tests.launch.test_spec import raw_spec
 from tests.optional import torch_or_skip
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -437,19 +439,18 @@ def test_c_class_not_fitting_the_format_is_refused_at_bind(path: str, monkeypatc
 )
 def test_c_launcher_checks_every_slot_at_init(classes: bytes, fmts: bytes, offsets: tuple[int, ...], sizes: tuple[int, ...], storage: int) -> None:
     claunch = pytest.importorskip("cute_bind.launch._claunch")
-    buf = (ctypes.c_char * 64)()
-    args = (1, ctypes.addressof(buf), ctypes.addressof(buf), storage, 0, fmts, classes, offsets, sizes, (None,), (None,), object())
+    fields = dict(storage_size=storage, fmts=fmts, classes=classes, offsets=offsets, sizes=sizes, extras=(None,), defaults=(None,))
     with pytest.raises(ValueError):
-        claunch.Launcher(*args, print, print, print, None, None)
+        claunch.Launcher(raw_spec(**fields))  # C checks it itself: the record need not be a LaunchSpec
+    with pytest.raises(ValueError):
+        LaunchSpec(**vars(raw_spec(**fields)))  # and LaunchSpec refuses it before C sees it
 
 
 def test_tensor_spec_record_is_checked_by_c() -> None:
     claunch = pytest.importorskip("cute_bind.launch._claunch")
-    buf = (ctypes.c_char * 64)()
-    base = (1, ctypes.addressof(buf), ctypes.addressof(buf), 64, 0, b"Q", b"T", (0,), (16,))
     for spec in [(0, None, None), (0,) * 11]:
         with pytest.raises(TypeError, match="CTensorSpec"):
-            claunch.Launcher(*base, (spec,), (None,), object(), print, print, print, None, None)
+            claunch.Launcher(raw_spec(fmts=b"Q", classes=b"T", offsets=(0,), sizes=(16,), extras=(spec,), defaults=(None,)))
 
 
 # ------------------------------------------------------------------ item 18 of issue 18: the generated source
@@ -461,5 +462,5 @@ def test_fast_factory_docstring_sample_is_what_the_generator_writes() -> None:
     doc = _prepared._fast_factory.__doc__ or ""
     sample = textwrap.dedent(doc.split("::\n\n", 1)[1].split("\n\n    ``_cb_M``", 1)[0])
     assert sample.strip() == src.strip()
-    for name in (_prepared._Gen.CALL, _prepared._Gen.LEAVE):
+    for name in (_prepared._Gen.GATE, _prepared._Gen.LEAVE):
         assert name in src

@@ -1,0 +1,95 @@
+/*
+ * What both C launchers share (_claunch.c: PreparedLaunch; _ctvmffi.c: TVM-FFI
+ * prepared launches): the DLPack tensor they read tensors into, the reader's
+ * signature, and the typed readers of the records Python hands them
+ * (cute_bind.launch.spec). Included by both; setup.py lists it in `depends`
+ * so a change rebuilds both, and the sdist ships it.
+ *
+ * The readers never trust a record: each field is fetched by name once,
+ * its type checked (a TypeError naming the field otherwise), and returned as
+ * a new reference the launcher keeps for as long as it uses what it read.
+ */
+#ifndef CUTE_BIND_CB_COMMON_H
+#define CUTE_BIND_CB_COMMON_H
+
+#include <Python.h>
+#include <stdint.h>
+
+/* dlpack.h's DLTensor (ABI-stable since DLPack 0.x). */
+typedef struct {
+    void *data;
+    int32_t device_type;
+    int32_t device_id;
+    int32_t ndim;
+    uint8_t code;
+    uint8_t bits;
+    uint16_t lanes;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} DLTensorC;
+
+/* The DLPack exchange API's dltensor_from_py_object_no_sync: fills `out` from a Python object. */
+typedef int (*cb_dltensor_reader)(void *py_object, DLTensorC *out);
+
+/* Field kinds a record's attribute is checked against. */
+enum { CB_ANY = 0, CB_INT, CB_BYTES, CB_TUPLE, CB_BOOL, CB_CALLABLE, CB_INT_OR_NONE };
+
+/* `record.name` as a new reference, checked to be of `kind`; NULL with TypeError (or the
+ * attribute's own error) otherwise. `what` names the record in the message. */
+static inline PyObject *
+cb_field(PyObject *record, const char *what, const char *name, int kind)
+{
+    PyObject *v = PyObject_GetAttrString(record, name);
+    if (!v) return NULL;
+    int ok;
+    const char *want;
+    switch (kind) {
+    case CB_INT: ok = PyLong_Check(v); want = "an int"; break;
+    case CB_BYTES: ok = PyBytes_Check(v); want = "bytes"; break;
+    case CB_TUPLE: ok = PyTuple_Check(v); want = "a tuple"; break;
+    case CB_BOOL: ok = PyBool_Check(v); want = "a bool"; break;
+    case CB_CALLABLE: ok = PyCallable_Check(v); want = "callable"; break;
+    case CB_INT_OR_NONE: ok = v == Py_None || PyLong_Check(v); want = "an int or None"; break;
+    default: ok = 1; want = ""; break;
+    }
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s.%s must be %s", what, name, want);
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* An address (an int in [0, 2**64)) from a checked int field; -1 with an exception set otherwise. */
+static inline int
+cb_address(PyObject *v, const char *what, const char *name, uint64_t *out)
+{
+    unsigned long long u = PyLong_AsUnsignedLongLong(v);
+    if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s.%s must be an address in [0, 2**64)", what, name);
+        return -1;
+    }
+    *out = (uint64_t)u;
+    return 0;
+}
+
+/* A tuple of the field names a C record reader reads, for the module to export (the stub test
+ * checks them against the Python record). */
+static inline PyObject *
+cb_names(const char *const *names)
+{
+    Py_ssize_t n = 0;
+    while (names[n]) n++;
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *s = PyUnicode_FromString(names[k]);
+        if (!s) { Py_DECREF(t); return NULL; }
+        PyTuple_SetItem(t, k, s);
+    }
+    return t;
+}
+
+#endif /* CUTE_BIND_CB_COMMON_H */
