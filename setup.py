@@ -35,6 +35,7 @@ setup(
         Extension(
             "cute_bind.launch._claunch",
             ["cute_bind/launch/_claunch.c"],
+            depends=["cute_bind/launch/_cb_common.h"],  # shared by both launchers: a change rebuilds both, the sdist ships it
             py_limited_api=True,  # the source defines Py_LIMITED_API 0x030A0000
             extra_compile_args=["-O2"],
             extra_link_args=LINK_ARGS,
@@ -43,6 +44,7 @@ setup(
         Extension(
             "cute_bind.launch._ctvmffi",
             ["cute_bind/launch/_ctvmffi.c"],
+            depends=["cute_bind/launch/_cb_common.h"],  # shared by both launchers: a change rebuilds both, the sdist ships it
             py_limited_api=True,
             extra_compile_args=["-O2"],
             extra_link_args=LINK_ARGS,
