@@ -38,7 +38,7 @@ Numbers vary between runs and machines: compare rows of one run only."""
 
 def _version() -> str:
     from . import __version__
-    from ._dsl import dsl_version
+    from .dsl import dsl_version
 
     return f"cute_bind {__version__} (nvidia-cutlass-dsl {dsl_version()})"
 
@@ -47,7 +47,7 @@ def _explain(args: argparse.Namespace) -> int:
     from .diagnostics import CATALOG, lookup, render_entry
 
     if args.list or not args.code:
-        for d in CATALOG.values():
+        for _, d in sorted(CATALOG.items()):  # by code, as the docs list them
             flag = " (retired)" if d.retired else ""
             print(f"{d.code}  {d.slug:28s} {d.summary}{flag}")
         return 0
@@ -73,13 +73,13 @@ def _check(argv: list[str]) -> int:
 
 
 def _contract(args: argparse.Namespace) -> int:
-    from . import _dsl
+    from . import dsl
 
-    problems = _dsl.check_contract(deep=True)
-    tested = "tested" if _dsl.version_supported() else "NOT in the tested range: runs with warning CB503 if the contract holds"
-    print(f"nvidia-cutlass-dsl {_dsl.dsl_version()} (supported: {_dsl.SUPPORTED_VERSIONS}; {tested})")
+    problems = dsl.check_contract(deep=True)
+    tested = "tested" if dsl.version_supported() else "NOT in the tested range: runs with warning CB503 if the contract holds"
+    print(f"nvidia-cutlass-dsl {dsl.dsl_version()} (supported: {dsl.SUPPORTED_VERSIONS}; {tested})")
     if not problems:
-        f = _dsl.features()
+        f = dsl.features()
         print(f"  features: re-entry validation {'yes' if f.spec_reentry else 'no'}, base_dsl/ on sys.path {'yes' if f.base_dsl_on_path else 'no'}, disk cache {'yes' if f.disk_cache else 'no (compiles in every process)'}")
     for p in problems:
         print("  missing:", p)
@@ -98,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["check"]:
         return _check(argv[1:])
+    if argv[:1] == ["lsp"]:  # the language server (the `lsp` extra); its own options, like check
+        from .lsp import main as lsp_main
+
+        return lsp_main(argv[1:])
     parser = argparse.ArgumentParser(prog="cute-bind", description="cute_bind tools")
     parser.add_argument("--version", action="version", version=_version(), help="print cute_bind's version and the DSL's, then exit")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -127,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.set_defaults(func=_bench)
     sub.add_parser("check", help="static eligibility check of source files (see cute-bind check --help)")
+    sub.add_parser("lsp", help="language server: the check's errors, quick fixes and hover in editors (see cute-bind lsp --help)")
     p = sub.add_parser("contract", help="check the installed nvidia-cutlass-dsl provides what cute_bind needs")
     p.set_defaults(func=_contract)
     p = sub.add_parser("cache", help="the disk compile cache: info (list entries), clear, prune")

@@ -114,6 +114,7 @@ ALLOWED = {
     "jit": {"diagnostics", "settings", "dsl", "_whitelist", "slots", "launch", "cache"},
     "static": {"diagnostics", "_whitelist"},
     "mypy": {"static"},
+    "lsp": {"diagnostics", "settings", "static"},
     "graph": {"diagnostics", "settings", "dsl", "slots", "launch"},
     "bench": {"diagnostics", "dsl", "_types", "slots", "launch", "jit", "torch"},
     "torch": {"diagnostics", "_generated", "dsl", "slots", "launch", "jit"},

@@ -11,6 +11,10 @@ The rules, tables and messages are those of the runtime check
 catalog). Exit status: 0 nothing found, 1 problems found, 2 usage error or a
 file that could not be read or parsed. Meant for pre-commit
 (``.pre-commit-hooks.yaml``, hook id ``cute-bind-check``) and CI.
+
+Settings come from ``[tool.cute-bind]`` in the nearest ``pyproject.toml``
+(:mod:`cute_bind.static.config`, shared with ``cute-bind lsp``), and options
+add to them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import os
 import sys
 from typing import Iterator, Sequence, TextIO
 
+from .config import ConfigError, Settings, load_settings
 from .rules import DECORATOR_CODES, REPORTED_CODES, StaticDiagnostic, analyze_source, module_name_for_path
 
 __all__ = ["main", "check_file", "iter_python_files"]
@@ -78,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="Python files, or directories searched for *.py")
     parser.add_argument("--show-fix", action="store_true", help="print the catalog's fix under each problem")
+    parser.add_argument("--ignore", metavar="CODES", default="", help="comma-separated codes not to report (adds to [tool.cute-bind] ignore)")
+    parser.add_argument(
+        "--exclude", metavar="GLOB", action="append", default=[], help="skip files matching GLOB (repeatable; adds to [tool.cute-bind] exclude)"
+    )
+    parser.add_argument("--no-config", action="store_true", help="do not read [tool.cute-bind] from pyproject.toml")
     return parser
 
 
@@ -95,8 +105,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns = _parser().parse_args(args)
     except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
         return exc.code if isinstance(exc.code, int) else 2
+    ignore = frozenset(c.strip().upper() for c in ns.ignore.split(",") if c.strip())
     try:
-        files = list(iter_python_files(ns.paths))
+        base = Settings() if ns.no_config else load_settings(os.getcwd())
+        settings = base.merged(ignore=ignore, exclude=tuple(ns.exclude), show_fix=ns.show_fix)
+    except ConfigError as exc:
+        print(f"cute-bind check: {exc}", file=sys.stderr)
+        return 2
+    unknown = sorted(ignore - REPORTED_CODES - DECORATOR_CODES)
+    if unknown:
+        print(f"cute-bind check: --ignore: code(s) the check does not report: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    try:
+        files = [f for f in iter_python_files(ns.paths) if not settings.excludes(f)]
     except FileNotFoundError as exc:
         print(f"cute-bind check: {exc.args[0]}: no such file or directory", file=sys.stderr)
         return 2
@@ -113,7 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{path}: cannot read: {exc}", file=sys.stderr)
             unreadable = True
             continue
-        _print(path, found, ns.show_fix, sys.stdout)
+        found = [d for d in found if d.code not in settings.ignore]
+        _print(path, found, settings.show_fix, sys.stdout)
         found_any = found_any or bool(found)
     if unreadable:
         return 2

@@ -1,5 +1,5 @@
-"""mypy plugin: cute_bind's eligibility errors (CB101, CB102, CB104, CB106, CB107, CB113)
-and decorator-form errors (CB116, CB117) in editors and CI.
+"""mypy plugin: cute_bind's eligibility errors (CB101, CB102, CB104, CB106, CB107, CB113,
+CB114, CB125) and decorator-form errors (CB116, CB117) in editors and CI.
 
 Enable it in the mypy configuration::
 
@@ -12,12 +12,13 @@ Enable it in the mypy configuration::
 
 Every parameter of a function decorated with ``@cute_bind.kernel`` that the
 decorator would reject at import time is reported where it is declared, with
-the catalog code and the runtime's message, under the error code
-``cute-bind``::
+the catalog code and the runtime's message, under the mypy error code
+``cute-bind-<code>`` (a sub-code of ``cute-bind``)::
 
-    kernels.py:12:5: error: [CB113] kernel 'scale', parameter 'sizes': sequence annotation ...  [cute-bind]
+    kernels.py:12:5: error: [CB113] kernel 'scale', parameter 'sizes': sequence annotation ...  [cute-bind-cb113]
 
-Silence one with ``# type: ignore[cute-bind]``, or all with
+Silence one code on a line with ``# type: ignore[cute-bind-cb113]``, every
+code with ``# type: ignore[cute-bind]``, or all of them everywhere with
 ``disable_error_code = cute-bind``. The plugin also makes
 ``cute_bind.Pointer[dtype, align, space]`` and ``cute_bind.Tensor[dtype, rank,
 align, layout]`` valid annotations (typed ``Any``).

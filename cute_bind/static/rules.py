@@ -49,6 +49,7 @@ from typing import Iterator, Literal, cast
 
 from .. import _whitelist as W
 from ..diagnostics import CATALOG, format_message
+from .exports import PUBLIC_NAMES
 
 __all__ = [
     "KERNEL_DECORATORS",
@@ -58,6 +59,8 @@ __all__ = [
     "DECORATOR_CODES",
     "StaticDiagnostic",
     "ModuleAnalysis",
+    "Site",
+    "SlotReading",
     "analyze_source",
     "module_name_for_path",
     "rules_fingerprint",
@@ -242,12 +245,11 @@ class _Scope:
         return scope
 
 
-@functools.lru_cache(maxsize=1)
 def _cute_bind_exports() -> frozenset[str]:
-    """What ``from cute_bind import *`` binds (its ``__all__``)."""
-    import cute_bind
-
-    return frozenset(getattr(cute_bind, "__all__", ()))
+    """What ``from cute_bind import *`` binds: ``cute_bind.__all__``, kept as data
+    (:data:`cute_bind.static.exports.PUBLIC_NAMES`) so the static tools never import the
+    runtime to read it; ``tests/static/test_exports.py`` keeps the two equal."""
+    return PUBLIC_NAMES
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -359,10 +361,17 @@ AnyDef = ast.FunctionDef | ast.AsyncFunctionDef
 
 @dataclass(frozen=True)
 class _Site:
-    """A function definition, the scope its decorators and annotations are evaluated in."""
+    """A function definition, the scope its decorators and annotations are evaluated in.
+
+    ``position`` places a ``def`` parsed on its own (the language server re-reads
+    only the function that changed, :mod:`cute_bind.static.incremental`) among
+    the module's bindings: the line, in the module's coordinates, its decorators
+    start on. ``None``: the node's own lines are the module's.
+    """
 
     node: AnyDef
     scope: _Scope
+    position: int | None = None
 
     @property
     def start_line(self) -> int:
@@ -373,7 +382,25 @@ class _Site:
     def before(self) -> int | None:
         # Module-level (and class-level) defs run during import: only what is bound
         # above them exists when their decorators and annotations are evaluated.
-        return self.start_line if self.scope.at_import else None
+        if not self.scope.at_import:
+            return None
+        return self.position if self.position is not None else self.start_line
+
+
+#: A function definition and the scope it is evaluated in (what hover and quick fixes are computed on).
+Site = _Site
+
+
+@dataclass(frozen=True)
+class SlotReading:
+    """What the rules make of one parameter: the slot kind the runtime gives it
+    (``pointer``, ``scalar``, ``stream``, ``tensor``, ``sequence``, ``optional``,
+    ``structure``, ``constexpr``) or the catalog code that rejects it, and its
+    annotation spelled as the runtime spells it (``None`` without one)."""
+
+    kind: str
+    annotation: str | None
+    qualname: str | None = None  # the annotation's qualified name when it is a plain name (``cutlass.Int32``)
 
 
 @dataclass(frozen=True)
@@ -401,8 +428,10 @@ class ModuleAnalysis:
     plugin finds decorated functions through mypy's own name resolution).
     """
 
-    def __init__(self, tree: ast.Module, module: str | None = None) -> None:
+    def __init__(self, tree: ast.Module, module: str | None = None, source: str | None = None) -> None:
         self.module = module
+        #: the text the tree was parsed from, when known (quick fixes quote it)
+        self.source = source
         #: the package relative imports start from (known for modules read from an installed source)
         self.package: str | None = None
         self.future_annotations = any(
@@ -412,25 +441,32 @@ class ModuleAnalysis:
         self.root = _Scope(parent=None, module=module, at_import=True)
         self.sites: list[_Site] = []
         _collect(tree.body, self.root)
-        self._walk(tree.body, self.root)
+        self._walk(tree.body, self.root, self.sites)
 
-    def _walk(self, stmts: list[ast.stmt], scope: _Scope) -> None:
+    def sites_in(self, stmts: list[ast.stmt], position: int) -> list[_Site]:
+        """The ``def`` statements in ``stmts``, module-level statements parsed apart from this
+        module's tree, as if they stood at line ``position`` of it (see :class:`Site`)."""
+        found: list[_Site] = []
+        self._walk(stmts, self.root, found)
+        return [_Site(s.node, s.scope, position) if s.scope is self.root else s for s in found]
+
+    def _walk(self, stmts: list[ast.stmt], scope: _Scope, sites: list[_Site]) -> None:
         for st in stmts:
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.sites.append(_Site(st, scope))
+                sites.append(_Site(st, scope))
                 inner = _Scope(parent=scope, module=self.module, at_import=False)
                 a = st.args
                 for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x is not None]:
                     inner.add(arg.arg, _Binding("local", st.lineno, inner))
                 _collect(st.body, inner)
-                self._walk(st.body, inner)
+                self._walk(st.body, inner, sites)
             elif isinstance(st, ast.ClassDef):
                 inner = _Scope(parent=scope, module=self.module, at_import=scope.at_import, is_class=True)
                 _collect(st.body, inner)
-                self._walk(st.body, inner)
+                self._walk(st.body, inner, sites)
             else:
                 for body in _children(st):
-                    self._walk(body, scope)
+                    self._walk(body, scope, sites)
 
     # ------------------------------------------------------------------ names
     def _expand(self, node: ast.expr, scope: _Scope, before: int | None) -> tuple[ast.expr, _Scope, int | None]:
@@ -761,6 +797,13 @@ class ModuleAnalysis:
 
     def _annotation(self, ann: ast.expr, site: _Site) -> _Verdict | None:
         """Mirror of ``_signature._resolve`` + ``classify`` for one annotation."""
+        resolved = self._resolved(ann, site)
+        if isinstance(resolved, _Verdict):
+            return resolved
+        return self._classify(*resolved)
+
+    def _resolved(self, ann: ast.expr, site: _Site) -> _Verdict | tuple[ast.expr, _Scope, int | None]:
+        """The expression an annotation evaluates, where (``_signature._resolve``), or CB107."""
         if self.future_annotations:
             raw = ast.unparse(ann)  # PEP 563 stores the annotation's source as this string
         elif isinstance(ann, ast.Constant) and isinstance(ann.value, str):
@@ -771,7 +814,7 @@ class ModuleAnalysis:
             missing = self._first_unbound(ann, site.scope, site.before)
             if missing is not None:
                 return _Verdict("CB107", repr(ast.unparse(ann)), f"NameError: name '{missing}' is not defined")
-            return self._classify(ann, site.scope, site.before)
+            return ann, site.scope, site.before
         # A string: cute_bind evaluates it with eval() in the module's globals.
         source = raw.lstrip(" \t")  # eval() strips leading blanks of a string source
         try:
@@ -783,7 +826,60 @@ class ModuleAnalysis:
         missing = self._first_unbound(expr, module, site.before)
         if missing is not None:
             return _Verdict("CB107", repr(raw), f"NameError: name '{missing}' is not defined")
-        return self._classify(expr, module, site.before)
+        return expr, module, site.before
+
+    def slot(self, site: _Site, param: ast.arg) -> SlotReading:
+        """What ``@cute_bind.kernel`` makes of one parameter of ``site`` (hover text is built on it)."""
+        a = site.node.args
+        if param is a.vararg or param is a.kwarg:
+            return SlotReading("CB106", None)
+        if param.annotation is None:
+            return SlotReading("CB101", None)
+        resolved = self._resolved(param.annotation, site)
+        if isinstance(resolved, _Verdict):
+            return SlotReading(resolved.code, resolved.got)
+        node, scope, before = self._expand(*resolved)
+        found = self._kind(node, scope, before)
+        q = self._qualname(node, scope, before) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if isinstance(node, ast.Subscript):
+            q = self._qualname(node.value, scope, before)
+        return SlotReading(found.kind, self._render(node, scope, before), q)
+
+    def qualname_at(self, node: ast.expr, site: _Site) -> str | None:
+        """The qualified name ``node`` (a name or attribute in ``site``'s annotations) refers to."""
+        return self._qualname(node, site.scope, site.before)
+
+    def kind_at(self, node: ast.expr, site: _Site) -> str:
+        """What ``classify`` makes of ``node``, a part of one of ``site``'s annotations: a kind or a code."""
+        return self._kind(node, site.scope, site.before).kind
+
+    def spelling_of(self, qualname: str, site: _Site) -> str | None:
+        """How the source can spell ``qualname`` where ``site``'s annotations are evaluated:
+        through an imported module (``cutlass.Float32`` after ``import cutlass``, ``cute.Tensor``
+        after ``import cutlass.cute as cute``) or an imported name (``Float32``); ``None``
+        when none of the file's names reaches it."""
+        module, _, name = qualname.rpartition(".")
+        if self._qualname(ast.Name(id=name), site.scope, site.before) == qualname:
+            return name  # imported by name, or through a star import
+        candidates: list[str] = []
+        scope: _Scope | None = site.scope
+        seen: set[str] = set()
+        while scope is not None:
+            for bound in scope.names:
+                if bound not in seen:
+                    seen.add(bound)
+                    candidates.append(bound)
+            scope = scope.parent
+        best: str | None = None
+        for bound in candidates:
+            q = self._qualname(ast.Name(id=bound), site.scope, site.before)
+            if q == qualname:
+                return bound
+            if q is not None and module and (module == q or module.startswith(q + ".")):
+                spelled = bound + module[len(q):] + "." + name
+                if best is None or len(spelled) < len(best):
+                    best = spelled
+        return best
 
     # ------------------------------------------------------------------ functions
     def kernel_name(self, site: _Site) -> str | None:
@@ -869,10 +965,10 @@ class ModuleAnalysis:
             )
         return found
 
-    def kernels(self) -> list[tuple[_Site, str]]:
-        """Every ``@cute_bind.kernel`` function in the file and its kernel name, in source order."""
+    def kernels(self, sites: list[_Site] | None = None) -> list[tuple[_Site, str]]:
+        """Every ``@cute_bind.kernel`` function in the file (or among ``sites``) and its kernel name, in source order."""
         out = []
-        for site in self.sites:
+        for site in self.sites if sites is None else sites:
             name = self.kernel_name(site)
             if name is not None:
                 out.append((site, name))
@@ -997,7 +1093,8 @@ def _external_class(qualname: str, depth: int) -> _ClassFound:
 
 def analyze_source(source: str | bytes, filename: str = "<unknown>", module: str | None = None) -> ModuleAnalysis:
     """Parse ``source`` and analyse it; raises :class:`SyntaxError` like :func:`ast.parse`."""
-    return ModuleAnalysis(ast.parse(source, filename=filename), module=module)
+    text = source if isinstance(source, str) else None
+    return ModuleAnalysis(ast.parse(source, filename=filename), module=module, source=text)
 
 
 def module_name_for_path(path: str) -> str:

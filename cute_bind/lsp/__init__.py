@@ -1,0 +1,75 @@
+"""``cute-bind lsp``: cute_bind's eligibility errors in any editor, as a language server.
+
+The server speaks the Language Server Protocol over stdin/stdout (pygls and
+lsprotocol, the ``lsp`` extra: ``pip install "cute-bind[lsp]"``). It runs the
+static rules of ``cute-bind check`` and the mypy plugin
+(:mod:`cute_bind.static.rules`, through the incremental
+:mod:`cute_bind.static.incremental`) on the text of each open Python file, as
+it changes, and publishes:
+
+- diagnostics with the catalog code (``CB101``...), a link to the code's
+  page, and the runtime's message;
+- quick fixes where the catalog's fix is mechanical
+  (:mod:`cute_bind.static.fixes`), the fix in words otherwise;
+- hover on a kernel and on each of its parameters: slot kind, what
+  ``launch()`` accepts, whether it is part of the compile key
+  (:mod:`cute_bind.static.describe`).
+
+Settings: ``[tool.cute-bind]`` in ``pyproject.toml``
+(:mod:`cute_bind.static.config`, shared with ``cute-bind check``).
+Nothing here imports the DSL, torch or the checked code; pygls is imported
+only when the server starts (:func:`main`), so the package imports without
+the extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+__all__ = ["main"]
+
+DEFAULT_DEBOUNCE_MS = 150
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cute-bind lsp",
+        description="Language server (stdin/stdout) reporting @cute_bind.kernel eligibility errors as you type, "
+        "with quick fixes and hover. Settings: [tool.cute-bind] in pyproject.toml.",
+    )
+    parser.add_argument(
+        "--debounce-ms",
+        type=int,
+        default=DEFAULT_DEBOUNCE_MS,
+        help="after a check, changes arriving within this many ms are checked together once the time is up "
+        "(the first change after a quiet period is checked at once); default %(default)s",
+    )
+    parser.add_argument(
+        "--docs-url",
+        metavar="URL",
+        default=None,
+        help="base URL of the documentation site: a diagnostic links to URL/diagnostics/CODE/ "
+        "(default: $CUTE_BIND_DOCS_URL, else a local page rendered from the catalog)",
+    )
+    parser.add_argument("--stdio", action="store_true", help="accepted for clients that pass it; stdio is the only transport")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the server on stdin/stdout until the client exits it; returns the exit status."""
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        from .server import serve
+    except ImportError as exc:
+        if exc.name not in ("pygls", "lsprotocol") and not str(exc.name or "").startswith(("pygls.", "lsprotocol.")):
+            raise
+        print(
+            f"cute-bind lsp: the language server needs {exc.name}, which is not installed; "
+            'install the extra: pip install "cute-bind[lsp]"',
+            file=sys.stderr,
+        )
+        return 2
+    serve(debounce_ms=args.debounce_ms, docs_url=args.docs_url)
+    return 0
