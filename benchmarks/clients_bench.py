@@ -347,7 +347,9 @@ def table(results: list[dict[str, Any]]) -> str:
         ev = res.get("direct_event_us")
         cells.append(f"{ev:.1f}" if ev is not None else "")
         cells.append(f"{med[PACKAGE] / med[OP]:.1f}x" if PACKAGE in med and OP in med else "")
-        cells.append(", ".join(f"{k}: {v}" for k, v in res["checks"].items() if k != PACKAGE) + (f"; package: {res['checks'].get(PACKAGE, '')}"))
+        cells.append(
+            ", ".join(f"{k}: {v}" for k, v in res["checks"].items() if k != PACKAGE) + (f"; package: {res['checks'].get(PACKAGE, '')}")
+        )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -475,7 +477,19 @@ def main(argv: list[str] | None = None) -> int:
     if fa4:
         print(f"FA4 decode, package's function: median over shapes {statistics.median(m[PACKAGE] for m in fa4):.1f} us")
     if ns.json:
-        Path(ns.json).write_text(json.dumps({"machine": machine(), "device": torch.cuda.get_device_name(), "repeats": ns.repeats, "iters": ns.iters, "results": results, "notes": notes}, indent=1))
+        Path(ns.json).write_text(
+            json.dumps(
+                {
+                    "machine": machine(),
+                    "device": torch.cuda.get_device_name(),
+                    "repeats": ns.repeats,
+                    "iters": ns.iters,
+                    "results": results,
+                    "notes": notes,
+                },
+                indent=1,
+            )
+        )
     return 0 if not problems else 1
 
 

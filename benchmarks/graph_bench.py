@@ -62,7 +62,9 @@ def main() -> int:
     rows = []
     env = _Fake() if fake else _Gpu()
     print(f"# cute_bind.graph host cost per kernel (us, median of {a.repeats} repeats x {a.iters} iterations) on {env.name}")
-    print(f"{'chain':>6} {'launch':>9} {'replay':>9} {'replay+1 ptr':>13} {'replay+all':>11} {'torch graph':>12} {'record (s)':>11} {'bitwise':>8}")
+    print(
+        f"{'chain':>6} {'launch':>9} {'replay':>9} {'replay+1 ptr':>13} {'replay+all':>11} {'torch graph':>12} {'record (s)':>11} {'bitwise':>8}"
+    )
     for k in chains:
         row = env.run(cute_bind, k, a.iters, a.repeats)
         rows.append(row)
@@ -121,7 +123,10 @@ class _Gpu:
         setters = [g.updater(st, "out") for st in steps]
         targets = (ptr, sptr)
         full = [
-            {st: {"out": (ptr if flip else sptr)[i + 1 if flip else i], "inp": ptr[i], "alpha": 1.0 + flip, "n": N} for i, st in enumerate(steps)}
+            {
+                st: {"out": (ptr if flip else sptr)[i + 1 if flip else i], "inp": ptr[i], "alpha": 1.0 + flip, "n": N}
+                for i, st in enumerate(steps)
+            }
             for flip in (0, 1)
         ]
         sync = s.synchronize

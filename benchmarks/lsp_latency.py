@@ -108,10 +108,10 @@ class Bench:
     async def edit(self, line: int, start: int, end: int, new: str, end_line: int | None = None) -> float:
         """Replace characters [start, end) of ``line`` (through ``end_line``) by ``new``; returns ms to diagnostics."""
         end_line = line if end_line is None else end_line
-        before = "".join(self.lines[line:end_line + 1])
+        before = "".join(self.lines[line : end_line + 1])
         cut_end = sum(len(x) for x in self.lines[line:end_line]) + end
         after = before[:start] + new + before[cut_end:]
-        self.lines[line:end_line + 1] = after.splitlines(keepends=True)
+        self.lines[line : end_line + 1] = after.splitlines(keepends=True)
         self.version += 1
         change = types.TextDocumentContentChangePartial(
             range=types.Range(types.Position(line, start), types.Position(end_line, end)), text=new
@@ -151,7 +151,9 @@ async def latency(rounds: int, seed: int) -> dict[str, Any]:
         await asyncio.sleep(quiet)
         j = rng.choice([k for k, line in enumerate(bench.lines) if "alpha: " in line])
         line = bench.lines[j]
-        old, new = ("cutlass.Float32", "cutlass.Float8E4M3FN") if "cutlass.Float32, sizes" in line else ("cutlass.Float8E4M3FN", "cutlass.Float32")
+        old, new = (
+            ("cutlass.Float32", "cutlass.Float8E4M3FN") if "cutlass.Float32, sizes" in line else ("cutlass.Float8E4M3FN", "cutlass.Float32")
+        )
         c = line.index(old)
         kinds["annotation"].append(await bench.edit(j, c, c + len(old), new))
         await asyncio.sleep(quiet)
@@ -167,7 +169,15 @@ async def latency(rounds: int, seed: int) -> dict[str, Any]:
     await bench.stop()
     return {
         "file_lines": lines,
-        "edits": {k: {"n": len(v), "median_ms": round(statistics.median(v), 1), "p90_ms": round(sorted(v)[int(0.9 * (len(v) - 1))], 1), "max_ms": round(max(v), 1)} for k, v in kinds.items()},
+        "edits": {
+            k: {
+                "n": len(v),
+                "median_ms": round(statistics.median(v), 1),
+                "p90_ms": round(sorted(v)[int(0.9 * (len(v) - 1))], 1),
+                "max_ms": round(max(v), 1),
+            }
+            for k, v in kinds.items()
+        },
     }
 
 
@@ -195,7 +205,11 @@ async def memory(edits: int, seed: int) -> dict[str, Any]:
         else:  # an annotation made ineligible or eligible again
             j = rng.choice([k for k, line in enumerate(bench.lines) if "alpha: " in line])
             line = bench.lines[j]
-            old, new = ("cutlass.Float32", "cutlass.Float8E4M3FN") if "alpha: cutlass.Float32" in line else ("cutlass.Float8E4M3FN", "cutlass.Float32")
+            old, new = (
+                ("cutlass.Float32", "cutlass.Float8E4M3FN")
+                if "alpha: cutlass.Float32" in line
+                else ("cutlass.Float8E4M3FN", "cutlass.Float32")
+            )
             c = line.index(old)
             ms.append(await bench.edit(j, c, c + len(old), new))
         if n % 1000 == 0:
@@ -212,7 +226,9 @@ async def memory(edits: int, seed: int) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=30, help="latency rounds (each: a body edit, an annotation edit, a line inserted or deleted)")
+    parser.add_argument(
+        "--rounds", type=int, default=30, help="latency rounds (each: a body edit, an annotation edit, a line inserted or deleted)"
+    )
     parser.add_argument("--edits", type=int, default=10000, help="edits for the memory run (0: skip it)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")

@@ -117,13 +117,15 @@ def main(argv: list[str]) -> int:
         lease_lines.append(f"| {label} | {d:.2f} | {b:.2f} | {l:.2f} | {t:.2f} | {d / b:.1f}x | {d / l:.1f}x | {l - t:+.2f} |")
     lease_table = "\n".join(lease_lines)
     floor_ratios = ", ".join(ratios[:-1]) + " and " + ratios[-1]
-    launch_ratios = ", ".join(f"{r['direct call, dlpack tensors reused'] / r['PreparedLaunch.launch, new tensors each step']:.1f}x" for _, r in leases)
+    launch_ratios = ", ".join(
+        f"{r['direct call, dlpack tensors reused'] / r['PreparedLaunch.launch, new tensors each step']:.1f}x" for _, r in leases
+    )
     g, gp, c, cp = summary(gpu_c), summary(gpu_py), summary(cpu_c), summary(cpu_py)
     text = f"""# Benchmarks
 
 Host time per launch of one compiled CuTe DSL function, every path side by side in one process
-(`python -m cute_bind bench`). The paths run interleaved: {gpu_c['repeats']} rounds of
-{gpu_c['iters']} launches on the GPU ({cpu_c['repeats']} x {cpu_c['iters']} on the CPU machine);
+(`python -m cute_bind bench`). The paths run interleaved: {gpu_c["repeats"]} rounds of
+{gpu_c["iters"]} launches on the GPU ({cpu_c["repeats"]} x {cpu_c["iters"]} on the CPU machine);
 each figure is the median over rounds (the minimum beside it). On the GPU each round is also timed
 with CUDA events on the launch stream, and the stream is synchronised between rounds so the launch
 queue never fills. Every path is first checked to write bitwise the same output as the direct call.
@@ -134,10 +136,10 @@ queue never fills. Every path is first checked to write bitwise the same output 
 
 | machine | launch fast path | `launch` us | bare engine call us | launch - bare | direct reused / launch | TVM-FFI us |
 |---|---|---:|---:|---:|---:|---:|
-| H200 machine | C | {g['launch']:.2f} | {g['bare']:.2f} | {g['launch'] - g['bare']:+.2f} | {g['direct'] / g['launch']:.1f}x | {g.get('tvm', float('nan')):.2f} |
-| H200 machine | pure Python | {gp['launch']:.2f} | {gp['bare']:.2f} | {gp['launch'] - gp['bare']:+.2f} | {gp['direct'] / gp['launch']:.1f}x | {gp.get('tvm', float('nan')):.2f} |
-| 2-core CPU machine | C | {c['launch']:.2f} | {c['bare']:.2f} | {c['launch'] - c['bare']:+.2f} | {c['direct'] / c['launch']:.1f}x | {c.get('tvm', float('nan')):.2f} |
-| 2-core CPU machine | pure Python | {cp['launch']:.2f} | {cp['bare']:.2f} | {cp['launch'] - cp['bare']:+.2f} | {cp['direct'] / cp['launch']:.1f}x | {cp.get('tvm', float('nan')):.2f} |
+| H200 machine | C | {g["launch"]:.2f} | {g["bare"]:.2f} | {g["launch"] - g["bare"]:+.2f} | {g["direct"] / g["launch"]:.1f}x | {g.get("tvm", float("nan")):.2f} |
+| H200 machine | pure Python | {gp["launch"]:.2f} | {gp["bare"]:.2f} | {gp["launch"] - gp["bare"]:+.2f} | {gp["direct"] / gp["launch"]:.1f}x | {gp.get("tvm", float("nan")):.2f} |
+| 2-core CPU machine | C | {c["launch"]:.2f} | {c["bare"]:.2f} | {c["launch"] - c["bare"]:+.2f} | {c["direct"] / c["launch"]:.1f}x | {c.get("tvm", float("nan")):.2f} |
+| 2-core CPU machine | pure Python | {cp["launch"]:.2f} | {cp["bare"]:.2f} | {cp["launch"] - cp["bare"]:+.2f} | {cp["direct"] / cp["launch"]:.1f}x | {cp.get("tvm", float("nan")):.2f} |
 
 The *bare engine call* is the DSL's own ctypes entry point called on a packed argument array the
 DSL populated once, nothing rewritten: the call exactly as the DSL makes it at the end of a direct
@@ -151,27 +153,27 @@ to the next.
 
 ## H200 machine, C fast path
 
-{gpu_c['machine']}; {gpu_c['mode']}; nvidia-cutlass-dsl {gpu_c['dsl_version']}.
+{gpu_c["machine"]}; {gpu_c["mode"]}; nvidia-cutlass-dsl {gpu_c["dsl_version"]}.
 
 {table(gpu_c)}
 
-Checks: {", ".join(f"{k}: {v}" for k, v in gpu_c['checks'].items() if not k.startswith('_'))}
+Checks: {", ".join(f"{k}: {v}" for k, v in gpu_c["checks"].items() if not k.startswith("_"))}
 
 ## H200 machine, pure-Python fast path
 
-{gpu_py['machine']}; {gpu_py['mode']}.
+{gpu_py["machine"]}; {gpu_py["mode"]}.
 
 {table(gpu_py)}
 
 ## 2-core CPU machine (host-only function of the same 5-argument shape), C fast path
 
-{cpu_c['machine']}; {cpu_c['mode']}.
+{cpu_c["machine"]}; {cpu_c["mode"]}.
 
 {table(cpu_c)}
 
 ## 2-core CPU machine, pure-Python fast path
 
-{cpu_py['machine']}; {cpu_py['mode']}.
+{cpu_py["machine"]}; {cpu_py["mode"]}.
 
 {table(cpu_py)}
 
@@ -247,10 +249,10 @@ Every path is checked bitwise against the direct call on all 8 pairs before it i
 
 | machine | launch fast path | `launch`, new tensors us | direct, dlpack reused us | direct reused / launch | direct, dlpack rebuilt us | TVM-FFI, torch tensors us | launch - TVM-FFI | launch / pointer launch from tensors | launch / pointer launch, ints ready |
 |---|---|---:|---:|---:|---:|---:|---:|---:|---:|
-| H200 machine | C | {sg['launch']:.2f} | {sg['direct']:.2f} | {sg['direct'] / sg['launch']:.1f}x | {sg['rebuilt']:.2f} | {sg['tvm']:.2f} | {sg['launch'] - sg['tvm']:+.2f} | {sg['launch'] / sg['ptr_tensors']:.2f}x | - |
-| H200 machine | pure Python | {sgp['launch']:.2f} | {sgp['direct']:.2f} | {sgp['direct'] / sgp['launch']:.1f}x | {sgp['rebuilt']:.2f} | {sgp['tvm']:.2f} | {sgp['launch'] - sgp['tvm']:+.2f} | {sgp['launch'] / sgp['ptr_tensors']:.2f}x | - |
-| 2-core CPU machine | C | {sc['launch']:.2f} | {sc['direct']:.2f} | {sc['direct'] / sc['launch']:.1f}x | {sc['rebuilt']:.2f} | - | - | {sc['launch'] / sc['ptr_tensors']:.2f}x | {sc['launch'] / sc['ptr_ints']:.2f}x |
-| 2-core CPU machine | pure Python | {scp['launch']:.2f} | {scp['direct']:.2f} | {scp['direct'] / scp['launch']:.1f}x | {scp['rebuilt']:.2f} | - | - | {scp['launch'] / scp['ptr_tensors']:.2f}x | {scp['launch'] / scp['ptr_ints']:.2f}x |
+| H200 machine | C | {sg["launch"]:.2f} | {sg["direct"]:.2f} | {sg["direct"] / sg["launch"]:.1f}x | {sg["rebuilt"]:.2f} | {sg["tvm"]:.2f} | {sg["launch"] - sg["tvm"]:+.2f} | {sg["launch"] / sg["ptr_tensors"]:.2f}x | - |
+| H200 machine | pure Python | {sgp["launch"]:.2f} | {sgp["direct"]:.2f} | {sgp["direct"] / sgp["launch"]:.1f}x | {sgp["rebuilt"]:.2f} | {sgp["tvm"]:.2f} | {sgp["launch"] - sgp["tvm"]:+.2f} | {sgp["launch"] / sgp["ptr_tensors"]:.2f}x | - |
+| 2-core CPU machine | C | {sc["launch"]:.2f} | {sc["direct"]:.2f} | {sc["direct"] / sc["launch"]:.1f}x | {sc["rebuilt"]:.2f} | - | - | {sc["launch"] / sc["ptr_tensors"]:.2f}x | {sc["launch"] / sc["ptr_ints"]:.2f}x |
+| 2-core CPU machine | pure Python | {scp["launch"]:.2f} | {scp["direct"]:.2f} | {scp["direct"] / scp["launch"]:.1f}x | {scp["rebuilt"]:.2f} | - | - | {scp["launch"] / scp["ptr_tensors"]:.2f}x | {scp["launch"] / scp["ptr_ints"]:.2f}x |
 
 With the C fast path a torch tensor is read with one call of torch's DLPack exchange API
 (`dltensor_from_py_object_no_sync`), checked against the compiled layout (dtype, device, rank,
@@ -282,11 +284,11 @@ above: the last; raw JSON: `h200_c.json`, `h200_c_lease1.json`, `h200_c_lease2.j
 
 ### H200 machine, C fast path
 
-{tg['machine']}; {tg['mode']}.
+{tg["machine"]}; {tg["mode"]}.
 
 {tensor_table(tg)}
 
-Checks: {", ".join(f"{k}: {v}" for k, v in tg['checks'].items())}
+Checks: {", ".join(f"{k}: {v}" for k, v in tg["checks"].items())}
 
 ### H200 machine, pure-Python fast path
 
@@ -294,11 +296,11 @@ Checks: {", ".join(f"{k}: {v}" for k, v in tg['checks'].items())}
 
 ### 2-core CPU machine, C fast path
 
-{tc['machine']}; {tc['mode']}.
+{tc["machine"]}; {tc["mode"]}.
 
 {tensor_table(tc)}
 
-Checks: {", ".join(f"{k}: {v}" for k, v in tc['checks'].items())}
+Checks: {", ".join(f"{k}: {v}" for k, v in tc["checks"].items())}
 
 ### 2-core CPU machine, pure-Python fast path
 

@@ -54,7 +54,10 @@ def main() -> None:
     op = cbt.op("cbpieces::scale_", k, mutates_args=("out",))
     type(op).__call__.__globals__["_cb_kernel"] = noop  # the measurement device (see the docstring)
     hand = torch.library.custom_op(
-        "cbpieces::hand", lambda out, inp, alpha: noop(out, inp, alpha, 0), mutates_args=("out",), schema="(Tensor(a!) out, Tensor inp, float alpha) -> ()"
+        "cbpieces::hand",
+        lambda out, inp, alpha: noop(out, inp, alpha, 0),
+        mutates_args=("out",),
+        schema="(Tensor(a!) out, Tensor inp, float alpha) -> ()",
     )
     x, y = torch.randn(64, device=args.device), torch.empty(64, device=args.device)
     g = type(op).__call__.__globals__  # the generated call's own entry points, each timed alone

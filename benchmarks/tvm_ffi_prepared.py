@@ -62,11 +62,20 @@ def main() -> int:
     # ---------------------------------------------------------------- tensors + env stream
     if gpu:
         fake = make_fake_compact_tensor(cutlass.Float32, (cute.sym_int(),), assumed_align=16)
-        tfn = cute.compile(scale_tensors, fake, fake, cutlass.Float32(alpha), make_fake_stream(use_tvm_ffi_env_stream=True), options="--enable-tvm-ffi")
+        tfn = cute.compile(
+            scale_tensors, fake, fake, cutlass.Float32(alpha), make_fake_stream(use_tvm_ffi_env_stream=True), options="--enable-tvm-ffi"
+        )
         targs = lambda o, i: (o, i, alpha)  # noqa: E731 - the stream is the environment's
     else:
         mark = lambda t: from_dlpack(t).mark_layout_dynamic()  # noqa: E731
-        tfn = cute.compile(scale_tensors_host, mark(torch.zeros(n)), mark(torch.zeros(n)), cutlass.Float32(alpha), make_fake_stream(), options="--enable-tvm-ffi")
+        tfn = cute.compile(
+            scale_tensors_host,
+            mark(torch.zeros(n)),
+            mark(torch.zeros(n)),
+            cutlass.Float32(alpha),
+            make_fake_stream(),
+            options="--enable-tvm-ffi",
+        )
         targs = lambda o, i: (o, i, alpha, 0)  # noqa: E731
     pool = pool_of(1)
     th = cute_bind.prepare(tfn, *targs(*pool[0]))
@@ -86,7 +95,13 @@ def main() -> int:
     space = cute.AddressSpace.gmem if gpu else cute.AddressSpace.generic
     o0, i0 = pool_of(2)[0]
     fn_p = scale if gpu else scale_host
-    pargs0 = (make_ptr(cutlass.Float32, o0.data_ptr(), space, assumed_align=16), make_ptr(cutlass.Float32, i0.data_ptr(), space, assumed_align=16), cutlass.Float32(alpha), cutlass.Int32(n), 0)
+    pargs0 = (
+        make_ptr(cutlass.Float32, o0.data_ptr(), space, assumed_align=16),
+        make_ptr(cutlass.Float32, i0.data_ptr(), space, assumed_align=16),
+        cutlass.Float32(alpha),
+        cutlass.Int32(n),
+        0,
+    )
     import cuda.bindings.driver as cuda
 
     pfn = cute.compile(fn_p, *pargs0[:4], cuda.CUstream(0), options="--enable-tvm-ffi")

@@ -80,7 +80,9 @@ def _contract(args: argparse.Namespace) -> int:
     print(f"nvidia-cutlass-dsl {dsl.dsl_version()} (supported: {dsl.SUPPORTED_VERSIONS}; {tested})")
     if not problems:
         f = dsl.features()
-        print(f"  features: re-entry validation {'yes' if f.spec_reentry else 'no'}, base_dsl/ on sys.path {'yes' if f.base_dsl_on_path else 'no'}, disk cache {'yes' if f.disk_cache else 'no (compiles in every process)'}")
+        print(
+            f"  features: re-entry validation {'yes' if f.spec_reentry else 'no'}, base_dsl/ on sys.path {'yes' if f.base_dsl_on_path else 'no'}, disk cache {'yes' if f.disk_cache else 'no (compiles in every process)'}"
+        )
     for p in problems:
         print("  missing:", p)
     print("contract: ok" if not problems else "contract: BROKEN")

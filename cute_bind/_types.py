@@ -193,7 +193,7 @@ def make_tensor_spec(params: Any) -> TensorSpec:
     _check_align(dtype, align, _bad_tensor)
     if isinstance(layout, bool) or not (layout in TENSOR_LAYOUTS or (isinstance(layout, int) and 0 <= layout < max(rank, 1))):
         raise _bad_tensor(
-            "the layout must be \"dynamic\", \"static\" or a leading dimension below the rank",
+            'the layout must be "dynamic", "static" or a leading dimension below the rank',
             f'"dynamic", "static" or an int in [0, {max(rank - 1, 0)}]',
             layout,
         )
@@ -217,7 +217,7 @@ def _extent(entry: Any) -> Extent:
     elif isinstance(entry, int) and not isinstance(entry, bool) and entry >= 1:
         return Extent("fixed", entry)
     raise _bad_tensor(
-        "each shape entry must be \"?\" (dynamic), \"?{div=k}\" (dynamic, a multiple of k), \"static\" (compiled in "
+        'each shape entry must be "?" (dynamic), "?{div=k}" (dynamic, a multiple of k), "static" (compiled in '
         "from the value) or an int >= 1 (compiled in, and the value must have it)",
         '"?", "?{div=8}", "static" or 1024',
         entry,

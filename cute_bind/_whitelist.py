@@ -128,7 +128,9 @@ SEQUENCE_NAMES: Final[frozenset[str]] = frozenset(
 #: (union) slot when every member besides ``None`` is an eligible runtime kind (a
 #: pointer, scalar, stream, tensor, sequence or structure), else CB114; a union
 #: without ``None`` is CB102.
-OPTIONAL_NAMES: Final[frozenset[str]] = frozenset({"typing.Optional", "typing.Union", "typing_extensions.Optional", "typing_extensions.Union"})
+OPTIONAL_NAMES: Final[frozenset[str]] = frozenset(
+    {"typing.Optional", "typing.Union", "typing_extensions.Optional", "typing_extensions.Union"}
+)
 
 #: Structure annotations: a class with one of these bases (a NamedTuple) or under one
 #: of these decorators (a dataclass) is a structure slot when each field is an eligible

@@ -157,7 +157,9 @@ def test_a_built_wheel_holds_every_module(tmp_path):
             shutil.copy(root / name, src / name)
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(src), "-w", str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     if proc.returncode != 0 and "No module named pip" in proc.stderr:
         pytest.skip("pip is not available")

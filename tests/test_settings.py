@@ -135,7 +135,11 @@ def test_the_call_path_is_read_once_at_import() -> None:
         "os.environ['CUTE_BIND_PURE_PYTHON'] = '0'\n"
         "print(before, dispatch.call_path(), dispatch.CallBase is dispatch.PythonCallBase)\n"
     )
-    env = {**os.environ, "CUTE_BIND_PURE_PYTHON": "1", "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    env = {
+        **os.environ,
+        "CUTE_BIND_PURE_PYTHON": "1",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+    }
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["python", "python", "True"]

@@ -54,9 +54,7 @@ F32Ptr = cute_bind.Pointer[cutlass.Float32, 16, cute.AddressSpace.gmem]
 
 
 @cute.kernel
-def scale_kernel(
-    out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32
-):
+def scale_kernel(out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32):
     """Device code: out[i] = alpha * inp[i], one element per thread."""
     o = cute.make_tensor(out, cute.make_layout(n))
     x = cute.make_tensor(inp, cute.make_layout(n))
@@ -77,9 +75,7 @@ def scale(
     stream: cuda.CUstream,
 ):
     """Host function: launch scale_kernel on `stream` with 128 threads per block."""
-    scale_kernel(out, inp, alpha, n).launch(
-        grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream
-    )
+    scale_kernel(out, inp, alpha, n).launch(grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream)
 
 
 N = 1000  # elements in the examples below
@@ -169,16 +165,12 @@ def main() -> None:
         try:
             import torch  # noqa: F401
         except ImportError:
-            print(
-                "note: a GPU is present but torch is not installed; running the host-only variant"
-            )
+            print("note: a GPU is present but torch is not installed; running the host-only variant")
             run_on_cpu()
             return
         run_on_gpu()
     else:
-        print(
-            "note: no CUDA device; compiling the device kernel only and running the host-only variant"
-        )
+        print("note: no CUDA device; compiling the device kernel only and running the host-only variant")
         run_on_cpu()
     print("ok")
 

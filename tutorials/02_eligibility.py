@@ -149,9 +149,7 @@ def scale_host(
 
 # --8<-- [start:device]
 @cute.kernel
-def scale_kernel(
-    out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32
-):
+def scale_kernel(out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32):
     o = cute.make_tensor(out, cute.make_layout(n))
     x = cute.make_tensor(inp, cute.make_layout(n))
     bidx, _, _ = cute.arch.block_idx()
@@ -170,9 +168,7 @@ def scale(
     n: cutlass.Int32,
     stream: cuda.CUstream,
 ):
-    scale_kernel(out, inp, alpha, n).launch(
-        grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream
-    )
+    scale_kernel(out, inp, alpha, n).launch(grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream)
 
 
 # --8<-- [end:device]
@@ -205,9 +201,7 @@ def run_on_cpu() -> None:
     assert isinstance(err, TypeError) and err.parameter == "n"
     err = expect("CB205", handle.launch, y, x, 2.0, 2**40)  # does not fit Int32
     assert isinstance(err, ValueError)
-    expect(
-        "CB210", handle.launch, y, x.astype(np.float64), 2.0, N
-    )  # float64 data, Float32 slot
+    expect("CB210", handle.launch, y, x.astype(np.float64), 2.0, N)  # float64 data, Float32 slot
     expect("CB201", handle.launch, y, x, 2.0)  # 'n' missing
     expect("CB202", handle.launch, y, x, 2.0, N, 7)  # one too many
     expect("CB203", handle.launch, y, x, 2.0, N, n=N)  # 'n' twice
@@ -241,9 +235,7 @@ def run_on_gpu() -> None:
 
     expect("CB204", handle.launch, y, x, 2.0, 12.5, stream)
     expect("CB210", handle.launch, y, x.double(), 2.0, N, stream)  # float64 tensor
-    expect(
-        "CB207", handle.launch, y, x[1:], 2.0, N - 1, stream
-    )  # 4 bytes off a 16-byte slot
+    expect("CB207", handle.launch, y, x[1:], 2.0, N - 1, stream)  # 4 bytes off a 16-byte slot
     # --8<-- [end:gpu]
     print("GPU: scale ran on", torch.cuda.get_device_name())
 
@@ -253,9 +245,7 @@ def main() -> None:
         try:
             import torch  # noqa: F401
         except ImportError:
-            print(
-                "note: a GPU is present but torch is not installed; running the host-only variant"
-            )
+            print("note: a GPU is present but torch is not installed; running the host-only variant")
             run_on_cpu()
             return
         run_on_gpu()

@@ -103,9 +103,7 @@ def axpy_device(
     n: cutlass.Int32,
     stream: cuda.CUstream,
 ):
-    axpy_kernel(y, x, a, n).launch(
-        grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream
-    )
+    axpy_kernel(y, x, a, n).launch(grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream)
 
 
 # --8<-- [end:device]
@@ -140,16 +138,10 @@ def run_on_cpu() -> None:
 
     # --8<-- [start:cpu-after]
     # Pointers made once, with dtype and alignment (numpy allocates 16-byte aligned).
-    py = make_ptr(
-        cutlass.Float32, y.ctypes.data, cute.AddressSpace.generic, assumed_align=16
-    )
-    px = make_ptr(
-        cutlass.Float32, x.ctypes.data, cute.AddressSpace.generic, assumed_align=16
-    )
+    py = make_ptr(cutlass.Float32, y.ctypes.data, cute.AddressSpace.generic, assumed_align=16)
+    px = make_ptr(cutlass.Float32, x.ctypes.data, cute.AddressSpace.generic, assumed_align=16)
     stream = cuda.CUstream(0)
-    compiled = cute.compile(
-        axpy, py, px, 2.0, N, stream
-    )  # unchanged: your existing compile
+    compiled = cute.compile(axpy, py, px, 2.0, N, stream)  # unchanged: your existing compile
 
     # The only new line: prepare the compiled function with the same arguments.
     handle = cute_bind.prepare(compiled, py, px, 2.0, N, stream)
@@ -170,9 +162,7 @@ def run_on_cpu() -> None:
     # --8<-- [start:checks]
     # The handle is specialised for what it was prepared with: a pointer object
     # of another dtype is refused, not reinterpreted.
-    wrong = make_ptr(
-        cutlass.Int32, y.ctypes.data, cute.AddressSpace.generic, assumed_align=16
-    )
+    wrong = make_ptr(cutlass.Int32, y.ctypes.data, cute.AddressSpace.generic, assumed_align=16)
     try:
         handle.launch(wrong, px, 2.0, N, stream)
     except cute_bind.LaunchArgumentError as err:
@@ -199,19 +189,13 @@ def run_on_gpu() -> None:
     stream = cuda.CUstream(torch_stream.cuda_stream)
 
     def ptr(t: torch.Tensor):
-        return make_ptr(
-            cutlass.Float32, t.data_ptr(), cute.AddressSpace.gmem, assumed_align=16
-        )
+        return make_ptr(cutlass.Float32, t.data_ptr(), cute.AddressSpace.gmem, assumed_align=16)
 
-    compiled = cute.compile(
-        axpy_device, ptr(y), ptr(x), 2.0, N, stream
-    )  # your existing compile
+    compiled = cute.compile(axpy_device, ptr(y), ptr(x), 2.0, N, stream)  # your existing compile
     handle = cute_bind.prepare(compiled, ptr(y), ptr(x), 2.0, N, stream)  # the new line
 
     compiled(ptr(y), ptr(x), 2.0, N, stream)  # old per-step call: y = 2x + 1
-    handle.launch(
-        y.data_ptr(), x.data_ptr(), 0.5, N, torch_stream.cuda_stream
-    )  # new: y += 0.5x
+    handle.launch(y.data_ptr(), x.data_ptr(), 0.5, N, torch_stream.cuda_stream)  # new: y += 0.5x
     torch.cuda.synchronize()
     assert torch.equal(y, 2.5 * x + 1.0)
 
@@ -227,9 +211,7 @@ def main() -> None:
         try:
             import torch  # noqa: F401
         except ImportError:
-            print(
-                "note: a GPU is present but torch is not installed; running the host-only variant"
-            )
+            print("note: a GPU is present but torch is not installed; running the host-only variant")
             run_on_cpu()
             return
         run_on_gpu()

@@ -76,9 +76,7 @@ def add_kernel(out: cute.Pointer, a: cute.Pointer, b: cute.Pointer, n: cutlass.I
 @cute_bind.kernel
 def add(out: F32Ptr, a: F32Ptr, b: F32Ptr, n: cutlass.Int32, stream: cuda.CUstream):
     """out = a + b on `stream` (device kernel)."""
-    add_kernel(out, a, b, n).launch(
-        grid=((n + 255) // 256, 1, 1), block=(256, 1, 1), stream=stream
-    )
+    add_kernel(out, a, b, n).launch(grid=((n + 255) // 256, 1, 1), block=(256, 1, 1), stream=stream)
 
 
 # --8<-- [end:define]
@@ -118,9 +116,7 @@ def run_on_gpu(torch) -> None:
     s2.wait_stream(torch.cuda.current_stream())
 
     handle.launch(out1, a, b, N, s1)  # a torch.cuda.Stream object
-    handle.launch(
-        out2.data_ptr(), a.data_ptr(), b.data_ptr(), N, s2.cuda_stream
-    )  # raw handle: fast path
+    handle.launch(out2.data_ptr(), a.data_ptr(), b.data_ptr(), N, s2.cuda_stream)  # raw handle: fast path
 
     # Give the results back to the current stream before reading them.
     torch.cuda.current_stream().wait_stream(s1)
@@ -213,13 +209,9 @@ def main() -> None:
         run_on_gpu(torch)
     else:
         if GPU:
-            print(
-                "note: a GPU is present but torch is not installed; running the host-only variant"
-            )
+            print("note: a GPU is present but torch is not installed; running the host-only variant")
         else:
-            print(
-                "note: no CUDA device; compiling the device kernel only and running the host-only variant"
-            )
+            print("note: no CUDA device; compiling the device kernel only and running the host-only variant")
             add.compile(1 << 20, 1 << 20, 1 << 20, N, 0)
         run_on_cpu(torch)
     print("ok")

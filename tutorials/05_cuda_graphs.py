@@ -82,9 +82,7 @@ def axpby(
     stream: cuda.CUstream,
 ):
     """out = a*x + b*y on `stream`."""
-    axpby_kernel(out, x, y, a, b, n).launch(
-        grid=((n + 255) // 256, 1, 1), block=(256, 1, 1), stream=stream
-    )
+    axpby_kernel(out, x, y, a, b, n).launch(grid=((n + 255) // 256, 1, 1), block=(256, 1, 1), stream=stream)
 
 
 # --8<-- [end:define]
@@ -131,9 +129,7 @@ def run_on_gpu() -> None:
     with torch.cuda.graph(graph):
         s = torch.cuda.current_stream().cuda_stream  # the capture stream
         first.launch(t.data_ptr(), x.data_ptr(), y.data_ptr(), 2.0, 1.0, N, s)  # t = 2x + y
-        second.launch(
-            out.data_ptr(), t.data_ptr(), x.data_ptr(), 0.5, -1.0, N, s
-        )  # out = t/2 - x
+        second.launch(out.data_ptr(), t.data_ptr(), x.data_ptr(), 0.5, -1.0, N, s)  # out = t/2 - x
 
     for _ in range(3):
         x.copy_(torch.rand(N, device="cuda"))  # new data, same buffer
@@ -152,13 +148,9 @@ def run_on_gpu() -> None:
     # The same with the driver's stream-capture API (no torch graph machinery).
     err, stream = cuda.cuStreamCreate(0)
     assert err == cuda.CUresult.CUDA_SUCCESS
-    (err,) = cuda.cuStreamBeginCapture(
-        stream, cuda.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
-    )
+    (err,) = cuda.cuStreamBeginCapture(stream, cuda.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
     assert err == cuda.CUresult.CUDA_SUCCESS
-    first.launch(
-        out.data_ptr(), x.data_ptr(), y.data_ptr(), 1.0, 1.0, N, stream
-    )  # out = x + y
+    first.launch(out.data_ptr(), x.data_ptr(), y.data_ptr(), 1.0, 1.0, N, stream)  # out = x + y
     err, g = cuda.cuStreamEndCapture(stream)
     assert err == cuda.CUresult.CUDA_SUCCESS
     err, exe = cuda.cuGraphInstantiate(g, 0)
@@ -217,16 +209,12 @@ def main() -> None:
         try:
             import torch  # noqa: F401
         except ImportError:
-            print(
-                "note: a GPU is present but torch is not installed; running the host-only variant"
-            )
+            print("note: a GPU is present but torch is not installed; running the host-only variant")
             run_on_cpu()
             return
         run_on_gpu()
     else:
-        print(
-            "note: no CUDA device; CUDA graphs need one -- running the compile-only and host-only parts"
-        )
+        print("note: no CUDA device; CUDA graphs need one -- running the compile-only and host-only parts")
         run_on_cpu()
     print("ok")
 

@@ -71,9 +71,7 @@ def fill_kernel(out: cute.Pointer, value: cutlass.Float32, n: cutlass.Int32):
 @cute_bind.kernel
 def fill(out: F32Ptr, value: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream):
     """out[:n] = value on `stream` (device kernel)."""
-    fill_kernel(out, value, n).launch(
-        grid=((n + 255) // 256, 1, 1), block=(256, 1, 1), stream=stream
-    )
+    fill_kernel(out, value, n).launch(grid=((n + 255) // 256, 1, 1), block=(256, 1, 1), stream=stream)
 
 
 # --8<-- [start:host]
@@ -220,18 +218,12 @@ def main() -> None:
         torch_ok = False
     if GPU and torch_ok:
         threads_gpu()
-        print(
-            f"GPU: {THREADS} threads x {ROUNDS} launches, one cloned handle and stream each"
-        )
+        print(f"GPU: {THREADS} threads x {ROUNDS} launches, one cloned handle and stream each")
     else:
         if GPU:
-            print(
-                "note: a GPU is present but torch is not installed; running the host-only variant"
-            )
+            print("note: a GPU is present but torch is not installed; running the host-only variant")
         else:
-            print(
-                "note: no CUDA device; compiling the device kernel only and running the host-only variant"
-            )
+            print("note: no CUDA device; compiling the device kernel only and running the host-only variant")
             fill.compile(1 << 20, 0.0, N, 0)
         threads_cpu()
         print(f"CPU: {THREADS} threads x {ROUNDS} launches, one cloned handle each")

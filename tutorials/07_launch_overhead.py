@@ -54,9 +54,7 @@ F32Ptr = cute_bind.Pointer[cutlass.Float32, 16, cute.AddressSpace.gmem]
 
 
 @cute.kernel
-def scale_kernel(
-    out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32
-):
+def scale_kernel(out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, n: cutlass.Int32):
     o = cute.make_tensor(out, cute.make_layout(n))
     x = cute.make_tensor(inp, cute.make_layout(n))
     bidx, _, _ = cute.arch.block_idx()
@@ -75,9 +73,7 @@ def scale(
     n: cutlass.Int32,
     stream: cuda.CUstream,
 ):
-    scale_kernel(out, inp, alpha, n).launch(
-        grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream
-    )
+    scale_kernel(out, inp, alpha, n).launch(grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream)
 
 
 @cute_bind.kernel
@@ -110,9 +106,7 @@ def per_call_us(fn, number: int, repeat: int = 5, sync=None) -> tuple[float, flo
 # --8<-- [end:timer]
 
 
-def measure(
-    kernel, out, inp, n, stream, stream_int, sync, number
-) -> dict[str, tuple[float, float]]:
+def measure(kernel, out, inp, n, stream, stream_int, sync, number) -> dict[str, tuple[float, float]]:
     # --8<-- [start:measure]
     out_addr, inp_addr = address(out), address(inp)
     space = cute.AddressSpace.gmem if GPU else cute.AddressSpace.generic
@@ -131,12 +125,8 @@ def measure(
             number // 10,
             sync=sync,
         ),
-        "kernel(arrays, ...)  [cute_bind call]": per_call_us(
-            lambda: kernel(out, inp, 2.0, n, stream), number // 10, sync=sync
-        ),
-        "handle.launch(arrays, ...)  [slow path]": per_call_us(
-            lambda: handle.launch(out, inp, 2.0, n, stream), number, sync=sync
-        ),
+        "kernel(arrays, ...)  [cute_bind call]": per_call_us(lambda: kernel(out, inp, 2.0, n, stream), number // 10, sync=sync),
+        "handle.launch(arrays, ...)  [slow path]": per_call_us(lambda: handle.launch(out, inp, 2.0, n, stream), number, sync=sync),
         "checked.launch(ints, ...)  [checked mode]": per_call_us(
             lambda: checked.launch(out_addr, inp_addr, 2.0, n, stream_int),
             number,
@@ -173,15 +163,11 @@ def run_on_gpu() -> None:
     x = torch.arange(n, dtype=torch.float32, device="cuda")
     y = torch.zeros_like(x)
     stream = torch.cuda.current_stream()
-    results = measure(
-        scale, y, x, n, stream, stream.cuda_stream, torch.cuda.synchronize, number=5_000
-    )
+    results = measure(scale, y, x, n, stream, stream.cuda_stream, torch.cuda.synchronize, number=5_000)
     torch.cuda.synchronize()
     assert torch.equal(y, 2.0 * x)  # every variant computed the same thing
     # --8<-- [end:gpu]
-    print(
-        "GPU:", torch.cuda.get_device_name(), "-- tiny device kernel, host time per launch"
-    )
+    print("GPU:", torch.cuda.get_device_name(), "-- tiny device kernel, host time per launch")
     report(results)
 
 
@@ -204,16 +190,12 @@ def main() -> None:
         try:
             import torch  # noqa: F401
         except ImportError:
-            print(
-                "note: a GPU is present but torch is not installed; running the host-only variant"
-            )
+            print("note: a GPU is present but torch is not installed; running the host-only variant")
             run_on_cpu()
             return
         run_on_gpu()
     else:
-        print(
-            "note: no CUDA device; compiling the device kernel only and timing the host-only variant"
-        )
+        print("note: no CUDA device; compiling the device kernel only and timing the host-only variant")
         scale.compile(1 << 20, 1 << 20, 2.0, 1024, 0)
         run_on_cpu()
     print("ok")

@@ -204,14 +204,10 @@ def scale_kernel(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
 
 
 @cute_bind.kernel
-def scale(
-    out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream
-):
+def scale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream):
     """Host function: one thread per element, the grid sized from the extent."""
     n = cute.size(out)
-    scale_kernel(out, inp, alpha).launch(
-        grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream
-    )
+    scale_kernel(out, inp, alpha).launch(grid=((n + 127) // 128, 1, 1), block=(128, 1, 1), stream=stream)
 
 
 # --8<-- [end:device]
@@ -262,9 +258,7 @@ def main() -> None:
     if GPU and torch is not None:
         run_on_gpu()
     elif GPU:
-        print(
-            "note: a GPU is present but torch is not installed; skipping the device part"
-        )
+        print("note: a GPU is present but torch is not installed; skipping the device part")
     else:
         print("note: no CUDA device; compiling the device kernel only")
         compile_only()

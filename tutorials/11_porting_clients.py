@@ -144,6 +144,8 @@ def fa4_call_args(q, k, v, out):
 
     scale = q.shape[-1] ** -0.5
     return (q, k, v, out, None, scale, None, None, None, None, None, None, None, None, None, AuxData(None, None), None, None)
+
+
 # --8<-- [end:fa4-args]
 
 
@@ -181,7 +183,6 @@ def fa4_decode(steps: int = 4) -> None:
         assert same_bits(out, reference)
     # --8<-- [end:fa4-decode]
     print("FlashAttention-4 forward, prepare:", handle)
-
 
 
 def main() -> None:

@@ -59,4 +59,3 @@ def main(args: argparse.Namespace) -> int:
             json.dump({name: asdict(r) for name, r in reports.items()}, f, indent=1)
     failed = [k for r in reports.values() for k, v in r.checks.items() if v is False]
     return 1 if failed else 0
-

@@ -133,7 +133,17 @@ def child(case: str, gpu: bool) -> None:
     import cute_bind
 
     events = [e.outcome for e in cute_bind.cache.history()]
-    print(json.dumps({"import": t1 - t0, "bind": t2 - t1, "launch": t3 - t2, "outcome": ",".join(events) or "off", "digest": hashlib.sha256(read()).hexdigest()}))
+    print(
+        json.dumps(
+            {
+                "import": t1 - t0,
+                "bind": t2 - t1,
+                "launch": t3 - t2,
+                "outcome": ",".join(events) or "off",
+                "digest": hashlib.sha256(read()).hexdigest(),
+            }
+        )
+    )
 
 
 def _spawn(case: str, gpu: bool, env: dict[str, str]) -> dict[str, Any]:
@@ -151,6 +161,7 @@ def _spawn(case: str, gpu: bool, env: dict[str, str]) -> dict[str, Any]:
 def _row(case: str, mode: str, runs: list[dict[str, Any]]) -> ColdRow:
     def med(k: str) -> float:
         return float(statistics.median(r[k] for r in runs)) * 1e3
+
     return ColdRow(
         case=case,
         mode=mode,
@@ -205,7 +216,9 @@ def _launch_compare(case: str, gpu: bool, cache: Path, repeats: int, iters: int,
 
         torch_stream = torch.cuda.current_stream()
     loops = [
-        TimedPath.of(f"{case}: launch, freshly compiled handle", fixed_loop(fresh.launch, run_args), "compiled in this process (cache=False)"),
+        TimedPath.of(
+            f"{case}: launch, freshly compiled handle", fixed_loop(fresh.launch, run_args), "compiled in this process (cache=False)"
+        ),
         TimedPath.of(f"{case}: launch, reloaded handle", fixed_loop(loaded.launch, run_args), "loaded from the disk cache"),
     ]
     return time_rows(loops, repeats, iters, torch_stream)
@@ -250,7 +263,9 @@ def run_coldstart(*, host_only: bool | None = None, repeats: int = 5, iters: int
             targets[f"{case}: warm first bind {warm_bind:.1f} ms <= {WARM_BIND_TARGET_MS:.0f} ms"] = warm_bind <= WARM_BIND_TARGET_MS
             off_bind = rows[-3].bind_ms
             if off_bind >= 1000.0:
-                targets[f"{case}: compile {off_bind / 1e3:.2f} s / warm bind = {off_bind / warm_bind:.0f}x >= 100x"] = off_bind / warm_bind >= 100
+                targets[f"{case}: compile {off_bind / 1e3:.2f} s / warm bind = {off_bind / warm_bind:.0f}x >= 100x"] = (
+                    off_bind / warm_bind >= 100
+                )
             launch_rows += _launch_compare(case, gpu, Path(warm_dir), max(3, repeats), iters, checks)
     mode = ("GPU" if gpu else "CPU (host-only functions)") + f"; {procs} fresh processes per mode; cases: {', '.join(cases)}"
     if not has_tests:

@@ -82,14 +82,18 @@ def scale_tensors_host(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float3
 
 
 @cute.jit
-def scale_tensors_k(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, k: cutlass.Constexpr[int], stream: cuda.CUstream = None) -> None:
+def scale_tensors_k(
+    out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, k: cutlass.Constexpr[int], stream: cuda.CUstream = None
+) -> None:
     """``scale_tensors`` by ``alpha * k``, ``k`` a Constexpr (the specialization workload's Constexpr rows)."""
     n = cute.size(out)
     _scale_tensor_kernel(out, inp, alpha * k).launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1), stream=stream)
 
 
 @cute.jit
-def scale_tensors_k_host(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, k: cutlass.Constexpr[int], stream: cuda.CUstream = None) -> None:
+def scale_tensors_k_host(
+    out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, k: cutlass.Constexpr[int], stream: cuda.CUstream = None
+) -> None:
     """The host twin of ``scale_tensors_k``."""
     for j in range(cute.size(out)):
         out[j] = inp[j] * (alpha * k)

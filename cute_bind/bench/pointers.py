@@ -146,7 +146,6 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     return Report(machine=machine(), mode=mode, dsl_version=dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)
 
 
-
 @dataclass
 class _Agreement:
     """How a comparison path is checked against the direct call before it is timed."""
@@ -168,7 +167,9 @@ class _Agreement:
 _Path = tuple[str, str, Callable[..., Any], tuple[Any, ...], str]  # key, label, function, arguments, note
 
 
-def _form_paths(gpu: bool, launch: Any, k: Any, arrays: tuple[Any, Any], alpha: float, n: int, stream: int, agree: _Agreement) -> list[_Path]:
+def _form_paths(
+    gpu: bool, launch: Any, k: Any, arrays: tuple[Any, Any], alpha: float, n: int, stream: int, agree: _Agreement
+) -> list[_Path]:
     """The same launch and kernel(...) call given the arrays themselves, in every form a pointer slot takes
     (issue 24: each within 2x of the int-address launch): torch tensors, NumPy arrays (CPU), ctypes pointers."""
     import ctypes
@@ -202,7 +203,9 @@ def _form_paths(gpu: bool, launch: Any, k: Any, arrays: tuple[Any, Any], alpha: 
     return rows
 
 
-def _extra_paths(fn: Any, direct_args: tuple[Any, ...], out_addr: int, in_addr: int, alpha: float, n: int, stream: int, agree: _Agreement) -> list[_Path]:
+def _extra_paths(
+    fn: Any, direct_args: tuple[Any, ...], out_addr: int, in_addr: int, alpha: float, n: int, stream: int, agree: _Agreement
+) -> list[_Path]:
     """Comparison paths that need optional packages; each is checked against the direct call."""
     rows: list[_Path] = []
     try:
@@ -235,7 +238,15 @@ def _gpu_extra_paths(compiled: Any, out_addr: int, in_addr: int, alpha: float, n
     x = torch.randn(n, device="cuda")
     o = torch.empty_like(x)
     torch.mul(x, alpha, out=o)
-    rows.append(("torch", "torch eager torch.mul(x, a, out=o)", lambda x, a, o=o: torch.mul(x, a, out=o), (x, alpha), "current stream = the bench stream"))
+    rows.append(
+        (
+            "torch",
+            "torch eager torch.mul(x, a, out=o)",
+            lambda x, a, o=o: torch.mul(x, a, out=o),
+            (x, alpha),
+            "current stream = the bench stream",
+        )
+    )
     # cuda-bindings cuLaunchKernel of the very kernel the DSL compiled
     try:
         found = dsl.raw_kernel_function(compiled)
@@ -255,7 +266,15 @@ def _gpu_extra_paths(compiled: Any, out_addr: int, in_addr: int, alpha: float, n
                 return drv.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, pp, 0)
 
             if agree.check("cuLaunchKernel", lambda: culaunch(function, s, params_address)):
-                rows.append(("culaunch", "cuda-bindings cuLaunchKernel", culaunch, (function, s, params_address), "same cubin kernel, params pre-built"))
+                rows.append(
+                    (
+                        "culaunch",
+                        "cuda-bindings cuLaunchKernel",
+                        culaunch,
+                        (function, s, params_address),
+                        "same cubin kernel, params pre-built",
+                    )
+                )
     except Exception as exc:  # report, don't hide
         checks["cuLaunchKernel"] = f"failed: {D.exception_summary(exc, 200)}"
     return rows
@@ -276,7 +295,15 @@ def _tvm_tensor_path(out: Any, x: Any, alpha: float, stream: Any, agree: _Agreem
                 fn(out, x, alpha)
 
         agree.check("tvm-ffi tensors", call)
-        return [("tvm_ffi_tensors", "DSL TVM-FFI path, torch tensors + env stream", fn, (out, x, alpha), "cute.Tensor kernel, stream from torch's current stream")]
+        return [
+            (
+                "tvm_ffi_tensors",
+                "DSL TVM-FFI path, torch tensors + env stream",
+                fn,
+                (out, x, alpha),
+                "cute.Tensor kernel, stream from torch's current stream",
+            )
+        ]
     except ImportError:
         return []
     except Exception as exc:  # report, don't hide

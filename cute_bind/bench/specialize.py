@@ -106,7 +106,10 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
         checks["results == inp * 2 (float32, float64)"] = bool((y32 == x32 * 2).all()) and bool((y64 == x64 * 2).all())
         # timed apart, not interleaved: a switching round would leave the next hit round to settle first
         rows: list[Row] = time_rows(
-            [TimedPath.of("kernel(...) hit: same key as the last call", hit, "tensors + 2.0, stream left out")], repeats, iters, stream if gpu else None
+            [TimedPath.of("kernel(...) hit: same key as the last call", hit, "tensors + 2.0, stream left out")],
+            repeats,
+            iters,
+            stream if gpu else None,
         )
         rows += time_rows(
             [TimedPath.of("kernel(...) key switch: float32/float64 alternating", switch, "each call finds the other specialization")],
@@ -118,7 +121,12 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
         kk(y32, x32, 2.0, 1)
         sync()
         checks["Constexpr results == inp * 2"] = bool((y32 == x32 * 2).all())
-        rows += time_rows([TimedPath.of("kernel(...) hit, Constexpr parameter", hit_k, "k=1 every call, stream left out")], repeats, iters, stream if gpu else None)
+        rows += time_rows(
+            [TimedPath.of("kernel(...) hit, Constexpr parameter", hit_k, "k=1 every call, stream left out")],
+            repeats,
+            iters,
+            stream if gpu else None,
+        )
         rows += time_rows(
             [TimedPath.of("kernel(...) key switch: two Constexpr values alternating", switch_k, "k=1/k=2 alternating, both compiled")],
             repeats,
@@ -143,8 +151,18 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
     finally:
         if ctx is not None:
             ctx.__exit__(None, None, None)
-    rows.append(Row("kernel(...) miss, compile cached (prepare a handle)", statistics.median(cached), min(cached), note=f"{n_miss} calls", samples=cached))
-    rows.append(Row("kernel(...) miss, cold compile (compile + prepare)", statistics.median(cold), min(cold), note=f"{n_miss} calls", samples=cold))
+    rows.append(
+        Row(
+            "kernel(...) miss, compile cached (prepare a handle)",
+            statistics.median(cached),
+            min(cached),
+            note=f"{n_miss} calls",
+            samples=cached,
+        )
+    )
+    rows.append(
+        Row("kernel(...) miss, cold compile (compile + prepare)", statistics.median(cold), min(cold), note=f"{n_miss} calls", samples=cold)
+    )
     what = "GPU: 2-tensor scale kernel, 4096 elements" if gpu else "CPU: host-only 2-tensor function, 64 elements"
     mode = f"{what}; call path: {call_path()}"
     return Report(machine=machine(), mode=mode, dsl_version=dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks)

@@ -135,7 +135,7 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
         t.fill_(float("nan")) if hasattr(t, "fill_") else t.fill(float("nan"))
 
     refs = []
-    for (o, i), (co, ci) in zip(pool, cute_pool):
+    for (o, _i), (co, ci) in zip(pool, cute_pool):
         poison(o)
         compiled(co, ci, cutlass.Float32(alpha), cuda.CUstream(stream))
         refs.append(out_bytes(o))
@@ -168,11 +168,23 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
         return (time.perf_counter() - t0) / iters * 1e6
 
     paths: list[TimedPath] = [
-        TimedPath("direct", "direct call, dlpack tensors reused", _cycle_loop(compiled, direct_args[:1]), "from_dlpack(...).mark_layout_dynamic() built once"),
-        TimedPath("rebuilt", "direct call, dlpack tensors rebuilt", _cycle_loop(rebuilt, new), "from_dlpack + mark_layout_dynamic per call"),
+        TimedPath(
+            "direct",
+            "direct call, dlpack tensors reused",
+            _cycle_loop(compiled, direct_args[:1]),
+            "from_dlpack(...).mark_layout_dynamic() built once",
+        ),
+        TimedPath(
+            "rebuilt", "direct call, dlpack tensors rebuilt", _cycle_loop(rebuilt, new), "from_dlpack + mark_layout_dynamic per call"
+        ),
         TimedPath("launch_new", "PreparedLaunch.launch, new tensors each step", _cycle_loop(launch, new), f"{POOL} pairs cycled"),
         TimedPath("launch_same", "PreparedLaunch.launch, same tensors", _cycle_loop(launch, same)),
-        TimedPath("call", "kernel(out, inp, a) call, stream left out", _cycle_loop(k, [(o, i, alpha) for o, i in pool]), "annotate and call, new tensors each step; the current stream"),
+        TimedPath(
+            "call",
+            "kernel(out, inp, a) call, stream left out",
+            _cycle_loop(k, [(o, i, alpha) for o, i in pool]),
+            "annotate and call, new tensors each step; the current stream",
+        ),
     ]
     if not gpu and torch is not None:
         # the same launches given NumPy arrays (views of the torch pool: same memory, same results)
@@ -189,9 +201,23 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
             checks[f"{label} == direct (bitwise, {POOL} tensor pairs)"] = ok
             paths.append(TimedPath(key, label, _cycle_loop(fn, args), f"{POOL} pairs cycled, read without a DLPack export"))
     if torch is not None:
-        paths.append(TimedPath("pointer_from_tensors", "pointer kernel launch, data_ptr()/numel() each step", from_tensors, "the pointer-only equivalent, fed from the same tensors"))
+        paths.append(
+            TimedPath(
+                "pointer_from_tensors",
+                "pointer kernel launch, data_ptr()/numel() each step",
+                from_tensors,
+                "the pointer-only equivalent, fed from the same tensors",
+            )
+        )
     if not gpu:
-        paths.append(TimedPath("pointer_ints", "pointer kernel launch, precomputed ints", _cycle_loop(plaunch, ints), "the pointer-only equivalent, int arguments ready"))
+        paths.append(
+            TimedPath(
+                "pointer_ints",
+                "pointer kernel launch, precomputed ints",
+                _cycle_loop(plaunch, ints),
+                "the pointer-only equivalent, int arguments ready",
+            )
+        )
     if gpu:
         paths += _gpu_paths(compiled, direct_args[0], pool, refs, alpha, torch_stream, poison, out_bytes, checks)
     rows: list[Row] = time_rows(paths, repeats, iters, torch_stream if gpu else None)
@@ -204,16 +230,30 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
     what = "GPU: 2-tensor dynamic-layout scale kernel, ~4096 f32" if gpu else "CPU: host-only 2-tensor function, ~64 f32"
     mode = f"{what}, {POOL} tensor pairs cycled; launch fast path: {fast_path_words(fast_path())}; call path: {call_path()}"
     notes = [] if torch is not None else [NO_TORCH]
-    return Report(machine=machine(), mode=mode, dsl_version=dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks, notes=notes)
+    return Report(
+        machine=machine(), mode=mode, dsl_version=dsl.dsl_version(), repeats=repeats, iters=iters, rows=rows, checks=checks, notes=notes
+    )
 
 
-def _gpu_paths(compiled: Any, direct: tuple[Any, ...], pool: list[Any], refs: list[bytes], alpha: float, stream: Any, poison: Any, out_bytes: Any, checks: dict[str, Any]) -> list[TimedPath]:
+def _gpu_paths(
+    compiled: Any,
+    direct: tuple[Any, ...],
+    pool: list[Any],
+    refs: list[bytes],
+    alpha: float,
+    stream: Any,
+    poison: Any,
+    out_bytes: Any,
+    checks: dict[str, Any],
+) -> list[TimedPath]:
     from .. import dsl
 
     torch = dsl.import_torch()
     paths: list[TimedPath] = []
     entry, packed, _, _, _ = dsl.bare_call(compiled, direct)
-    paths.append(TimedPath("bare", "bare engine call (tensor kernel)", _cycle_loop(entry, [(packed,)]), "the DSL's ctypes entry on its packed array"))
+    paths.append(
+        TimedPath("bare", "bare engine call (tensor kernel)", _cycle_loop(entry, [(packed,)]), "the DSL's ctypes entry on its packed array")
+    )
     try:
         from .kernels import tvm_ffi_tensor_function
 
@@ -226,7 +266,9 @@ def _gpu_paths(compiled: Any, direct: tuple[Any, ...], pool: list[Any], refs: li
                 ok = ok and out_bytes(o) == ref
         checks[f"tvm-ffi tensors == direct (bitwise, {POOL} tensor pairs)"] = ok
         loop = _cycle_loop(fn, [(o, i, alpha) for o, i in pool])
-        paths.append(TimedPath("tvm_ffi_tensors", "DSL TVM-FFI path, torch tensors + env stream", loop, "stream from torch's current stream"))
+        paths.append(
+            TimedPath("tvm_ffi_tensors", "DSL TVM-FFI path, torch tensors + env stream", loop, "stream from torch's current stream")
+        )
     except ImportError:
         checks["tvm-ffi tensors"] = "apache-tvm-ffi not importable: path skipped"
     except Exception as exc:  # report, don't hide
@@ -235,7 +277,9 @@ def _gpu_paths(compiled: Any, direct: tuple[Any, ...], pool: list[Any], refs: li
     return paths
 
 
-def _triton_path(pool: list[Any], refs: list[bytes], alpha: float, stream: Any, poison: Any, out_bytes: Any, checks: dict[str, Any]) -> list[TimedPath]:
+def _triton_path(
+    pool: list[Any], refs: list[bytes], alpha: float, stream: Any, poison: Any, out_bytes: Any, checks: dict[str, Any]
+) -> list[TimedPath]:
     """A Triton scale kernel launched ``kernel[grid](...)`` (where Triton is installed), checked bitwise first."""
     try:
         from .triton_kernels import scale as triton_scale
@@ -253,7 +297,14 @@ def _triton_path(pool: list[Any], refs: list[bytes], alpha: float, stream: Any, 
                 triton_scale(o, i, alpha)
                 ok = ok and out_bytes(o) == ref
         checks[f"triton == direct (bitwise, {POOL} tensor pairs)"] = ok
-        return [TimedPath("triton", "Triton kernel[grid](...), torch tensors", _cycle_loop(triton_scale, [(o, i, alpha) for o, i in pool]), "@triton.jit scale, grid from numel, current stream")]
+        return [
+            TimedPath(
+                "triton",
+                "Triton kernel[grid](...), torch tensors",
+                _cycle_loop(triton_scale, [(o, i, alpha) for o, i in pool]),
+                "@triton.jit scale, grid from numel, current stream",
+            )
+        ]
     except Exception as exc:  # report, don't hide
         checks["triton"] = f"failed: {D.exception_summary(exc, 200)}"
         return []

@@ -56,7 +56,6 @@ class Report:
         return found.median_us
 
 
-
 def _loop(fn: Callable[..., Any], args: tuple[Any, ...], iters: int) -> float:
     # the loop body is the same shape for every path: one call with its arguments
     it = range(iters)

@@ -158,7 +158,9 @@ def _tvm_path(torch: Any, tag: str, x: Any, y: Any, agree: Callable[..., bool], 
         from .kernels import scale_tensors
 
         fake = make_fake_compact_tensor(cutlass.Float32, (cute.sym_int(),), assumed_align=16)
-        fn = cute.compile(scale_tensors, fake, fake, cutlass.Float32(ALPHA), make_fake_stream(use_tvm_ffi_env_stream=True), options="--enable-tvm-ffi")
+        fn = cute.compile(
+            scale_tensors, fake, fake, cutlass.Float32(ALPHA), make_fake_stream(use_tvm_ffi_env_stream=True), options="--enable-tvm-ffi"
+        )
 
         def hand_tvm_body(out: Any, inp: Any, alpha: float) -> None:
             fn(out, inp, alpha)
@@ -177,7 +179,9 @@ def _tvm_path(torch: Any, tag: str, x: Any, y: Any, agree: Callable[..., bool], 
     return []
 
 
-def _compiled_paths(torch: Any, op: Any, op_f: Any, x: Any, y: Any, gpu: bool, agree: Callable[..., bool], checks: dict[str, Any]) -> list[TimedPath]:
+def _compiled_paths(
+    torch: Any, op: Any, op_f: Any, x: Any, y: Any, gpu: bool, agree: Callable[..., bool], checks: dict[str, Any]
+) -> list[TimedPath]:
     """torch.compile of one-line functions: the op against the built-in torch.mul in its place."""
     paths: list[TimedPath] = []
 
@@ -246,7 +250,9 @@ def format_torch_table(report: Report) -> str:
     for hand in (HAND_TVM, HAND_LAUNCH):
         h = us(hand)
         if eager is not None and h is not None:
-            summary.append(f"{hand.removeprefix('hand-written torch.library.custom_op calling ')} hand-written op / eager op = {h / eager:.1f}x")
+            summary.append(
+                f"{hand.removeprefix('hand-written torch.library.custom_op calling ')} hand-written op / eager op = {h / eager:.1f}x"
+            )
     for ours, builtin in ((COMPILED_OP, COMPILED_MUL), (GRAPHED_OP, GRAPHED_MUL)):
         a, b = us(ours), us(builtin)
         if a is not None and b is not None:

@@ -79,7 +79,9 @@ def clear(root: str | Path | None = None) -> int:
         return store.clear()
 
 
-def prune(root: str | Path | None = None, *, max_size: int | None = None, older_than_s: float | None = None, other: bool = False) -> list[str]:
+def prune(
+    root: str | Path | None = None, *, max_size: int | None = None, older_than_s: float | None = None, other: bool = False
+) -> list[str]:
     """Remove corrupt, unsafe and unsigned entries, entries unused for ``older_than_s`` seconds, with ``other``
     the entries this process cannot use (statuses ``other-arch`` and ``other-version``), then the least
     recently used beyond ``max_size`` bytes (default: :func:`size_limit`); returns the keys removed."""

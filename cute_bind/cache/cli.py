@@ -16,7 +16,11 @@ __all__ = ["add_arguments", "main"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=("info", "clear", "prune"), help="info: list entries; clear: remove all; prune: clean up and evict to the size limit")
+    p.add_argument(
+        "action",
+        choices=("info", "clear", "prune"),
+        help="info: list entries; clear: remove all; prune: clean up and evict to the size limit",
+    )
     p.add_argument("--dir", help="cache folder (default: CUTE_BIND_CACHE_DIR or the user's cache folder)")
     p.add_argument("--max-size", help="prune: size limit such as 512M (default: CUTE_BIND_CACHE_SIZE or 1G)")
     p.add_argument("--older-than", type=_days, metavar="DAYS", help="prune: also remove entries unused for this many days")
@@ -90,7 +94,9 @@ def _main(args: argparse.Namespace) -> int:
     if args.action == "prune":
         limit = parse_size(args.max_size, "--max-size") if args.max_size else size_limit()
         before = {e.key: e.status for e in info(root)}
-        removed = prune(root, max_size=limit, older_than_s=args.older_than * 86400 if args.older_than is not None else None, other=args.other)
+        removed = prune(
+            root, max_size=limit, older_than_s=args.older_than * 86400 if args.older_than is not None else None, other=args.other
+        )
         by_status = [before.get(key, "?") for key in removed]
         why = ", ".join(f"{by_status.count(st)} {st}" for st in dict.fromkeys(by_status))
         print(f"removed {len(removed)} entries from {root} (limit {_size(limit)})" + (f": {why}" if why else ""))
@@ -116,5 +122,7 @@ def _main(args: argparse.Namespace) -> int:
     if entries:
         print(f"{'kernel':24s} {'key':12s} {'size':>8s} {'age':>7s} {'used':>7s} {'hits':>5s}  status")
         for e in reversed(entries):
-            print(f"{e.kernel[:24]:24s} {e.key[:12]:12s} {_size(e.size):>8s} {_age(now - e.created):>7s} {_age(now - e.last_used):>7s} {e.hits:>5d}  {_status(e)}")
+            print(
+                f"{e.kernel[:24]:24s} {e.key[:12]:12s} {_size(e.size):>8s} {_age(now - e.created):>7s} {_age(now - e.last_used):>7s} {e.hits:>5d}  {_status(e)}"
+            )
     return 0

@@ -157,7 +157,9 @@ class Claim:
             try:
                 mac_key = load_key(key_file, root)
             except UntrustedPath as exc:
-                _warn_once(D.CACHE_KEY_UNTRUSTED, f"{key_file}:{exc.problem}", kernel=name, got=exc.problem, detail=str(key_file), expected=exc.fix)
+                _warn_once(
+                    D.CACHE_KEY_UNTRUSTED, f"{key_file}:{exc.problem}", kernel=name, got=exc.problem, detail=str(key_file), expected=exc.fix
+                )
                 self.outcome = "uncached"
                 return None
         store = Store(root, key=mac_key)
@@ -165,12 +167,20 @@ class Claim:
             store.ensure()
         except UntrustedPath as exc:
             store.close()
-            _warn_once(D.CACHE_FOLDER_UNTRUSTED, f"{exc.path}:{exc.problem}", kernel=name, got=exc.problem, detail=exc.path, expected=exc.fix)
+            _warn_once(
+                D.CACHE_FOLDER_UNTRUSTED, f"{exc.path}:{exc.problem}", kernel=name, got=exc.problem, detail=exc.path, expected=exc.fix
+            )
             self.outcome = "uncached"
             return None
         except OSError as exc:
             store.close()
-            _warn_once(D.CACHE_UNAVAILABLE, str(root), kernel=name, expected=f"a readable, writable folder {root}", got=f"{type(exc).__name__}: {exc}")
+            _warn_once(
+                D.CACHE_UNAVAILABLE,
+                str(root),
+                kernel=name,
+                expected=f"a readable, writable folder {root}",
+                got=f"{type(exc).__name__}: {exc}",
+            )
             self.outcome = "uncached"
             return None
         self._store = store
@@ -236,7 +246,13 @@ class Claim:
             payload = dsl.export_object(compiled, prefix)
         except Exception as exc:
             first = _first_line(exc)
-            _warn_once(D.CACHE_SKIPPED, f"{name}:export", kernel=name, expected="a compiled function the DSL can export", got=f"{type(exc).__name__}: {first}")
+            _warn_once(
+                D.CACHE_SKIPPED,
+                f"{name}:export",
+                kernel=name,
+                expected="a compiled function the DSL can export",
+                got=f"{type(exc).__name__}: {first}",
+            )
             self.outcome = "uncached"
             _HISTORY.append(Event(name, self.key, "uncached", seconds))
             return
@@ -257,7 +273,9 @@ class Claim:
             self._store.evict(settings.size_limit(name), keep=self.key)
         except OSError as exc:
             root = self._store.root
-            _warn_once(D.CACHE_UNAVAILABLE, str(root), kernel=name, expected=f"a writable folder {root}", got=f"{type(exc).__name__}: {exc}")
+            _warn_once(
+                D.CACHE_UNAVAILABLE, str(root), kernel=name, expected=f"a writable folder {root}", got=f"{type(exc).__name__}: {exc}"
+            )
             self.outcome = "uncached"
         else:
             self.outcome = "compiled"

@@ -95,7 +95,9 @@ def parse_size(text: str, parameter: str = ENV_SIZE, kernel: str | None = None) 
     except ValueError:
         number = -1.0
     if number < 0 or unit not in _UNITS:
-        raise D.error(D.CACHE_SETTING_INVALID, kernel=kernel, parameter=parameter, expected="a size such as 1073741824, 512M or 2G", got=repr(text))
+        raise D.error(
+            D.CACHE_SETTING_INVALID, kernel=kernel, parameter=parameter, expected="a size such as 1073741824, 512M or 2G", got=repr(text)
+        )
     return int(number * _UNITS[unit])
 
 

@@ -284,7 +284,9 @@ def load_key(path: Path, root: Path) -> bytes:
     real = Path(os.path.realpath(path))
     real_root = os.path.realpath(root)
     if str(real) == real_root or str(real).startswith(real_root.rstrip(os.sep) + os.sep):
-        raise UntrustedPath(path, f"the key file is inside the cache folder {root}: anyone who can write the folder could replace it", fix, "key")
+        raise UntrustedPath(
+            path, f"the key file is inside the cache folder {root}: anyone who can write the folder could replace it", fix, "key"
+        )
     try:
         fd = os.open(real, os.O_RDONLY | _SAFE)
     except OSError as exc:
@@ -502,7 +504,9 @@ class Store:
         self._open(create=True)
         return self._fds[level]
 
-    def _open_file(self, level: int, name: str, flags: int, *, create: int | None = None, single_link: bool = False) -> tuple[int, os.stat_result]:
+    def _open_file(
+        self, level: int, name: str, flags: int, *, create: int | None = None, single_link: bool = False
+    ) -> tuple[int, os.stat_result]:
         """Open one cache file safely and check it: no link followed, no FIFO waited on, a regular file that is
         trusted (owner and mode) and at most ``max_entry`` bytes. ``create``: the mode of a new file (made
         with ``O_EXCL``, so it is exactly this file). ``single_link``: refuse a file with other hard links
@@ -593,7 +597,9 @@ class Store:
         """Write an entry atomically: a new temporary file (``O_EXCL``, a random name) in the entries folder, then ``os.replace``."""
         data = encode(header, payload, self.key)
         if len(data) > self.max_entry:
-            raise OSError(errno.EFBIG, f"an entry of {len(data)} bytes is over the limit of {self.max_entry} bytes", str(self.entry_path(key)))
+            raise OSError(
+                errno.EFBIG, f"an entry of {len(data)} bytes is over the limit of {self.max_entry} bytes", str(self.entry_path(key))
+            )
         dir_fd = self._fd(_ENTRIES)
         tmp = f".{key[:16]}.{secrets.token_hex(8)}.tmp"
         mode = _SHARED_ENTRY if self.shared else _PRIVATE_FILE
@@ -758,7 +764,9 @@ class Store:
             removed.append(key)
         return removed
 
-    def prune(self, limit: int, older_than_s: float | None = None, expected: dict[str, str] | None = None, *, other: bool = False) -> list[str]:
+    def prune(
+        self, limit: int, older_than_s: float | None = None, expected: dict[str, str] | None = None, *, other: bool = False
+    ) -> list[str]:
         """Remove corrupt, unsafe and unsigned entries, stale temporary files, stray and unused locks, entries
         unused for ``older_than_s``, with ``other`` the entries this environment cannot use (``other-arch``,
         ``other-version``: not by default, another environment sharing the folder may need them), then evict

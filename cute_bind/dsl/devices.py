@@ -106,7 +106,10 @@ def executor_on_device(compiled: Any, device: int, kernel: str | None = None) ->
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [""])[0]
             raise D.error(
-                D.NO_ENGINE, kernel=kernel or function_name(compiled), expected=f"a module that loads on CUDA device {device}", got=f"{type(exc).__name__}: {first[:160]}"
+                D.NO_ENGINE,
+                kernel=kernel or function_name(compiled),
+                expected=f"a module that loads on CUDA device {device}",
+                got=f"{type(exc).__name__}: {first[:160]}",
             ) from exc
         executors[device] = executor
         return executor

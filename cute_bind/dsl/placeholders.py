@@ -1,5 +1,4 @@
-"""Compile-only placeholders (issue 23): ``Kernel.compile(...)`` with fake tensors and streams.
-"""
+"""Compile-only placeholders (issue 23): ``Kernel.compile(...)`` with fake tensors and streams."""
 
 from __future__ import annotations
 

@@ -55,7 +55,10 @@ def _tvm_ffi_c_api() -> tuple[int, int, int]:
     import tvm_ffi
 
     lib = ctypes.CDLL(tvm_ffi.libinfo.find_libtvm_ffi())
-    return tuple(ctypes.cast(getattr(lib, n), ctypes.c_void_p).value or 0 for n in ("TVMFFIEnvSetStream", "TVMFFIErrorMoveFromRaised", "TVMFFIObjectDecRef"))  # type: ignore[return-value]
+    return tuple(
+        ctypes.cast(getattr(lib, n), ctypes.c_void_p).value or 0
+        for n in ("TVMFFIEnvSetStream", "TVMFFIErrorMoveFromRaised", "TVMFFIObjectDecRef")
+    )  # type: ignore[return-value]
 
 
 def tvm_ffi_entry(compiled: Any) -> TvmFfiEntry:
@@ -209,7 +212,9 @@ def tvm_ffi_scalar_kind(tp: type) -> tuple[str, bool]:
     import tvm_ffi
 
     core = tvm_ffi.core
-    ffi_classes = tuple(c for c in (getattr(core, n, None) for n in ("Tensor", "CContainerBase", "CObject", "ObjectRValueRef")) if isinstance(c, type))
+    ffi_classes = tuple(
+        c for c in (getattr(core, n, None) for n in ("Tensor", "CContainerBase", "CObject", "ObjectRValueRef")) if isinstance(c, type)
+    )
     if issubclass(tp, ffi_classes) or issubclass(tp, cuda_stream_class()):
         return "", False
     if any(hasattr(tp, a) for a in ("__tvm_ffi_object__", "__dlpack_c_exchange_api__", "__cuda_stream__", "__dlpack__")):

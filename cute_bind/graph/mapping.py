@@ -51,7 +51,13 @@ class Item:
 
     @property
     def name(self) -> str:
-        return self.parameter if self.label == "value" else f"{self.parameter}.{self.label}" if not self.label.startswith("[") else self.parameter + self.label
+        return (
+            self.parameter
+            if self.label == "value"
+            else f"{self.parameter}.{self.label}"
+            if not self.label.startswith("[")
+            else self.parameter + self.label
+        )
 
 
 @dataclass(frozen=True)
@@ -185,7 +191,7 @@ def probe_values(item: Item, current: bytes) -> list[bytes]:
     value = int.from_bytes(current, "little", signed=signed)
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
     out = []
-    for delta in ((3 << 12, 10 << 12) if bits >= 32 else (1 << 12, 2 << 12) if bits == 16 else (0x40, 0x20)):
+    for delta in (3 << 12, 10 << 12) if bits >= 32 else (1 << 12, 2 << 12) if bits == 16 else (0x40, 0x20):
         cand = value + delta if value + delta <= hi else value - delta
         if not lo <= cand <= hi:
             cand = value ^ (delta & hi)

@@ -79,7 +79,9 @@ class Finding:
         return D.format_message(D.lookup(self.code), **self._fields())[0]
 
     def _fields(self) -> dict[str, str]:
-        what = "; ".join(("" if item == "value" else f"{item}: ") + how + (f" ({detail})" if detail else "") for item, how, detail in self.effects)
+        what = "; ".join(
+            ("" if item == "value" else f"{item}: ") + how + (f" ({detail})" if detail else "") for item, how, detail in self.effects
+        )
         return {
             "kernel": self.kernel,
             "parameter": self.parameter,
@@ -186,7 +188,10 @@ class Graph(Lifecycle):
     """
 
     REFUSALS: ClassVar[dict[HandleState, Refusal]] = {
-        HandleState.CLOSED: (D.GRAPH_MISUSE, {"detail": "the graph was closed", "expected": "a recorded graph", "got": "a graph that is closed"}),
+        HandleState.CLOSED: (
+            D.GRAPH_MISUSE,
+            {"detail": "the graph was closed", "expected": "a recorded graph", "got": "a graph that is closed"},
+        ),
     }
 
     def __init__(
@@ -198,7 +203,9 @@ class Graph(Lifecycle):
         driver: Driver | None = None,
     ) -> None:
         if derived not in _POLICIES:
-            raise D.error(D.GRAPH_MISUSE, detail="unknown policy for derived values", expected=" or ".join(map(repr, _POLICIES)), got=repr(derived))
+            raise D.error(
+                D.GRAPH_MISUSE, detail="unknown policy for derived values", expected=" or ".join(map(repr, _POLICIES)), got=repr(derived)
+            )
         self._driver = driver if driver is not None else CudaDriver()
         self._derived: str = derived
         self._pool = pool
@@ -422,7 +429,9 @@ class Graph(Lifecycle):
             for it, eff in step.effects.items():
                 if eff.how == "in place":
                     step.plan[it] = [
-                        (buf, buf.offsets[loc.param] + loc.offset) for loc in eff.locations for buf in (self._buffers[step.nodes[loc.node]],)
+                        (buf, buf.offsets[loc.param] + loc.offset)
+                        for loc in eff.locations
+                        for buf in (self._buffers[step.nodes[loc.node]],)
                     ]
             step.state = [
                 [(it, step.effects[it], step.plan.get(it, [])) for it in items if it in step.effects] for items in step.slot_items
@@ -462,7 +471,9 @@ class Graph(Lifecycle):
         out = []
         for step in self._steps:
             for j, name in enumerate(step.names):
-                bad = [(it.label, e.how, e.detail) for it in step.slot_items[j] if (e := step.effects.get(it)) is not None and not e.in_place]
+                bad = [
+                    (it.label, e.how, e.detail) for it in step.slot_items[j] if (e := step.effects.get(it)) is not None and not e.in_place
+                ]
                 if not bad:
                     continue
                 code = "CB802" if any(how in LAUNCH_EFFECTS for _, how, _ in bad) else "CB801"
@@ -533,7 +544,9 @@ class Graph(Lifecycle):
             found = [s for s in self._steps if s.handle is key]
             if len(found) == 1:
                 return found[0]
-            raise self._misuse("a handle names a step only when it was recorded once", "a handle recorded once", f"{len(found)} steps of it")
+            raise self._misuse(
+                "a handle names a step only when it was recorded once", "a handle recorded once", f"{len(found)} steps of it"
+            )
         raise self._misuse("updates name a recorded step", f"a step of this graph (0..{len(self._steps) - 1})", repr(key))
 
     def _slot_index(self, step: Step, parameter: str) -> int:
@@ -681,7 +694,9 @@ class Graph(Lifecycle):
         self._require_ready("replay launches a recorded graph")
         if updates:
             if not isinstance(updates, abc.Mapping):
-                raise self._misuse("replay takes {step: {parameter: value}} or {step: (arguments...)}", "a mapping of steps", type(updates).__name__)
+                raise self._misuse(
+                    "replay takes {step: {parameter: value}} or {step: (arguments...)}", "a mapping of steps", type(updates).__name__
+                )
             for key, values in updates.items():
                 st = self._step(key)
                 # the whole argument list (as handle.launch takes it), or some parameters by name

@@ -215,7 +215,7 @@ class Compiler:
         if compiled is not None:
             return compiled
         # a TVM-FFI function exports, but loads back only as a bare tvm_ffi.Function: never on disk
-        with self.lock, (_NoDisk() if self.tvm_ffi else disk_cache.claim(self.owner, self.cache_form(key))) as disk:
+        with self.lock, _NoDisk() if self.tvm_ffi else disk_cache.claim(self.owner, self.cache_form(key)) as disk:
             compiled = self.table.get(key)
             if compiled is None:
                 compiled = disk.load()  # None: not on disk (then this process holds the key's lock)

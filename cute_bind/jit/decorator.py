@@ -77,10 +77,24 @@ class Kernel(_CallBase, Generic[P]):
         self.signature: KernelSignature = read_signature(fn, self.name)
         # a callable object's own attributes are its configuration, not the wrapper's
         functools.update_wrapper(self, unwrap(fn), updated=() if is_jit_object(fn) else functools.WRAPPER_UPDATES)
-        if max_specializations is not None and (isinstance(max_specializations, bool) or not isinstance(max_specializations, int) or max_specializations < 1):
-            raise D.error(D.INVALID_OPTION, kernel=self.name, parameter="max_specializations", expected="an int >= 1 or None", got=describe_value(max_specializations))
+        if max_specializations is not None and (
+            isinstance(max_specializations, bool) or not isinstance(max_specializations, int) or max_specializations < 1
+        ):
+            raise D.error(
+                D.INVALID_OPTION,
+                kernel=self.name,
+                parameter="max_specializations",
+                expected="an int >= 1 or None",
+                got=describe_value(max_specializations),
+            )
         if on_limit not in ON_LIMIT:
-            raise D.error(D.INVALID_OPTION, kernel=self.name, parameter="on_limit", expected=" or ".join(map(repr, ON_LIMIT)), got=describe_value(on_limit))
+            raise D.error(
+                D.INVALID_OPTION,
+                kernel=self.name,
+                parameter="on_limit",
+                expected=" or ".join(map(repr, ON_LIMIT)),
+                got=describe_value(on_limit),
+            )
         #: binding, the compile key, the in-process and disk caches, the compile lock
         self.compiler = Compiler(self, fn, self.signature, self.name, compile_options, self.tvm_ffi, checked)
         self._calls = Dispatcher(self, self.compiler, max_specializations, on_limit)
@@ -128,7 +142,9 @@ class Kernel(_CallBase, Generic[P]):
         dsl_values = binding.dsl_values
         for p, b in zip(self.signature.runtime, binding.bounds):
             v = given[p.name]
-            if isinstance(getattr(b.slot, "inner", None) or b.slot, ScalarKind) and (type(v) in (bool, int, float) or dsl.is_numeric_type(type(v))):
+            if isinstance(getattr(b.slot, "inner", None) or b.slot, ScalarKind) and (
+                type(v) in (bool, int, float) or dsl.is_numeric_type(type(v))
+            ):
                 # the number as given (checked by its slot): the DSL names the compiled function
                 # after the values it is given, so cute.compile(fn, ..., 0.5) and this are one function
                 dsl_values[p.name] = v
@@ -280,7 +296,9 @@ def kernel(fn: Any = None, /, **options: Any) -> Any:
         where = getattr(fn, "__name__", "kernel") if fn is not None else options.get("name") or "kernel"
         if key not in _OPTIONS:
             hint = D.did_you_mean(key, tuple(_OPTIONS))
-            raise D.error(D.INVALID_OPTION, kernel=str(where), parameter=key, expected=f"one of {', '.join(_OPTIONS)}{hint}", got=f"{key}=...")
+            raise D.error(
+                D.INVALID_OPTION, kernel=str(where), parameter=key, expected=f"one of {', '.join(_OPTIONS)}{hint}", got=f"{key}=..."
+            )
         if isinstance(value, bool) and bool not in _OPTIONS[key] or not isinstance(value, _OPTIONS[key]):
             expected = " or ".join("None" if t is type(None) else t.__name__ for t in _OPTIONS[key])
             raise D.error(D.INVALID_OPTION, kernel=str(where), parameter=key, expected=expected, got=describe_value(value))

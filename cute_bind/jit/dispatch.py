@@ -69,7 +69,19 @@ from .compiler import CompileKey, Compiler, EnvCompile
 if TYPE_CHECKING:
     from ..launch.prepared import PreparedLaunch
 
-__all__ = ["CallBase", "CallSite", "PythonCallBase", "CacheInfo", "DEFAULT_LIMIT", "Dispatcher", "FALLBACK", "ON_LIMIT", "Specialization", "call_path", "current_stream"]
+__all__ = [
+    "CallBase",
+    "CallSite",
+    "PythonCallBase",
+    "CacheInfo",
+    "DEFAULT_LIMIT",
+    "Dispatcher",
+    "FALLBACK",
+    "ON_LIMIT",
+    "Specialization",
+    "call_path",
+    "current_stream",
+]
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +219,6 @@ class _TorchStreams:
             return None
         return self.raw
 
-
     def getter(self, device: int | None) -> Callable[[], int]:
         """The cheapest ``() -> stream`` for a left-out stream of a specialization on ``device``, for now.
 
@@ -297,7 +308,13 @@ class _Spec:
     __slots__ = ("key", "info", "proto", "compiled", "device", "devices", "describe")
 
     def __init__(
-        self, key: CompileKey, info: Specialization, proto: PreparedLaunch[Any] | None, compiled: Any, devices: tuple[int, ...], describe: dict[str, str]
+        self,
+        key: CompileKey,
+        info: Specialization,
+        proto: PreparedLaunch[Any] | None,
+        compiled: Any,
+        devices: tuple[int, ...],
+        describe: dict[str, str],
     ) -> None:
         self.key = key
         self.info = info
@@ -315,7 +332,9 @@ class _Local(threading.local):
         self.call: Callable[..., Any] = _unset
         self.hits = 0
         #: per specialization: (launch, caller, handle or None, (fill_n, stream_fn) or None)
-        self.handles: dict[_Spec, tuple[Callable[..., Any], Callable[..., Any], PreparedLaunch[Any] | None, tuple[int, Callable[[], int]] | None]] = {}
+        self.handles: dict[
+            _Spec, tuple[Callable[..., Any], Callable[..., Any], PreparedLaunch[Any] | None, tuple[int, Callable[[], int]] | None]
+        ] = {}
         self.last: _Spec | None = None
         #: per TVM-FFI environment-stream compile: this thread's handle's launch (Dispatcher._env_use)
         self.env: dict[EnvCompile, Callable[..., Any]] = {}
@@ -396,7 +415,9 @@ def _describe(bound: Bound) -> str:
 class CallSite(Protocol):
     """What a dispatcher tells its kernel's C base (``_cdispatch.c``; unused on the Python path)."""
 
-    def _reset_calls(self, dispatch: Callable[[tuple[Any, ...], dict[str, Any] | None], Any], fallback: tuple[type[BaseException], ...]) -> None: ...
+    def _reset_calls(
+        self, dispatch: Callable[[tuple[Any, ...], dict[str, Any] | None], Any], fallback: tuple[type[BaseException], ...]
+    ) -> None: ...
     def _set_call(self, caller: Callable[..., Any] | None, fill_n: int = ..., stream_fn: Callable[[], int] | None = ...) -> None: ...
     def _set_routes(self, routes: tuple[tuple[Any, ...], ...] | None) -> None: ...
     def _count_hit(self) -> None: ...
@@ -887,7 +908,9 @@ class Dispatcher:
             changes.append(f"target arch: {previous.key.arch} -> {key.arch}")
         if not changes:  # the descriptions agree but the keys differ (e.g. alignment): show the keys
             old_parts, new_parts = _key_parts(previous.key), _key_parts(key)
-            changes = [f"parameter '{n}': {old_parts.get(n)!r} -> {new_parts.get(n)!r}" for n in new_parts if old_parts.get(n) != new_parts.get(n)]
+            changes = [
+                f"parameter '{n}': {old_parts.get(n)!r} -> {new_parts.get(n)!r}" for n in new_parts if old_parts.get(n) != new_parts.get(n)
+            ]
         return "; ".join(sorted(changes)) or "a new compile key"
 
 

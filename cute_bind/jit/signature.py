@@ -85,7 +85,14 @@ def _resolve(fn: Callable[..., Any], name: str, raw: Any, kernel: str) -> tuple[
 def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None, list[CuteBindError]]:
     name = kernel or getattr(fn, "__name__", None) or repr(fn)
     if isinstance(fn, type) or not callable(fn):
-        return None, [D.error(D.NOT_A_FUNCTION, kernel=str(name), expected="a CuTe DSL host function (plain or @cute.jit)", got=type(fn).__name__ + " " + repr(fn)[:40])]
+        return None, [
+            D.error(
+                D.NOT_A_FUNCTION,
+                kernel=str(name),
+                expected="a CuTe DSL host function (plain or @cute.jit)",
+                got=type(fn).__name__ + " " + repr(fn)[:40],
+            )
+        ]
     base = unwrap(fn)
     bound_self = False
     call = getattr(type(fn), "__call__", None)
@@ -96,16 +103,29 @@ def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None
         if kernel is None:
             name = type(fn).__name__
     if not inspect.isfunction(base):
-        return None, [D.error(D.NOT_A_FUNCTION, kernel=str(name), expected="a CuTe DSL host function (plain or @cute.jit)", got=type(base).__name__)]
+        return None, [
+            D.error(D.NOT_A_FUNCTION, kernel=str(name), expected="a CuTe DSL host function (plain or @cute.jit)", got=type(base).__name__)
+        ]
     if dsl.is_dsl_decorated(fn) == "kernel" or dsl.is_dsl_decorated(base) == "kernel":
-        return None, [D.error(D.NOT_A_FUNCTION, kernel=str(name), expected="a host function (@cute.jit), not a @cute.kernel device function", got="@cute.kernel function")]
+        return None, [
+            D.error(
+                D.NOT_A_FUNCTION,
+                kernel=str(name),
+                expected="a host function (@cute.jit), not a @cute.kernel device function",
+                got="@cute.kernel function",
+            )
+        ]
     sig = inspect.signature(base)
     params: list[Param] = []
     problems: list[CuteBindError] = []
     for index, p in enumerate(list(sig.parameters.values())[1 if bound_self else 0 :]):
         if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             star = "*" if p.kind is inspect.Parameter.VAR_POSITIONAL else "**"
-            problems.append(D.error(D.VARIADIC_PARAMETER, kernel=name, parameter=p.name, expected="named parameters, one per slot", got=f"{star}{p.name}"))
+            problems.append(
+                D.error(
+                    D.VARIADIC_PARAMETER, kernel=name, parameter=p.name, expected="named parameters, one per slot", got=f"{star}{p.name}"
+                )
+            )
             continue
         if p.annotation is _EMPTY:
             problems.append(D.error(D.MISSING_ANNOTATION, kernel=name, parameter=p.name, expected=W.ELIGIBLE_SUMMARY, got="no annotation"))
@@ -116,7 +136,16 @@ def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None
             continue
         found = classify(annotation)
         if isinstance(found, Rejected):
-            problems.append(D.error(found.diagnostic, kernel=name, parameter=p.name, expected=W.expected_for(found.diagnostic.code), got=found.got, detail=found.detail))
+            problems.append(
+                D.error(
+                    found.diagnostic,
+                    kernel=name,
+                    parameter=p.name,
+                    expected=W.expected_for(found.diagnostic.code),
+                    got=found.got,
+                    detail=found.detail,
+                )
+            )
             continue
         if p.default is not _EMPTY and not isinstance(found, Constexpr) and found.kind == "scalar":
             # a scalar default is written by every launch that leaves it out: check it once, now
@@ -125,7 +154,10 @@ def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None
             except CuteBindError:
                 problems.append(
                     D.error(
-                        D.INVALID_DEFAULT, kernel=name, parameter=p.name, expected=found.expected(),
+                        D.INVALID_DEFAULT,
+                        kernel=name,
+                        parameter=p.name,
+                        expected=found.expected(),
                         got=describe_value(p.default),
                     )  # fmt: skip
                 )

@@ -28,7 +28,11 @@ def bind_arguments(
     positional = [n for n in names if n not in kwonly]
     if len(args) > len(positional):
         # the usual cause at launch: bind()'s argument list reused, Constexpr values included
-        fixed = f"; the Constexpr values ({', '.join(sorted(constexpr_names))}) are fixed at bind and not passed again" if constexpr_names else ""
+        fixed = (
+            f"; the Constexpr values ({', '.join(sorted(constexpr_names))}) are fixed at bind and not passed again"
+            if constexpr_names
+            else ""
+        )
         raise D.error(
             D.UNEXPECTED_ARGUMENT,
             kernel=kernel,

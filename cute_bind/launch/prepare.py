@@ -7,7 +7,20 @@ from typing import Any
 from .. import dsl
 from .. import _whitelist as W
 from .. import diagnostics as D
-from ..slots import Bound, OptionalKind, PointerKind, Rejected, SequenceKind, SlotKind, StructureKind, TensorKind, Where, classify, describe_value, infer_slot
+from ..slots import (
+    Bound,
+    OptionalKind,
+    PointerKind,
+    Rejected,
+    SequenceKind,
+    SlotKind,
+    StructureKind,
+    TensorKind,
+    Where,
+    classify,
+    describe_value,
+    infer_slot,
+)
 from .arguments import bind_arguments
 from .prepared import PreparedLaunch, build
 from .tvm_ffi import PreparedTvmFfiLaunch, prepare_tvm_ffi
@@ -54,7 +67,14 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any] 
         else:
             found = classify(annotation)
             if isinstance(found, Rejected):
-                raise D.error(found.diagnostic, kernel=name, parameter=pname, expected=W.expected_for(found.diagnostic.code), got=found.got, detail=found.detail)
+                raise D.error(
+                    found.diagnostic,
+                    kernel=name,
+                    parameter=pname,
+                    expected=W.expected_for(found.diagnostic.code),
+                    got=found.got,
+                    detail=found.detail,
+                )
             if not isinstance(found, SlotKind):  # pragma: no cover - constexprs are not runtime parameters
                 continue
             slot = found

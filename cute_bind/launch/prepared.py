@@ -254,7 +254,20 @@ class _Gen:
     GATE: Final = "_cb_gate"
     LEAVE: Final = "_cb_leave"
     #: the factory's parameters before the per-slot ones, in order
-    FIXED: Final = ("_cb_M", "_cb_pack", "_cb_buf", GATE, "_cb_argv", "_cb_res", "_cb_slow", "_cb_fail", "_cb_ret", "_cb_enter", LEAVE, "_cb_busy")
+    FIXED: Final = (
+        "_cb_M",
+        "_cb_pack",
+        "_cb_buf",
+        GATE,
+        "_cb_argv",
+        "_cb_res",
+        "_cb_slow",
+        "_cb_fail",
+        "_cb_ret",
+        "_cb_enter",
+        LEAVE,
+        "_cb_busy",
+    )
 
 
 _CODE_CACHE: dict[tuple[Any, ...], Any] = {}
@@ -371,7 +384,12 @@ def _fast_factory(
     live in :class:`_Gen` (``tests/launch/test_prepared.py`` checks this sample
     against the generator).
     """
-    key = (tuple((s.fmt, s.guard("v"), s.packs_tuple, c) for s, c in zip(slots, converted)), tuple(has_defaults), has_result, tuple(fallbacks))
+    key = (
+        tuple((s.fmt, s.guard("v"), s.packs_tuple, c) for s, c in zip(slots, converted)),
+        tuple(has_defaults),
+        has_result,
+        tuple(fallbacks),
+    )
     factory = _CODE_CACHE.get(key)
     if factory is not None:
         return factory
@@ -394,7 +412,8 @@ def _check_fast_class(kernel: str, name: str, slot: SlotKind) -> None:
     ok = fast in _C_CLASS_FORMATS and (allowed is None or (len(slot.fmt) > 0 and slot.fmt[0] in allowed))
     if fast == "S":
         ok = all(getattr(e, "fast", "X") not in ("S", "X") for e in getattr(slot, "elements", None) or ()) and all(
-            _C_CLASS_FORMATS.get(e.fast) is None or e.fmt[:1] in (_C_CLASS_FORMATS[e.fast] or "") for e in getattr(slot, "elements", None) or ()
+            _C_CLASS_FORMATS.get(e.fast) is None or e.fmt[:1] in (_C_CLASS_FORMATS[e.fast] or "")
+            for e in getattr(slot, "elements", None) or ()
         )
     if not ok:
         raise D.error(
@@ -519,7 +538,9 @@ class PreparedLaunch(Lifecycle, Generic[P]):
         converters = [s.converter(w) for s, w in zip(sh.slots, sh.wheres)]
         # a value a slot's guard refuses (a tensor for a pointer) is read by its kind's fallback first
         fallbacks = [s.fallback(w) if c is None and s.guard("v") is not None else None for s, w, c in zip(sh.slots, sh.wheres, converters)]
-        factory = _fast_factory(sh.slots, [c is not None for c in converters], has_defaults, sh.has_result, [f is not None for f in fallbacks])
+        factory = _fast_factory(
+            sh.slots, [c is not None for c in converters], has_defaults, sh.has_result, [f is not None for f in fallbacks]
+        )
         fn = factory(
             NOT_GIVEN,
             sh.layout.struct.pack_into,
@@ -849,4 +870,3 @@ def build(
     # fast paths (which write items only) and the slow path leave the same bytes
     initial = ours + bytes(snapshot[len(ours) :])
     return PreparedLaunch(shared, _Pin(compiled, entry), initial, _checked_default() if checked is None else checked)
-

@@ -127,7 +127,10 @@ class LaunchSpec:
 
     def __post_init__(self) -> None:
         n = len(self.classes)
-        _check(isinstance(self.fmts, bytes) and isinstance(self.classes, bytes) and len(self.fmts) == n, "fmts and classes are bytes of one length")
+        _check(
+            isinstance(self.fmts, bytes) and isinstance(self.classes, bytes) and len(self.fmts) == n,
+            "fmts and classes are bytes of one length",
+        )
         for name in ("offsets", "sizes", "extras", "defaults"):
             value = getattr(self, name)
             _check(isinstance(value, tuple) and len(value) == n, f"{name} is a tuple of {n} items (one per slot)")
@@ -143,17 +146,31 @@ class LaunchSpec:
         for name in ("slow", "fail", "busy_error"):
             if not callable(getattr(self, name)):
                 raise TypeError(f"LaunchSpec: {name} is callable")
-        for i, (c, f, off, size, extra) in enumerate(zip(self.classes.decode("latin-1"), self.fmts.decode("latin-1"), self.offsets, self.sizes, self.extras)):
+        for i, (c, f, off, size, extra) in enumerate(
+            zip(self.classes.decode("latin-1"), self.fmts.decode("latin-1"), self.offsets, self.sizes, self.extras)
+        ):
             _check(c in FAST_CLASSES, f"slot {i}: unknown fast class {c!r}")
             allowed = CLASS_FORMATS[c]
             _check(allowed is None or f in allowed, f"slot {i}: class {c!r} cannot write format {f!r}")
-            _check(type(off) is int and type(size) is int and 0 <= off and 0 <= size and off + size <= self.storage_size, f"slot {i}: within the storage")
+            _check(
+                type(off) is int and type(size) is int and 0 <= off and 0 <= size and off + size <= self.storage_size,
+                f"slot {i}: within the storage",
+            )
             if c == "S":
-                _check(isinstance(extra, tuple) and all(isinstance(leaf, SeqLeaf) for leaf in extra), f"slot {i}: a sequence's leaves are SeqLeaf records")
+                _check(
+                    isinstance(extra, tuple) and all(isinstance(leaf, SeqLeaf) for leaf in extra),
+                    f"slot {i}: a sequence's leaves are SeqLeaf records",
+                )
                 for leaf in extra:
                     _check(leaf.cls in SEQUENCE_LEAF_CLASSES, f"slot {i}: a sequence leaf of class {leaf.cls!r}")
-                    _check(leaf.fmt in (CLASS_FORMATS[leaf.cls] or ""), f"slot {i}: a leaf of class {leaf.cls!r} cannot write format {leaf.fmt!r}")
-                    _check(0 <= leaf.offset and 0 <= leaf.size and leaf.offset + leaf.size <= self.storage_size, f"slot {i}: a leaf within the storage")
+                    _check(
+                        leaf.fmt in (CLASS_FORMATS[leaf.cls] or ""),
+                        f"slot {i}: a leaf of class {leaf.cls!r} cannot write format {leaf.fmt!r}",
+                    )
+                    _check(
+                        0 <= leaf.offset and 0 <= leaf.size and leaf.offset + leaf.size <= self.storage_size,
+                        f"slot {i}: a leaf within the storage",
+                    )
             elif c == "X":
                 _check(extra is None or callable(extra), f"slot {i}: a writer or None")
 

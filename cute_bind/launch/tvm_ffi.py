@@ -151,7 +151,9 @@ class PreparedTvmFfiLaunch(Lifecycle):
     launch: Callable[..., Any]
     """Launch with new argument values (an instance attribute: the C launcher's bound method)."""
 
-    def __init__(self, kernel: str, compiled: Any, entry: dsl.TvmFfiEntry, kinds: str, specs: tuple[Any, ...], defaults: tuple[Any, ...]) -> None:
+    def __init__(
+        self, kernel: str, compiled: Any, entry: dsl.TvmFfiEntry, kinds: str, specs: tuple[Any, ...], defaults: tuple[Any, ...]
+    ) -> None:
         self._kernel = kernel
         self._compiled = compiled
         self._entry = entry
@@ -205,7 +207,12 @@ class PreparedTvmFfiLaunch(Lifecycle):
         # what the entry or its argument conversion refused (a dtype, a read-only or meta tensor...)
         text = str(exc).strip()
         first = text.splitlines()[0] if text else type(exc).__name__
-        return D.error(D.TVM_FFI_CALL_ERROR, kernel=self._kernel, expected="arguments the compiled function takes", got=f"{type(exc).__name__}: {first}")
+        return D.error(
+            D.TVM_FFI_CALL_ERROR,
+            kernel=self._kernel,
+            expected="arguments the compiled function takes",
+            got=f"{type(exc).__name__}: {first}",
+        )
 
     def _fail(self, kind: str, message: str, backtrace: str) -> None:
         cause = dsl.tvm_ffi_error(kind, message, backtrace)
@@ -297,9 +304,7 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
     try:
         entry = dsl.tvm_ffi_function_entry(compiled, len(args)) if bare else dsl.tvm_ffi_entry(compiled)
     except Exception as exc:
-        raise D.error(
-            D.NO_ENGINE, kernel=kernel, expected="an initialised TVM-FFI function", got=f"{type(exc).__name__}: {exc}"
-        ) from exc
+        raise D.error(D.NO_ENGINE, kernel=kernel, expected="an initialised TVM-FFI function", got=f"{type(exc).__name__}: {exc}") from exc
     if entry.converts_sequences:
         raise D.error(
             D.TVM_FFI_UNSUPPORTED_ARGUMENT,

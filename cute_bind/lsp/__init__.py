@@ -66,8 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.name not in ("pygls", "lsprotocol") and not str(exc.name or "").startswith(("pygls.", "lsprotocol.")):
             raise
         print(
-            f"cute-bind lsp: the language server needs {exc.name}, which is not installed; "
-            'install the extra: pip install "cute-bind[lsp]"',
+            f'cute-bind lsp: the language server needs {exc.name}, which is not installed; install the extra: pip install "cute-bind[lsp]"',
             file=sys.stderr,
         )
         return 2

@@ -93,7 +93,6 @@ def describe_annotation(annotation: Any) -> str:
     return repr(annotation)
 
 
-
 def wrong_kind(where: Where, expected: str, value: Any) -> Exception:
     return D.error(D.WRONG_KIND, kernel=where.kernel, parameter=where.parameter, expected=expected, got=describe_value(value))
 

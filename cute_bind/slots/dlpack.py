@@ -30,7 +30,27 @@ import sys
 import weakref
 from typing import Any, Callable, Final, NamedTuple
 
-__all__ = ["ArrayLayout", "CtypesLayout", "array_layout", "array_address", "ctypes_layout", "dtype_code", "DLView", "DLTensor", "InvalidDLPack", "ReadOnlyDLPack", "EXCHANGE_FROM_PYOBJECT_OFFSET", "exchange_function", "exchange_for", "read", "read_capsule", "read_exchange", "describe_dtype", "is_cute_dtype", "DEVICE_NAMES"]
+__all__ = [
+    "ArrayLayout",
+    "CtypesLayout",
+    "array_layout",
+    "array_address",
+    "ctypes_layout",
+    "dtype_code",
+    "DLView",
+    "DLTensor",
+    "InvalidDLPack",
+    "ReadOnlyDLPack",
+    "EXCHANGE_FROM_PYOBJECT_OFFSET",
+    "exchange_function",
+    "exchange_for",
+    "read",
+    "read_capsule",
+    "read_exchange",
+    "describe_dtype",
+    "is_cute_dtype",
+    "DEVICE_NAMES",
+]
 
 #: DLPack device types, for messages.
 DEVICE_NAMES = {1: "cpu", 2: "cuda", 3: "cuda_host (pinned)", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm", 13: "cuda_managed"}
@@ -312,11 +332,35 @@ class ArrayLayout(NamedTuple):
 _P = ctypes.sizeof(ctypes.c_void_p)
 _HEAD = 2 * _P  # PyObject_HEAD: refcount, type
 #: PyArrayObject_fields: data, nd, dimensions, strides, base, descr, flags; PyArray_Descr: typeobj, kind, type, byteorder, flags, type_num
-_ARRAY_OFFSETS = {"data": _HEAD, "nd": _HEAD + _P, "dims": _HEAD + 2 * _P, "strides": _HEAD + 3 * _P, "descr": _HEAD + 5 * _P, "flags": _HEAD + 6 * _P}
+_ARRAY_OFFSETS = {
+    "data": _HEAD,
+    "nd": _HEAD + _P,
+    "dims": _HEAD + 2 * _P,
+    "strides": _HEAD + 3 * _P,
+    "descr": _HEAD + 5 * _P,
+    "flags": _HEAD + 6 * _P,
+}
 _DESCR_OFFSETS = {"byteorder": _HEAD + _P + 2, "type_num": _HEAD + _P + 4}
 _NPY_WRITEABLE: Final = 0x0400
 #: the NumPy element types read without an export (each with its own type number; long and longlong may share a code)
-_NUMPY_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64", "intc", "uintc", "longlong", "ulonglong")
+_NUMPY_NAMES = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "intc",
+    "uintc",
+    "longlong",
+    "ulonglong",
+)
 _LAYOUTS: dict[str, Any] = {}
 
 
@@ -400,7 +444,12 @@ def ctypes_layout() -> CtypesLayout | None:
     found: CtypesLayout | None = None
     try:
         buf = (ctypes.c_float * 4)()
-        samples = [ctypes.c_void_p(ctypes.addressof(buf)), ctypes.c_void_p(None), ctypes.pointer(ctypes.c_float(1.0)), ctypes.cast(buf, ctypes.POINTER(ctypes.c_float))]
+        samples = [
+            ctypes.c_void_p(ctypes.addressof(buf)),
+            ctypes.c_void_p(None),
+            ctypes.pointer(ctypes.c_float(1.0)),
+            ctypes.cast(buf, ctypes.POINTER(ctypes.c_float)),
+        ]
         if all(_read_ptr(id(p) + _HEAD) == ctypes.addressof(p) for p in samples) and all(
             _read_ptr(ctypes.addressof(p)) == (ctypes.cast(p, ctypes.c_void_p).value or 0) for p in samples
         ):

@@ -34,6 +34,7 @@ class CPointerSpec(NamedTuple):
     device: tuple[int, int] | None  # the (DLPack type, id) device the slot was bound on, None: any
     align: int
 
+
 # --------------------------------------------------------------------------- pointers
 _NUMPY_TYPESTR = {
     "f4": "Float32", "f8": "Float64", "f2": "Float16",
@@ -71,7 +72,12 @@ class PointerKind(SlotKind):
     fast = "P"
 
     def __init__(
-        self, spec: PointerSpec | None = None, dtype: Any = None, space: Any = None, align: int | None = None, device: tuple[int, int] | None = None
+        self,
+        spec: PointerSpec | None = None,
+        dtype: Any = None,
+        space: Any = None,
+        align: int | None = None,
+        device: tuple[int, int] | None = None,
     ) -> None:
         self.spec = spec or PointerSpec()
         # resolved at bind(): what the compiled function assumes (None: unknown)
@@ -131,7 +137,9 @@ class PointerKind(SlotKind):
             try:
                 address = data_ptr()
             except Exception as exc:  # e.g. a sparse torch tensor has no single data pointer
-                raise wrong_kind(where, f"{self.expected()} (its data_ptr() raised {type(exc).__name__}: {_first_line(exc)})", value) from None
+                raise wrong_kind(
+                    where, f"{self.expected()} (its data_ptr() raised {type(exc).__name__}: {_first_line(exc)})", value
+                ) from None
             if isinstance(address, bool) or not isinstance(address, int):
                 raise wrong_kind(where, self.expected(), value)
             if address == 0 and not _is_empty(value):
@@ -140,7 +148,9 @@ class PointerKind(SlotKind):
             space = dsl.dsl().cute.AddressSpace.gmem if is_cuda else None
             pinned = getattr(value, "is_pinned", None)
             host = not is_cuda and not (callable(pinned) and bool(pinned()))
-            return _PointerValue(self._check_range(address, where), self._torch_dtype(value), space, None, host, _cuda_device(value) if is_cuda else None)
+            return _PointerValue(
+                self._check_range(address, where), self._torch_dtype(value), space, None, host, _cuda_device(value) if is_cuda else None
+            )
         for attr, on_device in (("__cuda_array_interface__", True), ("__array_interface__", False)):
             iface = getattr(value, attr, None)
             if isinstance(iface, dict) and "data" in iface:
@@ -178,7 +188,9 @@ class PointerKind(SlotKind):
     @staticmethod
     def _check_range(address: int, where: Where) -> int:
         if not 0 <= address < U64:
-            raise D.error(D.INVALID_ADDRESS, kernel=where.kernel, parameter=where.parameter, expected="an address in [0, 2**64)", got=str(address))
+            raise D.error(
+                D.INVALID_ADDRESS, kernel=where.kernel, parameter=where.parameter, expected="an address in [0, 2**64)", got=str(address)
+            )
         return address
 
     def _check_alignment(self, address: int, where: Where) -> None:
@@ -217,7 +229,11 @@ class PointerKind(SlotKind):
         self._check_device(pv, where)
         if pv.dtype_name is not None and self._dtype_name is not None and pv.dtype_name != self._dtype_name:
             raise D.error(
-                D.POINTER_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=self.describe(), got=f"a {pv.dtype_name} pointer"
+                D.POINTER_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=self.describe(),
+                got=f"a {pv.dtype_name} pointer",
             )
         if pv.space is not None and self.space is not None and pv.space != self.space and pv.space != _generic():
             raise D.error(
@@ -239,7 +255,9 @@ class PointerKind(SlotKind):
         pointers and ``__cuda_array_interface__`` exporters are then written by the C fast path."""
         torch = sys.modules.get("torch")
         found = _dlpack.exchange_function(torch.Tensor) if torch is not None else None
-        types = tuple(t for t in (getattr(torch, "Tensor", None), getattr(getattr(torch, "nn", None), "Parameter", None)) if isinstance(t, type))
+        types = tuple(
+            t for t in (getattr(torch, "Tensor", None), getattr(getattr(torch, "nn", None), "Parameter", None)) if isinstance(t, type)
+        )
         cpu_ok, cuda_ok = self._accepts()
         return CPointerSpec(
             function=found[0] if found else 0,
@@ -324,7 +342,13 @@ class PointerKind(SlotKind):
         spec = self.spec
         dtype_name = _dtype_name(spec.dtype) or pv.dtype_name
         if spec.dtype is not None and pv.dtype_name is not None and pv.dtype_name != _dtype_name(spec.dtype):
-            raise D.error(D.POINTER_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=spec.describe(), got=f"a {pv.dtype_name} pointer")
+            raise D.error(
+                D.POINTER_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=spec.describe(),
+                got=f"a {pv.dtype_name} pointer",
+            )
         if dtype_name is None:
             raise D.error(
                 D.POINTER_DTYPE_UNKNOWN, kernel=where.kernel, parameter=where.parameter, expected="cute.Pointer", got=describe_value(value)
@@ -407,8 +431,6 @@ def _cuda_device(value: Any) -> tuple[int, int] | None:
 
 def _generic() -> Any:
     return dsl.dsl().cute.AddressSpace.generic
-
-
 
 
 register(PointerKind)

@@ -126,7 +126,9 @@ class ScalarKind(SlotKind):
         except Exception as exc:  # not an integer, or a hostile __index__ that raised: a typed error
             raise wrong_kind(where, self.expected(), value) from exc
         if as_int not in (0, 1):
-            raise D.error(D.INTEGER_OUT_OF_RANGE, kernel=where.kernel, parameter=where.parameter, expected="Boolean (0 or 1)", got=str(as_int))
+            raise D.error(
+                D.INTEGER_OUT_OF_RANGE, kernel=where.kernel, parameter=where.parameter, expected="Boolean (0 or 1)", got=str(as_int)
+            )
         return bool(as_int)
 
     def _coerce_int(self, value: Any, where: Where) -> int:
@@ -157,7 +159,11 @@ class ScalarKind(SlotKind):
             return float(value)
         except OverflowError:
             raise D.error(
-                D.INTEGER_OUT_OF_RANGE, kernel=where.kernel, parameter=where.parameter, expected=f"a value representable as {self.dtype_name}", got=describe_value(value)
+                D.INTEGER_OUT_OF_RANGE,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=f"a value representable as {self.dtype_name}",
+                got=describe_value(value),
             ) from None
         except Exception as exc:  # not a number, or a hostile __float__ that raised: a typed error
             raise wrong_kind(where, self.expected(), value) from exc
@@ -201,8 +207,6 @@ def bfloat16_bits(value: float) -> int:
     except OverflowError:
         bits = 0xFF800000 if value < 0 else 0x7F800000
     return int(bits) >> 16
-
-
 
 
 register(ScalarKind)

@@ -12,6 +12,7 @@ from .registry import register
 
 __all__ = ["StreamKind"]
 
+
 # --------------------------------------------------------------------------- streams
 class StreamKind(SlotKind):
     """A CUDA stream handle: 64-bit storage.
@@ -81,7 +82,9 @@ class StreamKind(SlotKind):
         if isinstance(handle, bool) or not isinstance(handle, int):
             raise wrong_kind(where, self.expected(), value)
         if not 0 <= handle < U64:
-            raise D.error(D.INTEGER_OUT_OF_RANGE, kernel=where.kernel, parameter=where.parameter, expected="a 64-bit stream handle", got=str(handle))
+            raise D.error(
+                D.INTEGER_OUT_OF_RANGE, kernel=where.kernel, parameter=where.parameter, expected="a 64-bit stream handle", got=str(handle)
+            )
         return handle
 
     def _fake(self, value: Any, where: Where) -> Exception:

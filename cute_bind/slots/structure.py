@@ -272,7 +272,9 @@ class StructureKind(SlotKind):
                 try:
                     key.append((name, "const", _const_key(v)))
                 except TypeError:
-                    raise D.error(D.CONSTEXPR_UNHASHABLE, kernel=w.kernel, parameter=w.parameter, expected="a hashable value", got=describe_value(v)) from None
+                    raise D.error(
+                        D.CONSTEXPR_UNHASHABLE, kernel=w.kernel, parameter=w.parameter, expected="a hashable value", got=describe_value(v)
+                    ) from None
                 bound.append((name, None, v))
                 continue
             # None in any field is a constant of the compiled code (the DSL gives it no argument)

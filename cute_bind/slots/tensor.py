@@ -147,9 +147,7 @@ class TensorKind(SlotKind):
         self._exchange = _dlpack.exchange_function(value_type) if value_type is not None else None
         self.fast = "T"
         # (index into shape + strides, static value or None, lo, hi, divisibility), for pack_view
-        self._plan = tuple(
-            (k, m.static, *_RANGE[m.width], m.divisibility) for k, m in enumerate((*layout.shape, *layout.stride))
-        )
+        self._plan = tuple((k, m.static, *_RANGE[m.width], m.divisibility) for k, m in enumerate((*layout.shape, *layout.stride)))
         # 32-bit dynamic strides: the compiled index arithmetic is 32-bit, so the
         # whole footprint must fit Int32 (the DSL refuses such a tensor at marshal time)
         self._footprint32 = any(m.static is None and m.width == 32 for m in layout.stride)
@@ -202,8 +200,12 @@ class TensorKind(SlotKind):
             return _dlpack.read(value)
         except _dlpack.InvalidDLPack as exc:
             raise D.error(
-                D.INVALID_DLPACK, kernel=where.kernel, parameter=where.parameter, detail=str(exc),
-                expected="a tensor a DLPack producer can describe", got=describe_value(value)
+                D.INVALID_DLPACK,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                detail=str(exc),
+                expected="a tensor a DLPack producer can describe",
+                got=describe_value(value),
             ) from None
         except Exception as exc:  # not readable, or a hostile __dlpack__ that raised: a typed error
             # a read-only capsule, or NumPy refusing to export a read-only array through unversioned DLPack
@@ -211,10 +213,18 @@ class TensorKind(SlotKind):
                 isinstance(exc, BufferError) and getattr(getattr(value, "flags", None), "writeable", True) is False
             ):
                 raise D.error(
-                    D.READ_ONLY_BUFFER, kernel=where.kernel, parameter=where.parameter, expected="a writable tensor", got=describe_value(value)
+                    D.READ_ONLY_BUFFER,
+                    kernel=where.kernel,
+                    parameter=where.parameter,
+                    expected="a writable tensor",
+                    got=describe_value(value),
                 ) from None
             raise D.error(
-                D.WRONG_KIND, kernel=where.kernel, parameter=where.parameter, expected=self.expected(), got=f"{describe_value(value)} ({exc})"
+                D.WRONG_KIND,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=self.expected(),
+                got=f"{describe_value(value)} ({exc})",
             ) from None
 
     def _device_error(self, device: tuple[int, int], where: Where) -> Exception:
@@ -230,11 +240,19 @@ class TensorKind(SlotKind):
         spec = self.spec
         if spec.dtype is not None and dtype_name != spec.dtype.__name__:
             raise D.error(
-                D.TENSOR_DTYPE_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=spec.describe(), got=f"a {dtype_name} tensor"
+                D.TENSOR_DTYPE_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=spec.describe(),
+                got=f"a {dtype_name} tensor",
             )
         if spec.rank is not None and rank != spec.rank:
             raise D.error(
-                D.TENSOR_RANK_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=spec.describe(), got=f"a rank-{rank} tensor"
+                D.TENSOR_RANK_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=spec.describe(),
+                got=f"a rank-{rank} tensor",
             )
 
     # ------------------------------------------------------------------ slot protocol
@@ -325,7 +343,9 @@ class TensorKind(SlotKind):
                 got=f"assumed_align={layout.assumed_align}",
             )
         align = layout.assumed_align or max(1, int(getattr(layout.dtype, "width", 8)) // 8)
-        bound = self._bound(TensorKind(self.spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value)), value)
+        bound = self._bound(
+            TensorKind(self.spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value)), value
+        )
         if tensor is value and view.address == 0 and dsl.compiling() is not None:
             # a from_dlpack tensor of a meta or fake tensor (FlashAttention compiles from those):
             # its layout is the compile's; nothing is launched, so no descriptor
@@ -360,7 +380,9 @@ class TensorKind(SlotKind):
         gpu = view.device[0] in (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged: gmem, as from_dlpack has it
         key = ("cute_bind.Tensor", spec.dtype.__name__, align, "gmem" if gpu else "generic", text)
         layout = dsl.TensorLayout(dtype=spec.dtype, shape=tuple(shape), stride=tuple(stride), assumed_align=align, text=text, cache_key=key)
-        bound = self._bound(TensorKind(spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value)), value)
+        bound = self._bound(
+            TensorKind(spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value)), value
+        )
         packed = bound.pack_view(view, where)
         descriptor = struct.pack("@" + bound.fmt, *packed)
         dsl_value = dsl.laid_out_tensor(
@@ -462,7 +484,9 @@ class TensorKind(SlotKind):
         if view.device != self.device:
             raise self._device_error(view.device, where)
         if view.address % self.align:
-            raise D.error(D.MISALIGNED_POINTER, kernel=where.kernel, parameter=where.parameter, expected=f"{self.align} bytes", got=hex(view.address))
+            raise D.error(
+                D.MISALIGNED_POINTER, kernel=where.kernel, parameter=where.parameter, expected=f"{self.align} bytes", got=hex(view.address)
+            )
         shapes: list[int] = []
         strides: list[int] = []
         for what, modes, values, out in (("extent", layout.shape, view.shape, shapes), ("stride", layout.stride, view.strides, strides)):
@@ -481,7 +505,9 @@ class TensorKind(SlotKind):
                         got=f"{v} (shape {view.shape}, strides {view.strides})",
                     )
                 if v % mode.divisibility:
-                    raise self._layout_error(f"{what} of mode {i}", f"a multiple of {mode.divisibility} (layout {layout.text})", view, where)
+                    raise self._layout_error(
+                        f"{what} of mode {i}", f"a multiple of {mode.divisibility} (layout {layout.text})", view, where
+                    )
                 out.append(v)
         if self._footprint32 and _footprint(view) > _INT32_MAX:
             raise D.error(
@@ -649,7 +675,20 @@ def _direct_converter(kind: TensorKind, where: Where) -> Any:
         np = sys.modules["numpy"]
         for num, code, bits in layout.dtypes:
             if (code, bits, 1) == kind.dtype:
-                for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.float16, np.float32, np.float64):
+                for t in (
+                    np.bool_,
+                    np.int8,
+                    np.int16,
+                    np.int32,
+                    np.int64,
+                    np.uint8,
+                    np.uint16,
+                    np.uint32,
+                    np.uint64,
+                    np.float16,
+                    np.float32,
+                    np.float64,
+                ):
                     if np.dtype(t).num == num:
                         want_np, item = np.dtype(t), np.dtype(t).itemsize
                         break

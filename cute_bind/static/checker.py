@@ -83,9 +83,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="Python files, or directories searched for *.py")
     parser.add_argument("--show-fix", action="store_true", help="print the catalog's fix under each problem")
-    parser.add_argument("--ignore", metavar="CODES", default="", help="comma-separated codes not to report (adds to [tool.cute-bind] ignore)")
     parser.add_argument(
-        "--exclude", metavar="GLOB", action="append", default=[], help="skip files matching GLOB (repeatable; adds to [tool.cute-bind] exclude)"
+        "--ignore", metavar="CODES", default="", help="comma-separated codes not to report (adds to [tool.cute-bind] ignore)"
+    )
+    parser.add_argument(
+        "--exclude",
+        metavar="GLOB",
+        action="append",
+        default=[],
+        help="skip files matching GLOB (repeatable; adds to [tool.cute-bind] exclude)",
     )
     parser.add_argument("--no-config", action="store_true", help="do not read [tool.cute-bind] from pyproject.toml")
     return parser

@@ -54,7 +54,9 @@ class Settings:
         absolute = os.path.abspath(path)
         rel = os.path.relpath(absolute, self.root) if self.root else path
         rel = rel.replace(os.sep, "/")
-        return any(fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(os.path.basename(absolute), pattern) for pattern in self.exclude)
+        return any(
+            fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(os.path.basename(absolute), pattern) for pattern in self.exclude
+        )
 
     def merged(self, ignore: frozenset[str] = frozenset(), exclude: tuple[str, ...] = (), show_fix: bool = False) -> Settings:
         """These settings with command-line options added."""
@@ -110,7 +112,9 @@ def settings_from_table(table: Any, where: str = "[tool.cute-bind]", root: str |
     known = REPORTED_CODES | DECORATOR_CODES
     bad = sorted(c for c in ignore if c.upper() not in known)
     if bad:
-        raise ConfigError(f"{where}: 'ignore' names code(s) the static tools do not report: {', '.join(bad)}; they report {', '.join(sorted(known))}")
+        raise ConfigError(
+            f"{where}: 'ignore' names code(s) the static tools do not report: {', '.join(bad)}; they report {', '.join(sorted(known))}"
+        )
     exclude = table.get("exclude", [])
     if not (isinstance(exclude, list) and all(isinstance(p, str) for p in exclude)):
         raise ConfigError(f"{where}: 'exclude' must be a list of glob patterns")

@@ -388,4 +388,3 @@ def _decorator_order(analysis: ModuleAnalysis, site: Site, lines: list[str]) -> 
         TextEdit(dec.lineno, 0, end + 1, 0, ""),
     )
     return [Fix("Move @cute_bind.kernel above the DSL decorator (outermost)", edits)]
-

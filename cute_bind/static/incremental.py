@@ -297,8 +297,10 @@ def _at(analysis: ModuleAnalysis, sites: list[Site], line: int, column: int, off
         a = node.args
         for p in a.posonlyargs + a.args + ([a.vararg] if a.vararg else []) + a.kwonlyargs + ([a.kwarg] if a.kwarg else []):
             end = p.end_col_offset if p.end_col_offset is not None else p.col_offset
-            if p.lineno <= line <= (p.end_lineno or p.lineno) and (p.lineno < line or p.col_offset <= column) and (
-                (p.end_lineno or p.lineno) > line or column <= end
+            if (
+                p.lineno <= line <= (p.end_lineno or p.lineno)
+                and (p.lineno < line or p.col_offset <= column)
+                and ((p.end_lineno or p.lineno) > line or column <= end)
             ):
                 return ParameterAt(analysis, site, kernel, p, offset)
         if line == node.lineno:

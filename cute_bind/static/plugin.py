@@ -74,7 +74,9 @@ from .rules import (
 __all__ = ["CATALOG_CODES", "CUTE_BIND", "CuteBindPlugin", "plugin"]
 
 #: The mypy error code of every eligibility error (``# type: ignore[cute-bind]``).
-CUTE_BIND = ErrorCode("cute-bind", f"cute_bind kernel eligibility (catalog codes {', '.join(sorted(REPORTED_CODES | DECORATOR_CODES))})", "cute_bind")
+CUTE_BIND = ErrorCode(
+    "cute-bind", f"cute_bind kernel eligibility (catalog codes {', '.join(sorted(REPORTED_CODES | DECORATOR_CODES))})", "cute_bind"
+)
 
 #: One mypy error code per catalog code (``cute-bind-cb101``...), each a sub-code of
 #: ``cute-bind``: ``# type: ignore[cute-bind-cb102]`` silences that finding alone,
@@ -215,8 +217,10 @@ def _own_parameters(kernel_type: Type, dec: Decorator) -> Type:
     if not isinstance(proper, Instance) or not proper.args:
         return kernel_type
     params = get_proper_type(proper.args[0])
-    erased = isinstance(params, Parameters) and params.arg_kinds == [ARG_STAR, ARG_STAR2] and all(
-        isinstance(get_proper_type(t), AnyType) for t in params.arg_types
+    erased = (
+        isinstance(params, Parameters)
+        and params.arg_kinds == [ARG_STAR, ARG_STAR2]
+        and all(isinstance(get_proper_type(t), AnyType) for t in params.arg_types)
     )
     own = get_proper_type(dec.func.type)
     if not erased or not isinstance(own, CallableType) or not dec.decorators[1:]:

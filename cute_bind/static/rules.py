@@ -96,7 +96,9 @@ _ELIGIBLE = _ELEMENT_KINDS | {"constexpr", "sequence", "optional", "structure"}
 # Kinds a union with None may hold (``slots/optional.py``: any runtime kind but another optional).
 _OPTIONAL_MEMBERS = _ELEMENT_KINDS | {"sequence", "structure"}
 # Top-level packages whose names are never structures (the whitelist decides them): their sources are not read.
-_NOT_STRUCTURES = frozenset({"cutlass", "cuda", "builtins", "typing", "typing_extensions", "cute_bind", "collections", "dataclasses", "enum"})
+_NOT_STRUCTURES = frozenset(
+    {"cutlass", "cuda", "builtins", "typing", "typing_extensions", "cute_bind", "collections", "dataclasses", "enum"}
+)
 # The CB125 detail for a stream field of a NamedTuple (``slots/structure.py`` spells it the same).
 _NAMEDTUPLE_STREAM = "field '{name}': a stream inside a NamedTuple is not passed by the DSL (it adapts nothing inside one); use a dataclass"
 # Class-body annotations that are not fields (dataclasses skip them; a NamedTuple refuses them).
@@ -254,9 +256,7 @@ def _cute_bind_exports() -> frozenset[str]:
 
 def _is_type_checking(test: ast.expr) -> bool:
     """``TYPE_CHECKING`` or ``<anything>.TYPE_CHECKING``: the typing-only block convention."""
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def _target_names(target: ast.expr) -> Iterator[ast.Name]:
@@ -268,7 +268,9 @@ def _target_names(target: ast.expr) -> Iterator[ast.Name]:
 def _collect(stmts: list[ast.stmt], scope: _Scope, typing_only: bool = False, fallback: bool = False) -> None:
     """Record every name the statements bind in ``scope`` (not descending into defs and classes)."""
 
-    def bind(name: str, line: int, kind: BindingKind, target: str | None = None, value: ast.expr | None = None, cls: ast.ClassDef | None = None) -> None:
+    def bind(
+        name: str, line: int, kind: BindingKind, target: str | None = None, value: ast.expr | None = None, cls: ast.ClassDef | None = None
+    ) -> None:
         scope.add(name, _Binding(kind, line, scope, target, value, typing_only, fallback, cls))
 
     for st in stmts:
@@ -876,7 +878,7 @@ class ModuleAnalysis:
             if q == qualname:
                 return bound
             if q is not None and module and (module == q or module.startswith(q + ".")):
-                spelled = bound + module[len(q):] + "." + name
+                spelled = bound + module[len(q) :] + "." + name
                 if best is None or len(spelled) < len(best):
                     best = spelled
         return best
@@ -1121,7 +1123,9 @@ def rules_fingerprint() -> str:
     """
     h = hashlib.sha256()
     for name in sorted(W.__all__):
-        h.update(f"{name}={sorted(getattr(W, name)) if isinstance(getattr(W, name), (set, frozenset, dict)) else getattr(W, name)}".encode())
+        h.update(
+            f"{name}={sorted(getattr(W, name)) if isinstance(getattr(W, name), (set, frozenset, dict)) else getattr(W, name)}".encode()
+        )
     for code in sorted(CATALOG):
         h.update(f"{code}:{CATALOG[code].message}".encode())
     with open(__file__, "rb") as f:

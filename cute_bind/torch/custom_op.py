@@ -76,9 +76,7 @@ def _torch() -> Any:
 
         torch = dsl.import_torch()
     except ImportError as exc:
-        raise D.error(
-            D.TORCH_MISSING, expected="PyTorch (pip install torch)", got=f"{type(exc).__name__}: {exc}"
-        ) from exc
+        raise D.error(D.TORCH_MISSING, expected="PyTorch (pip install torch)", got=f"{type(exc).__name__}: {exc}") from exc
     return torch
 
 
@@ -343,7 +341,11 @@ def _diagnoser(plan: OpPlan, kernel: Kernel[Any], rt: _Runtime) -> Callable[[Bas
                         hash(value)
                     except TypeError:
                         raise D.error(
-                            D.CONSTEXPR_UNHASHABLE, kernel=plan.kernel, parameter=p.name, expected="a hashable value", got=describe_value(value)
+                            D.CONSTEXPR_UNHASHABLE,
+                            kernel=plan.kernel,
+                            parameter=p.name,
+                            expected="a hashable value",
+                            got=describe_value(value),
                         ) from None
                     continue
                 slot.bind(value, Where(plan.kernel, p.name))  # the slot's own check: kernel(...)'s words
@@ -355,7 +357,9 @@ def _diagnoser(plan: OpPlan, kernel: Kernel[Any], rt: _Runtime) -> Callable[[Bas
     return diagnose
 
 
-def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str, tuple[str, Any]]) -> tuple[Callable[..., Any], Callable[..., Any], dict[str, Any]]:
+def _generate(
+    plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str, tuple[str, Any]]
+) -> tuple[Callable[..., Any], Callable[..., Any], dict[str, Any]]:
     """The generated ``__call__`` (eager checks, then the kernel), the dispatcher implementation, their globals.
 
     ``__call__`` takes the positional parameters positionally only, each defaulting
@@ -388,7 +392,9 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
     required = [p for p in inputs if not p.has_default]
     required_pos = [p for p in positional if not p.has_default]
     # positional arguments fill a prefix: the last required positional parameter is not given iff any is missing
-    unbound = " or ".join(["_cb_kw", "_cb_extra"] + [f"{p.name} is _cb_M" for p in required_pos[-1:] + [k for k in kwonly if not k.has_default]])
+    unbound = " or ".join(
+        ["_cb_kw", "_cb_extra"] + [f"{p.name} is _cb_M" for p in required_pos[-1:] + [k for k in kwonly if not k.has_default]]
+    )
 
     def tuple_of(ps: Sequence[OpParam]) -> str:
         return "(" + ", ".join(p.name for p in ps) + ("," if len(ps) == 1 else "") + ")"
@@ -443,9 +449,7 @@ def _generate(plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str,
     # capturing on another device than the tensors' is CB705. With one visible device the tensors'
     # device is the current one: _cb_several_devices (fixed when the op is made) skips the lookups
     # (0.2 us for the current device, 0.5 us for the capture test on the H200's host)
-    other_device_check = (
-        "if _cb_several_devices and _cb_device != _cb_current_device() and _cb_capturing(): _cb_other_device(_cb_device)"
-    )
+    other_device_check = "if _cb_several_devices and _cb_device != _cb_current_device() and _cb_capturing(): _cb_other_device(_cb_device)"
     stream_lines = [
         # torch's current stream of the tensors' device (0 for host tensors); inline, it is per call
         "if _cb_device < 0:",
@@ -596,6 +600,7 @@ def _fake(rt: _Runtime, plan: OpPlan, allocs: dict[str, tuple[str, Any]]) -> Cal
             return None
 
         return fake_mutating
+
     def from_like(spec: Like, values: dict[str, Any], args: tuple[Any, ...]) -> Any:
         return rt.empty_like(values[spec.source], dtype=spec.dtype, memory_format=rt.contiguous)
 
@@ -641,7 +646,9 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
     schema = plan.schema()
     ns, opname = plan.namespace, plan.opname
     if hasattr(torch.ops, ns) and hasattr(getattr(torch.ops, ns), opname):
-        raise D.error(D.OP_NAME_INVALID, kernel=plan.kernel, expected="a name no other op has", got=f"{name!r}, already registered with torch")
+        raise D.error(
+            D.OP_NAME_INVALID, kernel=plan.kernel, expected="a name no other op has", got=f"{name!r}, already registered with torch"
+        )
     call, impl, namespace = _generate(plan, rt, kernel, allocs)
     impl.__name__ = impl.__qualname__ = opname
     impl.__module__ = getattr(kernel, "__module__", __name__)
@@ -656,7 +663,11 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
     except Exception as exc:
         getattr(lib, "_destroy", lambda: None)()  # drop the half-made Library
         raise D.error(
-            D.OP_NAME_INVALID, kernel=plan.kernel, expected="a name and schema torch.library accepts", got=f"{name!r}{schema}", detail=str(exc)[:200]
+            D.OP_NAME_INVALID,
+            kernel=plan.kernel,
+            expected="a name and schema torch.library accepts",
+            got=f"{name!r}{schema}",
+            detail=str(exc)[:200],
         ) from exc
     lib.impl(opname, impl, "CompositeExplicitAutograd")
     fake: list[Callable[..., Any]] = [_fake(rt, plan, allocs)]
@@ -687,22 +698,31 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
 
 def _python_signature(plan: OpPlan) -> inspect.Signature:
     kinds = inspect.Parameter
-    params = [
-        kinds(p.name, kinds.KEYWORD_ONLY if p.keyword_only else kinds.POSITIONAL_OR_KEYWORD, default=p.default)
-        for p in plan.inputs
-    ]
+    params = [kinds(p.name, kinds.KEYWORD_ONLY if p.keyword_only else kinds.POSITIONAL_OR_KEYWORD, default=p.default) for p in plan.inputs]
     return inspect.Signature(params)
 
 
 @overload
-def op(name: str, kernel: Any, /, *, mutates_args: Sequence[str] | str = (), outputs: Mapping[str, OutputSpec] | None = None, tags: Any = None) -> TorchOp: ...
+def op(
+    name: str, kernel: Any, /, *, mutates_args: Sequence[str] | str = (), outputs: Mapping[str, OutputSpec] | None = None, tags: Any = None
+) -> TorchOp: ...
 
 
 @overload
-def op(name: str, /, *, mutates_args: Sequence[str] | str = (), outputs: Mapping[str, OutputSpec] | None = None, tags: Any = None) -> Callable[[Any], TorchOp]: ...
+def op(
+    name: str, /, *, mutates_args: Sequence[str] | str = (), outputs: Mapping[str, OutputSpec] | None = None, tags: Any = None
+) -> Callable[[Any], TorchOp]: ...
 
 
-def op(name: str, kernel: Any = None, /, *, mutates_args: Sequence[str] | str = (), outputs: Mapping[str, OutputSpec] | None = None, tags: Any = None) -> Any:
+def op(
+    name: str,
+    kernel: Any = None,
+    /,
+    *,
+    mutates_args: Sequence[str] | str = (),
+    outputs: Mapping[str, OutputSpec] | None = None,
+    tags: Any = None,
+) -> Any:
     """Register a cute_bind kernel as the torch custom op ``name`` (``"namespace::opname"``).
 
     ``op(name, kernel, ...)`` returns the :class:`TorchOp`; ``op(name, ...)`` is

@@ -194,7 +194,10 @@ def _input(kernel: str, p: Param) -> OpParam:
             kinds.add(_element_type(e))
         if len(kinds) != 1 or None in kinds:
             raise _unsupported(
-                kernel, p, slot.describe(), "a sequence must have one element kind (tensors, pointers or one scalar type) to be a schema list"
+                kernel,
+                p,
+                slot.describe(),
+                "a sequence must have one element kind (tensors, pointers or one scalar type) to be a schema list",
             )
         ((schema_type, tensor),) = kinds  # type: ignore[misc]
         schema_type = f"{schema_type}[]"
@@ -214,20 +217,37 @@ def _input(kernel: str, p: Param) -> OpParam:
     else:
         element = _element_type(slot)
         if element is None:
-            raise _unsupported(kernel, p, slot.describe(), f"the {slot.kind} slot kind has no torch schema type; give it a default to have the op pass that value always")
+            raise _unsupported(
+                kernel,
+                p,
+                slot.describe(),
+                f"the {slot.kind} slot kind has no torch schema type; give it a default to have the op pass that value always",
+            )
         schema_type, tensor = element
     if p.keyword_only and tensor:
-        raise _unsupported(kernel, p, "a keyword-only tensor parameter", "torch custom ops take tensors positionally; make it an ordinary parameter")
+        raise _unsupported(
+            kernel, p, "a keyword-only tensor parameter", "torch custom ops take tensors positionally; make it an ordinary parameter"
+        )
     default = p.default
     if p.has_default:
         number = isinstance(default, (bool, int, float)) and not (isinstance(default, float) and not math.isfinite(default))
         ok = (optional and default is None) or (not tensor and not sequence and number)
         if not ok:
             raise _unsupported(
-                kernel, p, f"default {default!r}", "a schema default must be a finite number or a bool on a scalar parameter, or None on an optional one"
+                kernel,
+                p,
+                f"default {default!r}",
+                "a schema default must be a finite number or a bool on a scalar parameter, or None on an optional one",
             )
     return OpParam(
-        name=p.name, role="input", schema_type=schema_type, tensor=tensor, sequence=sequence, default=default, keyword_only=p.keyword_only, optional=optional
+        name=p.name,
+        role="input",
+        schema_type=schema_type,
+        tensor=tensor,
+        sequence=sequence,
+        default=default,
+        keyword_only=p.keyword_only,
+        optional=optional,
     )
 
 
@@ -249,7 +269,9 @@ def _names(value: Any, what: str, kernel: str) -> tuple[str, ...]:
         names = (value,)
     for n in names:
         if not isinstance(n, str):
-            raise D.error(D.OP_SPEC_INVALID, kernel=kernel, parameter=repr(n), expected=f"{what}: parameter names (strings)", got=repr(value))
+            raise D.error(
+                D.OP_SPEC_INVALID, kernel=kernel, parameter=repr(n), expected=f"{what}: parameter names (strings)", got=repr(value)
+            )
     return names
 
 
@@ -265,7 +287,11 @@ def plan_op(qualname: str, sig: KernelSignature, mutates_args: Iterable[str] | s
             p = by_name.get(n)
             if p is None:
                 raise D.error(
-                    D.OP_SPEC_INVALID, kernel=kernel, parameter=n, expected=f"{what}: names of the kernel's parameters ({', '.join(by_name)})", got=repr(n)
+                    D.OP_SPEC_INVALID,
+                    kernel=kernel,
+                    parameter=n,
+                    expected=f"{what}: names of the kernel's parameters ({', '.join(by_name)})",
+                    got=repr(n),
                 )
             slot = p.slot
             if isinstance(slot, OptionalKind) and not slot.is_union:  # Optional[cute.Tensor]: given, or allocated
@@ -282,7 +308,11 @@ def plan_op(qualname: str, sig: KernelSignature, mutates_args: Iterable[str] | s
     both = sorted(set(mutated) & set(outs))
     if both:
         raise D.error(
-            D.OP_SPEC_INVALID, kernel=kernel, parameter=both[0], expected="a parameter in mutates_args or in outputs, not both", got="listed in both"
+            D.OP_SPEC_INVALID,
+            kernel=kernel,
+            parameter=both[0],
+            expected="a parameter in mutates_args or in outputs, not both",
+            got="listed in both",
         )
     if not mutated and not outs:
         raise D.error(
@@ -308,5 +338,7 @@ def plan_op(qualname: str, sig: KernelSignature, mutates_args: Iterable[str] | s
             params.append(op_param)
     if sum(p.role == "stream" for p in params) > 1:
         extra = [p.name for p in params if p.role == "stream"][1]
-        raise _unsupported(kernel, by_name[extra], "a second stream parameter", "the op passes torch's current stream to one stream parameter")
+        raise _unsupported(
+            kernel, by_name[extra], "a second stream parameter", "the op passes torch's current stream to one stream parameter"
+        )
     return OpPlan(qualname=qualname, kernel=kernel, params=tuple(params), outputs=outs)

@@ -97,8 +97,7 @@ def render_page(diagnostic: Any) -> str:
         lines += ['!!! warning "Retired"', "    cute_bind no longer raises this diagnostic; the code stays reserved.", ""]
     lines += [
         f"- **Range:** CB{d.code[2:3]}xx {group}, {when}",
-        f"- **Raised as:** {_raised_as(d)}, a [`CuteBindError`][cute_bind.CuteBindError]"
-        f" with `.code == \"{d.code}\"`",
+        f'- **Raised as:** {_raised_as(d)}, a [`CuteBindError`][cute_bind.CuteBindError] with `.code == "{d.code}"`',
         f"- **Message:** {_code_span('[' + d.code + '] ' + cute_bind.diagnostics.render_template(d.message))}",
         f"- **In a terminal:** `python -m cute_bind explain {d.code}`",
         "",

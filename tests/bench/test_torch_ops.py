@@ -12,7 +12,16 @@ def _report(medians: dict[str, float]) -> Report:
 
 
 def test_table_lists_rows_and_comparisons():
-    medians = {T.LAUNCH: 4.0, T.KERNEL: 4.5, T.EAGER: 5.0, T.HAND_TVM: 20.0, T.COMPILED_OP: 33.0, T.COMPILED_MUL: 30.0, T.GRAPHED_OP: 11.0, T.GRAPHED_MUL: 10.0}
+    medians = {
+        T.LAUNCH: 4.0,
+        T.KERNEL: 4.5,
+        T.EAGER: 5.0,
+        T.HAND_TVM: 20.0,
+        T.COMPILED_OP: 33.0,
+        T.COMPILED_MUL: 30.0,
+        T.GRAPHED_OP: 11.0,
+        T.GRAPHED_MUL: 10.0,
+    }
     text = T.format_torch_table(_report(medians))
     for path, us in medians.items():
         assert f"| {path} | {us:.2f} |" in text

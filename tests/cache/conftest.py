@@ -20,7 +20,9 @@ def _no_disk_cache() -> bool:
 
 
 #: for tests that set the cache folder themselves instead of taking ``cache_dir``
-needs_disk_cache = pytest.mark.skipif(_no_disk_cache(), reason="the installed DSL has no export/reload of compiled functions: the disk cache is off")
+needs_disk_cache = pytest.mark.skipif(
+    _no_disk_cache(), reason="the installed DSL has no export/reload of compiled functions: the disk cache is off"
+)
 
 
 @pytest.fixture

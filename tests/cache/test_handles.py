@@ -98,9 +98,15 @@ print(ok, e.outcome, e.key)
 def test_eight_processes_from_a_cold_cache(cache_dir, tmp_path):
     script = tmp_path / "bind.py"
     script.write_text(CONCURRENT)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p), "CUTE_BIND_CACHE_DIR": str(cache_dir)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        "CUTE_BIND_CACHE_DIR": str(cache_dir),
+    }
     procs = [
-        subprocess.Popen([sys.executable, str(script)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, str(script)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(8)
     ]
     import time
@@ -246,7 +252,11 @@ def test_every_slot_kind_round_trips(cache_dir, case):
     assert outcomes_since(before) == ["hit"]
     results = []
     for h in (fresh, loaded):
-        ctypes.memset(out.ctypes.data if hasattr(out, "ctypes") else ctypes.addressof(out), 0x5A, ctypes.sizeof(out) if not hasattr(out, "nbytes") else out.nbytes)
+        ctypes.memset(
+            out.ctypes.data if hasattr(out, "ctypes") else ctypes.addressof(out),
+            0x5A,
+            ctypes.sizeof(out) if not hasattr(out, "nbytes") else out.nbytes,
+        )
         h.launch(*launch_args)
         results.append((bytes(out) if not hasattr(out, "tobytes") else out.tobytes(), h.storage_bytes()))
     (out_fresh, bytes_fresh), (out_loaded, bytes_loaded) = results

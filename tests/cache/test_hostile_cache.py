@@ -54,7 +54,12 @@ class World:
         self.shared = shared
         if shared:
             os.chmod(self.root, 0o2770)
-        self.levels = {"root": self.root, "v1": self.root / "v1", "entries": self.root / "v1" / "entries", "locks": self.root / "v1" / "locks"}
+        self.levels = {
+            "root": self.root,
+            "v1": self.root / "v1",
+            "entries": self.root / "v1" / "entries",
+            "locks": self.root / "v1" / "locks",
+        }
         self.level_ok = dict.fromkeys(self.levels, True)
         self.entry = "good"  # good, bad, absent, unsafe, folder
         self.entry_mode_ok = True
@@ -187,7 +192,9 @@ def _level_action(w: World, level: str, action: str, arg: int) -> None:
 FILE_ACTIONS = ["bytes", "truncate", "flip", "link_to_file", "link_dangling", "link_dev_zero", "link_to_good_copy", "hard_link", "fifo", "folder", "sparse_giant", "chmod", "chown", "remove"]  # fmt: skip
 ACTIONS = st.one_of(
     st.tuples(st.sampled_from(["entry", "hits", "lock"]), st.sampled_from(FILE_ACTIONS), st.integers(0, 1 << 16), st.binary(max_size=300)),
-    st.tuples(st.sampled_from(["root", "v1", "entries", "locks"]), st.sampled_from(["chmod", "chown"]), st.integers(0, 1 << 16), st.just(b"")),
+    st.tuples(
+        st.sampled_from(["root", "v1", "entries", "locks"]), st.sampled_from(["chmod", "chown"]), st.integers(0, 1 << 16), st.just(b"")
+    ),
 )
 
 

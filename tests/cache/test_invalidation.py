@@ -22,7 +22,6 @@ import cute_bind
 from cute_bind import dsl
 from cute_bind.cache import key as cache_key_module
 
-from .conftest import outcomes_since
 
 KERNEL = """\
 import cutlass

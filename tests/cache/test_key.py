@@ -23,6 +23,7 @@ from cute_bind.cache import canonical, key as key_module
 from cute_bind.cache.settings import parse_size
 from tests.optional import torch_or_skip
 
+
 def _f64(bits):
     return struct.unpack("<d", struct.pack("<Q", bits))[0]
 
@@ -32,10 +33,12 @@ nans = st.sampled_from([0x7FF8000000000000, 0xFFF8000000000000, 0x7FF80000000000
 floats = st.floats() | nans | st.sampled_from([0.0, -0.0])
 plain = st.recursive(
     st.none() | st.booleans() | st.integers() | floats | st.text(max_size=8) | st.binary(max_size=8),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.lists(inner, max_size=4).map(tuple)
-    | st.dictionaries(st.text(max_size=4), inner, max_size=4)
-    | st.frozensets(st.integers(), max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=4).map(tuple)
+        | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+        | st.frozensets(st.integers(), max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -203,7 +206,11 @@ def test_numpy_float_scalars_are_keyed_by_their_bits(dtype):
     nan = t(float("nan"))
     assert canonical(nan) == canonical(t(float("nan")))
     assert key_module.constexpr_key(nan) == key_module.constexpr_key(t(float("nan")))
-    other = t(NAN_OTHER) if dtype == "float64" else np.array([0x7E01 if dtype == "float16" else 0x7FC00001], dtype=f"uint{np.dtype(t).itemsize * 8}").view(t)[0]
+    other = (
+        t(NAN_OTHER)
+        if dtype == "float64"
+        else np.array([0x7E01 if dtype == "float16" else 0x7FC00001], dtype=f"uint{np.dtype(t).itemsize * 8}").view(t)[0]
+    )
     assert repr(nan) == repr(other)  # a NaN of another payload: repr cannot tell
     assert canonical(nan) != canonical(other)
     assert key_module.constexpr_key(nan) != key_module.constexpr_key(other)
@@ -329,7 +336,12 @@ def test_the_sources_hash_keeps_nothing_in_the_temporary_folder(tmp_path, monkey
     watching = [True]
 
     def hook(event, args):
-        if watching[0] and event in ("open", "os.rename", "os.replace", "os.remove") and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        if (
+            watching[0]
+            and event in ("open", "os.rename", "os.replace", "os.remove")
+            and args
+            and isinstance(args[0], (str, bytes, os.PathLike))
+        ):
             path = os.fsdecode(args[0])
             if path.startswith(str(shared)) or path.startswith(tempfile.gettempdir()):
                 touched.append(f"{event} {path}")

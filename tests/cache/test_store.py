@@ -203,7 +203,9 @@ def test_invalid_settings_raise_cb609(cache_dir, monkeypatch, setting, value):
     assert isinstance(info.value, ValueError)
 
 
-@pytest.mark.parametrize("text, size", [("0", 0), ("1024", 1024), ("4K", 4096), ("1.5M", 3 << 19), ("2G", 2 << 30), ("2GiB", 2 << 30), (" 8 kb ", 8192)])
+@pytest.mark.parametrize(
+    "text, size", [("0", 0), ("1024", 1024), ("4K", 4096), ("1.5M", 3 << 19), ("2G", 2 << 30), ("2GiB", 2 << 30), (" 8 kb ", 8192)]
+)
 def test_size_settings(text, size):
     assert cute_bind.cache.settings.parse_size(text) == size
 

@@ -67,7 +67,7 @@ def test_each_folder_level_is_checked(tmp_path, level, name, damage, private_ref
     Store(root).ensure()
     damage(_levels(root)[level])
     s = Store(root, key=TEAM_KEY if shared else None)
-    if (shared_refused if shared else private_refused):
+    if shared_refused if shared else private_refused:
         with pytest.raises(UntrustedPath) as info:
             s.ensure()
         assert info.value.path == str(_levels(root)[level])

@@ -238,7 +238,10 @@ class Recorder:
         def load_module(path: Any, *args: Any, **kwargs: Any) -> Any:
             return LoadedModule(original_load(path, *args, **kwargs), str(path))
 
-        patches: list[tuple[Any, str, Any]] = [(cute, "compile", self.compile_with(original_compile)), (runtime, "load_module", load_module)]
+        patches: list[tuple[Any, str, Any]] = [
+            (cute, "compile", self.compile_with(original_compile)),
+            (runtime, "load_module", load_module),
+        ]
         # the clients' own aliases of cute.compile (``from cutlass.cute import compile``, ``cute_compile_og``)
         for name, module in list(sys.modules.items()):
             if module is None or name.split(".")[0] not in prefixes:
@@ -759,7 +762,9 @@ def run(cases: list[str], tmp: str) -> dict[str, Any]:
             {
                 "label": r.label,
                 "case": r.case,
-                "host": f"{type(r.host).__module__}.{type(r.host).__qualname__}" if r.host is not None and not inspect.isfunction(r.host) else getattr(r.host, "__qualname__", None),
+                "host": f"{type(r.host).__module__}.{type(r.host).__qualname__}"
+                if r.host is not None and not inspect.isfunction(r.host)
+                else getattr(r.host, "__qualname__", None),
                 "origin": r.origin,
                 "loaded_from": r.loaded_from,
                 "options": r.options,

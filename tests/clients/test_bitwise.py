@@ -81,7 +81,14 @@ def recorded() -> Any:
     out = torch.full((n,), math.nan)  # "before": NaN everywhere, as an uninitialised output may hold
     with recorder.active("test.scale"):
         mark = lambda t: from_dlpack(t).mark_layout_dynamic()  # noqa: E731
-        fn = cute.compile(scale_tensors_host, mark(torch.zeros(n)), mark(torch.zeros(n)), cutlass.Float32(1.5), make_fake_stream(), options="--enable-tvm-ffi")
+        fn = cute.compile(
+            scale_tensors_host,
+            mark(torch.zeros(n)),
+            mark(torch.zeros(n)),
+            cutlass.Float32(1.5),
+            make_fake_stream(),
+            options="--enable-tvm-ffi",
+        )
         fn(out, x, 1.5, 0)  # the client's call, through the recording proxy: it runs
     (r,) = recorder.records
     return r, out, x
@@ -131,7 +138,12 @@ def test_markdown_names_every_door() -> None:
         "device": "dev",
         "records": [
             {"label": "q:A", "calls": ["q"], "nondeterministic": [], "doors": {d: {"ok": True} for d in bitwise.DOORS}},
-            {"label": "q:B", "calls": ["q"], "nondeterministic": ["dq"], "doors": {"prepare": {"ok": False, "code": "CB308", "error": "x | y"}}},
+            {
+                "label": "q:B",
+                "calls": ["q"],
+                "nondeterministic": ["dq"],
+                "doors": {"prepare": {"ok": False, "code": "CB308", "error": "x | y"}},
+            },
         ],
     }
     text = bitwise.markdown(result)

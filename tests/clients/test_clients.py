@@ -43,7 +43,9 @@ def _installed(dist: str) -> str | None:
 
 _MISSING = [d for d in ("quack-kernels", "flash-attn-4") if _installed(d) is None]
 if _MISSING:
-    pytest.skip(f"the client packages are not installed ({', '.join(_MISSING)}): see tests/clients/requirements.txt", allow_module_level=True)
+    pytest.skip(
+        f"the client packages are not installed ({', '.join(_MISSING)}): see tests/clients/requirements.txt", allow_module_level=True
+    )
 
 
 #: Every compile the recorder's cases make, by label ``case:host class`` (``#n``: the n-th of that class in
@@ -81,8 +83,7 @@ RECORDED = (
 #: TEMPORARY: the doors that fail today, with the catalog code they fail with. Remove an entry when its
 #: fix lands (a fixed door XPASSes meanwhile). A door that fails with another code than the one listed
 #: is a real failure, so a fix that only moves the refusal elsewhere shows.
-XFAIL: dict[tuple[str, str], str] = {
-}
+XFAIL: dict[tuple[str, str], str] = {}
 
 
 class DoorRefused(AssertionError):

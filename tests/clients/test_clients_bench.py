@@ -69,9 +69,7 @@ def test_the_table_says_na_for_paths_not_timed() -> None:
 def test_check_only_runs_on_the_cpu(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--check-only"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
-    )
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--check-only"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr[-6000:]
     assert "check-only: ok" in out, out

@@ -64,7 +64,17 @@ def test_slugs_unique():
 
 @pytest.mark.parametrize(
     "code, builtin",
-    [("CB101", TypeError), ("CB204", TypeError), ("CB205", ValueError), ("CB206", ValueError), ("CB401", RuntimeError), ("CB402", RuntimeError), ("CB501", RuntimeError), ("CB701", ImportError), ("CB705", RuntimeError)],
+    [
+        ("CB101", TypeError),
+        ("CB204", TypeError),
+        ("CB205", ValueError),
+        ("CB206", ValueError),
+        ("CB401", RuntimeError),
+        ("CB402", RuntimeError),
+        ("CB501", RuntimeError),
+        ("CB701", ImportError),
+        ("CB705", RuntimeError),
+    ],
 )
 def test_error_classes_subclass_builtins(code, builtin):
     err = D.error(D.CATALOG[code], kernel="k", parameter="p", expected="x", got="y")

@@ -51,7 +51,9 @@ NEEDS_FEATURE = {
 }
 
 #: Examples that need torch (the library does not): skipped where it is not installed.
-_TORCH = re.compile(r"^\s*(import torch\b|from torch\b|import cute_bind\.torch\b|from cute_bind\.torch\b|from cute_bind import torch\b)", re.M)
+_TORCH = re.compile(
+    r"^\s*(import torch\b|from torch\b|import cute_bind\.torch\b|from cute_bind\.torch\b|from cute_bind import torch\b)", re.M
+)
 
 
 #: Runs the example (argv[1]) as ``__main__``; the exception it ends with is written to argv[2]
@@ -81,7 +83,12 @@ def _run(code: str, folder: Path) -> subprocess.CompletedProcess[str]:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.pop("CUTE_BIND_CHECKED", None)
     return subprocess.run(
-        [sys.executable, "-c", _BOOT, str(script), str(_record(folder, code))], cwd=folder, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
+        [sys.executable, "-c", _BOOT, str(script), str(_record(folder, code))],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
     )
 
 

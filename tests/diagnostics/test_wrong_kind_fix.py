@@ -31,7 +31,9 @@ def handle():
     return _three_kinds.bind(X, 1, X.ctypes.data)
 
 
-@pytest.mark.parametrize(("args", "start", "words"), ROWS, ids=["list-for-tensor", "address-for-tensor", "float-for-int", "str-for-pointer"])
+@pytest.mark.parametrize(
+    ("args", "start", "words"), ROWS, ids=["list-for-tensor", "address-for-tensor", "float-for-int", "str-for-pointer"]
+)
 def test_the_fix_names_what_the_slot_takes(handle, args, start, words):
     with pytest.raises(cute_bind.CuteBindError) as info:
         handle.launch(*args)

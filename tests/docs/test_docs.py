@@ -110,9 +110,7 @@ def test_tutorial_pages_contain_the_tutorial_source(site: Path) -> None:
     for script in TUTORIALS:
         slug = script.stem.replace("_", "-")
         page = _page(site, f"tutorials/{slug}")
-        source = "\n".join(
-            line for line in script.read_text(encoding="utf-8").splitlines() if not SNIPPET_MARKER.match(line)
-        )
+        source = "\n".join(line for line in script.read_text(encoding="utf-8").splitlines() if not SNIPPET_MARKER.match(line))
         blocks = _code_blocks(page)
         assert any(b.rstrip() == source.rstrip() for b in blocks), f"{script.name} is not included whole in {slug}"
         assert "--8<--" not in _text(page), f"a snippet marker or include leaked into {slug}"
@@ -131,7 +129,7 @@ def test_api_reference(site: Path) -> None:
     page = _page(site, "reference/api")
     for name in ("kernel", "prepare", "Kernel", "PreparedLaunch", "Pointer", "CATALOG", "Diagnostic", "CuteBindError"):
         assert f'id="cute_bind.{name}"' in page, name
-    assert f'id="cute_bind.PreparedLaunch.clone"' in page
+    assert 'id="cute_bind.PreparedLaunch.clone"' in page
     assert ":func:`" not in page and ":class:`" not in page  # reST roles were converted
 
 

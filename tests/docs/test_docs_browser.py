@@ -32,12 +32,7 @@ pytestmark = pytest.mark.skipif(docs_screenshot.find_chromium() is None, reason=
 def test_site_in_headless_chromium(tmp_path: Path) -> None:
     config = os.environ.get("CUTE_BIND_DOCS_CONFIG")
     report = docs_screenshot.run(tmp_path / "out", screenshots=False, config=Path(config) if config else None)
-    failed = {
-        f"{name}: {check}"
-        for name, page in report["pages"].items()
-        for check, ok in page["checks"].items()
-        if not ok
-    }
+    failed = {f"{name}: {check}" for name, page in report["pages"].items() for check, ok in page["checks"].items() if not ok}
     assert not failed, f"failed checks: {sorted(failed)}; DOM dumps in {tmp_path / 'out'}"
     assert set(report["pages"]) == {"home", "tutorial", "catalog"}
 

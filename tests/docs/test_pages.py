@@ -186,7 +186,9 @@ def test_page_runs_as_pasted(page: str, tmp_path: Path) -> None:
         path = tmp_path / "page.py"
         path.write_text(script, encoding="utf-8")
         proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, f"{page}: its Python blocks, run in order, failed:\n--- stdout\n{proc.stdout[-2000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+        assert proc.returncode == 0, (
+            f"{page}: its Python blocks, run in order, failed:\n--- stdout\n{proc.stdout[-2000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+        )
         if page in STATE_THEIR_OUTPUT:
             stated = [m.group(1).split(":")[0].strip() for m in re.finditer(r"^\s*print\(.*\)\s+#\s*(.+)$", script, re.M)]
             assert proc.stdout.strip().splitlines() == stated, page

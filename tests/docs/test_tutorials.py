@@ -82,9 +82,7 @@ def test_the_table_lists_every_tutorial() -> None:
     assert [s[:2] for s in on_disk] == [f"{i:02d}" for i in range(1, len(on_disk) + 1)]
 
 
-@pytest.mark.parametrize(
-    ("script", "hide_torch"), RUNS, ids=[s + ("-without-torch" if h else "") for s, h in RUNS]
-)
+@pytest.mark.parametrize(("script", "hide_torch"), RUNS, ids=[s + ("-without-torch" if h else "") for s, h in RUNS])
 def test_tutorial_runs(script: str, hide_torch: bool, tmp_path: Path) -> None:
     if script in NEEDS:
         dists, where = NEEDS[script]

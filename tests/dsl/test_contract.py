@@ -44,7 +44,11 @@ def fresh_contract(monkeypatch):
 
 # What is removed from the installed DSL -> the line CB501 must name.
 MISSING = [
-    ("cutlass.base_dsl.jit_executor", "ExecutionArgs.generate_execution_args", "cutlass.base_dsl.jit_executor.ExecutionArgs.generate_execution_args is missing"),
+    (
+        "cutlass.base_dsl.jit_executor",
+        "ExecutionArgs.generate_execution_args",
+        "cutlass.base_dsl.jit_executor.ExecutionArgs.generate_execution_args is missing",
+    ),
     ("cutlass.base_dsl.jit_executor", "JitModule.unload", "cutlass.base_dsl.jit_executor.JitModule.unload is missing"),
     ("cutlass.cute.runtime", "make_ptr", "cutlass.cute.runtime.make_ptr is missing"),
     ("cutlass.base_dsl.jit_executor", "JitExecutor", "cutlass.base_dsl.jit_executor.JitExecutor is missing"),
@@ -93,7 +97,13 @@ def test_skip_variable_skips_the_check(monkeypatch, fresh_contract):
 @pytest.fixture(scope="module")
 def compiled():
     x = np.zeros(64, np.float32)
-    args = (make_ptr(cutlass.Float32, x.ctypes.data), make_ptr(cutlass.Float32, x.ctypes.data), cutlass.Float32(1.0), cutlass.Int32(0), cuda.CUstream(0))
+    args = (
+        make_ptr(cutlass.Float32, x.ctypes.data),
+        make_ptr(cutlass.Float32, x.ctypes.data),
+        cutlass.Float32(1.0),
+        cutlass.Int32(0),
+        cuda.CUstream(0),
+    )
     return cute.compile(scale_ptr, *args), args, x
 
 
@@ -120,7 +130,9 @@ def test_entry_point_and_result_slot(compiled):
 
 def test_runtime_pointer_fields(compiled):
     _, args, x = compiled
-    assert dsl.runtime_pointer_fields(args[0]) == (x.ctypes.data, cutlass.Float32, cute.AddressSpace.generic, 4), "make_ptr pointer internals changed"
+    assert dsl.runtime_pointer_fields(args[0]) == (x.ctypes.data, cutlass.Float32, cute.AddressSpace.generic, 4), (
+        "make_ptr pointer internals changed"
+    )
 
 
 def test_unload_listener_fires(compiled):
@@ -147,7 +159,10 @@ TENSOR_LAYOUTS = [
     (lambda: from_dlpack(np.zeros((3, 4), np.float32)), "(3,4):(4,1)"),
     (lambda: from_dlpack(np.zeros((3, 4), np.float32)).mark_layout_dynamic(), "(?,?):(?{i64},1)"),
     (lambda: from_dlpack(np.zeros((3, 4), np.float32), use_32bit_stride=True).mark_layout_dynamic(), "(?,?):(?,1)"),
-    (lambda: from_dlpack(np.zeros((64, 32), np.float32)).mark_compact_shape_dynamic(mode=1, divisibility=16), "(64,?{div=16}):(?{i64 div=16},1)"),
+    (
+        lambda: from_dlpack(np.zeros((64, 32), np.float32)).mark_compact_shape_dynamic(mode=1, divisibility=16),
+        "(64,?{div=16}):(?{i64 div=16},1)",
+    ),
     (lambda: from_dlpack(np.zeros((3, 8), np.float32)[:, ::2]).mark_layout_dynamic(), "(?,?):(?{i64},?{i64})"),
     (lambda: from_dlpack(np.zeros((), np.float32)), "():()"),
 ]

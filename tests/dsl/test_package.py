@@ -75,7 +75,11 @@ def _uses_outside_the_package() -> list[tuple[str, int, str]]:
                 elif any(a.name == "dsl" and a.asname is None for a in node.names) and module in ("", "cute_bind"):
                     bound = True
         if bound:
-            uses += [(str(rel), n.lineno, n.attr) for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "dsl"]
+            uses += [
+                (str(rel), n.lineno, n.attr)
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "dsl"
+            ]
     return uses
 
 

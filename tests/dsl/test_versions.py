@@ -83,7 +83,13 @@ def test_package_never_imports_torch_directly():
     offenders = []
     for path in sorted(pkg.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if any(n == "torch" or n.startswith("torch.") for n in names):
                 offenders.append(f"{path.relative_to(pkg)}:{node.lineno}")
     assert not offenders, offenders

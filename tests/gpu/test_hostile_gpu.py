@@ -100,4 +100,6 @@ def test_threads_sharing_a_device_handle(path):
         # a thread whose every launch was refused (CB403) wrote nothing; one that launched wrote exactly its own rows
         want = x[: o.numel()] * 2 if done[i] else torch.zeros_like(o)
         assert torch.equal(o, want), (i, done[i])
-    print(f"threads sharing one device handle: {len(refused)} launches refused with CB403 of {4 * 2000}; launched per thread: {list(done.values())}")
+    print(
+        f"threads sharing one device handle: {len(refused)} launches refused with CB403 of {4 * 2000}; launched per thread: {list(done.values())}"
+    )

@@ -167,7 +167,9 @@ def test_bind_tensor_slots_per_device(mode):
             x = fresh(seed + 40, d, shape=(m, n + seed))[:, :n]  # a row stride != n for seed > 0
             alpha, beta, gamma = 1.5 - seed, 0.1 * seed + 1.1, -3.3 / (seed + 1)
             ref = torch.full((m, n), float("nan"), device=x.device)
-            handles[d].compiled(dyn(ref), dyn(x), cutlass.Float32(alpha), cutlass.Float16(beta), cutlass.BFloat16(gamma), cuda.CUstream(s.cuda_stream))
+            handles[d].compiled(
+                dyn(ref), dyn(x), cutlass.Float32(alpha), cutlass.Float16(beta), cutlass.BFloat16(gamma), cuda.CUstream(s.cuda_stream)
+            )
             out = torch.full((m, n), float("nan"), device=x.device)
             assert handles[d].launch(out, x, alpha, beta, gamma, s) == 0
             s.synchronize()

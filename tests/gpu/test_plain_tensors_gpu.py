@@ -17,7 +17,6 @@ import pytest
 from tests.optional import torch_or_skip
 
 torch = torch_or_skip()
-import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 
 import cute_bind  # noqa: E402

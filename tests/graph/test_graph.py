@@ -248,7 +248,11 @@ def test_scalars_bitwise():
     out = np.zeros(1, np.float64)
     h = bind(K.mix, addr(out), 1, 2, 3, 4, 0.5, False, 0)
     g, (step,) = record([(h, (addr(out), 1, 2, 3, 4, 0.5, False, 0))], derived="rerecord")
-    cases = [(1, 2, 2**32 - 1, -(2**63), -0.0, True), (-128, -32768, 0, 2**63 - 1, 1e300, False), (127, 32767, 12345, -1, float("inf"), True)]
+    cases = [
+        (1, 2, 2**32 - 1, -(2**63), -0.0, True),
+        (-128, -32768, 0, 2**63 - 1, 1e300, False),
+        (127, 32767, 12345, -1, float("inf"), True),
+    ]
     for i8, i16, u32, i64, d, flag in cases:
         g.replay({step: dict(i8=i8, i16=i16, u32=u32, i64=i64, d=d, flag=flag)})
         replayed = out.copy()
@@ -578,7 +582,12 @@ def test_updaters_and_policies_need_a_recorded_open_graph():
     saved = g.updater(s, "out")
     g.close()
     before = o.copy()
-    for misuse in (lambda: g.set_policy(s, "n", "fixed"), lambda: g.updater(s, "out"), lambda: saved(addr(i)), lambda: g.update(s, alpha=3.0)):
+    for misuse in (
+        lambda: g.set_policy(s, "n", "fixed"),
+        lambda: g.updater(s, "out"),
+        lambda: saved(addr(i)),
+        lambda: g.update(s, alpha=3.0),
+    ):
         with pytest.raises(cute_bind.CuteBindError) as info:
             misuse()
         assert info.value.code == "CB806"

@@ -47,7 +47,15 @@ class RowScale:
         self.offset = offset
 
     @cute.jit
-    def __call__(self, mO: cute.Tensor, mX: cute.Tensor, mB: Optional[cute.Tensor], scale: cutlass.Float32, n_sm: cutlass.Int32, stream: cuda.CUstream):
+    def __call__(
+        self,
+        mO: cute.Tensor,
+        mX: cute.Tensor,
+        mB: Optional[cute.Tensor],
+        scale: cutlass.Float32,
+        n_sm: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
         for i in range(cute.size(mO, mode=[0])):
             for j in range(cute.size(mO, mode=[1])):
                 v = mX[i, j] * scale + self.offset + cutlass.Float32(n_sm)
@@ -315,7 +323,12 @@ def test_bind_of_an_env_compile_takes_an_int_address_for_a_pointer_member() -> N
     from cutlass.cute.runtime import make_ptr
 
     batch = cute.sym_int()
-    args = (_fake(batch), _fake(batch), make_ptr(cutlass.Float32, 0, cute.AddressSpace.gmem, assumed_align=4), make_fake_stream(use_tvm_ffi_env_stream=True))
+    args = (
+        _fake(batch),
+        _fake(batch),
+        make_ptr(cutlass.Float32, 0, cute.AddressSpace.gmem, assumed_align=4),
+        make_fake_stream(use_tvm_ffi_env_stream=True),
+    )
     k = cute_bind.kernel(ScaleBy(), compile_options=TVM)
     k.compile(*args)
     out, x, alpha = torch.zeros(2, 64), torch.randn(2, 64), torch.tensor([3.0])

@@ -62,7 +62,10 @@ def _bits(v: float) -> bytes:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.one_of(st.floats(allow_nan=True), st.integers(-(2**70), 2**70), st.booleans()), st.one_of(st.floats(allow_nan=True), st.integers(-(2**70), 2**70), st.booleans()))
+@given(
+    st.one_of(st.floats(allow_nan=True), st.integers(-(2**70), 2**70), st.booleans()),
+    st.one_of(st.floats(allow_nan=True), st.integers(-(2**70), 2**70), st.booleans()),
+)
 def test_constexpr_parts_are_equal_exactly_when_the_values_are(a, b):
     """Equal keys iff the same type and (floats) the same bits: ``1 == True`` and ``0.0 == -0.0`` are two keys,
     a NaN finds its own."""

@@ -83,7 +83,12 @@ def test_constexpr_must_be_hashable():
 
 @pytest.mark.parametrize(
     "args, kwargs, code",
-    [((), {}, "CB201"), ((1, 2, 3, 4), {}, "CB202"), ((1,), {"out": 1, "value": 2, "offset": 1}, "CB203"), ((1, 2, 3), {"nope": 1}, "CB202")],
+    [
+        ((), {}, "CB201"),
+        ((1, 2, 3, 4), {}, "CB202"),
+        ((1,), {"out": 1, "value": 2, "offset": 1}, "CB203"),
+        ((1, 2, 3), {"nope": 1}, "CB202"),
+    ],
 )
 def test_bind_argument_errors(args, kwargs, code):
     with pytest.raises(cute_bind.LaunchArgumentError) as info:
@@ -151,7 +156,10 @@ class _PlainCallable:
 @pytest.mark.parametrize(
     "make, expected",
     [
-        (lambda: __import__("tests.kernels.styles", fromlist=["Scaler"]).Scaler(0.5), "Scaler(out: cute.Tensor, inp: cute.Tensor, twice: Constexpr"),
+        (
+            lambda: __import__("tests.kernels.styles", fromlist=["Scaler"]).Scaler(0.5),
+            "Scaler(out: cute.Tensor, inp: cute.Tensor, twice: Constexpr",
+        ),
         (_PlainCallable, "CB108"),
     ],
     ids=["jit_call", "plain_call"],

@@ -300,7 +300,11 @@ def test_dsl_compile_error_is_cb310_with_the_dsls_text(tmp_path: Path, form: str
     finally:
         sys.path.remove(str(tmp_path))
     buf = (ctypes.c_int32 * 8)()
-    for attempt in (lambda: k.bind(ctypes.addressof(buf), 1), lambda: k(ctypes.addressof(buf), 1), lambda: k.compile(ctypes.addressof(buf), 1)):
+    for attempt in (
+        lambda: k.bind(ctypes.addressof(buf), 1),
+        lambda: k(ctypes.addressof(buf), 1),
+        lambda: k.compile(ctypes.addressof(buf), 1),
+    ):
         with pytest.raises(cute_bind.KernelCompileError) as info:
             attempt()
         err = info.value
@@ -323,7 +327,9 @@ def test_function_without_source_is_cb111(tmp_path: Path) -> None:
     assert "source cannot be read" in str(info.value)
 
 
-OTHERS = HEADER + """
+OTHERS = (
+    HEADER
+    + """
 
 def other_decorator(fn):
     return fn
@@ -339,6 +345,7 @@ def not_ours(out: I32, n: cutlass.Int32):
     t = cute.make_tensor(out, cute.make_layout(8))
     t[0] = n
 """
+)
 
 
 def test_functions_cute_bind_does_not_jit_keep_the_dsls_own_decorator_rule(tmp_path: Path) -> None:

@@ -63,7 +63,11 @@ def test_values_without_a_device_name_none(gpus):
     k = cute_bind.kernel(two_buffers)
     k.bind(CudaArray(1), make_ptr(cutlass.Float32, 0x7F00_0000_0000, cute.AddressSpace.gmem), 4)  # the tensor decides
     assert made == [1]
-    h = k.bind(make_ptr(cutlass.Float32, 0x7F00_0000_0000, cute.AddressSpace.gmem), make_ptr(cutlass.Float32, 0x7F00_0000_0000, cute.AddressSpace.gmem), 4)
+    h = k.bind(
+        make_ptr(cutlass.Float32, 0x7F00_0000_0000, cute.AddressSpace.gmem),
+        make_ptr(cutlass.Float32, 0x7F00_0000_0000, cute.AddressSpace.gmem),
+        4,
+    )
     assert made == [1] and h.compiled is k.compile(CudaArray(1), CudaArray(1), 4)  # no device named: the compiled function itself
 
 

@@ -145,7 +145,12 @@ def test_defaults_and_keywords(make):
     k = make(with_default)
     buf = (ctypes.c_int32 * 1)()
     addr = ctypes.addressof(buf)
-    for args, kwargs, expected in [((addr, 1), {}, 6), ((addr, 1, 2), {}, 3), ((addr,), {"value": 4}, 9), ((), {"out": addr, "value": 4, "extra": 0}, 4)]:
+    for args, kwargs, expected in [
+        ((addr, 1), {}, 6),
+        ((addr, 1, 2), {}, 3),
+        ((addr,), {"value": 4}, 9),
+        ((), {"out": addr, "value": 4, "extra": 0}, 4),
+    ]:
         k(*args, **kwargs)
         assert buf[0] == expected
     assert k.cache_info()["specializations"] == 1
@@ -450,7 +455,12 @@ def test_pure_python_process_uses_the_python_call_path():
     )
     import os
 
-    env = {"CUTE_BIND_PURE_PYTHON": "1", "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p), "CUTE_DSL_ARCH": "sm_90a", "PATH": "/usr/bin:/bin"}
+    env = {
+        "CUTE_BIND_PURE_PYTHON": "1",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        "CUTE_DSL_ARCH": "sm_90a",
+        "PATH": "/usr/bin:/bin",
+    }
     env = {**os.environ, **env}
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr

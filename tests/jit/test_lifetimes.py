@@ -188,7 +188,11 @@ def test_the_pure_python_process_releases_dropped_kernels_too() -> None:
         "assert len(refs) == 2 * " + str(KERNELS) + ", len(refs)\n"
         "print('alive', sum(r() is not None for r in refs))\n"
     )
-    env = {**os.environ, "CUTE_BIND_PURE_PYTHON": "1", "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    env = {
+        **os.environ,
+        "CUTE_BIND_PURE_PYTHON": "1",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+    }
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "alive 0" in proc.stdout, proc.stdout

@@ -89,7 +89,9 @@ def _tensor2d_kernel(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32,
 
 
 @cute.jit
-def tensor2d(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, beta: cutlass.Float16, gamma: cutlass.BFloat16, stream: cuda.CUstream):
+def tensor2d(
+    out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, beta: cutlass.Float16, gamma: cutlass.BFloat16, stream: cuda.CUstream
+):
     """out[i, j] = inp[i, j] * alpha + beta + gamma * j over a rank-2 dynamic-layout tensor (any extents, any row stride)."""
     n = cute.size(out)
     _tensor2d_kernel(out, inp, alpha, beta, gamma).launch(grid=((n + T - 1) // T, 1, 1), block=(T, 1, 1), stream=stream)
@@ -142,6 +144,8 @@ def scale_twice(out: cute_bind.Pointer[cutlass.Float32, 16, G], tmp: cute_bind.P
     """Two kernels from one host function: tmp = inp * a, then out = tmp * b (fixed grids)."""
     _scale_strided_kernel(tmp, inp, a, n).launch(grid=(FIXED_BLOCKS, 1, 1), block=(T, 1, 1), stream=stream)
     _scale_strided_kernel(out, tmp, b, n).launch(grid=(FIXED_BLOCKS, 1, 1), block=(T, 1, 1), stream=stream)
+
+
 # ------------------------------------------------------------------ torch ops (tests/gpu/test_torch_ops.py)
 @cute.kernel
 def _tscale_kernel(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):

@@ -123,14 +123,18 @@ def plus_one_map(out: F32, inp: F32, n: cutlass.Int32, stream: cuda.CUstream, bo
 
 
 @cute.jit
-def scale_then_add(out: F32, tmp: F32, inp: F32, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream, box: cutlass.Constexpr[int]):
+def scale_then_add(
+    out: F32, tmp: F32, inp: F32, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream, box: cutlass.Constexpr[int]
+):
     """Two kernels per launch: tmp = inp * alpha, out = tmp + inp."""
     fake_launch(box, 1, 4, 128, ("ptr", tmp), ("ptr", inp), ("f32", alpha), ("i32", n))
     fake_launch(box, 3, 4, 128, ("ptr", out), ("ptr", tmp), ("ptr", inp), ("i32", n))
 
 
 @cute.jit
-def scale_then_add_grid(out: F32, tmp: F32, inp: F32, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream, box: cutlass.Constexpr[int]):
+def scale_then_add_grid(
+    out: F32, tmp: F32, inp: F32, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream, box: cutlass.Constexpr[int]
+):
     """scale_then_add with a grid derived from n: inp reaches two nodes, and another n re-records."""
     fake_launch(box, 1, (n + 127) // 128, 128, ("ptr", tmp), ("ptr", inp), ("f32", alpha), ("i32", n))
     fake_launch(box, 3, (n + 127) // 128, 128, ("ptr", out), ("ptr", tmp), ("ptr", inp), ("i32", n))

@@ -257,7 +257,9 @@ def two_buffers(a: cute.Pointer, b: cute.Pointer, n: cutlass.Int32):
     pass
 
 
-def add_constexpr_stream(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32, offset: cutlass.Constexpr[int], stream: cuda.CUstream = None):
+def add_constexpr_stream(
+    out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32, offset: cutlass.Constexpr[int], stream: cuda.CUstream = None
+):
     """out[0] = value + offset (compile-time), with a stream that may be left out."""
     o = cute.make_tensor(out, cute.make_layout(1))
     o[0] = value + offset

@@ -15,7 +15,9 @@ class Params:
     pass
 
 
-def ok_all_kinds(a: cute.Pointer, b: cute_bind.Pointer[cutlass.Float32], c: cutlass.Int32, d: float, e: cuda.CUstream, f: cutlass.Constexpr[int]):
+def ok_all_kinds(
+    a: cute.Pointer, b: cute_bind.Pointer[cutlass.Float32], c: cutlass.Int32, d: float, e: cuda.CUstream, f: cutlass.Constexpr[int]
+):
     pass
 
 
@@ -31,7 +33,9 @@ def tensor_ok(a: cute.Tensor, b: cute_bind.Tensor[cutlass.Float16, 2, 16], c: cu
     pass
 
 
-def sequences_ok(a: tuple[int, int], b: Sequence[cutlass.Int32], c: list, d: tuple[cute.Pointer, ...], e: tuple[cute.Tensor, cutlass.Float16]):
+def sequences_ok(
+    a: tuple[int, int], b: Sequence[cutlass.Int32], c: list, d: tuple[cute.Pointer, ...], e: tuple[cute.Tensor, cutlass.Float16]
+):
     pass
 
 

@@ -53,7 +53,9 @@ def make_add_closure(k: int):
 
 
 @cute.jit
-def every_slot(out: I32, x: cute.Tensor, a: cutlass.Int32, f: cutlass.Float32, pair: tuple[cutlass.Int32, cutlass.Int32], stream: cuda.CUstream):
+def every_slot(
+    out: I32, x: cute.Tensor, a: cutlass.Int32, f: cutlass.Float32, pair: tuple[cutlass.Int32, cutlass.Int32], stream: cuda.CUstream
+):
     """Reads every runtime slot kind (and bakes OFFSET, so a record exists)."""
     t = cute.make_tensor(out, cute.make_layout(4))
     t[0] = a + OFFSET

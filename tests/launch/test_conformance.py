@@ -108,7 +108,12 @@ CASES = [
     ),
     Case("optional_float_value", S.optional_float, lambda s: [torch.zeros(_n(s)), 0.5 * s], compile_scalars={1: cutlass.Float32(1.0)}),
     Case("optional_float_none", S.optional_float, lambda s: [torch.zeros(_n(s)), None]),
-    Case("optional_default_given_a_value", S.optional_window_default, lambda s: [torch.zeros(_n(s)), 3 + s], compile_scalars={1: cutlass.Int32(1)}),
+    Case(
+        "optional_default_given_a_value",
+        S.optional_window_default,
+        lambda s: [torch.zeros(_n(s)), 3 + s],
+        compile_scalars={1: cutlass.Int32(1)},
+    ),
     Case("optional_default_left_out", S.optional_window_default, lambda s: [torch.zeros(_n(s))]),
     Case("optional_tensor_none", S.optional_tensor, lambda s: [torch.zeros(_n(s)), _r(s, _n(s)), None, 1e-3 * s]),
     Case("optional_tensor_value", S.optional_tensor, lambda s: [torch.zeros(_n(s)), _r(s, _n(s)), _r(s + 5, _n(s))]),

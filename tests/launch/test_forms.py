@@ -32,7 +32,13 @@ GMEM = cute.AddressSpace.gmem
 
 
 @cute.jit
-def scale_gmem(out: cute_bind.Pointer[cutlass.Float32, 4, GMEM], inp: cute_bind.Pointer[cutlass.Float32, 4, GMEM], alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream):
+def scale_gmem(
+    out: cute_bind.Pointer[cutlass.Float32, 4, GMEM],
+    inp: cute_bind.Pointer[cutlass.Float32, 4, GMEM],
+    alpha: cutlass.Float32,
+    n: cutlass.Int32,
+    stream: cuda.CUstream,
+):
     """``tests.kernels.host.scale`` through gmem pointers (a host function reads them all the same)."""
     o = cute.make_tensor(out, cute.make_layout(64))
     i = cute.make_tensor(inp, cute.make_layout(64))
@@ -51,7 +57,13 @@ class CAI:
 
     def __init__(self, a: np.ndarray, read_only: bool = False, typestr: str = "<f4") -> None:
         self.a = a
-        self.__cuda_array_interface__ = {"data": (a.ctypes.data, read_only), "typestr": typestr, "shape": a.shape, "strides": None, "version": 3}
+        self.__cuda_array_interface__ = {
+            "data": (a.ctypes.data, read_only),
+            "typestr": typestr,
+            "shape": a.shape,
+            "strides": None,
+            "version": 3,
+        }
 
 
 @pytest.fixture(params=["c", "python"])
@@ -124,7 +136,9 @@ def test_pointer_slot_forms_take_the_fast_path(path: str, slow: list[Any], name:
 
 
 @pytest.mark.parametrize("name,form", _pointer_forms()[:2], ids=[n for n, _ in _pointer_forms()[:2]])
-def test_kernel_call_with_arrays_on_pointer_slots_takes_the_fast_path(path: str, slow: list[Any], name: str, form: Callable[[np.ndarray], Any]) -> None:
+def test_kernel_call_with_arrays_on_pointer_slots_takes_the_fast_path(
+    path: str, slow: list[Any], name: str, form: Callable[[np.ndarray], Any]
+) -> None:
     x, out = _f32(), np.zeros(64, np.float32)
     k = cute_bind.kernel(scale)
     k(form(out), form(x), 2.0, 64, 0)  # the miss: the handle is made (and launched through its slow path once)
@@ -147,7 +161,9 @@ def test_cuda_array_interface_takes_the_fast_path(path: str, slow: list[Any]) ->
 
 
 @pytest.mark.parametrize("name,make", [("torch tensor", lambda a: torch.from_numpy(a)), ("numpy array", lambda a: a)])
-def test_tensor_slot_forms_take_the_fast_path(path: str, slow: list[Any], exports: list[Any], name: str, make: Callable[[np.ndarray], Any]) -> None:
+def test_tensor_slot_forms_take_the_fast_path(
+    path: str, slow: list[Any], exports: list[Any], name: str, make: Callable[[np.ndarray], Any]
+) -> None:
     k = cute_bind.kernel(scale_tensors)
     x, out = _f32(64), np.zeros(64, np.float32)
     h = k.bind(make(out), make(x), 2.0, 0)

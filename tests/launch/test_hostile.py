@@ -437,7 +437,9 @@ def test_c_class_not_fitting_the_format_is_refused_at_bind(path: str, monkeypatc
         (b"h", b"f", (0,), (4,), 8),  # a half class for a float format
     ],
 )
-def test_c_launcher_checks_every_slot_at_init(classes: bytes, fmts: bytes, offsets: tuple[int, ...], sizes: tuple[int, ...], storage: int) -> None:
+def test_c_launcher_checks_every_slot_at_init(
+    classes: bytes, fmts: bytes, offsets: tuple[int, ...], sizes: tuple[int, ...], storage: int
+) -> None:
     claunch = pytest.importorskip("cute_bind.launch._claunch")
     fields = dict(storage_size=storage, fmts=fmts, classes=classes, offsets=offsets, sizes=sizes, extras=(None,), defaults=(None,))
     with pytest.raises(ValueError):

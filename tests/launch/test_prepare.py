@@ -13,7 +13,13 @@ from tests.optional import torch_or_skip
 
 
 def compiled_scale(y, x):
-    args = (make_ptr(cutlass.Float32, y.ctypes.data), make_ptr(cutlass.Float32, x.ctypes.data), cutlass.Float32(1.0), cutlass.Int32(64), cuda.CUstream(0))
+    args = (
+        make_ptr(cutlass.Float32, y.ctypes.data),
+        make_ptr(cutlass.Float32, x.ctypes.data),
+        cutlass.Float32(1.0),
+        cutlass.Int32(64),
+        cuda.CUstream(0),
+    )
     return cute.compile(scale_ptr, *args), args
 
 
@@ -112,13 +118,35 @@ def _descriptor_cases():
         ("static_plain", lambda: from_dlpack(torch.zeros(8)), lambda: torch.zeros(8), "CB306"),
         ("static_marked", lambda: from_dlpack(torch.zeros(8)), lambda: from_dlpack(torch.zeros(8)), None),
         ("leading_dim0_plain", lambda: from_dlpack(col()).mark_layout_dynamic(leading_dim=0), col, "CB306"),
-        ("leading_dim0_marked", lambda: from_dlpack(col()).mark_layout_dynamic(leading_dim=0), lambda: from_dlpack(col()).mark_layout_dynamic(leading_dim=0), None),
-        ("compact_mode1_plain", lambda: from_dlpack(torch.zeros(4, 8)).mark_compact_shape_dynamic(mode=1, stride_order=(0, 1), divisibility=4), lambda: torch.zeros(4, 8), "CB306"),
+        (
+            "leading_dim0_marked",
+            lambda: from_dlpack(col()).mark_layout_dynamic(leading_dim=0),
+            lambda: from_dlpack(col()).mark_layout_dynamic(leading_dim=0),
+            None,
+        ),
+        (
+            "compact_mode1_plain",
+            lambda: from_dlpack(torch.zeros(4, 8)).mark_compact_shape_dynamic(mode=1, stride_order=(0, 1), divisibility=4),
+            lambda: torch.zeros(4, 8),
+            "CB306",
+        ),
         ("all_strides_dynamic_plain", lambda: from_dlpack(strided()).mark_layout_dynamic(), strided, None),
     ]
 
 
-@pytest.mark.parametrize("case", range(7), ids=["rank1_dynamic_plain", "static_plain", "static_marked", "leading_dim0_plain", "leading_dim0_marked", "compact_mode1_plain", "all_strides_dynamic_plain"])
+@pytest.mark.parametrize(
+    "case",
+    range(7),
+    ids=[
+        "rank1_dynamic_plain",
+        "static_plain",
+        "static_marked",
+        "leading_dim0_plain",
+        "leading_dim0_marked",
+        "compact_mode1_plain",
+        "all_strides_dynamic_plain",
+    ],
+)
 def test_tensor_descriptors_are_checked_against_the_compiled_argument_types(case):
     from tests.kernels.styles import add_unannotated
 
@@ -164,7 +192,11 @@ def test_tensors_inside_a_structure_are_checked_against_the_compiled_argument_ty
     compiled = cute.compile(add_pair, TensorPair(at_compile(), at_compile()), at_compile())
     a, b, c = torch.arange(8.0), torch.ones(8), torch.zeros(8)
     if code is None:
-        h = cute_bind.prepare(compiled, TensorPair(from_dlpack(a).mark_layout_dynamic(), from_dlpack(b).mark_layout_dynamic()), from_dlpack(c).mark_layout_dynamic())
+        h = cute_bind.prepare(
+            compiled,
+            TensorPair(from_dlpack(a).mark_layout_dynamic(), from_dlpack(b).mark_layout_dynamic()),
+            from_dlpack(c).mark_layout_dynamic(),
+        )
         h.launch(TensorPair(a, b), c)
         assert torch.equal(c, a + b)
         return

@@ -36,11 +36,23 @@ def pyir_compile(fn, *args):
 
 
 def _global_case(monkeypatch):
-    return R.add_global, lambda: monkeypatch.setattr(R, "OFFSET", 5), lambda: monkeypatch.setattr(R, "OFFSET", 1), "OFFSET", lambda v: v * 2 + 1
+    return (
+        R.add_global,
+        lambda: monkeypatch.setattr(R, "OFFSET", 5),
+        lambda: monkeypatch.setattr(R, "OFFSET", 1),
+        "OFFSET",
+        lambda v: v * 2 + 1,
+    )
 
 
 def _dict_item_case(monkeypatch):
-    return R.add_global, lambda: monkeypatch.setitem(R.TABLE, "scale", 3), lambda: monkeypatch.setitem(R.TABLE, "scale", 2), "scale", lambda v: v * 2 + 1
+    return (
+        R.add_global,
+        lambda: monkeypatch.setitem(R.TABLE, "scale", 3),
+        lambda: monkeypatch.setitem(R.TABLE, "scale", 2),
+        "scale",
+        lambda v: v * 2 + 1,
+    )
 
 
 def _receiver_case(monkeypatch):
@@ -53,7 +65,12 @@ def _closure_case(monkeypatch):
     return fn, lambda: set_k(7), lambda: set_k(4), "closure", lambda v: v + 4
 
 
-CASES = {"module global": _global_case, "dict item of a global": _dict_item_case, "jitted method's self": _receiver_case, "closure cell": _closure_case}
+CASES = {
+    "module global": _global_case,
+    "dict item of a global": _dict_item_case,
+    "jitted method's self": _receiver_case,
+    "closure cell": _closure_case,
+}
 
 
 @pytest.mark.parametrize("checked", [False, True], ids=["fast", "checked"])
@@ -96,7 +113,14 @@ def test_handle_refuses_exactly_when_the_direct_call_does(case, checked, monkeyp
 
 
 def _every_slot_args(out, x, a, f, pair):
-    return (make_ptr(cutlass.Int32, out.ctypes.data), from_dlpack(x).mark_layout_dynamic(), cutlass.Int32(a), cutlass.Float32(f), tuple(cutlass.Int32(p) for p in pair), cuda.CUstream(0))
+    return (
+        make_ptr(cutlass.Int32, out.ctypes.data),
+        from_dlpack(x).mark_layout_dynamic(),
+        cutlass.Int32(a),
+        cutlass.Float32(f),
+        tuple(cutlass.Int32(p) for p in pair),
+        cuda.CUstream(0),
+    )
 
 
 def test_runtime_slot_values_are_never_in_the_record():

@@ -58,7 +58,9 @@ CASES = [
 
 @pytest.mark.parametrize("name, args, adds, closed_calls", CASES, ids=[c[0] for c in CASES])
 @pytest.mark.parametrize("how", ["close", "with"])
-def test_a_closed_handle_refuses_every_launch(compiled: dict[str, Any], tvm_path: str, name: str, args: tuple[Any, ...], adds: int, closed_calls: list[Any], how: str) -> None:
+def test_a_closed_handle_refuses_every_launch(
+    compiled: dict[str, Any], tvm_path: str, name: str, args: tuple[Any, ...], adds: int, closed_calls: list[Any], how: str
+) -> None:
     fn = compiled[name]
     h = cute_bind.prepare(fn, *args)
     assert h.fast_path == ("c" if tvm_path == "c" else "direct")

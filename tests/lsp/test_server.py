@@ -50,17 +50,17 @@ def _client() -> LanguageClient:
 
 @pytest_lsp.fixture(
     scope="module",
-    config=ClientServerConfig(
-        server_command=[sys.executable, "-m", "cute_bind", "lsp", "--debounce-ms", "20"], client_factory=_client
-    ),
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "cute_bind", "lsp", "--debounce-ms", "20"], client_factory=_client),
 )
 async def client(lsp_client: LanguageClient):
-    INITIALIZED[:] = [await lsp_client.initialize_session(
-        types.InitializeParams(
-            capabilities=pytest_lsp.client_capabilities("neovim@v0.7.0"),
-            root_uri=ROOT.as_uri(),
+    INITIALIZED[:] = [
+        await lsp_client.initialize_session(
+            types.InitializeParams(
+                capabilities=pytest_lsp.client_capabilities("neovim@v0.7.0"),
+                root_uri=ROOT.as_uri(),
+            )
         )
-    )]
+    ]
     yield
     await lsp_client.shutdown_session()
 
@@ -79,7 +79,9 @@ async def open_doc(client: LanguageClient, name: str, text: str, tmp: Path) -> s
     path = tmp / name
     path.write_text(text)
     uri = path.as_uri()
-    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+    )
     await wait_diagnostics(client, uri, 1)
     return uri
 
@@ -119,8 +121,10 @@ async def test_diagnostic_quick_fix_and_hover(client: LanguageClient, case: Case
     d = ours[0]
     assert d.source == "cute-bind"
     assert d.severity == types.DiagnosticSeverity.Error
-    assert d.code_description is not None and d.code_description.href.rstrip("/").endswith(case.code) or (
-        d.code_description is not None and d.code_description.href.endswith(f"{case.code}.md")
+    assert (
+        d.code_description is not None
+        and d.code_description.href.rstrip("/").endswith(case.code)
+        or (d.code_description is not None and d.code_description.href.endswith(f"{case.code}.md"))
     )
     # the same text as `cute-bind check` (the runtime's message)
     path = tmp_path / f"{case.id.replace('-', '_')}.py"
@@ -148,7 +152,9 @@ async def test_diagnostic_quick_fix_and_hover(client: LanguageClient, case: Case
         assert len(with_edit) == 1, [a.title for a in actions]
         edit = with_edit[0].edit
         assert edit is not None and edit.changes is not None
-        edits = [(e.range.start.line, e.range.start.character, e.range.end.line, e.range.end.character, e.new_text) for e in edit.changes[uri]]
+        edits = [
+            (e.range.start.line, e.range.start.character, e.range.end.line, e.range.end.character, e.new_text) for e in edit.changes[uri]
+        ]
         after = apply_edits(case.source, edits)
         assert case.before is not None
         assert after == case.source.replace(case.before, case.fixed, 1)
@@ -228,7 +234,9 @@ async def test_did_change_updates_diagnostics(client: LanguageClient, tmp_path: 
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                content_changes=[types.TextDocumentContentChangePartial(range=types.Range(types.Position(sl, sc), types.Position(el, ec)), text=text)],
+                content_changes=[
+                    types.TextDocumentContentChangePartial(range=types.Range(types.Position(sl, sc), types.Position(el, ec)), text=text)
+                ],
             )
         )
         found = await wait_diagnostics(client, uri, version)
@@ -244,7 +252,9 @@ async def test_a_burst_of_changes_is_checked_once_on_the_last_text(client: Langu
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                content_changes=[types.TextDocumentContentChangePartial(range=types.Range(types.Position(5, 4), types.Position(5, 4)), text="#")],
+                content_changes=[
+                    types.TextDocumentContentChangePartial(range=types.Range(types.Position(5, 4), types.Position(5, 4)), text="#")
+                ],
             )
         )
     await wait_diagnostics(client, uri, 41)
@@ -260,7 +270,11 @@ async def test_many_changes_keep_no_record_each(client: LanguageClient, tmp_path
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                content_changes=[types.TextDocumentContentChangePartial(range=types.Range(types.Position(2, 4), types.Position(2, 5)), text=str(version % 10))],
+                content_changes=[
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(types.Position(2, 4), types.Position(2, 5)), text=str(version % 10)
+                    )
+                ],
             )
         )
         if version % 50 == 0:

@@ -66,7 +66,9 @@ def test_not_a_tensor():
         _dlpack.read(object())
 
 
-@pytest.mark.parametrize("dtype, name", [((2, 32, 1), "Float32"), ((4, 16, 1), "BFloat16"), ((2, 32, 4), "DLPack dtype (code=2, bits=32, lanes=4)")])
+@pytest.mark.parametrize(
+    "dtype, name", [((2, 32, 1), "Float32"), ((4, 16, 1), "BFloat16"), ((2, 32, 4), "DLPack dtype (code=2, bits=32, lanes=4)")]
+)
 def test_describe_dtype(dtype, name):
     assert _dlpack.describe_dtype(dtype) == name
 
@@ -74,7 +76,11 @@ def test_describe_dtype(dtype, name):
 def _torch_values():
     values = [make() for make in VALUES]
     if torch.cuda.is_available():
-        values += [torch.zeros(3, 5, device="cuda")[:, 1:], torch.zeros(4).pin_memory(), torch.zeros(2, device=f"cuda:{torch.cuda.device_count() - 1}")]
+        values += [
+            torch.zeros(3, 5, device="cuda")[:, 1:],
+            torch.zeros(4).pin_memory(),
+            torch.zeros(2, device=f"cuda:{torch.cuda.device_count() - 1}"),
+        ]
     return values
 
 

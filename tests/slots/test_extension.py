@@ -35,7 +35,9 @@ class ClampedInt32(SlotKind):
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise cute_bind.error(cute_bind.CATALOG["CB204"], kernel=where.kernel, parameter=where.parameter, expected=self.expected(), got=repr(value))
+            raise cute_bind.error(
+                cute_bind.CATALOG["CB204"], kernel=where.kernel, parameter=where.parameter, expected=self.expected(), got=repr(value)
+            )
         return min(10, max(0, value))
 
     def converter(self, where: Where) -> Any:

@@ -126,8 +126,12 @@ def _make(dtype: Any, shape: tuple[Any, ...], align: int) -> Any:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    a=st.tuples(st.sampled_from(["Float32", "Float16", "Int8"]), st.lists(MODES, min_size=1, max_size=3).map(tuple), st.sampled_from([4, 8, 16])),
-    b=st.tuples(st.sampled_from(["Float32", "Float16", "Int8"]), st.lists(MODES, min_size=1, max_size=3).map(tuple), st.sampled_from([4, 8, 16])),
+    a=st.tuples(
+        st.sampled_from(["Float32", "Float16", "Int8"]), st.lists(MODES, min_size=1, max_size=3).map(tuple), st.sampled_from([4, 8, 16])
+    ),
+    b=st.tuples(
+        st.sampled_from(["Float32", "Float16", "Int8"]), st.lists(MODES, min_size=1, max_size=3).map(tuple), st.sampled_from([4, 8, 16])
+    ),
 )
 def test_spellings_are_equal_exactly_when_the_fakes_are(a: Any, b: Any) -> None:
     def spell(spec: Any) -> Any:

@@ -73,7 +73,9 @@ def handle_for(name: str, path: str, make: Callable[[], Any], noop: bool, monkey
 
             def patched(compiled: Any, kernel: Any = None) -> Any:
                 e = real(compiled, kernel)
-                return dsl.EntryPoint(ctypes.cast(_NOOP, ctypes.c_void_p).value, e.result_ctype, e.extra_pointers, e.module, (e.keepalive, _NOOP))
+                return dsl.EntryPoint(
+                    ctypes.cast(_NOOP, ctypes.c_void_p).value, e.result_ctype, e.extra_pointers, e.module, (e.keepalive, _NOOP)
+                )
 
             monkeypatch.setattr(dsl, "entry_point", patched)
         _HANDLES[key] = make()
@@ -89,7 +91,9 @@ def agree(handle: Any, args: tuple[Any, ...], slot: str, model: tuple[str, Any],
     fast = outcome(handle, args, slot)
     checked = outcome(_checked(handle), args, slot)
     if checked_model is not None:
-        assert checked == checked_model or (checked_model[1] is None and checked[0] == OK), f"checked {checked} != {checked_model} for {args!r}"
+        assert checked == checked_model or (checked_model[1] is None and checked[0] == OK), (
+            f"checked {checked} != {checked_model} for {args!r}"
+        )
     else:
         assert fast == checked, f"fast path {fast} != checked mode {checked} for {args!r}"
     if model[0] == "error":
@@ -150,8 +154,34 @@ class Raising:
 
 ints = st.one_of(
     st.integers(-(1 << 70), 1 << 70),
-    st.sampled_from([0, 1, -1, 127, 128, -128, -129, 255, 256, 32767, 32768, -32769, 65535, 65536, (1 << 31) - 1, 1 << 31, -(1 << 31) - 1,
-                     (1 << 32) - 1, 1 << 32, (1 << 63) - 1, 1 << 63, -(1 << 63) - 1, (1 << 64) - 1, 1 << 64]),
+    st.sampled_from(
+        [
+            0,
+            1,
+            -1,
+            127,
+            128,
+            -128,
+            -129,
+            255,
+            256,
+            32767,
+            32768,
+            -32769,
+            65535,
+            65536,
+            (1 << 31) - 1,
+            1 << 31,
+            -(1 << 31) - 1,
+            (1 << 32) - 1,
+            1 << 32,
+            (1 << 63) - 1,
+            1 << 63,
+            -(1 << 63) - 1,
+            (1 << 64) - 1,
+            1 << 64,
+        ]
+    ),
 )
 floats = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([1e39, -1e39, 65504.0, 65520.0, 6e-8, 1e-46, 1.00390625 + 2**-20])
 numbers = st.one_of(
@@ -279,10 +309,14 @@ pointer_values = st.one_of(
     numbers,
     st.builds(_array, st.sampled_from([np.int64, np.int32, np.float64, np.uint8]), st.integers(0, 4), st.booleans()),
     st.integers(0, U64 - 1).map(ctypes.c_void_p),
-    st.builds(lambda v: type("Iface", (), {"__array_interface__": {"data": v, "typestr": "<i8", "shape": (1,)}})(),
-              st.sampled_from([None, (0, False), (8, True), (16, False), ("x", False), (1.5, False), (-8, False), (1 << 64, False)])),
-    st.builds(lambda v: type("DataPtr", (), {"data_ptr": lambda self: v, "numel": lambda self: 1})(),
-              st.sampled_from([0, 8, -8, 1 << 64, 2.5, None, True])),
+    st.builds(
+        lambda v: type("Iface", (), {"__array_interface__": {"data": v, "typestr": "<i8", "shape": (1,)}})(),
+        st.sampled_from([None, (0, False), (8, True), (16, False), ("x", False), (1.5, False), (-8, False), (1 << 64, False)]),
+    ),
+    st.builds(
+        lambda v: type("DataPtr", (), {"data_ptr": lambda self: v, "numel": lambda self: 1})(),
+        st.sampled_from([0, 8, -8, 1 << 64, 2.5, None, True]),
+    ),
 )
 
 
@@ -408,7 +442,7 @@ def tensor_values(draw: Any) -> Any:
     arr = base[: int(np.prod(shape))].reshape(shape) if ndim else np.array(1, dtype)
     if ndim and draw(st.booleans()):  # a strided view: every other element, or reversed
         step = draw(st.sampled_from([2, -1, 3]))
-        arr = base[:: step][: shape[0]] if ndim == 1 else arr[:, ::step] if shape[1] else arr
+        arr = base[::step][: shape[0]] if ndim == 1 else arr[:, ::step] if shape[1] else arr
     if draw(st.booleans()) and arr.size:  # misaligned: one byte into the buffer
         raw = np.zeros(arr.nbytes + 16, np.uint8)
         arr = raw[1 : 1 + arr.nbytes].view(dtype).reshape(arr.shape) if arr.flags.c_contiguous else arr
@@ -472,8 +506,11 @@ class IterList(list):  # type: ignore[type-arg]
 
 elements = st.one_of(ints, st.sampled_from([None, 2.5, True, False, "1", np.int32(4), np.float64(1.0)]), ints.map(Indexable))
 sequence_values = st.one_of(
-    st.builds(lambda items, make: make(items), st.lists(elements, min_size=0, max_size=5),
-              st.sampled_from([tuple, list, IterTuple, IterList, lambda i: iter(i), lambda i: {k: v for k, v in enumerate(i)}])),
+    st.builds(
+        lambda items, make: make(items),
+        st.lists(elements, min_size=0, max_size=5),
+        st.sampled_from([tuple, list, IterTuple, IterList, lambda i: iter(i), lambda i: {k: v for k, v in enumerate(i)}]),
+    ),
     numbers,
 )
 

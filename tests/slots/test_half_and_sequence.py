@@ -25,8 +25,6 @@ HALVES = cute_bind.kernel(halves)
 SEQ_SUM = cute_bind.kernel(seq_sum)
 
 
-
-
 def _f64(bits: int) -> float:
     return struct.unpack("<d", struct.pack("<Q", bits))[0]
 
@@ -148,7 +146,13 @@ def test_sequence_bytes_identical_to_direct_call(path):
     addresses, keep = dsl.marshal(handle.compiled, (_ptr(y), (_ptr(b), _ptr(a)), typed, 9), {})
     theirs = b"".join(ctypes.string_at(p, s) for p, s in zip(addresses, [8, 8, 8, 4, 2, 4]))
     del keep
-    ours = handle.slot_bytes("out") + handle.slot_bytes("ins") + handle.slot_bytes("scales")[:4] + handle.slot_bytes("scales")[4:6] + handle.slot_bytes("n")
+    ours = (
+        handle.slot_bytes("out")
+        + handle.slot_bytes("ins")
+        + handle.slot_bytes("scales")[:4]
+        + handle.slot_bytes("scales")[4:6]
+        + handle.slot_bytes("n")
+    )
     assert ours == theirs
     assert handle.slots["ins"].parts == ("Q", "Q") and handle.slots["scales"].parts == ("f", "H")
 

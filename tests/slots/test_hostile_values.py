@@ -117,7 +117,11 @@ def test_unreadable_pointer_values_are_typed_errors(path: str, make: Any, fragme
         assert info.value.code == "CB204" and fragment in str(info.value)
 
 
-@pytest.mark.parametrize("make", [lambda: cutlass.Float32(0.5), lambda: cutlass.Float32(4096.0), lambda: cutlass.Int32(4096)], ids=["f32-0.5", "f32-4096", "i32-4096"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: cutlass.Float32(0.5), lambda: cutlass.Float32(4096.0), lambda: cutlass.Int32(4096)],
+    ids=["f32-0.5", "f32-4096", "i32-4096"],
+)
 def test_dsl_numbers_are_not_addresses(path: str, make: Any) -> None:
     """A DSL number has ``__index__`` (Float32(0.5) -> 0): a pointer slot refuses it at bind and launch (CB204)
     instead of writing a made-up address."""
@@ -209,8 +213,16 @@ _capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 class Hostile:
     """A DLPack producer describing whatever the test asks, over a real buffer."""
 
-    def __init__(self, base: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...] | None, byte_offset: int = 0,
-                 data: int | None = None, version: tuple[int, int] | None = None, flags: int = 0) -> None:
+    def __init__(
+        self,
+        base: np.ndarray,
+        shape: tuple[int, ...],
+        strides: tuple[int, ...] | None,
+        byte_offset: int = 0,
+        data: int | None = None,
+        version: tuple[int, int] | None = None,
+        flags: int = 0,
+    ) -> None:
         self.keep = [base]
         self.shape = (ctypes.c_int64 * len(shape))(*shape)
         self.strides = (ctypes.c_int64 * len(shape))(*strides) if strides is not None else None
@@ -291,9 +303,18 @@ def _exchange_type(major: int = 1) -> type:
             return (1, 0)
 
     def describe_all(obj: Any) -> dict[str, Any]:
-        facts = dict(data=obj.base.ctypes.data, device_type=1, device_id=0, ndim=1, code=2, bits=32, lanes=1,
-                     shape=ctypes.cast(obj.shape_arr, ctypes.POINTER(ctypes.c_int64)),
-                     strides=ctypes.cast(obj.strides_arr, ctypes.POINTER(ctypes.c_int64)), byte_offset=0)
+        facts = dict(
+            data=obj.base.ctypes.data,
+            device_type=1,
+            device_id=0,
+            ndim=1,
+            code=2,
+            bits=32,
+            lanes=1,
+            shape=ctypes.cast(obj.shape_arr, ctypes.POINTER(ctypes.c_int64)),
+            strides=ctypes.cast(obj.strides_arr, ctypes.POINTER(ctypes.c_int64)),
+            byte_offset=0,
+        )
         facts.update(obj.facts)
         return facts
 

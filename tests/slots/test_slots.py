@@ -17,7 +17,18 @@ from cutlass.cute.runtime import make_ptr
 
 import cute_bind
 from cute_bind import dsl
-from cute_bind.slots import OptionalKind, PointerKind, ScalarKind, SequenceKind, StreamKind, StructureKind, TensorKind, Where, classify, kinds
+from cute_bind.slots import (
+    OptionalKind,
+    PointerKind,
+    ScalarKind,
+    SequenceKind,
+    StreamKind,
+    StructureKind,
+    TensorKind,
+    Where,
+    classify,
+    kinds,
+)
 from tests.kernels.host import all_scalars, scale
 
 W = Where("k", "p")
@@ -41,7 +52,22 @@ RECOGNIZE = [
     (list[cute.Tensor], SequenceKind),
 ] + [
     (getattr(cutlass, name), ScalarKind)
-    for name in ("Boolean", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64", "Float32", "Float64", "TFloat32", "Float16", "BFloat16")
+    for name in (
+        "Boolean",
+        "Int8",
+        "Int16",
+        "Int32",
+        "Int64",
+        "Uint8",
+        "Uint16",
+        "Uint32",
+        "Uint64",
+        "Float32",
+        "Float64",
+        "TFloat32",
+        "Float16",
+        "BFloat16",
+    )
 ]
 
 

@@ -111,7 +111,9 @@ def test_describe_names_the_shape() -> None:
 # ------------------------------------------------------------------ compiled layout and launches
 def _fake_like(n: int) -> Any:
     # quack's spelling of the same layout: sym rows, static n, 16-byte rows (4 floats), 16-byte aligned
-    return make_fake_tensor(F32, (cute.sym_int(), n), (cute.sym_int64(divisibility=4), 1), assumed_align=16, memspace=cute.AddressSpace.generic)
+    return make_fake_tensor(
+        F32, (cute.sym_int(), n), (cute.sym_int64(divisibility=4), 1), assumed_align=16, memspace=cute.AddressSpace.generic
+    )
 
 
 def _reference(n: int) -> Any:
@@ -193,7 +195,15 @@ CHECKS = [
     # (what, kernel, bound with, given, code, expected part, got part)
     ("static extent", rows, (2, 8), lambda: _inputs(2, 12, 0), "CB213", "8 (layout (?,8)", "shape (2, 12)"),
     ("alignment", rows, (2, 8), _misaligned, "CB207", "16 bytes", "0x"),
-    ("row stride divisibility", rows, (2, 8), lambda: (torch.zeros(3, 9)[:, :8], torch.zeros(3, 9)[:, :8]), "CB213", "a multiple of 4", "strides (9, 1)"),
+    (
+        "row stride divisibility",
+        rows,
+        (2, 8),
+        lambda: (torch.zeros(3, 9)[:, :8], torch.zeros(3, 9)[:, :8]),
+        "CB213",
+        "a multiple of 4",
+        "strides (9, 1)",
+    ),
     ("fixed extent", fixed, (4, 8), lambda: (torch.zeros(4, 9), torch.zeros(4, 9)), "CB213", "8 (layout (?{div=4},8)", "shape (4, 9)"),
     ("dynamic divisibility", fixed, (4, 8), lambda: (torch.zeros(6, 8), torch.zeros(6, 8)), "CB213", "a multiple of 4", "shape (6, 8)"),
 ]
@@ -215,7 +225,9 @@ def test_a_launch_checks_the_fact(path: str, what: str, kernel: Any, shape: Any,
 
 
 @pytest.mark.parametrize(
-    "what, kernel, shape, given, code, expected, got", [c for c in CHECKS if c[0] != "static extent"], ids=[c[0] for c in CHECKS if c[0] != "static extent"]
+    "what, kernel, shape, given, code, expected, got",
+    [c for c in CHECKS if c[0] != "static extent"],
+    ids=[c[0] for c in CHECKS if c[0] != "static extent"],
 )
 def test_a_call_checks_the_fact(what: str, kernel: Any, shape: Any, given: Any, code: str, expected: str, got: str) -> None:
     """A call never compiles around a refused fact: it reports it (a new static value alone specializes)."""

@@ -209,7 +209,9 @@ def _attention_args(seed: int, sink: bool, sparse: bool, full: bool, aux: bool) 
 PATTERNS = list(itertools.product([False, True], repeat=4))  # which structures and fields hold values
 
 
-@pytest.mark.parametrize("sink, sparse, full, aux", PATTERNS, ids=["".join("SBFA"[i] if on else "-" for i, on in enumerate(p)) for p in PATTERNS])
+@pytest.mark.parametrize(
+    "sink, sparse, full, aux", PATTERNS, ids=["".join("SBFA"[i] if on else "-" for i, on in enumerate(p)) for p in PATTERNS]
+)
 def test_launches_match_the_dsl_call(sink: bool, sparse: bool, full: bool, aux: bool, path: str) -> None:
     bind = _attention_args(1, sink, sparse, full, aux)
     compiled = cute.compile(attention_like, *_dsl(bind))

@@ -32,8 +32,6 @@ TSTATIC = cute_bind.kernel(tstatic)
 TCOPY = cute_bind.kernel(tcopy_any)
 
 
-
-
 def _items_fmt(layout) -> str:
     return "@Q" + "".join(("i" if m.width == 32 else "q") for m in (*layout.shape, *layout.stride) if m.static is None)
 
@@ -206,7 +204,11 @@ def test_launch_checks(case, path):
 
 def test_misaligned_data_pointer_is_refused(path):
     # compiled assuming 16-byte alignment; an element-offset view breaks it
-    handle = TCOPY.bind(from_dlpack(torch.zeros(8), assumed_align=16).mark_layout_dynamic(), from_dlpack(torch.zeros(8), assumed_align=16).mark_layout_dynamic(), 0.0)
+    handle = TCOPY.bind(
+        from_dlpack(torch.zeros(8), assumed_align=16).mark_layout_dynamic(),
+        from_dlpack(torch.zeros(8), assumed_align=16).mark_layout_dynamic(),
+        0.0,
+    )
     base = torch.zeros(12)
     with pytest.raises(cute_bind.LaunchValueError) as info:
         handle.launch(base[1:9], torch.zeros(8), 0.0)

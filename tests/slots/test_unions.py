@@ -166,7 +166,13 @@ def test_the_member_is_part_of_the_compile_key() -> None:
 # ------------------------------------------------------------------ launches equal the DSL's own call
 # (fn, kernel, values to bind with (DSL-typed: what cute.compile takes), launches as (ours, the DSL's))
 LAUNCHES = [
-    ("ints", windows, WINDOWS, (5, None), [((7, None), (7, None)), ((Int32(-3), None), (Int32(-3), None)), ((2**31 - 1, None), (2**31 - 1, None))]),
+    (
+        "ints",
+        windows,
+        WINDOWS,
+        (5, None),
+        [((7, None), (7, None)), ((Int32(-3), None), (Int32(-3), None)), ((2**31 - 1, None), (2**31 - 1, None))],
+    ),
     ("Int32s", windows, WINDOWS, (Int32(5), Int32(9)), [((2, -(2**31)), (Int32(2), Int32(-(2**31))))]),
     ("nones", windows, WINDOWS, (None, None), [((None, None), (None, None))]),
     ("bools", windows, WINDOWS, (True, False), [((True, True), (True, True)), ((False, True), (False, True))]),
@@ -177,7 +183,13 @@ LAUNCHES = [
         (Float32(0.5), Float32(2.0)),
         [((Float32(1.25), Float32(-3.0)), (Float32(1.25), Float32(-3.0))), ((0.75, 4.0), (Float32(0.75), Float32(4.0)))],
     ),
-    ("pointers", epilogue, EPILOGUE, ("_cell0", "_cell1"), [(("_cell2", "_cell3"), ("_cell2", "_cell3")), (("_addr1", "_addr0"), ("_cell1", "_cell0"))]),
+    (
+        "pointers",
+        epilogue,
+        EPILOGUE,
+        ("_cell0", "_cell1"),
+        [(("_cell2", "_cell3"), ("_cell2", "_cell3")), (("_addr1", "_addr0"), ("_cell1", "_cell0"))],
+    ),
     ("mixed", epilogue, EPILOGUE, (None, "_cell0"), [((None, "_cell3"), (None, "_cell3"))]),
 ]
 

@@ -44,7 +44,9 @@ from tests.static.corpus_support import CORPUS, FILES, expected, mypy_config  # 
 
 Finding = tuple[str, str, str, int]  # (code, kernel, parameter, line)
 
-_MYPY = re.compile(r"^(?P<path>.+?):(?P<line>\d+):\d+: error: (?P<message>\[(?P<code>CB\d{3})\] kernel '(?P<kernel>[^']*)', parameter '(?P<parameter>[^']*)': .*?)  \[cute-bind-cb\d{3}\]$")
+_MYPY = re.compile(
+    r"^(?P<path>.+?):(?P<line>\d+):\d+: error: (?P<message>\[(?P<code>CB\d{3})\] kernel '(?P<kernel>[^']*)', parameter '(?P<parameter>[^']*)': .*?)  \[cute-bind-cb\d{3}\]$"
+)
 
 
 # --------------------------------------------------------------------------- runtime side
@@ -205,7 +207,8 @@ GAP_CASES = [
 @pytest.mark.parametrize("params, code", GAP_CASES, ids=[c[0] for c in GAP_CASES])
 def test_cases_outside_the_corpus(params: str, code: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "corpus_gap.py"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         import typing
         import cuda.bindings.driver as cuda
         import cutlass
@@ -218,7 +221,8 @@ def test_cases_outside_the_corpus(params: str, code: str | None, tmp_path: Path,
         @cute_bind.kernel
         def gap({params}):
             pass
-        """))
+        """)
+    )
     runtime = Counter(f for f, _ in runtime_errors(path, monkeypatch))
     assert Counter((d.code, d.kernel, d.parameter, d.line) for d in check_file(str(path))) == runtime
     assert [c for c, _, _, _ in runtime] == ([code] if code else [])

@@ -80,8 +80,7 @@ def test_message_is_the_catalog_text(capsys: pytest.CaptureFixture[str]) -> None
     source_line = (CORPUS / "corpus_spellings.py").read_text().splitlines()[int(first["line"]) - 1]
     assert source_line[int(first["col"]) - 1 :].startswith("n)")
     assert first["text"] == (
-        "kernel 'attribute', parameter 'n': the parameter has no annotation, "
-        "so cute_bind cannot tell which slot kind stores it."
+        "kernel 'attribute', parameter 'n': the parameter has no annotation, so cute_bind cannot tell which slot kind stores it."
     )
     renamed = [m for m in parsed(lines) if "'renamed'" in m["text"]]
     assert len(renamed) == 1, "the name= option is the kernel name in messages, as at run time"
@@ -170,7 +169,11 @@ def test_clean_file_and_file_without_cute_bind_exit_0(tmp_path: Path, capsys: py
 RESOLUTION_CASES = [
     ("import cutlass.cute\n", "x: cutlass.cute.Tensor", [None]),
     ("from cutlass import *\n", "x: Float8E5M2, y: Int32, z: Float16", ["CB104", None, None]),
-    ("import cutlass as c2\nfrom cutlass import cute as cu\n", "x: c2.Int8, y: cu.Pointer, z: cu.Tensor, w: cu.Layout", [None, None, None, "CB102"]),
+    (
+        "import cutlass as c2\nfrom cutlass import cute as cu\n",
+        "x: c2.Int8, y: cu.Pointer, z: cu.Tensor, w: cu.Layout",
+        [None, None, None, "CB102"],
+    ),
     ("import cuda.bindings.driver as drv\n", "s: drv.CUstream", [None]),
     ("from cuda.bindings.driver import CUstream\n", "s: CUstream", [None]),
     ("from cuda import cuda\n", "s: cuda.CUstream", [None]),
@@ -189,11 +192,23 @@ RESOLUTION_CASES = [
     ("", "x: dict[str, int], y: 'lambda: 1'", ["CB102", "CB102"]),
     # Tensors: the helper only counts subscripted, in any spelling the imports allow.
     ("from cute_bind import Tensor as T\nimport cutlass\n", "x: T[cutlass.Float32, 2], y: T", [None, "CB102"]),
-    ("import typing\nimport cute_bind as cb\nimport cutlass\n", "x: typing.Annotated[cb.Tensor[cutlass.Int8, 1], 1], y: typing.Annotated[cb.Tensor, 1]", [None, "CB102"]),
+    (
+        "import typing\nimport cute_bind as cb\nimport cutlass\n",
+        "x: typing.Annotated[cb.Tensor[cutlass.Int8, 1], 1], y: typing.Annotated[cb.Tensor, 1]",
+        [None, "CB102"],
+    ),
     ("from cutlass.cute.typing import Tensor\n", "x: Tensor", [None]),
     # Sequences: the origin by qualified name, the elements through the same resolution.
-    ("from typing import Tuple, List\nfrom collections.abc import Sequence as Seq\n", "x: Tuple[int, ...], y: List[float], z: Seq", [None, None, None]),
-    ("import cutlass\nimport cute_bind\nP = cute_bind.Pointer[cutlass.Int8]\nPair = tuple[int, int]\n", "x: tuple[P, int], y: tuple[Pair, int], z: list[Pair]", [None, "CB113", "CB113"]),
+    (
+        "from typing import Tuple, List\nfrom collections.abc import Sequence as Seq\n",
+        "x: Tuple[int, ...], y: List[float], z: Seq",
+        [None, None, None],
+    ),
+    (
+        "import cutlass\nimport cute_bind\nP = cute_bind.Pointer[cutlass.Int8]\nPair = tuple[int, int]\n",
+        "x: tuple[P, int], y: tuple[Pair, int], z: list[Pair]",
+        [None, "CB113", "CB113"],
+    ),
     ("import cutlass\nN = cutlass.Float8E5M2\nH = cutlass.BFloat16\n", "x: tuple[H, H], y: tuple[H, N], z: N", [None, "CB113", "CB104"]),
     ("import cutlass\nfrom cutlass import Constexpr as C\n", "x: tuple[C[int], int], y: C[tuple[int, tuple[int]]]", ["CB113", None]),
     ("import typing\nimport cutlass\n", "x: typing.Tuple[()], y: tuple[()], z: tuple[int, ...]", [None, None, None]),
@@ -284,7 +299,6 @@ def test_pre_commit_hook_definition() -> None:
     assert hook["entry"] == "cute-bind check"
     assert hook["language"] == "python"
     assert hook["types"] == ["python"]
-
 
 
 DECORATOR_PRELUDE = """\

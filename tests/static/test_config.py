@@ -81,7 +81,9 @@ def test_bad_tables_are_errors(table: dict[str, object], message: str) -> None:
     assert message in str(info.value)
 
 
-def test_a_bad_table_fails_the_check_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_table_fails_the_check_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = project(tmp_path, "[tool.cute-bind]\nshow_fix = true\n")
     monkeypatch.chdir(root)
     assert main([str(root)]) == 2

@@ -18,7 +18,9 @@ mypy_api = pytest.importorskip("mypy.api")
 
 from tests.static.corpus_support import CORPUS, FILES, expected, mypy_config  # noqa: E402
 
-_REPORT = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<severity>error|note): (?P<message>.*?)(?:  \[(?P<code>[a-z0-9-]+)\])?$")
+_REPORT = re.compile(
+    r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<severity>error|note): (?P<message>.*?)(?:  \[(?P<code>[a-z0-9-]+)\])?$"
+)
 _OURS = re.compile(r"^\[(?P<cb>CB\d{3})\] kernel '(?P<kernel>[^']*)', parameter '(?P<parameter>[^']*)': .+\.$")
 
 
@@ -139,9 +141,7 @@ def reports(workdir: Path) -> list[Report]:
     config.parent.mkdir()
     config.write_text(mypy_config())
     shadowed = workdir / "extra" / "shadowed.py"
-    return run_mypy(
-        config, "--shadow-file", str(shadowed), str(workdir / "shadow_buffer.py"), str(CORPUS), str(workdir / "extra")
-    )
+    return run_mypy(config, "--shadow-file", str(shadowed), str(workdir / "shadow_buffer.py"), str(CORPUS), str(workdir / "extra"))
 
 
 def ours(reports: list[Report], path: Path) -> list[Report]:
@@ -292,7 +292,11 @@ def test_plugin_that_cannot_see_cute_bind_stops_mypy_with_the_fix(tmp_path: Path
     env = dict(os.environ, PYTHONPATH=str(ROOT))  # the plugin imports; mypy's own search does not see it
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--no-site-packages", "--config-file", "mypy.ini", "user.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "cannot find the cute_bind package" in output, output
@@ -304,7 +308,14 @@ def test_source_that_cannot_be_read_is_reported_not_skipped(workdir: Path) -> No
     config.parent.mkdir()
     config.write_text(mypy_config())
     stdout, _, status = mypy_api.run(
-        ["--config-file", str(config), "--cache-dir", str(config.parent / "cache"), "-c", "import cute_bind\n@cute_bind.kernel\ndef f(n): pass\n"]
+        [
+            "--config-file",
+            str(config),
+            "--cache-dir",
+            str(config.parent / "cache"),
+            "-c",
+            "import cute_bind\n@cute_bind.kernel\ndef f(n): pass\n",
+        ]
     )
     assert status == 1 and "could not be read" in stdout and "[cute-bind]" in stdout, stdout
 
@@ -356,7 +367,9 @@ def test_dsl_typed_defaults_type_check_and_python_ones_are_mypys_own_finding(wor
     config.write_text(DOCUMENTED_CONFIG)
     found = run_mypy(config, str(folder / "dsl_defaults.py"))
     lines = DSL_TYPED_DEFAULTS.splitlines()
-    assert {(r.line, r.code) for r in found} == {(i, "assignment") for i, line in enumerate(lines, 1) if "# expect: assignment" in line}, found
+    assert {(r.line, r.code) for r in found} == {(i, "assignment") for i, line in enumerate(lines, 1) if "# expect: assignment" in line}, (
+        found
+    )
 
 
 OVER_JIT = """\
@@ -393,4 +406,6 @@ def test_the_parameters_of_a_def_under_cute_jit_are_the_kernels(workdir: Path) -
     config.write_text(DOCUMENTED_CONFIG)
     found = run_mypy(config, str(folder / "over_jit.py"))
     lines = OVER_JIT.splitlines()
-    assert {(r.line, r.code) for r in found if r.severity == "error"} == {(i, "call-arg") for i, line in enumerate(lines, 1) if "# expect: call-arg" in line}, found
+    assert {(r.line, r.code) for r in found if r.severity == "error"} == {
+        (i, "call-arg") for i, line in enumerate(lines, 1) if "# expect: call-arg" in line
+    }, found

@@ -235,7 +235,12 @@ def _ops_and_args():
     return [
         ("mutating", lambda n: cbt.op(n, host.tscale, mutates_args=("out",)), (torch.zeros(12), x, 2.0), {}),
         ("functional like", lambda n: cbt.op(n, host.tscale, outputs={"out": "inp"}), (x, 2.0), {}),
-        ("functional fn", lambda n: cbt.op(n, host.tcopy_any, outputs={"out": lambda inp, beta: torch.empty_like(inp)}), (x.reshape(3, 4), 1.0), {}),
+        (
+            "functional fn",
+            lambda n: cbt.op(n, host.tcopy_any, outputs={"out": lambda inp, beta: torch.empty_like(inp)}),
+            (x.reshape(3, 4), 1.0),
+            {},
+        ),
         ("two outputs, kw-only", lambda n: cbt.op(n, host.tsplit, outputs={"lo": "inp", "hi": "inp"}), (x,), {"cut": 0.5}),
         ("mixed", lambda n: cbt.op(n, host.tsplit, mutates_args=("hi",), outputs={"lo": "inp"}), (torch.zeros(12), x), {}),
         ("sequences", lambda n: cbt.op(n, host.tsum_list, mutates_args=("out",)), (torch.zeros(12), [x, x + 1], [1.0, 2.0]), {}),

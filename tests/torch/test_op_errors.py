@@ -61,7 +61,15 @@ MISTAKES = [
     ("no argument at all", "tscale", lambda: (), {}, "CB201", "out", False),
     ("a keyword missing", "tscale", lambda: (), {"out": f32(), "inp": f32()}, "CB201", "alpha", False),
     ("unknown keyword", "tscale", lambda: (f32(), f32(), 2.0), {"beta": 1.0}, "CB202", "beta", False),
-    ("unknown keyword among keywords", "tscale", lambda: (), {"out": f32(), "inp": f32(), "alpha": 2.0, "alhpa": 1.0}, "CB202", "alhpa", False),
+    (
+        "unknown keyword among keywords",
+        "tscale",
+        lambda: (),
+        {"out": f32(), "inp": f32(), "alpha": 2.0, "alhpa": 1.0},
+        "CB202",
+        "alhpa",
+        False,
+    ),
     ("duplicate keyword", "tscale", lambda: (f32(), f32(), 2.0), {"alpha": 1.0}, "CB203", "alpha", False),
     ("duplicate of the first", "tscale", lambda: (f32(), f32()), {"out": f32(), "alpha": 1.0}, "CB203", "out", False),
     ("a default's parameter twice", "with_default", lambda: (i32(), 1, 2), {"extra": 3}, "CB203", "extra", False),
@@ -96,10 +104,13 @@ def test_op_raises_what_the_kernel_raises(ops, case, name, args, kwargs, code, p
     assert (ref.code, ref.parameter) == (code, parameter), case
 
 
-@pytest.mark.parametrize(("case", "args", "parameter"), [
-    ("None", lambda: (None, f32(), 2.0), "out"),
-    ("a number", lambda: (f32(), 7, 2.0), "inp"),
-])
+@pytest.mark.parametrize(
+    ("case", "args", "parameter"),
+    [
+        ("None", lambda: (None, f32(), 2.0), "out"),
+        ("a number", lambda: (f32(), 7, 2.0), "inp"),
+    ],
+)
 def test_dispatcher_path_raises_the_same(ops, case, args, parameter):
     """The registered op (what torch.compile's graphs and torch.ops calls reach) diagnoses values too."""
     op = ops["tscale"]
@@ -144,10 +155,26 @@ def _spy(op, monkeypatch):
 
 #: (op name, correct calls: positional, keywords, a mix, defaults left out)
 CORRECT = [
-    ("tscale", [lambda: ((torch.zeros(8), f32(), 2.0), {}), lambda: ((), {"out": torch.zeros(8), "inp": f32(), "alpha": 2.0}),
-                lambda: ((torch.zeros(8),), {"alpha": 2.0, "inp": f32()})]),
-    ("with_default", [lambda: ((i32(), 1), {}), lambda: ((i32(), 1, 2), {}), lambda: ((i32(),), {"value": 1}), lambda: ((i32(), 1), {"extra": 2})]),
-    ("tsplit", [lambda: ((f32(), f32(), f32()), {}), lambda: ((f32(), f32(), f32()), {"cut": 1.0}), lambda: ((), {"lo": f32(), "hi": f32(), "inp": f32()})]),
+    (
+        "tscale",
+        [
+            lambda: ((torch.zeros(8), f32(), 2.0), {}),
+            lambda: ((), {"out": torch.zeros(8), "inp": f32(), "alpha": 2.0}),
+            lambda: ((torch.zeros(8),), {"alpha": 2.0, "inp": f32()}),
+        ],
+    ),
+    (
+        "with_default",
+        [lambda: ((i32(), 1), {}), lambda: ((i32(), 1, 2), {}), lambda: ((i32(),), {"value": 1}), lambda: ((i32(), 1), {"extra": 2})],
+    ),
+    (
+        "tsplit",
+        [
+            lambda: ((f32(), f32(), f32()), {}),
+            lambda: ((f32(), f32(), f32()), {"cut": 1.0}),
+            lambda: ((), {"lo": f32(), "hi": f32(), "inp": f32()}),
+        ],
+    ),
     ("fill_kwonly", [lambda: ((i32(),), {"value": 3}), lambda: ((), {"out": i32(), "value": 3})]),
 ]
 
@@ -209,7 +236,7 @@ def test_any_mix_of_positional_and_keywords_binds_as_kernel_does(property_ops, n
     args = tuple(v[n] for n in positional[:n_positional]) + (1.5,) * max(0, n_positional - len(positional))
     kwargs = {k: v.get(k, 1.0) for k in keywords}
     v2 = values()  # the kernel writes its own tensors
-    args2 = tuple(v2[n] for n in positional[:n_positional]) + args[len(positional):]
+    args2 = tuple(v2[n] for n in positional[:n_positional]) + args[len(positional) :]
     kwargs2 = {k: v2.get(k, 1.0) for k in keywords}
     result = _outcome(op, args, kwargs)
     assert result == _outcome(op.kernel, args2, kwargs2)

@@ -65,7 +65,14 @@ def bool_constexpr(out: cute.Tensor, c: cutlass.Constexpr[bool] = True, d: cutla
     pass
 
 
-def bool_as_number(out: cute.Tensor, flag: cutlass.Boolean = 1, off: cutlass.Boolean = 0, n: cutlass.Int32 = True, c: cutlass.Constexpr[int] = False, x: cutlass.Float32 = True):
+def bool_as_number(
+    out: cute.Tensor,
+    flag: cutlass.Boolean = 1,
+    off: cutlass.Boolean = 0,
+    n: cutlass.Int32 = True,
+    c: cutlass.Constexpr[int] = False,
+    x: cutlass.Float32 = True,
+):
     pass
 
 
@@ -73,7 +80,13 @@ def bool_kwonly(out: cute.Tensor, *, flag: cutlass.Boolean = False, c: cutlass.C
     pass
 
 
-def optional_scalars(out: cute.Tensor, n: Optional[cutlass.Int32], x: cutlass.Float32 | float | None = None, flag: Optional[cutlass.Boolean] = None, k: cutlass.Int32 | None = 3):
+def optional_scalars(
+    out: cute.Tensor,
+    n: Optional[cutlass.Int32],
+    x: cutlass.Float32 | float | None = None,
+    flag: Optional[cutlass.Boolean] = None,
+    k: cutlass.Int32 | None = 3,
+):
     pass
 
 
@@ -111,7 +124,12 @@ SCHEMAS = [
     (bool_kwonly, (), ("out",), "(*, bool flag=False, bool c=True) -> Tensor"),
     # Optional[X] and unions whose members share a schema type are X?; a structure with a default is fixed (no argument)
     (host.topt, ("out",), (), "(Tensor(a0!) out, Tensor inp, Tensor? lse, float alpha, Tensor? bias=None, SymInt? shift=None) -> ()"),
-    (host.topt, ("out", "lse"), (), "(Tensor(a0!) out, Tensor inp, Tensor(a1!)? lse, float alpha, Tensor? bias=None, SymInt? shift=None) -> ()"),
+    (
+        host.topt,
+        ("out", "lse"),
+        (),
+        "(Tensor(a0!) out, Tensor inp, Tensor(a1!)? lse, float alpha, Tensor? bias=None, SymInt? shift=None) -> ()",
+    ),
     (host.topt, (), ("out", "lse"), "(Tensor inp, float alpha, Tensor? bias=None, SymInt? shift=None) -> (Tensor, Tensor)"),
     (optional_scalars, ("out",), (), "(Tensor(a0!) out, SymInt? n, float? x=None, bool? flag=None, SymInt? k=3) -> ()"),
     (optional_structure, ("out",), (), "(Tensor(a0!) out) -> ()"),
@@ -134,7 +152,15 @@ def test_schema_of_each_slot_kind(fn, mutates, outputs, schema):
     assert [p.name for p in plan.params] == [p.name for p in _sig(fn).params]  # every parameter, in order
 
 
-_PYTHON_TYPE = {"bool": bool, "SymInt": int, "int": int, "float": float, "Optional[bool]": bool, "Optional[int]": int, "Optional[float]": float}
+_PYTHON_TYPE = {
+    "bool": bool,
+    "SymInt": int,
+    "int": int,
+    "float": float,
+    "Optional[bool]": bool,
+    "Optional[int]": int,
+    "Optional[float]": float,
+}
 
 
 @pytest.mark.parametrize(("fn", "mutates", "outputs", "schema"), SCHEMAS, ids=[f"{s[0].__name__}-{i}" for i, s in enumerate(SCHEMAS)])
@@ -197,7 +223,9 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize(("fn", "mutates", "outputs", "code", "parameter"), REFUSED, ids=[f"{r[0].__name__}-{r[3]}-{i}" for i, r in enumerate(REFUSED)])
+@pytest.mark.parametrize(
+    ("fn", "mutates", "outputs", "code", "parameter"), REFUSED, ids=[f"{r[0].__name__}-{r[3]}-{i}" for i, r in enumerate(REFUSED)]
+)
 def test_refused_with_a_catalog_error(fn, mutates, outputs, code, parameter):
     with pytest.raises(cute_bind.KernelDefinitionError) as info:
         plan_op("lib::op", _sig(fn), mutates, outputs)
