@@ -99,12 +99,12 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
         base = 64
         if torch is not None:
             pool = [(torch.empty(base - 4 * i), torch.randn(base - 4 * i)) for i in range(POOL)]
-        else:  # NumPy has no DLPack exchange API: the C fast path's tensor class does not apply
+        else:  # without torch: NumPy arrays, read in C from the ndarray's own fields (slots/dlpack.py)
             import numpy as np
 
             rng = np.random.default_rng(0)
             pool = [(np.empty(base - 4 * i, np.float32), rng.standard_normal(base - 4 * i).astype(np.float32)) for i in range(POOL)]
-            checks["tensors"] = "torch not importable: NumPy arrays (Python tensor path)"
+            checks["tensors"] = "torch not importable: NumPy arrays"
         fn, pfn = scale_tensors_host, scale_host
 
         def sync() -> None:
