@@ -136,6 +136,8 @@ class Compiler:
         self.none_streams = frozenset(x.name for x in p if isinstance(x.slot, StreamKind) and x.has_default and x.default is None)
         #: compiled functions by compile key (the in-process cache; always on)
         self.table: dict[CompileKey, Any] = {}
+        #: the keys of the table whose compiled function the disk cache gave (kernel.specializations()'s "disk")
+        self.loaded: set[CompileKey] = set()
         #: compiles made by compile() with the TVM-FFI environment stream, by compile key, newest last
         self.env: dict[CompileKey, EnvCompile] = {}
         #: held around one compile (and the table's writes); a forked child gets a new one (dispatch.py)
@@ -219,6 +221,8 @@ class Compiler:
             compiled = self.table.get(key)
             if compiled is None:
                 compiled = disk.load()  # None: not on disk (then this process holds the key's lock)
+                if compiled is not None:
+                    self.loaded.add(key)
             if compiled is None:
                 dsl_values = binding.dsl_values
                 pos = [dsl_values[p.name] for p in self.signature.params if not p.keyword_only]
@@ -235,6 +239,7 @@ class Compiler:
                         raise D.error(D.NOT_PREPROCESSED, kernel=self.name, got=D.exception_summary(exc), detail=self._no_source) from exc
                     raise D.error(D.COMPILE_FAILED, kernel=self.name, got=type(exc).__name__, detail=D.exception_text(exc)) from exc
                 disk.store(compiled)
+                self.loaded.discard(key)
             self.table[key] = compiled
         return compiled
 
@@ -246,25 +251,21 @@ class Compiler:
             self.env.pop(key, None)  # the newest compile is tried first
             self.env[key] = EnvCompile(self.name, key.env_streams, key.constexpr, compiled)
 
-    def source(self, key: CompileKey, cold: bool, history: dict[str, str]) -> str:
+    def source(self, key: CompileKey, cold: bool) -> str:
         """Where a specialization's compiled function came from: ``"compiled"``, ``"disk"`` or ``"memory"``.
 
-        ``cold``: it was not in memory when the call needed it; ``history``: the
-        disk cache's last outcome per entry key of this kernel (``"hit"``: loaded)."""
+        ``cold``: it was not in memory when the call needed it. Whether the disk cache gave it is
+        recorded when it is loaded (not read back from the cache's history, where another kernel of
+        the same name and key, or a history past its last 1024 events, would answer for this one)."""
         if not cold:
             return "memory"
-        if not history or self.tvm_ffi:
-            return "compiled"
-        try:
-            entry, _ = disk_cache.entry_key(self.owner, self.cache_form(key))
-        except disk_cache.Uncacheable:
-            return "compiled"
-        return "disk" if history.get(entry) == "hit" else "compiled"
+        return "disk" if key in self.loaded else "compiled"
 
     def clear(self) -> None:
         """Drop every compiled function (handles keep theirs alive)."""
         with self.lock:
             self.table.clear()
+            self.loaded.clear()
             self.env.clear()
 
     # ------------------------------------------------------------------ prepare

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, overload
 
 from .. import dsl
 from .. import _whitelist as W
-from .. import cache as disk_cache
 from .. import diagnostics as D
 from ..launch.prepared import PreparedLaunch
 from ..slots import ScalarKind, describe_value
@@ -225,13 +224,10 @@ class Kernel(_CallBase, Generic[P]):
         and where its compiled function came from (``source``: ``"compiled"`` here for that call, ``"disk"``:
         loaded from the disk compile cache, ``"memory"``: compiled earlier in this process by ``bind()``,
         ``compile()`` or a call before ``clear_cache()``). ``compiled`` is True for ``"compiled"`` only."""
-        # Where a cold key came from is the disk cache's record of its entry: the last consultation of the
-        # entry this kernel and key hash to says "hit" when it was loaded. (The dispatcher's own record only
-        # knows the key was not in memory.) Past the history's last 1024 consultations a load reads "compiled".
-        last = {e.key: e.outcome for e in disk_cache.history() if e.kernel == self.name and e.key is not None}
+        # the dispatcher knows whether a key was in memory; the compiler whether the disk cache gave it
         out = []
         for record, key in self._calls.keyed_specializations():
-            source = self.compiler.source(key, record.compiled, last)
+            source = self.compiler.source(key, record.compiled)
             out.append(dataclasses.replace(record, compiled=source == "compiled", source=source))
         return tuple(out)
 

@@ -132,3 +132,25 @@ def test_specializations_say_where_each_compile_came_from(cache_dir):
         assert [(s.source, s.compiled) for s in cached.affine.specializations()] == [("disk", False), ("memory", False)]
     finally:
         cached.affine.clear_cache()
+
+
+def test_a_kernel_without_the_disk_cache_never_reports_disk(cache_dir):
+    """Another kernel of the same function, name and key loaded the entry from disk: a kernel made with
+    cache=False compiled its own (the bench's cold-compile row read 'disk' here once, from the cache's history)."""
+    import ctypes
+
+    from tests.kernels import cached
+
+    buf = (ctypes.c_int32 * 1)()
+    addr = ctypes.addressof(buf)
+    cached.affine.clear_cache()
+    try:
+        cached.affine(addr, 4, 5)  # compiled and stored
+        cached.affine.clear_cache()
+        cached.affine(addr, 4, 5)  # loaded: the history's last word on this entry is "hit"
+        assert [s.source for s in cached.affine.specializations()] == ["disk"]
+        private = cute_bind.kernel(cached.affine.__wrapped__, name=cached.affine.name, cache=False)
+        private(addr, 4, 5)
+        assert [(s.source, s.compiled) for s in private.specializations()] == [("compiled", True)]
+    finally:
+        cached.affine.clear_cache()
