@@ -25,8 +25,10 @@ from cute_bind.launch import prepared as _prepared
 from cute_bind.slots import Where
 from cute_bind.slots import dlpack as _dlpack
 from tests.kernels.host import scale
+from tests.optional import torch_or_skip
 
-torch = pytest.importorskip("torch")
+# torch_or_skip, not importorskip: under DSL 4.5-4.7 the DSL's own torch.py shadows a missing torch (.ci/dsl_matrix)
+torch = torch_or_skip()
 
 GMEM = cute.AddressSpace.gmem
 
