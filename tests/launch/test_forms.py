@@ -25,6 +25,7 @@ from cute_bind.launch import prepared as _prepared
 from cute_bind.slots import Where
 from cute_bind.slots import dlpack as _dlpack
 from tests.kernels.host import scale
+from tests.kernels.host import tscale_stream_default as scale_tensors
 from tests.optional import torch_or_skip
 
 # torch_or_skip, not importorskip: under DSL 4.5-4.7 the DSL's own torch.py shadows a missing torch (.ci/dsl_matrix)
@@ -46,12 +47,6 @@ def scale_gmem(
     i = cute.make_tensor(inp, cute.make_layout(64))
     for k in range(n):
         o[k] = i[k] * alpha
-
-
-@cute.jit
-def scale_tensors(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream = None):
-    for k in range(cute.size(out)):
-        out[k] = inp[k] * alpha
 
 
 class CAI:
