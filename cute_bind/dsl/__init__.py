@@ -39,229 +39,49 @@ The DSL is imported lazily so that ``import cute_bind`` (and the static
 checker) work on machines without it.
 """
 
-from __future__ import annotations
-
-from .imports import (
-    DSL,
-    dsl,
-    import_torch,
+# no `from __future__ import annotations` here: it would bind the name of the annotations module
+# every module's __all__ is its public surface; the package re-exports them all, in layering order
+from . import (
+    imports,
+    version,
+    annotations,
+    hooks,
+    values,
+    compiled,
+    argument_types,
+    devices,
+    reentry,
+    tvm_ffi,
+    export,
+    placeholders,
+    contract,
 )
-from .version import (
-    SUPPORTED_VERSIONS,
-    dsl_version,
-    version_supported,
-    Features,
-    features,
-)
-from .annotations import (
-    is_constexpr,
-    cute_pointer_class,
-    cute_tensor_class,
-    cuda_stream_class,
-    is_numeric_type,
-)
-from .hooks import (
-    DSL_DECORATION_MARKS,
-    is_dsl_decorated,
-    jit,
-    compile_options_problem,
-    preprocessing_source,
-    compile_jit,
-)
-from .values import (
-    is_runtime_pointer,
-    runtime_pointer_fields,
-    make_pointer,
-    Mode,
-    TensorLayout,
-    is_dsl_tensor,
-    dsl_tensor,
-    dsl_tensor_capsule,
-    tensor_layout,
-    numeric_value,
-)
-from .compiled import (
-    is_compiled,
-    is_executor,
-    direct_call_tensor_layout,
-    compiled_from_dsl_values,
-    execution_args_of,
-    RuntimeSignature,
-    runtime_signature,
-    mangled_name,
-    function_name,
-    workspace_argument_count,
-    marshal,
-    EntryPoint,
-    entry_point,
-    entry_function,
-    is_unloaded,
-    add_unload_listener,
-    unload,
-    BareCall,
-    bare_call,
-    raw_kernel_function,
-    compiled_display_name,
-)
-from .argument_types import (
-    entry_argument_types,
-    descriptor_fields,
-    tensor_argument_groups,
-    compiled_argument_types,
-)
-from .devices import (
-    cuda_error_name,
-    cuda_device_count,
-    target_arch,
-    executor_on_device,
-)
-from .reentry import (
-    specialization_guard,
-)
-from .tvm_ffi import (
-    is_tvm_ffi_compiled,
-    TvmFfiEntry,
-    tvm_ffi_entry,
-    tvm_ffi_missing,
-    tvm_ffi_error,
-    dlpack_exchange_functions,
-    is_tvm_ffi_function,
-    tvm_ffi_function_entry,
-    tvm_ffi_scalar_kind,
-    TVM_FFI_CONSTANT_DEPTH,
-    tvm_ffi_constant_leaves_ok,
-    tvm_ffi_constant,
-)
-from .export import (
-    traced_functions,
-    is_dsl_module_name,
-    compiler_identity,
-    export_object,
-    load_object,
-    is_loaded_from_binary,
-    source_code,
-)
-from .placeholders import (
-    CompileOnly,
-    compile_only,
-    compiling,
-    is_fake_tensor,
-    is_fake_stream,
-    fake_tensor_facts,
-    fake_tensor_spelling,
-    fake_stream_spelling,
-    laid_out_tensor,
-)
-from .contract import (
-    check_contract,
-    require_contract,
-    warn_untested_version,
-    require_contract_once,
-)
+from .imports import *  # noqa: F403
+from .version import *  # noqa: F403
+from .annotations import *  # noqa: F403
+from .hooks import *  # noqa: F403
+from .values import *  # noqa: F403
+from .compiled import *  # noqa: F403
+from .argument_types import *  # noqa: F403
+from .devices import *  # noqa: F403
+from .reentry import *  # noqa: F403
+from .tvm_ffi import *  # noqa: F403
+from .export import *  # noqa: F403
+from .placeholders import *  # noqa: F403
+from .contract import *  # noqa: F403
 
 __all__ = [
-    # imports
-    "DSL",
-    "dsl",
-    "import_torch",
-    # version
-    "SUPPORTED_VERSIONS",
-    "dsl_version",
-    "version_supported",
-    "Features",
-    "features",
-    # annotations
-    "is_constexpr",
-    "cute_pointer_class",
-    "cute_tensor_class",
-    "cuda_stream_class",
-    "is_numeric_type",
-    # hooks
-    "DSL_DECORATION_MARKS",
-    "is_dsl_decorated",
-    "jit",
-    "compile_options_problem",
-    "preprocessing_source",
-    "compile_jit",
-    # values
-    "is_runtime_pointer",
-    "runtime_pointer_fields",
-    "make_pointer",
-    "Mode",
-    "TensorLayout",
-    "is_dsl_tensor",
-    "dsl_tensor",
-    "dsl_tensor_capsule",
-    "tensor_layout",
-    "numeric_value",
-    # compiled
-    "is_compiled",
-    "is_executor",
-    "direct_call_tensor_layout",
-    "compiled_from_dsl_values",
-    "execution_args_of",
-    "RuntimeSignature",
-    "runtime_signature",
-    "mangled_name",
-    "function_name",
-    "workspace_argument_count",
-    "marshal",
-    "EntryPoint",
-    "entry_point",
-    "entry_function",
-    "is_unloaded",
-    "add_unload_listener",
-    "unload",
-    "BareCall",
-    "bare_call",
-    "raw_kernel_function",
-    "compiled_display_name",
-    # argument_types
-    "entry_argument_types",
-    "descriptor_fields",
-    "tensor_argument_groups",
-    "compiled_argument_types",
-    # devices
-    "cuda_error_name",
-    "cuda_device_count",
-    "target_arch",
-    "executor_on_device",
-    # reentry
-    "specialization_guard",
-    # tvm_ffi
-    "is_tvm_ffi_compiled",
-    "TvmFfiEntry",
-    "tvm_ffi_entry",
-    "tvm_ffi_missing",
-    "tvm_ffi_error",
-    "dlpack_exchange_functions",
-    "is_tvm_ffi_function",
-    "tvm_ffi_function_entry",
-    "tvm_ffi_scalar_kind",
-    "TVM_FFI_CONSTANT_DEPTH",
-    "tvm_ffi_constant_leaves_ok",
-    "tvm_ffi_constant",
-    # export
-    "traced_functions",
-    "is_dsl_module_name",
-    "compiler_identity",
-    "export_object",
-    "load_object",
-    "is_loaded_from_binary",
-    "source_code",
-    # placeholders
-    "CompileOnly",
-    "compile_only",
-    "compiling",
-    "is_fake_tensor",
-    "is_fake_stream",
-    "fake_tensor_facts",
-    "fake_tensor_spelling",
-    "fake_stream_spelling",
-    "laid_out_tensor",
-    # contract
-    "check_contract",
-    "require_contract",
-    "warn_untested_version",
-    "require_contract_once",
+    *imports.__all__,
+    *version.__all__,
+    *annotations.__all__,
+    *hooks.__all__,
+    *values.__all__,
+    *compiled.__all__,
+    *argument_types.__all__,
+    *devices.__all__,
+    *reentry.__all__,
+    *tvm_ffi.__all__,
+    *export.__all__,
+    *placeholders.__all__,
+    *contract.__all__,
 ]
