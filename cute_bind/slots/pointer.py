@@ -278,13 +278,22 @@ class PointerKind(SlotKind):
         cpu_ok, cuda_ok = self._accepts()
         align = self.align or 1
         device = self.device
-        torch = sys.modules.get("torch")
         ttypes: tuple[Any, ...] = ()
         want_t = None
-        if torch is not None:
-            ttypes = tuple(t for t in (torch.Tensor, getattr(getattr(torch, "nn", None), "Parameter", None)) if t is not None)
+
+        def learn_torch() -> bool:
+            """Read torch's tensor types and this slot's dtype once torch is imported (it may be
+            imported after the handle was bound); True when they were learned by this call."""
+            nonlocal ttypes, want_t
+            torch = sys.modules.get("torch")
+            if torch is None or ttypes or not isinstance(getattr(torch, "Tensor", None), type):
+                return False
+            ttypes = tuple(t for t in (torch.Tensor, getattr(getattr(torch, "nn", None), "Parameter", None)) if isinstance(t, type))
             names = {v: k for k, v in _TORCH_DTYPES.items()}
             want_t = getattr(torch, names[self._dtype_name].removeprefix("torch."), None) if self._dtype_name in names else None
+            return True
+
+        learn_torch()
         layout = _dlpack.array_layout()
         np_type = layout.type if layout is not None else None
         want_np = None
@@ -316,6 +325,8 @@ class PointerKind(SlotKind):
                     a = at(buf).value or 0
                     if not a % align:
                         return a
+            elif not ttypes and learn_torch():
+                return read(value)  # once: torch was imported after bind
             return coerce(value, where)
 
         return read

@@ -88,6 +88,24 @@ def slow(monkeypatch: Any) -> list[Any]:
 
 
 @pytest.fixture
+def coerced(monkeypatch: Any) -> list[Any]:
+    """Every value a pointer slot's full check read (``PointerKind.coerce``): the Python fast path's
+    fallback reads tensors, arrays and ctypes pointers without it (patched before handles are built)."""
+    from cute_bind.slots.pointer import PointerKind
+
+    calls: list[Any] = []
+    original = PointerKind.coerce
+
+    def counting(self: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+        if value.__class__ is not int:
+            calls.append(type(value).__name__)
+        return original(self, value, *args, **kwargs)
+
+    monkeypatch.setattr(PointerKind, "coerce", counting)
+    return calls
+
+
+@pytest.fixture
 def exports(monkeypatch: Any) -> list[Any]:
     """Every DLPack capsule read (a ``__dlpack__`` export per launch is what the fast paths avoid)."""
     calls: list[Any] = []
@@ -117,19 +135,44 @@ def _pointer_forms() -> list[tuple[str, Callable[[np.ndarray], Any]]]:
 
 
 @pytest.mark.parametrize("name,form", _pointer_forms(), ids=[n for n, _ in _pointer_forms()])
-def test_pointer_slot_forms_take_the_fast_path(path: str, slow: list[Any], name: str, form: Callable[[np.ndarray], Any]) -> None:
+def test_pointer_slot_forms_take_the_fast_path(
+    path: str, slow: list[Any], coerced: list[Any], name: str, form: Callable[[np.ndarray], Any]
+) -> None:
     x, out = _f32(), np.zeros(64, np.float32)
     k = cute_bind.kernel(scale)
     h = k.bind(out.ctypes.data, x.ctypes.data, 2.0, 64, 0)
+    coerced.clear()
     before = _c_counts()
     for alpha in (2.0, 3.0):
         out[:] = np.nan
         h.launch(form(out), form(x), alpha, 64, 0)
         np.testing.assert_array_equal(out, x * np.float32(alpha))
     assert slow == [], f"{name}: the launch went to the slow path"
+    assert coerced == [], f"{name}: the launch read its pointers through the full check"
     if path == "c" and name != "int address":
         reader = {"torch tensor": "exchange", "numpy array": "ndarray"}.get(name, "ctypes")
         assert _c_counts()[reader] - before[reader] == 4  # two pointers, two launches, read in C
+
+
+def test_torch_imported_after_bind_takes_the_fast_path(path: str, slow: list[Any], coerced: list[Any], monkeypatch: Any) -> None:
+    """A handle bound before torch was imported reads torch tensors on the fast path all the same
+    (the Python fallback learns torch's types at its first tensor; C learns the exchange API)."""
+    import sys
+
+    x, out = _f32(), np.zeros(64, np.float32)
+    with monkeypatch.context() as m:
+        m.delitem(sys.modules, "torch")
+        h = cute_bind.kernel(scale).bind(out.ctypes.data, x.ctypes.data, 2.0, 64, 0)
+    h.launch(torch.from_numpy(out), torch.from_numpy(x), 2.0, 64, 0)  # the first one may learn torch's types
+    coerced.clear()
+    before = _c_counts()
+    for alpha in (2.0, 3.0):
+        out[:] = np.nan
+        h.launch(torch.from_numpy(out), torch.from_numpy(x), alpha, 64, 0)
+        np.testing.assert_array_equal(out, x * np.float32(alpha))
+    assert slow == [] and coerced == []
+    if path == "c":
+        assert _c_counts()["exchange"] - before["exchange"] == 4
 
 
 @pytest.mark.parametrize("name,form", _pointer_forms()[:2], ids=[n for n, _ in _pointer_forms()[:2]])
