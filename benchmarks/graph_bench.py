@@ -8,10 +8,17 @@ the repeats of the mean host time per kernel, in microseconds:
 
 - ``launch``: K individual ``handle.launch`` calls,
 - ``replay``: ``g.replay()`` with no updates,
-- ``replay+1 ptr``: one pointer per kernel updated (``g.updater(step, "out")``), then ``g.replay()``,
+- ``replay+1 ptr``: one pointer per kernel updated (``g.updater(step, "out")``, one call per
+  kernel), then ``g.replay()``,
+- ``+1 ptr batched``: the same pointers staged by one batched updater
+  (``g.updaters([(step, "out"), ...])``, one call for all K), then ``g.replay()``,
 - ``replay+all``: every runtime value of every kernel (out, inp, alpha, n) updated through
   ``g.replay({step: {...}})``, then launched,
 - ``torch graph``: ``torch.cuda.CUDAGraph.replay()`` of the same K launches captured by torch.
+
+Then, per chain, the pieces of "replay+1 ptr": staging the K pointers alone
+(per-step updaters; batched), and the replay of K nodes already staged (the
+driver's node rewrites plus the launch, through the replay loop).
 
 The header names the replay loop measured: "c" (cute_bind/graph/_cgraph.c, the
 driver entry points called from C) or "python" (through cuda.bindings, one
@@ -63,19 +70,26 @@ def main() -> int:
     env = _Fake() if fake else _Gpu()
     print(f"# cute_bind.graph host cost per kernel (us, median of {a.repeats} repeats x {a.iters} iterations) on {env.name}")
     print(
-        f"{'chain':>6} {'launch':>9} {'replay':>9} {'replay+1 ptr':>13} {'replay+all':>11} {'torch graph':>12} {'record (s)':>11} {'bitwise':>8}"
+        f"{'chain':>6} {'launch':>9} {'replay':>9} {'replay+1 ptr':>13} {'+1 ptr batched':>15} {'replay+all':>11} "
+        f"{'torch graph':>12} {'record (s)':>11} {'bitwise':>8}"
     )
     for k in chains:
         row = env.run(cute_bind, k, a.iters, a.repeats)
         rows.append(row)
         torch_col = f"{row['torch_graph']:.3f}" if row["torch_graph"] is not None else "n/a"
         print(
-            f"{k:>6} {row['launch']:>9.3f} {row['replay']:>9.3f} {row['replay_one_pointer']:>13.3f} {row['replay_all_slots']:>11.3f} "
+            f"{k:>6} {row['launch']:>9.3f} {row['replay']:>9.3f} {row['replay_one_pointer']:>13.3f} "
+            f"{row['replay_one_pointer_batched']:>15.3f} {row['replay_all_slots']:>11.3f} "
             f"{torch_col:>12} {row['record_seconds']:>11.3f} {'ok' if row['bitwise'] else 'FAILED':>8}"
         )
+    print("# pieces of replay+1 ptr (us per kernel): stage with per-step updaters | stage batched | replay of staged nodes")
+    for row in rows:
+        p = row["pieces"]
+        print(f"{row['chain']:>6} {p['stage_updaters']:>9.3f} {p['stage_batched']:>9.3f} {p['replay_staged']:>9.3f}")
     last = rows[-1]
     if not fake and last["torch_graph"]:
-        print(f"# {last['chain']} kernels: replay+1 ptr {last['replay_one_pointer']:.3f} us/kernel (target <= 1.0); "
+        print(f"# {last['chain']} kernels: replay+1 ptr {last['replay_one_pointer']:.3f} us/kernel, batched "
+              f"{last['replay_one_pointer_batched']:.3f} (target <= 0.7); "
               f"replay {last['replay'] / last['torch_graph']:.2f}x a torch graph (target <= 2)")  # fmt: skip
     if a.json:
         with open(a.json, "w") as f:
@@ -121,7 +135,9 @@ class _Gpu:
             for i, launch in enumerate(launches):
                 launch(ptr[i + 1], ptr[i], 1.0, N, stream)
         setters = [g.updater(st, "out") for st in steps]
+        set_all = g.updaters([(st, "out") for st in steps])
         targets = (ptr, sptr)
+        batches = ([ptr[i + 1] for i in range(k)], [sptr[i] for i in range(k)])
         full = [
             {
                 st: {"out": (ptr if flip else sptr)[i + 1 if flip else i], "inp": ptr[i], "alpha": 1.0 + flip, "n": N}
@@ -131,11 +147,13 @@ class _Gpu:
         ]
         sync = s.synchronize
 
-        def timed(op: Callable[[int], None]) -> list[float]:
+        def timed(op: Callable[[int], None], before: Callable[[], Any] | None = None) -> list[float]:
             out = []
             for rep in range(repeats):
                 total = 0.0
                 for it in range(iters):
+                    if before is not None:
+                        before()
                     sync()
                     t = time.perf_counter()
                     op(it)
@@ -153,15 +171,53 @@ class _Gpu:
                 setters[i](src[i + 1] if src is ptr else src[i])
             g.replay()
 
+        def one_pointer_batched(it: int) -> None:
+            set_all(batches[it & 1])
+            g.replay()
+
+        # the pieces: staging alone (the graph's pending set emptied outside the timed call:
+        # a benchmark's look inside), and replaying nodes that are already staged
+        dirty = g._dirty
+        staged = {}
+
+        def stage_updaters(it: int) -> None:
+            src = targets[it & 1]
+            for i in range(k):
+                setters[i](src[i + 1] if src is ptr else src[i])
+
+        def stage_batched(it: int) -> None:
+            set_all(batches[it & 1])
+
+        def after_stage(op: Callable[[int], None]) -> Callable[[int], None]:
+            def run(it: int) -> None:
+                op(it)
+                staged.update(dirty)  # what the replay pieces re-stage (the same nodes)
+                dirty.clear()
+
+            return run
+
+        pieces = {
+            "stage_updaters": _median_per_kernel(timed(after_stage(stage_updaters)), k),
+            "stage_batched": _median_per_kernel(timed(after_stage(stage_batched)), k),
+        }
+        if staged:
+            g.replay()  # nodes back to a known state before the staged-replay piece
+
+        def replay_staged(it: int) -> None:
+            g.replay()
+
+        pieces["replay_staged"] = _median_per_kernel(timed(replay_staged, before=lambda: dirty.update(staged)), k)
         row = {
             "chain": k,
             "launch": _median_per_kernel(timed(individual), k),
             "replay": _median_per_kernel(timed(lambda it: g.replay()), k),
             "replay_one_pointer": _median_per_kernel(timed(one_pointer), k),
+            "replay_one_pointer_batched": _median_per_kernel(timed(one_pointer_batched), k),
             "replay_all_slots": _median_per_kernel(timed(lambda it: g.replay(full[it & 1])), k),
             "torch_graph": _median_per_kernel(timed(lambda it: tg.replay()), k),
             "record_seconds": record,
             "rerecords": g.stats.rerecords,
+            "pieces": pieces,
         }
         # bitwise: the replayed chain against the same launches one by one, fresh input
         bufs[0].copy_(torch.randn(N, device="cuda"))
@@ -204,6 +260,8 @@ class _Fake:
             steps = [g.launch(h, ptr[i + 1], ptr[i], 1.0, 64, 0) for i, h in enumerate(hs)]
         record = time.perf_counter() - t0
         setters = [g.updater(st, "out") for st in steps]
+        set_all = g.updaters([(st, "out") for st in steps])
+        batches = ([ptr[i + 1] for i in range(k)], [sptr[i] for i in range(k)])
         full = [{st: {"out": sptr[i], "inp": ptr[i], "alpha": 1.0 + flip, "n": 64} for i, st in enumerate(steps)} for flip in (0, 1)]
 
         def timed(op: Callable[[int], None]) -> list[float]:
@@ -216,6 +274,13 @@ class _Fake:
                 fake.synchronize()
             return out
 
+        def stage_updaters(it: int) -> None:
+            for i in range(k):
+                setters[i]((ptr[i + 1], sptr[i])[it & 1])
+
+        def stage_batched(it: int) -> None:
+            set_all(batches[it & 1])
+
         def individual(it: int) -> None:
             for i in range(k):
                 hs[i].launch(ptr[i + 1], ptr[i], 1.0, 64, 0)
@@ -225,15 +290,25 @@ class _Fake:
                 setters[i]((ptr[i + 1], sptr[i])[it & 1])
             g.replay()
 
+        def one_pointer_batched(it: int) -> None:
+            set_all(batches[it & 1])
+            g.replay()
+
         row = {
             "chain": k,
             "launch": _median_per_kernel(timed(individual), k),
             "replay": _median_per_kernel(timed(lambda it: g.replay()), k),
             "replay_one_pointer": _median_per_kernel(timed(one_pointer), k),
+            "replay_one_pointer_batched": _median_per_kernel(timed(one_pointer_batched), k),
             "replay_all_slots": _median_per_kernel(timed(lambda it: g.replay(full[it & 1])), k),
             "torch_graph": None,
             "record_seconds": record,
             "rerecords": g.stats.rerecords,
+            "pieces": {
+                "stage_updaters": _median_per_kernel(timed(stage_updaters), k),
+                "stage_batched": _median_per_kernel(timed(stage_batched), k),
+                "replay_staged": _median_per_kernel(timed(lambda it: (stage_batched(it), g.replay())[1]), k),
+            },
         }
         for i, st in enumerate(steps):
             g.update(st, out=ptr[i + 1], inp=ptr[i], alpha=0.5 + i, n=64)

@@ -24,11 +24,28 @@
  * are checked before any call: a non-dict, a value that is not a pair of
  * non-negative ints, or a null function address is a TypeError/ValueError.
  * The GIL is held throughout: the driver calls are short and non-blocking.
+ *
+ *   PointerSetter(ref, dirty, slow).set(value) -> None
+ *   set_pointers(setters, values) -> None | False
+ *
+ * The staging half of a replay with new pointers (Graph.updater and
+ * Graph.updaters): `ref` is the recorder's list [bytearray, offset, key,
+ * pair] naming where one pointer parameter lives in one node's argument
+ * buffer; set(value) writes an exact int in [0, 2**64) there (8 bytes,
+ * little-endian, as the "<Q" struct the Python path packs) and marks the
+ * node dirty (dirty[key] = pair). Anything else (another type, an
+ * out-of-range int, a ref cleared by close() or a re-record) goes to
+ * slow(value), the recorder's checked path, which raises the catalog error.
+ * set_pointers does the same for a tuple of setters and a list or tuple of as
+ * many values; another length or type returns False and writes nothing.
  */
 #define Py_LIMITED_API 0x030A0000
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+
+/* Py_XSETREF is not in the limited API */
+#define CG_XSETREF(dst, src) do { PyObject *_old = (PyObject *)(dst); (dst) = (src); Py_XDECREF(_old); } while (0)
 
 typedef int (*set_params_fn)(void *graph_exec, void *node, const void *params);
 typedef int (*graph_launch_fn)(void *graph_exec, void *stream);
@@ -58,15 +75,28 @@ static PyObject *failure(const char *call, int code) {
     return Py_BuildValue("(si)", call, code);
 }
 
-static PyObject *cg_replay(PyObject *self, PyObject *args) {
+/* the (node, params) pair of one dirty entry as two addresses; -1 with an exception set */
+static int pair_of(PyObject *pair, uint64_t *node, uint64_t *params) {
+    if (!PyTuple_Check(pair) || PyTuple_Size(pair) != 2) {
+        PyErr_Format(PyExc_TypeError, "dirty values must be (node, params) address pairs, got %R", (PyObject *)Py_TYPE(pair));
+        return -1;
+    }
+    if (address_of(PyTuple_GetItem(pair, 0), "node", 0, node) < 0 || address_of(PyTuple_GetItem(pair, 1), "params", 0, params) < 0)
+        return -1;
+    return 0;
+}
+
+static PyObject *cg_replay(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    PyObject *set_obj, *launch_obj, *exec_obj, *dirty, *stream_obj;
-    if (!PyArg_ParseTuple(args, "OOOOO:replay", &set_obj, &launch_obj, &exec_obj, &dirty, &stream_obj))
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "replay() takes 5 arguments (set_params, launch, graph_exec, dirty, stream), got %zd", nargs);
         return NULL;
+    }
     uint64_t set_addr, launch_addr, exec_addr, stream_addr;
-    if (address_of(set_obj, "set_params", 0, &set_addr) < 0 || address_of(launch_obj, "launch", 0, &launch_addr) < 0 ||
-        address_of(exec_obj, "graph_exec", 0, &exec_addr) < 0 || address_of(stream_obj, "stream", 1, &stream_addr) < 0)
+    if (address_of(args[0], "set_params", 0, &set_addr) < 0 || address_of(args[1], "launch", 0, &launch_addr) < 0 ||
+        address_of(args[2], "graph_exec", 0, &exec_addr) < 0 || address_of(args[4], "stream", 1, &stream_addr) < 0)
         return NULL;
+    PyObject *dirty = args[3];
     if (!PyDict_Check(dirty)) {
         PyErr_Format(PyExc_TypeError, "dirty must be a dict, got %R", (PyObject *)Py_TYPE(dirty));
         return NULL;
@@ -75,47 +105,37 @@ static PyObject *cg_replay(PyObject *self, PyObject *args) {
     graph_launch_fn launch = (graph_launch_fn)(uintptr_t)launch_addr;
     void *graph_exec = (void *)(uintptr_t)exec_addr;
 
+    /* every pair read (and checked) into a C array before the first driver call: a bad one
+     * rewrites nothing, and a call that ran Python code and changed the dict could neither
+     * disturb the loop nor free what it reads (the real driver never does; a test's does) */
     Py_ssize_t n = PyDict_Size(dirty);
-    if (n > 0) {
-        /* a snapshot of the pairs (owned references), so that nothing a call
-         * could run can change what is iterated or free a pair mid-loop */
-        PyObject *values = PyDict_Values(dirty);
-        if (values == NULL)
-            return NULL;
-        n = PyList_Size(values);
-        uint64_t *pairs = (uint64_t *)PyMem_Malloc(sizeof(uint64_t) * 2 * (size_t)(n > 0 ? n : 1));
-        if (pairs == NULL) {
-            Py_DECREF(values);
+    uint64_t local[2 * 128];
+    uint64_t *pairs = local;
+    if (n > 128) {
+        pairs = (uint64_t *)PyMem_Malloc(sizeof(uint64_t) * 2 * (size_t)n);
+        if (pairs == NULL)
             return PyErr_NoMemory();
-        }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *pair = PyList_GetItem(values, i); /* borrowed from the owned list */
-            if (pair == NULL || !PyTuple_Check(pair) || PyTuple_Size(pair) != 2) {
-                PyErr_Format(PyExc_TypeError, "dirty values must be (node, params) address pairs, got %R",
-                             pair ? (PyObject *)Py_TYPE(pair) : Py_None);
-                goto bad;
-            }
-            if (address_of(PyTuple_GetItem(pair, 0), "node", 0, &pairs[2 * i]) < 0 ||
-                address_of(PyTuple_GetItem(pair, 1), "params", 0, &pairs[2 * i + 1]) < 0)
-                goto bad;
-        }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int err = set_params(graph_exec, (void *)(uintptr_t)pairs[2 * i], (const void *)(uintptr_t)pairs[2 * i + 1]);
-            if (err != 0) {
-                PyMem_Free(pairs);
-                Py_DECREF(values);
-                return failure("cuGraphExecKernelNodeSetParams", err);
-            }
-        }
-        PyMem_Free(pairs);
-        Py_DECREF(values);
-        goto launch;
-    bad:
-        PyMem_Free(pairs);
-        Py_DECREF(values);
-        return NULL;
     }
-launch:;
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *key, *pair;
+    while (i < n && PyDict_Next(dirty, &pos, &key, &pair)) {
+        if (pair_of(pair, &pairs[2 * i], &pairs[2 * i + 1]) < 0) {
+            if (pairs != local)
+                PyMem_Free(pairs);
+            return NULL;
+        }
+        i++;
+    }
+    for (Py_ssize_t k = 0; k < i; k++) {
+        int err = set_params(graph_exec, (void *)(uintptr_t)pairs[2 * k], (const void *)(uintptr_t)pairs[2 * k + 1]);
+        if (err != 0) {
+            if (pairs != local)
+                PyMem_Free(pairs);
+            return failure("cuGraphExecKernelNodeSetParams", err);
+        }
+    }
+    if (pairs != local)
+        PyMem_Free(pairs);
     int err = launch(graph_exec, (void *)(uintptr_t)stream_addr);
     if (err != 0)
         return failure("cuGraphLaunch", err);
@@ -123,10 +143,185 @@ launch:;
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ pointer setters */
+typedef struct {
+    PyObject_HEAD
+    PyObject *ref;   /* the recorder's [bytearray or None, offset, key, pair] (shared, rewritten by re-records) */
+    PyObject *dirty; /* the graph's dirty dict */
+    PyObject *slow;  /* value -> None: the checked path */
+} PointerSetter;
+
+static PyObject *setter_type; /* set at module init */
+
+/* 1: written and marked dirty; 0: not taken (the slow path's value); -1: an error (a dict store failed) */
+static int setter_fast(PointerSetter *ps, PyObject *value) {
+    if (!PyLong_CheckExact(value))
+        return 0;
+    unsigned long long v = PyLong_AsUnsignedLongLong(value);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear(); /* negative or past 2**64: the slow path raises the catalog error */
+        return 0;
+    }
+    PyObject *r = ps->ref;
+    if (!PyList_Check(r) || PyList_Size(r) != 4)
+        return 0;
+    PyObject *buf = PyList_GetItem(r, 0);
+    if (buf == NULL || !PyByteArray_Check(buf)) /* None: closed, or several locations after a re-record */
+        return 0;
+    Py_ssize_t off = PyLong_AsSsize_t(PyList_GetItem(r, 1));
+    if (off == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (off < 0 || off > PyByteArray_Size(buf) - 8)
+        return 0;
+    unsigned char *p = (unsigned char *)PyByteArray_AsString(buf) + off;
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+    return PyDict_SetItem(ps->dirty, PyList_GetItem(r, 2), PyList_GetItem(r, 3)) < 0 ? -1 : 1;
+}
+
+static int setter_set_one(PointerSetter *ps, PyObject *value) {
+    int done = setter_fast(ps, value);
+    if (done != 0)
+        return done < 0 ? -1 : 0;
+    PyObject *res = PyObject_CallFunctionObjArgs(ps->slow, value, NULL);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+static PyObject *setter_set(PyObject *self, PyObject *value) {
+    if (setter_set_one((PointerSetter *)self, value) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static int setter_init(PyObject *self, PyObject *args, PyObject *kwargs) {
+    PyObject *ref, *dirty, *slow;
+    if (kwargs != NULL && PyDict_Size(kwargs) != 0) {
+        PyErr_SetString(PyExc_TypeError, "PointerSetter() takes no keyword arguments");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "OOO:PointerSetter", &ref, &dirty, &slow))
+        return -1;
+    if (!PyList_Check(ref) || PyList_Size(ref) != 4) {
+        PyErr_Format(PyExc_TypeError, "ref must be a list of 4 ([buffer, offset, key, pair]), got %R", (PyObject *)Py_TYPE(ref));
+        return -1;
+    }
+    if (!PyDict_Check(dirty)) {
+        PyErr_Format(PyExc_TypeError, "dirty must be a dict, got %R", (PyObject *)Py_TYPE(dirty));
+        return -1;
+    }
+    if (!PyCallable_Check(slow)) {
+        PyErr_SetString(PyExc_TypeError, "slow must be callable");
+        return -1;
+    }
+    PointerSetter *ps = (PointerSetter *)self;
+    Py_INCREF(ref);
+    Py_INCREF(dirty);
+    Py_INCREF(slow);
+    CG_XSETREF(ps->ref, ref);
+    CG_XSETREF(ps->dirty, dirty);
+    CG_XSETREF(ps->slow, slow);
+    return 0;
+}
+
+static int setter_traverse(PyObject *self, visitproc visit, void *arg) {
+    PointerSetter *ps = (PointerSetter *)self;
+    Py_VISIT(ps->ref);
+    Py_VISIT(ps->dirty);
+    Py_VISIT(ps->slow);
+    Py_VISIT((PyObject *)Py_TYPE(self));
+    return 0;
+}
+
+static int setter_clear(PyObject *self) {
+    PointerSetter *ps = (PointerSetter *)self;
+    Py_CLEAR(ps->ref);
+    Py_CLEAR(ps->dirty);
+    Py_CLEAR(ps->slow);
+    return 0;
+}
+
+static void setter_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    setter_clear(self);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef setter_methods[] = {
+    {"set", setter_set, METH_O,
+     "set($self, value, /)\n--\n\nWrite an int address into the node buffer and mark the node dirty; anything else: slow(value)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot setter_slots[] = {
+    {Py_tp_init, setter_init},
+    {Py_tp_dealloc, setter_dealloc},
+    {Py_tp_traverse, setter_traverse},
+    {Py_tp_clear, setter_clear},
+    {Py_tp_methods, setter_methods},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_doc, "PointerSetter(ref, dirty, slow, /)\n--\n\nStage one pointer parameter of one graph node (Graph.updater's fast path)."},
+    {0, NULL},
+};
+
+static PyType_Spec setter_spec = {
+    "cute_bind.graph._cgraph.PointerSetter", sizeof(PointerSetter), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, setter_slots,
+};
+
+static PyObject *cg_set_pointers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "set_pointers() takes 2 arguments (setters, values), got %zd", nargs);
+        return NULL;
+    }
+    PyObject *setters = args[0], *values = args[1];
+    if (!PyTuple_Check(setters)) {
+        PyErr_Format(PyExc_TypeError, "setters must be a tuple, got %R", (PyObject *)Py_TYPE(setters));
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_Size(setters);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyObject_TypeCheck(PyTuple_GetItem(setters, i), (PyTypeObject *)setter_type)) {
+            PyErr_Format(PyExc_TypeError, "setters must be PointerSetter objects, got %R", (PyObject *)Py_TYPE(PyTuple_GetItem(setters, i)));
+            return NULL;
+        }
+    int is_list = PyList_Check(values);
+    if (!(is_list || PyTuple_Check(values)) || (is_list ? PyList_Size(values) : PyTuple_Size(values)) != n) {
+        Py_INCREF(Py_False);
+        return Py_False; /* the caller raises its catalog error */
+    }
+    /* a new reference to each value: a slow path may run Python code that changes the list */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (is_list && PyList_Size(values) != n) {
+            PyErr_SetString(PyExc_RuntimeError, "set_pointers: the list of values changed size while it was read");
+            return NULL;
+        }
+        PyObject *v = is_list ? PyList_GetItem(values, i) : PyTuple_GetItem(values, i);
+        if (v == NULL)
+            return NULL;
+        Py_INCREF(v);
+        int rc = setter_set_one((PointerSetter *)PyTuple_GetItem(setters, i), v);
+        Py_DECREF(v);
+        if (rc < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef cg_methods[] = {
-    {"replay", cg_replay, METH_VARARGS,
+    {"replay", (PyCFunction)(void (*)(void))cg_replay, METH_FASTCALL,
      "replay(set_params, launch, graph_exec, dirty, stream) -> None | (call, code): rewrite every "
      "(node, params) pair of dirty, launch the graph, empty dirty; or the first failing call and its CUresult."},
+    {"set_pointers", (PyCFunction)(void (*)(void))cg_set_pointers, METH_FASTCALL,
+     "set_pointers(setters, values) -> None | False: setters[i].set(values[i]) for each i; False (nothing written) "
+     "when values is not a list or tuple of len(setters) values."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -134,4 +329,16 @@ static struct PyModuleDef cg_module = {
     PyModuleDef_HEAD_INIT, "_cgraph", "C replay loop of cute_bind.graph (driver calls through function pointers).", -1, cg_methods,
 };
 
-PyMODINIT_FUNC PyInit__cgraph(void) { return PyModule_Create(&cg_module); }
+PyMODINIT_FUNC PyInit__cgraph(void) {
+    PyObject *m = PyModule_Create(&cg_module);
+    if (m == NULL)
+        return NULL;
+    PyObject *tp = PyType_FromSpec(&setter_spec);
+    if (tp == NULL || PyModule_AddObject(m, "PointerSetter", tp) < 0) { /* AddObject steals only on success */
+        Py_XDECREF(tp);
+        Py_DECREF(m);
+        return NULL;
+    }
+    setter_type = tp; /* borrowed: the module holds it for the life of the process */
+    return m;
+}

@@ -1,3 +1,13 @@
+from typing import Any, Callable, Literal, Sequence
+
 def replay(
     set_params: int, launch: int, graph_exec: int, dirty: dict[object, tuple[int, int]], stream: int, /
 ) -> tuple[str, int] | None: ...
+
+class PointerSetter:
+    """Stage one pointer parameter of one graph node (Graph.updater's fast path)."""
+
+    def __init__(self, ref: list[Any], dirty: dict[Any, Any], slow: Callable[[Any], None], /) -> None: ...
+    def set(self, value: Any, /) -> None: ...
+
+def set_pointers(setters: tuple[PointerSetter, ...], values: Sequence[Any], /) -> Literal[False] | None: ...

@@ -61,6 +61,11 @@ class _FakeExec:
     destroyed: bool = False
 
 
+_MAX_CAPACITY = 1 << 20
+# mailbox address -> (its array, capacity); never emptied (compiled host functions keep the address)
+_MAILBOXES: dict[int, tuple[Any, int]] = {}
+
+
 class _FakeNodeHandle:
     __slots__ = ("serial",)
 
@@ -75,10 +80,17 @@ class FakeDriver(Driver):
     """The driver calls of a graph, emulated on host memory."""
 
     def __init__(self, capacity: int = 4096) -> None:
-        self._box = (ctypes.c_int64 * (1 + capacity * RECORD))()
+        if not isinstance(capacity, int) or isinstance(capacity, bool) or not 1 <= capacity <= _MAX_CAPACITY:
+            raise ValueError(f"FakeDriver capacity must be an int in [1, {_MAX_CAPACITY}], got {capacity!r}")
+        # one spare record past the capacity: the launches after the mailbox is full all write
+        # there (fake_launch clamps), so an overflow is reported by the next drain, never a write
+        # past the array
+        self._box = (ctypes.c_int64 * (1 + (capacity + 1) * RECORD))()
         self._capacity = capacity
         #: address of the mailbox (pass it to host functions as a Constexpr)
         self.mailbox = ctypes.addressof(self._box)
+        # compiled host functions keep the address: the mailbox lives as long as the process
+        _MAILBOXES[self.mailbox] = (self._box, capacity)
         self.kernels: dict[int, FakeKernel] = {}
         self.calls: Counter[str] = Counter()
         self._capturing: dict[int, list[Node]] = {}
@@ -109,7 +121,12 @@ class FakeDriver(Driver):
         box = self._box
         count = int(box[0])
         if count > self._capacity:
-            raise driver_error("launch record", 2, "CUDA_ERROR_OUT_OF_MEMORY (mailbox full)")
+            box[0] = 0  # the records past the capacity are lost: said once, then the mailbox is usable again
+            raise driver_error(
+                "launch record",
+                2,
+                f"CUDA_ERROR_OUT_OF_MEMORY (mailbox full: {count} launches since the last drain, room for {self._capacity})",
+            )
         nodes = []
         raw = ctypes.string_at(self.mailbox + 8, count * RECORD * 8)
         for r in range(count):
@@ -217,12 +234,20 @@ def fake_launch(mailbox: int, kernel: int, grid: Any, block: int, *params: tuple
     import cutlass
     import cutlass.cute as cute
 
+    if mailbox not in _MAILBOXES:
+        raise ValueError(f"fake_launch: {mailbox:#x} is not the mailbox of a FakeDriver (pass its .mailbox)")
+    capacity = _MAILBOXES[mailbox][1]
+    cells_n = RECORD * (capacity + 1) + 1
     space = cute.AddressSpace.generic
-    cells = cute.make_tensor(cute.make_ptr(cutlass.Int64, mailbox, space, assumed_align=8), cute.make_layout(RECORD * 4096 + 1))
-    halves32 = cute.make_tensor(cute.make_ptr(cutlass.Int32, mailbox, space, assumed_align=8), cute.make_layout(2 * RECORD * 4096 + 2))
-    floats32 = cute.make_tensor(cute.make_ptr(cutlass.Float32, mailbox, space, assumed_align=8), cute.make_layout(2 * RECORD * 4096 + 2))
-    floats64 = cute.make_tensor(cute.make_ptr(cutlass.Float64, mailbox, space, assumed_align=8), cute.make_layout(RECORD * 4096 + 1))
-    base = cells[0] * RECORD + 1
+    cells = cute.make_tensor(cute.make_ptr(cutlass.Int64, mailbox, space, assumed_align=8), cute.make_layout(cells_n))
+    halves32 = cute.make_tensor(cute.make_ptr(cutlass.Int32, mailbox, space, assumed_align=8), cute.make_layout(2 * cells_n))
+    floats32 = cute.make_tensor(cute.make_ptr(cutlass.Float32, mailbox, space, assumed_align=8), cute.make_layout(2 * cells_n))
+    floats64 = cute.make_tensor(cute.make_ptr(cutlass.Float64, mailbox, space, assumed_align=8), cute.make_layout(cells_n))
+    # the record index, clamped to the spare record past the capacity: min(count, capacity)
+    # without a branch (count - capacity is negative exactly when there is room)
+    over = cells[0] - cutlass.Int64(capacity)
+    index = cutlass.Int64(capacity) + (over & (over >> 63))
+    base = index * RECORD + 1
     xyz = tuple(grid) if isinstance(grid, tuple) else (grid, 1, 1)
     cells[base] = cutlass.Int64(kernel)
     for i in range(3):

@@ -20,6 +20,7 @@ launch (policy ``"rerecord"``, counted in :attr:`Graph.stats`).
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 from collections import abc
 import time
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Literal, Mapping, Sequence
 
 from .. import diagnostics as D
+from .. import settings
 from ..diagnostics.errors import CuteBindError
 from ..launch import PreparedLaunch
 from ..launch.lifecycle import HandleState, Lifecycle, Refusal
@@ -37,6 +39,19 @@ from .driver import CudaDriver, Driver, KernelParams, Node
 from .mapping import LAUNCH_EFFECTS, Capture, Effect, Item, classify, combine, items_of, noise_mask, probe_values
 
 __all__ = ["Graph", "Step", "Finding", "GraphStats", "graph", "Policy"]
+
+
+def _c_setter() -> Any:
+    """The C pointer setter class (``_cgraph.PointerSetter``), or None: not built, or
+    ``CUTE_BIND_PURE_PYTHON=1`` (read when an updater is made, like the launch paths)."""
+    if settings.PURE_PYTHON.flag():
+        return None
+    try:
+        from ._cgraph import PointerSetter
+    except ImportError:
+        return None
+    return PointerSetter
+
 
 Policy = Literal["fixed", "rerecord", "error"]
 _POLICIES = ("fixed", "rerecord", "error")
@@ -648,6 +663,10 @@ class Graph(Lifecycle):
                 # ([buffer, offset, node index, (node, record)]) is rewritten by every
                 # (re-)recording, so this function stays valid across re-records.
                 ref = st.fast.setdefault(it, [None, 0, 0, None])
+                self._refresh_fast(st)
+                cset = _c_setter()
+                if cset is not None:  # the same steps in C: a bound METH_O method, no Python frame
+                    return cset(ref, dirty, functools.partial(set_slow, st, j)).set  # type: ignore[no-any-return]
 
                 def set_pointer(value: Any) -> None:
                     r = ref
@@ -657,7 +676,6 @@ class Graph(Lifecycle):
                     pack(r[0], r[1], value)
                     dirty[r[2]] = r[3]
 
-                self._refresh_fast(st)
                 return set_pointer
 
             # several locations: (targets, keys) of the current recording, rebuilt after a re-record
@@ -679,6 +697,55 @@ class Graph(Lifecycle):
             set_slow(st, j, value)
 
         return set_value
+
+    def updaters(self, targets: Sequence[tuple[Step | int | PreparedLaunch[Any], str]], /) -> Callable[[Sequence[Any]], None]:
+        """One function that stages a value for each ``(step, parameter)`` of ``targets``: the
+        batched form of :meth:`updater`, for a replay loop that changes the same parameters of
+        many steps each time (``set_all([out0, out1, ...])``, a list or tuple of as many values,
+        in the order of ``targets``).
+
+        Int addresses for pointers rewritten in place are written in one C call (no Python
+        frame per value); every other value goes through that parameter's :meth:`updater`.
+        A value list of another length raises CB806 and stages nothing.
+        """
+        self._require_ready("updaters belong to a recorded graph (after the with block)")
+        if isinstance(targets, (str, bytes)) or not isinstance(targets, abc.Sequence):  # type: ignore[unreachable]
+            raise self._misuse("updaters takes a sequence of (step, parameter) pairs", "a list of pairs", type(targets).__name__)
+        setters = []
+        for target in targets:
+            if not (isinstance(target, tuple) and len(target) == 2 and isinstance(target[1], str)):
+                raise self._misuse("updaters takes a sequence of (step, parameter) pairs", "a (step, parameter) pair", repr(target))
+            setters.append(self.updater(*target))
+        count = len(setters)
+        cset = _c_setter()
+        batch = None
+        if cset is not None and all(getattr(f, "__self__", None).__class__ is cset for f in setters):
+            from ._cgraph import set_pointers
+
+            batch = functools.partial(set_pointers, tuple(f.__self__ for f in setters))  # type: ignore[attr-defined]
+        misuse = self._misuse
+
+        def wrong(values: Any) -> CuteBindError:
+            got = f"{len(values)} values" if isinstance(values, (list, tuple)) else type(values).__name__
+            return misuse(
+                "a batched updater takes one value per (step, parameter) it was made for", f"a list or tuple of {count} values", got
+            )
+
+        if batch is not None:
+
+            def set_all_c(values: Sequence[Any]) -> None:
+                if batch(values) is False:
+                    raise wrong(values)
+
+            return set_all_c
+
+        def set_all(values: Sequence[Any]) -> None:
+            if not isinstance(values, (list, tuple)) or len(values) != count:
+                raise wrong(values)
+            for f, v in zip(setters, values):
+                f(v)
+
+        return set_all
 
     def replay(
         self, updates: Mapping[Step | int | PreparedLaunch[Any], Mapping[str, Any] | Sequence[Any]] | None = None, /, *, stream: Any = None

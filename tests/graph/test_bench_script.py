@@ -21,4 +21,5 @@ def test_graph_bench_smoke_run(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = json.loads(out.read_text())["rows"]
     assert [r["chain"] for r in rows] == [1, 3] and all(r["bitwise"] for r in rows)
-    assert all(r[k] > 0 for r in rows for k in ("launch", "replay", "replay_one_pointer", "replay_all_slots"))
+    assert all(r[k] > 0 for r in rows for k in ("launch", "replay", "replay_one_pointer", "replay_one_pointer_batched", "replay_all_slots"))
+    assert all(v > 0 for r in rows for v in r["pieces"].values())

@@ -211,3 +211,121 @@ def test_cuda_driver_c_replay_failure_is_cb804_with_the_cuda_error_name():
     assert err.code == "CB804" and err.details["cuda_error"] == 700
     assert "CUDA_ERROR_ILLEGAL_ADDRESS (700) from cuGraphLaunch" in str(err)
     assert [c[0] for c in fake.calls] == ["set", "launch"] and dirty == {0: (0x10, 0x20)}
+
+
+def test_more_dirty_nodes_than_the_stack_snapshot_holds():
+    drv = Driver()
+    dirty = {i: (0x1000 + i, 0x9000 + i) for i in range(300)}
+    assert drv.replay(0x1, dirty, 0x2) is None
+    assert [c[2] for c in drv.calls[:-1]] == [0x1000 + i for i in range(300)] and dirty == {}
+
+
+# ------------------------------------------------------------------ pointer setters
+class Slow:
+    """The checked path a setter hands anything else to; records what it got."""
+
+    def __init__(self, raises=None):
+        self.got = []
+        self.raises = raises
+
+    def __call__(self, value):
+        self.got.append(value)
+        if self.raises is not None:
+            raise self.raises
+
+
+def _setter(size=32, off=8, raises=None):
+    buf = bytearray(size)
+    ref = [buf, off, 7, (0x10, 0x20)]
+    dirty = {}
+    slow = Slow(raises)
+    return cgraph.PointerSetter(ref, dirty, slow), buf, ref, dirty, slow
+
+
+@pytest.mark.parametrize("value", [0, 1, 0x1234_5678_9ABC_DEF0, 2**64 - 1])
+def test_a_setter_writes_an_int_address_little_endian_and_marks_the_node(value):
+    s, buf, _ref, dirty, slow = _setter()
+    s.set(value)
+    assert bytes(buf[8:16]) == value.to_bytes(8, "little") and bytes(buf[:8]) == bytes(8) and bytes(buf[16:]) == bytes(16)
+    assert dirty == {7: (0x10, 0x20)} and slow.got == []
+
+
+class IntSub(int):
+    pass
+
+
+@pytest.mark.parametrize("value", [-1, 2**64, True, 1.0, "1", None, IntSub(5), b"\x00" * 8])
+def test_anything_but_an_exact_int_address_goes_to_the_slow_path_untouched(value):
+    s, buf, _ref, dirty, slow = _setter()
+    s.set(value)
+    assert slow.got == [value] and buf == bytearray(32) and dirty == {}
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [[None, 0, 0, None], [bytearray(8), 1, 0, (1, 2)], [bytearray(8), -1, 0, (1, 2)], [bytearray(16), "0", 0, (1, 2)],
+     [bytearray(16), 2**70, 0, (1, 2)], [b"\x00" * 16, 0, 0, (1, 2)]],
+    ids=["closed", "past_the_end", "negative_offset", "str_offset", "huge_offset", "bytes_not_bytearray"],
+)  # fmt: skip
+def test_a_cleared_or_bad_ref_goes_to_the_slow_path(ref):
+    dirty, slow = {}, Slow()
+    before = [bytes(x) if isinstance(x, (bytes, bytearray)) else x for x in ref]
+    cgraph.PointerSetter(ref, dirty, slow).set(0x1000)
+    assert slow.got == [0x1000] and dirty == {}
+    assert [bytes(x) if isinstance(x, (bytes, bytearray)) else x for x in ref] == before
+
+
+def test_a_setter_follows_its_ref_when_the_recorder_rewrites_it():
+    s, _buf, ref, dirty, slow = _setter()
+    other = bytearray(16)
+    ref[:] = [other, 0, 3, (0x30, 0x40)]  # a re-record moved the parameter
+    s.set(0xAB)
+    assert other[0] == 0xAB and dirty == {3: (0x30, 0x40)} and slow.got == []
+
+
+def test_the_slow_paths_error_propagates():
+    s, _buf, _ref, _dirty, slow = _setter(raises=ValueError("refused"))
+    with pytest.raises(ValueError, match="refused"):
+        s.set("x")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [([None] * 3, {}, print), ([None] * 4, [], print), ([None] * 4, {}, 5), ((None,) * 4, {}, print)],
+    ids=["short_ref", "dirty_not_dict", "slow_not_callable", "ref_a_tuple"],
+)
+def test_a_setter_is_built_from_checked_parts(args):
+    with pytest.raises(TypeError):
+        cgraph.PointerSetter(*args)
+
+
+def test_set_pointers_writes_each_value_through_its_setter():
+    made = [_setter() for _ in range(3)]
+    setters = tuple(m[0] for m in made)
+    assert cgraph.set_pointers(setters, [0x10, "slow", 0x30]) is None
+    assert made[0][1][8] == 0x10 and made[2][1][8] == 0x30 and made[1][4].got == ["slow"]
+    assert cgraph.set_pointers(setters, (1, 2, 3)) is None
+
+
+@pytest.mark.parametrize("values", [[1, 2], [1, 2, 3, 4], {1, 2, 3}, "abc", None, iter([1, 2, 3])])
+def test_set_pointers_refuses_another_count_or_type_and_writes_nothing(values):
+    made = [_setter() for _ in range(3)]
+    assert cgraph.set_pointers(tuple(m[0] for m in made), values) is False
+    assert all(m[1] == bytearray(32) and m[3] == {} and m[4].got == [] for m in made)
+
+
+def test_set_pointers_takes_setters_only():
+    with pytest.raises(TypeError):
+        cgraph.set_pointers((print,), [1])
+    with pytest.raises(TypeError):
+        cgraph.set_pointers([_setter()[0]], [1])
+
+
+def test_a_slow_path_that_empties_the_list_stops_the_batch():
+    values = [0x10, "slow", 0x30]
+    made = [_setter() for _ in range(3)]
+    made[1][4].raises = None
+    made[1][4].__class__ = type("Clearing", (Slow,), {"__call__": lambda self, v: values.clear()})
+    with pytest.raises(RuntimeError):
+        cgraph.set_pointers(tuple(m[0] for m in made), values)
+    assert made[0][1][8] == 0x10 and made[2][1] == bytearray(32)

@@ -244,6 +244,129 @@ def test_updater_writes_like_update(replay_loop):
     g.close()
 
 
+@pytest.fixture(params=["c", "python"])
+def setter_path(request, monkeypatch):
+    """Pointer updaters made in the test use the C setter (``_cgraph.PointerSetter``) or the Python closure."""
+    if request.param == "python":
+        monkeypatch.setenv("CUTE_BIND_PURE_PYTHON", "1")
+    else:
+        pytest.importorskip("cute_bind.graph._cgraph")
+        monkeypatch.delenv("CUTE_BIND_PURE_PYTHON", raising=False)
+    return request.param
+
+
+@pytest.fixture
+def checked_sets(monkeypatch):
+    """Every value that went through the recorder's checked path (``Graph._set``)."""
+    from cute_bind.graph.recorder import Graph
+
+    calls = []
+    original = Graph._set
+
+    def counting(self, st, j, value):
+        calls.append((st.index, st.names[j], value))
+        return original(self, st, j, value)
+
+    monkeypatch.setattr(Graph, "_set", counting)
+    return calls
+
+
+def test_pointer_updaters_write_ints_without_the_checked_path(setter_path, replay_loop, checked_sets):
+    handles = _chain_handles()
+    g, steps = record(list(zip(handles, _chain_args(((0, 2.0, N), (1.0, N), (1.0, N))))))
+    set_inp = g.updater(steps[0], "inp")
+    if setter_path == "c":
+        from cute_bind.graph._cgraph import PointerSetter
+
+        assert isinstance(set_inp.__self__, PointerSetter)
+    for i in (1, 2, 3):
+        set_inp(addr(INS[i]))
+        g.replay()
+        assert np.array_equal(OUTS[0], INS[i] * np.float32(2.0))
+    assert checked_sets == []
+    set_inp(INS[0])  # an array, not an int: the checked path
+    assert checked_sets == [(0, "inp", INS[0])]
+    g.close()
+
+
+def test_batched_updaters_equal_one_updater_per_step(setter_path, replay_loop, checked_sets):
+    handles = _chain_handles()
+    values = ((0, 2.0, N), (1.5, N), (-1.0, N))
+    g, steps = record(list(zip(handles, _chain_args(values))))
+    set_all = g.updaters([(steps[0], "inp"), (steps[0], "alpha"), (steps[2], "inp")])
+    for i in (1, 2, 3):
+        set_all([addr(INS[i]), 0.5 * i, addr(OUTS[2])])
+        _reset()
+        g.replay()
+        replayed = _snapshot()
+        _reset()
+        args = _chain_args(((i, 0.5 * i, N), (1.5, N), (-1.0, N)))
+        args[2] = (addr(OUTS[3]), addr(OUTS[2]), -1.0, N, 0)
+        eager(list(zip(handles, args)))
+        assert all(x.tobytes() == y.tobytes() for x, y in zip(replayed, _snapshot()))
+    # the float goes through its own updater (the checked path); the pointers never do
+    assert [c[1] for c in checked_sets] == ["alpha"] * 3
+    g.close()
+
+
+@pytest.mark.parametrize("values", [[1], [1, 2, 3], (), None, "ab", {0: 1, 1: 2}], ids=["short", "long", "empty", "none", "str", "dict"])
+def test_a_batched_updater_refuses_another_count_and_stages_nothing(setter_path, values):
+    o, i, other = arr(360), arr(361), arr(362)
+    h = bind(K.scale, addr(o), addr(i), 2.0, N, 0)
+    g, (s,) = record([(h, (addr(o), addr(i), 2.0, N, 0))])
+    set_both = g.updaters([(s, "out"), (s, "inp")])
+    before = FAKE.calls["set_kernel_params"]
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        set_both(values)
+    assert info.value.code == "CB806" and "2 values" in str(info.value)
+    g.replay()
+    assert FAKE.calls["set_kernel_params"] == before  # nothing was staged
+    set_both([addr(other), addr(i)])
+    g.replay()
+    assert np.array_equal(other, i * np.float32(2.0))
+    g.close()
+
+
+@pytest.mark.parametrize(
+    "targets",
+    [5, "out", [("out",)], [(0, 5)], [(0, "nope")], [(7, "out")]],
+    ids=["int", "str", "one_tuple", "parameter_not_str", "unknown_parameter", "unknown_step"],
+)
+def test_batched_updaters_take_step_parameter_pairs(targets):
+    o, i = arr(370), arr(371)
+    h = bind(K.scale, addr(o), addr(i), 2.0, N, 0)
+    g, _ = record([(h, (addr(o), addr(i), 2.0, N, 0))])
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        g.updaters(targets)
+    assert info.value.code == "CB806"
+    g.close()
+
+
+def test_saved_updaters_refuse_after_close(setter_path):
+    o, i = arr(380), arr(381)
+    h = bind(K.scale, addr(o), addr(i), 2.0, N, 0)
+    g, (s,) = record([(h, (addr(o), addr(i), 2.0, N, 0))])
+    one, batch = g.updater(s, "out"), g.updaters([(s, "out")])
+    g.close()
+    for call in (lambda: one(addr(i)), lambda: batch([addr(i)])):
+        with pytest.raises(cute_bind.CuteBindError) as info:
+            call()
+        assert info.value.code == "CB806"
+
+
+def test_batched_updaters_follow_rerecords(setter_path):
+    out, inp, other = arr(0), arr(1), arr(2)
+    h = bind(K.scale_grid, addr(out), addr(inp), 2.0, N, 0)
+    g, (step,) = record([(h, (addr(out), addr(inp), 2.0, N, 0))], derived="rerecord")
+    set_out = g.updaters([(step, "out")])
+    g.replay({step: {"n": 32}})  # the grid changes: re-recorded, new nodes
+    set_out([addr(other)])
+    g.replay()
+    assert g.stats.rerecords == 1
+    assert np.array_equal(other[:32], inp[:32] * np.float32(2.0)) and np.array_equal(other[32:], arr(2)[32:])
+    g.close()
+
+
 def test_scalars_bitwise():
     out = np.zeros(1, np.float64)
     h = bind(K.mix, addr(out), 1, 2, 3, 4, 0.5, False, 0)
