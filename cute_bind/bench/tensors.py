@@ -18,6 +18,8 @@ Paths:
 - ``kernel(out, inp, a) call, stream left out``: the annotate-and-call path with
   the pool's tensors, the stream taken from torch's current stream (the
   default stream on the CPU);
+- ``kernel(out, inp, a, stream) call, stream passed``: the same call with that
+  stream given (the difference is what finding the current stream costs);
 - ``pointer kernel launch, data_ptr()/numel() each step``: the pointer-only
   equivalent bound with cute_bind, its arguments taken from the same tensors;
   on the CPU also with precomputed integer arguments;
@@ -142,6 +144,7 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
     bound_calls: list[tuple[str, Callable[[Any, Any], Any]]] = [
         ("launch, new tensors", lambda o, i: launch(o, i, alpha, stream)),
         ("kernel call, stream left out", lambda o, i: _on_stream(torch_stream, k, o, i, alpha)),
+        ("kernel call, stream passed", lambda o, i: k(o, i, alpha, stream)),
         ("pointer kernel launch", lambda o, i: plaunch(addr(o), addr(i), alpha, len(o), stream)),
     ]
     for name, call in bound_calls:
@@ -184,6 +187,12 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
             "kernel(out, inp, a) call, stream left out",
             _cycle_loop(k, [(o, i, alpha) for o, i in pool]),
             "annotate and call, new tensors each step; the current stream",
+        ),
+        TimedPath(
+            "call_stream",
+            "kernel(out, inp, a, stream) call, stream passed",
+            _cycle_loop(k, [(o, i, alpha, stream) for o, i in pool]),
+            "the same call given the stream the row above finds",
         ),
     ]
     if not gpu and torch is not None:
@@ -330,6 +339,7 @@ MEANINGS: dict[str, str] = {
     "bare": "the compiled code's entry point called directly on argument storage prepared once: no argument handling at all",
     "tvm_ffi_tensors": "the DSL's optional TVM-FFI calling convention given torch tensors, the stream taken from torch",
     "call": "calling the kernel itself, kernel(out, inp, a), with the stream left out: cute_bind picks the specialization and the current stream",
+    "call_stream": "the same kernel(...) call given that stream explicitly: the difference to the row above is what finding the current stream costs",
     "triton": "a Triton kernel doing the same scale, launched kernel[grid](...) (where Triton is installed)",
 }
 
@@ -356,6 +366,9 @@ def format_tensor_table(report: Report) -> str:
     call = report.row("call")
     if call is not None:
         summary.append(f"kernel(...) - launch(new tensors) = {call.median_us - launch:+.2f} us")
+        passed = report.row("call_stream")
+        if passed is not None:
+            summary.append(f"stream left out - stream passed = {call.median_us - passed.median_us:+.2f} us")
         tvm_row = report.row("tvm_ffi_tensors")
         if tvm_row is not None:
             summary.append(f"kernel(...) - TVM-FFI = {call.median_us - tvm_row.median_us:+.2f} us")

@@ -54,6 +54,9 @@
 
 typedef void (*entry_fn)(void **);
 
+/* Py_XSETREF is not in the limited API */
+#define Py_XSETREF_CB(dst, src) do { PyObject *_old = (PyObject *)(dst); (dst) = (src); Py_XDECREF(_old); } while (0)
+
 /* Fast classes: which values a slot takes as they are (see SlotKind.fast). */
 enum { C_EXACT_INT = 'P', C_EXACT_BOOL = 'B', C_INT = 'I', C_REAL = 'R', C_F16 = 'h', C_BF16 = 'g', C_TENSOR = 'T', C_SEQ = 'S', C_WRITER = 'X' };
 
@@ -73,6 +76,7 @@ typedef struct {
     Py_ssize_t api_offset; /* offset of dltensor_from_py_object_no_sync in the exchange-API table */
     PyObject *type;     /* the exact type `fn` was found on (owned), or NULL */
     PyObject *capsule;  /* that type's exchange-API capsule (owned), or NULL */
+    PyObject *cai_type; /* a type without the exchange API read through __cuda_array_interface__ (owned), or NULL */
     uint8_t code, bits;
     uint16_t lanes;
     int32_t device_type, device_id;
@@ -454,23 +458,143 @@ pack_pointer(PtrSpec *ps, char *dst, PyObject *v)
     return 1;
 }
 
+/* The (type, id) `v.__dlpack_device__()` says. 1: read; 0: none or not two ints; -1: propagate. */
+static int
+dlpack_device_of(PyObject *v, long long *dt, long long *id)
+{
+    PyObject *dev = PyObject_CallMethod(v, "__dlpack_device__", NULL);
+    if (!dev) return soft_fail();
+    int r = 0;
+    if (PyTuple_Check(dev) && PyTuple_Size(dev) == 2 && PyLong_Check(PyTuple_GetItem(dev, 0)) && PyLong_Check(PyTuple_GetItem(dev, 1))) {
+        *dt = PyLong_AsLongLong(PyTuple_GetItem(dev, 0));
+        *id = PyLong_AsLongLong(PyTuple_GetItem(dev, 1));
+        r = PyErr_Occurred() ? soft_fail() : 1;
+    }
+    Py_DECREF(dev);
+    return r;
+}
+
+/* A tuple of `n` (<= 64) ints in [lo, INT64_MAX] into `out`. 1: read; 0: not. */
+static int
+int_tuple(PyObject *t, Py_ssize_t n, int64_t lo, int64_t *out)
+{
+    if (!t || !PyTuple_Check(t) || PyTuple_Size(t) != n) return 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *o = PyTuple_GetItem(t, k);
+        if (!o || Py_TYPE(o) != &PyLong_Type) return 0;
+        long long x = PyLong_AsLongLong(o);
+        if (x == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        if (x < lo) return 0;
+        out[k] = (int64_t)x;
+    }
+    return 1;
+}
+
+/* Read a __cuda_array_interface__ exporter (CuPy, Numba...) for a tensor slot as its DLPack export
+ * would describe it, without exporting: data, shape, strides (bytes, turned into elements), typestr,
+ * device from __dlpack_device__(). `shape` and `strides` have room for 64. 1: read; 0: not taken as
+ * is (read-only, masked, another byte order, no device, strides not a multiple of the item size:
+ * the slow path decides); -1: propagate. */
+static int
+read_cai_tensor(PyObject *v, DLTensorC *dl, int64_t *shape, int64_t *strides)
+{
+    PyObject *iface = PyObject_GetAttrString(v, "__cuda_array_interface__");
+    if (!iface) return soft_fail();
+    int r = 0;
+    if (!PyDict_Check(iface)) goto done;
+    PyObject *data = PyDict_GetItemString(iface, "data"); /* borrowed, as every item below */
+    PyObject *typestr = PyDict_GetItemString(iface, "typestr");
+    PyObject *shp = PyDict_GetItemString(iface, "shape");
+    PyObject *strd = PyDict_GetItemString(iface, "strides");
+    PyObject *mask = PyDict_GetItemString(iface, "mask");
+    if (mask && mask != Py_None) goto done;
+    if (!data || !PyTuple_Check(data) || PyTuple_Size(data) != 2 || PyTuple_GetItem(data, 1) != Py_False) goto done;
+    PyObject *a = PyTuple_GetItem(data, 0);
+    if (!a || Py_TYPE(a) != &PyLong_Type) goto done;
+    unsigned long long addr = PyLong_AsUnsignedLongLong(a);
+    if (addr == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); goto done; }
+    uint8_t code, bits;
+    Py_ssize_t tlen;
+    const char *t = typestr && PyUnicode_Check(typestr) ? PyUnicode_AsUTF8AndSize(typestr, &tlen) : NULL;
+    if (!t) { PyErr_Clear(); goto done; }
+    if (tlen < 1 || (t[0] != '<' && t[0] != '|' && t[0] != '=')) goto done; /* big-endian: the slow path */
+    if (!typestr_dtype(typestr, &code, &bits)) goto done;
+    if (!shp || !PyTuple_Check(shp) || PyTuple_Size(shp) > 64) goto done;
+    int nd = (int)PyTuple_Size(shp);
+    if (!int_tuple(shp, nd, 0, shape)) goto done;
+    int have_strides = strd && strd != Py_None;
+    if (have_strides) {
+        if (!int_tuple(strd, nd, INT64_MIN + 1, strides)) goto done;
+        int64_t item = bits / 8;
+        for (int k = 0; k < nd; k++) {
+            if (strides[k] % item) goto done;
+            strides[k] /= item;
+        }
+    }
+    long long dt = 0, id = 0;
+    int got = dlpack_device_of(v, &dt, &id);
+    if (got <= 0) { r = got; goto done; }
+    if (dt < INT32_MIN || dt > INT32_MAX || id < INT32_MIN || id > INT32_MAX) goto done;
+    dl->data = (void *)(uintptr_t)addr;
+    dl->device_type = (int32_t)dt;
+    dl->device_id = (int32_t)id;
+    dl->ndim = nd;
+    dl->code = code;
+    dl->bits = bits;
+    dl->lanes = 1;
+    dl->shape = shape;
+    dl->strides = have_strides ? strides : NULL;
+    dl->byte_offset = 0;
+    r = 1;
+done:
+    Py_DECREF(iface);
+    return r;
+}
+
+/* Whether values of type `tp` (no exchange API) are read through __cuda_array_interface__:
+ * the type offers it and __dlpack_device__ (where the device comes from). 1/0; -1: propagate. */
+static int
+has_cai(PyObject *tp)
+{
+    int a = PyObject_HasAttrString(tp, "__cuda_array_interface__");
+    int b = PyObject_HasAttrString(tp, "__dlpack_device__");
+    return a && b;
+}
+
 static int
 pack_tensor(TensorSpec *ts, char *dst, PyObject *v)
 {
     DLTensorC dl;
-    int64_t np_strides[64];
-    if ((PyObject *)Py_TYPE(v) != ts->type && np_layout.type && (PyObject *)Py_TYPE(v) == np_layout.type) {
+    int64_t np_strides[64], cai_shape[64];
+    PyObject *tp = (PyObject *)Py_TYPE(v);
+    if (tp != ts->type && np_layout.type && tp == np_layout.type) {
         int writeable;
         if (!read_ndarray(v, &dl, np_strides, &writeable) || !writeable) return 0; /* read-only: CB217 from the slow path */
         n_ndarray++;
+    } else if (tp != ts->type && tp == ts->cai_type) {
+        int r = read_cai_tensor(v, &dl, cai_shape, np_strides);
+        if (r <= 0) return r;
+        n_cai++;
     } else {
-        if ((PyObject *)Py_TYPE(v) != ts->type) {
-            int learned = learn_type(ts, (PyObject *)Py_TYPE(v));
-            if (learned <= 0) return learned;
+        if (tp != ts->type) {
+            int learned = learn_type(ts, tp);
+            if (learned < 0) return learned;
+            if (learned == 0) {
+                /* no exchange API: a __cuda_array_interface__ exporter (CuPy) is read without a DLPack
+                 * export from now on; anything else goes to the slow path */
+                if (PyLong_Check(v) || PyFloat_Check(v) || v == Py_None || !has_cai(tp)) return 0;
+                Py_INCREF(tp);
+                Py_XSETREF_CB(ts->cai_type, tp);
+                int r = read_cai_tensor(v, &dl, cai_shape, np_strides);
+                if (r <= 0) return r;
+                n_cai++;
+                goto check;
+            }
         }
         if (ts->fn((void *)v, &dl) != 0) return soft_fail();
         n_exchange++;
     }
+check:
     if (dl.code != ts->code || dl.bits != ts->bits || dl.lanes != ts->lanes) return 0;
     if (dl.device_type != ts->device_type || dl.device_id != ts->device_id || dl.ndim != ts->ndim) return 0;
     if (ts->ndim > 0 && !dl.shape) return 0;
@@ -916,6 +1040,7 @@ free_tensor_spec(TensorSpec *ts)
     if (!ts) return;
     Py_XDECREF(ts->type);
     Py_XDECREF(ts->capsule);
+    Py_XDECREF(ts->cai_type);
     PyMem_Free(ts->modes);
     PyMem_Free(ts);
 }
@@ -1111,6 +1236,7 @@ visit_tensor_spec(TensorSpec *ts, visitproc visit, void *arg)
     if (ts) {
         Py_VISIT(ts->type);
         Py_VISIT(ts->capsule);
+        Py_VISIT(ts->cai_type);
     }
     return 0;
 }
@@ -1122,6 +1248,7 @@ clear_tensor_spec(TensorSpec *ts)
         ts->fn = NULL;
         Py_CLEAR(ts->type);
         Py_CLEAR(ts->capsule);
+        Py_CLEAR(ts->cai_type);
     }
 }
 

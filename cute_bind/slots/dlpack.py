@@ -496,6 +496,67 @@ def _numpy_reader(np: Any) -> Reader | None:
     return read_numpy
 
 
+# __cuda_array_interface__ typestr (its byte order aside) -> DLPack (code, bits, lanes)
+_CAI_DTYPES: Final = {
+    f"{kind}{size}": (code, 8 * size, 1)
+    for kind, code, sizes in (("f", 2, (2, 4, 8)), ("i", 0, (1, 2, 4, 8)), ("u", 1, (1, 2, 4, 8)), ("b", 6, (1,)))
+    for size in sizes
+}
+
+
+def _int_tuple(t: Any, lo: int) -> tuple[int, ...] | None:
+    if type(t) is not tuple or any(type(x) is not int or not lo <= x < _U64 // 2 for x in t):
+        return None
+    return t
+
+
+def read_cai(value: Any) -> DLView | None:
+    """Read a ``__cuda_array_interface__`` exporter (CuPy, Numba...) as its DLPack export would
+    describe it, without exporting (the device from ``__dlpack_device__()``); None for what it
+    cannot take as is (read-only, masked, big-endian, strides not a multiple of the item size,
+    no device): the export then decides. The C fast path's ``read_cai_tensor`` reads the same."""
+    try:
+        iface = value.__cuda_array_interface__
+    except Exception:  # a property that raised: the export decides (and reports)
+        return None
+    if type(iface) is not dict or iface.get("mask") is not None:
+        return None
+    data, typestr, shape, strides = iface.get("data"), iface.get("typestr"), iface.get("shape"), iface.get("strides")
+    if type(data) is not tuple or len(data) != 2 or type(data[0]) is not int or data[1] is not False or not 0 <= data[0] < _U64:
+        return None
+    if type(typestr) is not str or typestr[:1] not in ("<", "|", "=") or typestr[1:] not in _CAI_DTYPES:
+        return None
+    dtype = _CAI_DTYPES[typestr[1:]]
+    shape = _int_tuple(shape, 0)
+    if shape is None or len(shape) > 64:
+        return None
+    if strides is None:
+        st, acc = [], 1
+        for extent in reversed(shape):
+            st.append(acc)
+            acc *= extent
+        elements = tuple(reversed(st))
+    else:
+        strides = _int_tuple(strides, -(_U64 // 2) + 1)
+        item = dtype[1] // 8
+        if strides is None or len(strides) != len(shape) or any(x % item for x in strides):
+            return None
+        elements = tuple(x // item for x in strides)
+    device = device_of(value)
+    if device is None:
+        return None
+    return DLView(data[0], device, dtype, shape, elements)
+
+
+def cai_read_only(value: Any) -> bool:
+    """Whether ``value``'s ``__cuda_array_interface__`` says its memory is read-only (False when it has none)."""
+    try:
+        data = value.__cuda_array_interface__.get("data")
+        return type(data) is tuple and len(data) == 2 and data[1] is True
+    except Exception:  # no interface, or one that cannot be read: not known to be read-only
+        return False
+
+
 def reader_for(tp: type) -> Reader | None:
     """The cheapest Python reader for values of exactly type ``tp`` (value -> DLView or None), or None.
 
@@ -517,6 +578,8 @@ def reader_for(tp: type) -> Reader | None:
         found = exchange_for(tp)
         if found is not None:
             reader = functools.partial(read_exchange, found)
+        elif hasattr(tp, "__cuda_array_interface__") and hasattr(tp, "__dlpack_device__"):
+            reader = read_cai  # CuPy: its interface dict, no DLPack export per launch
     try:
         _READERS[tp] = reader
     except TypeError:  # not weakly referenceable: not cached

@@ -210,7 +210,8 @@ class TensorKind(SlotKind):
         except Exception as exc:  # not readable, or a hostile __dlpack__ that raised: a typed error
             # a read-only capsule, or NumPy refusing to export a read-only array through unversioned DLPack
             if isinstance(exc, _dlpack.ReadOnlyDLPack) or (
-                isinstance(exc, BufferError) and getattr(getattr(value, "flags", None), "writeable", True) is False
+                isinstance(exc, BufferError)
+                and (getattr(getattr(value, "flags", None), "writeable", True) is False or _dlpack.cai_read_only(value))
             ):
                 raise D.error(
                     D.READ_ONLY_BUFFER,

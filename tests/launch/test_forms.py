@@ -63,6 +63,35 @@ class CAI:
         }
 
 
+class CAIArray:
+    """A CuPy-like array over host memory: ``__cuda_array_interface__`` as a class property (as CuPy
+    has it), ``__dlpack_device__`` and a ``__dlpack__`` that counts its exports (the fast paths must
+    not export). ``device`` is what it says it lives on: a host-only kernel bound with a NumPy
+    array expects the CPU."""
+
+    exports = 0
+
+    def __init__(self, a: np.ndarray, *, read_only: bool = False, typestr: str | None = None, strides: Any = None,
+                 mask: Any = None, device: tuple[int, int] = (1, 0)) -> None:  # fmt: skip
+        self.a, self.read_only, self.device, self.mask = a, read_only, device, mask
+        self.typestr = typestr or a.__array_interface__["typestr"]
+        self.strides = strides
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        return {"data": (self.a.ctypes.data, self.read_only), "typestr": self.typestr, "shape": self.a.shape,
+                "strides": self.strides, "version": 3, "mask": self.mask}  # fmt: skip
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.device
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        CAIArray.exports += 1
+        view = self.a.view()
+        view.flags.writeable = not self.read_only
+        return view.__dlpack__()
+
+
 @pytest.fixture(params=["c", "python"])
 def path(request: Any, monkeypatch: Any) -> str:
     """Handles built in the test use the C launcher or the generated Python one."""
@@ -214,6 +243,102 @@ def test_tensor_slot_forms_take_the_fast_path(
         h.launch(make(out2), make(x2), 2.0, 0)
         np.testing.assert_array_equal(out2, x2 * 2)
     assert slow == [] and exports == []
+
+
+def test_cuda_array_interface_on_a_tensor_slot_takes_the_fast_path(path: str, slow: list[Any], exports: list[Any]) -> None:
+    """CuPy arrays on tensor slots are read from their interface dict, never exported through DLPack."""
+    k = cute_bind.kernel(scale_tensors)
+    x, out = _f32(64), np.zeros(64, np.float32)
+    h = k.bind(out, x, 2.0, 0)
+    slow.clear()
+    exports.clear()
+    CAIArray.exports = 0
+    before = _c_counts()
+    for n in (64, 40, 40):  # new extents, new addresses
+        x2, out2 = _f32(n, seed=n), np.zeros(n, np.float32)
+        h.launch(CAIArray(out2), CAIArray(x2, strides=(4,)), 2.0, 0)  # explicit (byte) strides or none
+        np.testing.assert_array_equal(out2, x2 * 2)
+    assert slow == [] and exports == [] and CAIArray.exports == 0
+    if path == "c":
+        assert _c_counts()["cai"] - before["cai"] == 6
+
+
+def test_cuda_array_interface_on_a_tensor_slot_keeps_the_codes(path: str) -> None:
+    x, out = _f32(), np.zeros(64, np.float32)
+    h = cute_bind.kernel(scale_tensors).bind(out, x, 2.0, 0)
+    _raises("CB211", lambda: h.launch(out, CAIArray(np.zeros(64)), 2.0, 0))  # float64
+    _raises("CB213", lambda: h.launch(out, CAIArray(x[::2], strides=(8,)), 2.0, 0))  # not the compiled unit stride
+    _raises("CB212", lambda: h.launch(out, CAIArray(np.zeros((8, 8), np.float32)), 2.0, 0))  # rank
+    _raises("CB217", lambda: h.launch(out, CAIArray(x, read_only=True), 2.0, 0))  # read-only: the export refuses
+    _raises("CB214", lambda: h.launch(out, CAIArray(x, device=(2, 0)), 2.0, 0))  # on a GPU, bound on the CPU
+    # what the interface cannot say as is goes to the export, which reads the same memory
+    for odd in (CAIArray(x, typestr=">f4"), CAIArray(x, strides=(3,)), CAIArray(x, mask=object())):
+        out[:] = 0
+        h.launch(out, odd, 2.0, 0)
+        np.testing.assert_array_equal(out, x * 2)
+
+
+class Hostile(CAIArray):
+    """An interface that lies or breaks in one way (``iface``: the dict, or an exception to raise)."""
+
+    def __init__(self, a: np.ndarray, iface: Any, device: Any = (1, 0)) -> None:
+        super().__init__(a)
+        self.iface, self.dev = iface, device
+
+    @property
+    def __cuda_array_interface__(self) -> Any:
+        if isinstance(self.iface, BaseException):
+            raise self.iface
+        return self.iface(self.a) if callable(self.iface) else self.iface
+
+    def __dlpack_device__(self) -> Any:
+        if isinstance(self.dev, BaseException):
+            raise self.dev
+        return self.dev
+
+
+def _iface(a: np.ndarray, **over: Any) -> dict[str, Any]:
+    d = {"data": (a.ctypes.data, False), "typestr": "<f4", "shape": a.shape, "strides": None, "version": 3}
+    d.update(over)
+    return d
+
+
+HOSTILE = [
+    ("not_a_dict", lambda a: [1, 2]),
+    ("raises", ValueError("no interface")),
+    ("data_none", lambda a: _iface(a, data=None)),
+    ("data_short", lambda a: _iface(a, data=(a.ctypes.data,))),
+    ("read_only_none", lambda a: _iface(a, data=(a.ctypes.data, None))),
+    ("address_negative", lambda a: _iface(a, data=(-8, False))),
+    ("address_huge", lambda a: _iface(a, data=(2**64 + 64, False))),
+    ("address_bool", lambda a: _iface(a, data=(True, False))),
+    ("shape_list", lambda a: _iface(a, shape=list(a.shape))),
+    ("shape_negative", lambda a: _iface(a, shape=(-64,))),
+    ("shape_huge", lambda a: _iface(a, shape=(2**63,))),
+    ("shape_65_dims", lambda a: _iface(a, shape=(1,) * 65)),
+    ("shape_bool", lambda a: _iface(a, shape=(True,))),
+    ("strides_short", lambda a: _iface(a, strides=())),
+    ("strides_float", lambda a: _iface(a, strides=(4.0,))),
+    ("strides_min", lambda a: _iface(a, strides=(-(2**63),))),
+    ("typestr_int", lambda a: _iface(a, typestr=4)),
+    ("typestr_odd", lambda a: _iface(a, typestr="<f3")),
+    ("typestr_complex", lambda a: _iface(a, typestr="<c8")),
+    ("typestr_empty", lambda a: _iface(a, typestr="")),
+]
+
+
+@pytest.mark.parametrize("name,iface", HOSTILE, ids=[h[0] for h in HOSTILE])
+@pytest.mark.parametrize("device", [(1, 0), ValueError("no device"), (1,), ("1", 0), None])
+def test_a_hostile_array_interface_never_crashes(path: str, name: str, iface: Any, device: Any) -> None:
+    """Whatever the interface says, a launch either runs on the array's real memory (the export,
+    which reads the same array, decides) or raises a catalog error; nothing is read from a lie."""
+    x, out = _f32(), np.zeros(64, np.float32)
+    h = cute_bind.kernel(scale_tensors).bind(out, x, 2.0, 0)
+    try:
+        h.launch(out, Hostile(x, iface, device), 2.0, 0)
+    except cute_bind.CuteBindError:
+        return
+    np.testing.assert_array_equal(out, x * 2)
 
 
 # ------------------------------------------------------------------ the checks still run (catalog codes)
