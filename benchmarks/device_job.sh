@@ -139,10 +139,18 @@ if None not in (launch, call):
     check("pointers: kernel(...) - launch <= 0.5 us", call - launch <= 0.5, f"{call:.3f} - {launch:.3f} = {call - launch:+.3f} us")
 tlaunch = med("tensors", "PreparedLaunch.launch, new tensors each step")
 tcall = med("tensors", "kernel(out, inp, a) call, stream left out")
+tpassed = med("tensors", "kernel(out, inp, a, stream) call, stream passed")
 tvm = med("tensors", "DSL TVM-FFI path, torch tensors + env stream")
 triton = med("tensors", "Triton kernel[grid](...), torch tensors")
 if None not in (tlaunch, tcall):
     check("tensors: kernel(...) - launch <= 0.5 us", tcall - tlaunch <= 0.5, f"{tcall:.3f} - {tlaunch:.3f} = {tcall - tlaunch:+.3f} us")
+if None not in (tpassed, tcall):
+    check("tensors: stream left out - stream passed <= 0.5 us", tcall - tpassed <= 0.5, f"{tcall:.3f} - {tpassed:.3f} = {tcall - tpassed:+.3f} us")
+for form in ("torch tensors", "ctypes c_void_p"):
+    fl, fc = med("pointers", f"PreparedLaunch.launch, {form}"), med("pointers", f"kernel(...) call, {form}")
+    if None not in (launch, fl, fc):
+        check(f"pointers: {form} within 0.3 us of ints", max(fl - launch, fc - call) <= 0.3,
+              f"launch {fl - launch:+.3f} us, kernel(...) {fc - call:+.3f} us")
 check("tensors: kernel(...) < TVM-FFI (torch tensors, env stream)", None if tvm is None or tcall is None else tcall < tvm,
       "no TVM-FFI row" if tvm is None else f"{tcall:.3f} vs {tvm:.3f} us")
 check("tensors: Triton / kernel(...) >= 3", None if triton is None or tcall is None else triton / tcall >= 3,

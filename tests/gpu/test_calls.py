@@ -100,3 +100,61 @@ def test_threads_call_on_their_own_streams():
         t.join()
     assert not errors, errors
     assert k.cache_info()["specializations"] == 1
+
+
+class _CudaArray:
+    """CuPy's face of a CUDA torch tensor: ``__cuda_array_interface__`` (a class property, as CuPy
+    has it) and ``__dlpack_device__``; ``__dlpack__`` counts exports (the fast paths make none)."""
+
+    exports = 0
+
+    def __init__(self, t):
+        self.t = t
+
+    @property
+    def __cuda_array_interface__(self):
+        return self.t.__cuda_array_interface__
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+    def __dlpack__(self, **kwargs):
+        _CudaArray.exports += 1
+        return self.t.__dlpack__(**kwargs)
+
+
+def _counts():
+    try:
+        from cute_bind.launch import _claunch
+    except ImportError:
+        return {"cai": 0}
+    return dict(_claunch.counts())
+
+
+@pytest.mark.parametrize("n", [1, 4096, 100_003])
+def test_cuda_array_interface_on_tensor_and_pointer_slots(n):
+    """CUDA memory given as a __cuda_array_interface__ exporter: read without a DLPack export on
+    both slot kinds, bitwise against torch's arithmetic."""
+    from cute_bind.launch import prepared
+
+    side = torch.cuda.Stream()
+    x = torch.randn(n, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    th = cute_bind.kernel(scale_tensors).bind(y, x, 1.0, side.cuda_stream)
+    ph = cute_bind.kernel(scale).bind(y, x, 1.0, n, side.cuda_stream)
+    _CudaArray.exports = 0
+    before = _counts()
+    for alpha in (1.5, 2.5):
+        y.fill_(float("nan"))
+        th.launch(_CudaArray(y), _CudaArray(x), alpha, side.cuda_stream)
+        side.synchronize()
+        assert torch.equal(y, x * alpha)
+        y.fill_(float("nan"))
+        ph.launch(_CudaArray(y), _CudaArray(x), alpha, n, side.cuda_stream)
+        side.synchronize()
+        assert torch.equal(y, x * alpha)
+    assert _CudaArray.exports == 0
+    if prepared.fast_path() == "c":
+        assert _counts()["cai"] - before["cai"] == 8  # two slots, two kernels, two launches: all read in C
+    th.close()
+    ph.close()
