@@ -138,6 +138,9 @@ static TorchReader torch_reader;
  * check the path a value took, never the clock). */
 static long long n_exchange, n_ndarray, n_ctypes, n_cai;
 
+/* interned attribute and key names (module init): no string made per read */
+static PyObject *s_cai, *s_dlpack_device, *s_data, *s_typestr, *s_shape, *s_strides, *s_mask;
+
 typedef struct {
     PyObject_HEAD
     entry_fn entry;
@@ -379,10 +382,10 @@ static int
 pack_cai(PtrSpec *ps, char *dst, PyObject *v)
 {
     if (!ps->cuda_ok) return 0; /* device memory for a slot of another address space: the slow path says why */
-    PyObject *iface = PyObject_GetAttrString(v, "__cuda_array_interface__");
+    PyObject *iface = PyObject_GetAttr(v, s_cai);
     if (!iface) return soft_fail();
     int r = 0;
-    PyObject *data = PyDict_Check(iface) ? PyDict_GetItemString(iface, "data") : NULL; /* borrowed */
+    PyObject *data = PyDict_Check(iface) ? PyDict_GetItem(iface, s_data) : NULL; /* borrowed */
     if (!data || !PyTuple_Check(data) || PyTuple_Size(data) != 2) goto done;
     PyObject *a = PyTuple_GetItem(data, 0), *ro = PyTuple_GetItem(data, 1);
     if (!a || !ro || Py_TYPE(a) != &PyLong_Type || ro != Py_False) goto done; /* read-only, or not (address, False) */
@@ -390,12 +393,12 @@ pack_cai(PtrSpec *ps, char *dst, PyObject *v)
     if (addr == (unsigned long long)-1 && PyErr_Occurred()) { r = soft_fail(); goto done; }
     if (!addr || (ps->align > 1 && addr % ps->align)) goto done; /* NULL (empty?) or misaligned: the slow path decides */
     if (!ps->any_dtype) {
-        PyObject *typestr = PyDict_GetItemString(iface, "typestr");
+        PyObject *typestr = PyDict_GetItem(iface, s_typestr);
         uint8_t code, bits;
         if (!typestr || !typestr_dtype(typestr, &code, &bits) || code != ps->code || bits != ps->bits || ps->lanes != 1) goto done;
     }
     if (ps->device_type) { /* bound to a device: the value must say it is on it */
-        PyObject *dev = PyObject_CallMethod(v, "__dlpack_device__", NULL);
+        PyObject *dev = PyObject_CallMethodObjArgs(v, s_dlpack_device, NULL);
         if (!dev) { r = soft_fail(); goto done; }
         long long dt = -1, id = -1;
         if (PyTuple_Check(dev) && PyTuple_Size(dev) == 2 && PyLong_Check(PyTuple_GetItem(dev, 0)) && PyLong_Check(PyTuple_GetItem(dev, 1))) {
@@ -462,7 +465,7 @@ pack_pointer(PtrSpec *ps, char *dst, PyObject *v)
 static int
 dlpack_device_of(PyObject *v, long long *dt, long long *id)
 {
-    PyObject *dev = PyObject_CallMethod(v, "__dlpack_device__", NULL);
+    PyObject *dev = PyObject_CallMethodObjArgs(v, s_dlpack_device, NULL);
     if (!dev) return soft_fail();
     int r = 0;
     if (PyTuple_Check(dev) && PyTuple_Size(dev) == 2 && PyLong_Check(PyTuple_GetItem(dev, 0)) && PyLong_Check(PyTuple_GetItem(dev, 1))) {
@@ -498,15 +501,15 @@ int_tuple(PyObject *t, Py_ssize_t n, int64_t lo, int64_t *out)
 static int
 read_cai_tensor(PyObject *v, DLTensorC *dl, int64_t *shape, int64_t *strides)
 {
-    PyObject *iface = PyObject_GetAttrString(v, "__cuda_array_interface__");
+    PyObject *iface = PyObject_GetAttr(v, s_cai);
     if (!iface) return soft_fail();
     int r = 0;
     if (!PyDict_Check(iface)) goto done;
-    PyObject *data = PyDict_GetItemString(iface, "data"); /* borrowed, as every item below */
-    PyObject *typestr = PyDict_GetItemString(iface, "typestr");
-    PyObject *shp = PyDict_GetItemString(iface, "shape");
-    PyObject *strd = PyDict_GetItemString(iface, "strides");
-    PyObject *mask = PyDict_GetItemString(iface, "mask");
+    PyObject *data = PyDict_GetItem(iface, s_data); /* borrowed, as every item below */
+    PyObject *typestr = PyDict_GetItem(iface, s_typestr);
+    PyObject *shp = PyDict_GetItem(iface, s_shape);
+    PyObject *strd = PyDict_GetItem(iface, s_strides);
+    PyObject *mask = PyDict_GetItem(iface, s_mask);
     if (mask && mask != Py_None) goto done;
     if (!data || !PyTuple_Check(data) || PyTuple_Size(data) != 2 || PyTuple_GetItem(data, 1) != Py_False) goto done;
     PyObject *a = PyTuple_GetItem(data, 0);
@@ -1466,6 +1469,10 @@ static struct PyModuleDef moduledef = {
 PyMODINIT_FUNC
 PyInit__claunch(void)
 {
+    PyObject **interned[] = {&s_cai, &s_dlpack_device, &s_data, &s_typestr, &s_shape, &s_strides, &s_mask};
+    const char *texts[] = {"__cuda_array_interface__", "__dlpack_device__", "data", "typestr", "shape", "strides", "mask"};
+    for (int k = 0; k < 7; k++)
+        if (!*interned[k] && !(*interned[k] = PyUnicode_InternFromString(texts[k]))) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
     PyObject *tp = PyType_FromSpec(&Launcher_spec);

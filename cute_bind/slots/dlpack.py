@@ -496,18 +496,16 @@ def _numpy_reader(np: Any) -> Reader | None:
     return read_numpy
 
 
-# __cuda_array_interface__ typestr (its byte order aside) -> DLPack (code, bits, lanes)
+# __cuda_array_interface__ typestr -> DLPack (code, bits, lanes)
 _CAI_DTYPES: Final = {
-    f"{kind}{size}": (code, 8 * size, 1)
+    f"{order}{kind}{size}": (code, 8 * size, 1)
     for kind, code, sizes in (("f", 2, (2, 4, 8)), ("i", 0, (1, 2, 4, 8)), ("u", 1, (1, 2, 4, 8)), ("b", 6, (1,)))
     for size in sizes
+    for order in "<|="  # little-endian or no byte order: a big-endian array goes to the export
 }
 
 
-def _int_tuple(t: Any, lo: int) -> tuple[int, ...] | None:
-    if type(t) is not tuple or any(type(x) is not int or not lo <= x < _U64 // 2 for x in t):
-        return None
-    return t
+_I64_MAX: Final = (1 << 63) - 1
 
 
 def read_cai(value: Any) -> DLView | None:
@@ -517,19 +515,32 @@ def read_cai(value: Any) -> DLView | None:
     no device): the export then decides. The C fast path's ``read_cai_tensor`` reads the same."""
     try:
         iface = value.__cuda_array_interface__
-    except Exception:  # a property that raised: the export decides (and reports)
+        device = value.__dlpack_device__()
+    except Exception:  # a property or method that raised: the export decides (and reports)
         return None
-    if type(iface) is not dict or iface.get("mask") is not None:
+    if type(iface) is not dict or type(device) is not tuple or len(device) != 2:
         return None
-    data, typestr, shape, strides = iface.get("data"), iface.get("typestr"), iface.get("shape"), iface.get("strides")
-    if type(data) is not tuple or len(data) != 2 or type(data[0]) is not int or data[1] is not False or not 0 <= data[0] < _U64:
+    get = iface.get
+    data, shape, strides = get("data"), get("shape"), get("strides")
+    typestr = get("typestr")
+    dtype = _CAI_DTYPES.get(typestr) if type(typestr) is str else None
+    if (
+        dtype is None
+        or type(data) is not tuple
+        or len(data) != 2
+        or data[1] is not False
+        or type(data[0]) is not int
+        or not 0 <= data[0] < _U64
+        or type(shape) is not tuple
+        or len(shape) > 64
+        or get("mask") is not None
+        or type(device[0]) is not int
+        or type(device[1]) is not int
+    ):
         return None
-    if type(typestr) is not str or typestr[:1] not in ("<", "|", "=") or typestr[1:] not in _CAI_DTYPES:
-        return None
-    dtype = _CAI_DTYPES[typestr[1:]]
-    shape = _int_tuple(shape, 0)
-    if shape is None or len(shape) > 64:
-        return None
+    for extent in shape:
+        if type(extent) is not int or not 0 <= extent <= _I64_MAX:
+            return None
     if strides is None:
         st, acc = [], 1
         for extent in reversed(shape):
@@ -537,14 +548,13 @@ def read_cai(value: Any) -> DLView | None:
             acc *= extent
         elements = tuple(reversed(st))
     else:
-        strides = _int_tuple(strides, -(_U64 // 2) + 1)
         item = dtype[1] // 8
-        if strides is None or len(strides) != len(shape) or any(x % item for x in strides):
+        if type(strides) is not tuple or len(strides) != len(shape):
             return None
-        elements = tuple(x // item for x in strides)
-    device = device_of(value)
-    if device is None:
-        return None
+        for x in strides:
+            if type(x) is not int or not -_I64_MAX <= x <= _I64_MAX or x % item:
+                return None
+        elements = tuple(x // item for x in strides) if item != 1 else strides
     return DLView(data[0], device, dtype, shape, elements)
 
 
