@@ -446,8 +446,16 @@ pack_pointer(PtrSpec *ps, char *dst, PyObject *v)
         memcpy(dst, &addr, 8);
         n_ctypes++;
         return 1;
+    } else if (PyLong_Check(v) && !PyBool_Check(v)) {
+        /* an int subclass (an IntEnum member): its own integer value, read without __index__ or
+         * any other method it may override; outside [0, 2**64) or misaligned, the slow path raises */
+        unsigned long long u = PyLong_AsUnsignedLongLong(v);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) return soft_fail();
+        if (ps->align > 1 && u % ps->align) return 0; /* checked like any value that is not an exact int: CB207 */
+        memcpy(dst, &u, 8);
+        return 1;
     } else if (PyLong_Check(v) || PyFloat_Check(v) || v == Py_None) {
-        return 0; /* an int subclass, a bool, a number, None: the slow path's rules */
+        return 0; /* a bool, a number, None: the slow path's rules */
     } else {
         return pack_cai(ps, dst, v);
     }

@@ -325,6 +325,10 @@ class PointerKind(SlotKind):
                     a = at(buf).value or 0
                     if not a % align:
                         return a
+            elif tp is not bool and issubclass(tp, int):
+                a = int.__index__(value)  # an IntEnum member: its own value, no override of it read
+                if 0 <= a < U64 and not a % align:
+                    return a
             elif not ttypes and learn_torch():
                 return read(value)  # once: torch was imported after bind
             return coerce(value, where)

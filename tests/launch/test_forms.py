@@ -160,7 +160,18 @@ def _pointer_forms() -> list[tuple[str, Callable[[np.ndarray], Any]]]:
         ("ctypes c_void_p", lambda a: ctypes.c_void_p(a.ctypes.data)),
         ("ctypes POINTER(c_float)", lambda a: a.ctypes.data_as(fp)),
         ("int address", lambda a: a.ctypes.data),
+        ("int subclass", lambda a: _Address(a.ctypes.data)),
     ]
+
+
+class _Address(int):
+    """An int subclass (as an IntEnum member is) whose methods lie: its own value is what counts."""
+
+    def __index__(self) -> int:
+        return 0
+
+    def __int__(self) -> int:
+        return 0
 
 
 @pytest.mark.parametrize("name,form", _pointer_forms(), ids=[n for n, _ in _pointer_forms()])
@@ -178,7 +189,7 @@ def test_pointer_slot_forms_take_the_fast_path(
         np.testing.assert_array_equal(out, x * np.float32(alpha))
     assert slow == [], f"{name}: the launch went to the slow path"
     assert coerced == [], f"{name}: the launch read its pointers through the full check"
-    if path == "c" and name != "int address":
+    if path == "c" and name not in ("int address", "int subclass"):
         reader = {"torch tensor": "exchange", "numpy array": "ndarray"}.get(name, "ctypes")
         assert _c_counts()[reader] - before[reader] == 4  # two pointers, two launches, read in C
 
