@@ -8,8 +8,7 @@ repeats of the mean time per call in microseconds. Each form is first checked
 to write the same output as the int-address launch. Rows:
 
 - pointer slot (``tests.kernels.host.scale``): int addresses, torch tensors,
-  NumPy arrays, ctypes ``c_void_p``, int subclasses, and ``make_ptr`` pointers
-  (the slow path: the DSL's pointer object is read through its Python API);
+  NumPy arrays, ctypes ``c_void_p``, int subclasses and ``make_ptr`` pointers;
 - tensor slot (``tests.kernels.host.tscale_stream_default``): torch tensors,
   NumPy arrays, a ``__cuda_array_interface__`` stand-in over host memory whose
   interface dict is made once (CuPy makes it per access: that cost is CuPy's),
@@ -102,7 +101,7 @@ def main() -> int:
         ("pointer", "NumPy arrays", lambda: ph.launch(out, x, 2.0, 64, 0)),
         ("pointer", "ctypes c_void_p", lambda: ph.launch(co, ci, 2.0, 64, 0)),
         ("pointer", "int subclasses (IntEnum...)", lambda: ph.launch(_Address(oa), _Address(ia), 2.0, 64, 0)),
-        ("pointer", "make_ptr pointers (slow path)", lambda: ph.launch(po, pi, 2.0, 64, 0)),
+        ("pointer", "make_ptr pointers", lambda: ph.launch(po, pi, 2.0, 64, 0)),
     ]
     if torch is not None:
         rows.append(("tensor", "torch tensors", lambda: th.launch(to, ti, 2.0, 0)))

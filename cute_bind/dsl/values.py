@@ -13,6 +13,7 @@ from .imports import dsl
 
 __all__ = [
     "is_runtime_pointer",
+    "runtime_pointer_type",
     "runtime_pointer_fields",
     "make_pointer",
     "Mode",
@@ -28,6 +29,12 @@ __all__ = [
 def is_runtime_pointer(value: Any) -> bool:
     """A pointer object made by ``cute.runtime.make_ptr``."""
     return isinstance(value, dsl().runtime_pointer_class)
+
+
+def runtime_pointer_type() -> type | None:
+    """The exact type of ``cute.runtime.make_ptr`` pointers (None where the DSL has none)."""
+    tp = dsl().runtime_pointer_class
+    return None if tp is type(None) else tp
 
 
 def runtime_pointer_fields(value: Any) -> tuple[int, Any, Any, int]:

@@ -100,6 +100,8 @@ typedef struct {
     int cpu_ok, cuda_ok;
     int32_t device_type, device_id; /* device_type 0: not bound to a device */
     uint64_t align;
+    PyObject *other_type;   /* one more exact type read by `other_reader` (the DSL's make_ptr pointers), or NULL */
+    PyObject *other_reader; /* value -> int address, or None when it is not taken as is (owned), or NULL */
 } PtrSpec;
 
 /* NumPy's ndarray object layout (PyArrayObject_fields, NumPy's public C ABI), as
@@ -456,6 +458,18 @@ pack_pointer(PtrSpec *ps, char *dst, PyObject *v)
         return 1;
     } else if (PyLong_Check(v) || PyFloat_Check(v) || v == Py_None) {
         return 0; /* a bool, a number, None: the slow path's rules */
+    } else if (ps->other_reader && (PyObject *)tp == ps->other_type) {
+        /* the DSL's own pointer object: its reader makes the slot's checks and gives the address,
+         * or None (the slow path raises the catalog error) */
+        PyObject *a = PyObject_CallFunctionObjArgs(ps->other_reader, v, NULL);
+        if (!a) return soft_fail();
+        int ok = Py_TYPE(a) == &PyLong_Type;
+        unsigned long long u = ok ? PyLong_AsUnsignedLongLong(a) : 0;
+        Py_DECREF(a);
+        if (!ok) return 0;
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) return soft_fail();
+        memcpy(dst, &u, 8);
+        return 1;
     } else {
         return pack_cai(ps, dst, v);
     }
@@ -983,9 +997,10 @@ parse_tensor_spec(PyObject *spec, Py_ssize_t slot_size, TensorSpec **out)
 }
 
 /* spec: a cute_bind.slots.pointer.CPointerSpec record (a tuple of POINTER_SPEC_FIELDS):
- *   (function, types, capsule, dtype (code, bits, lanes) or None, cpu_ok, cuda_ok, device (type, id) or None, align)
+ *   (function, types, capsule, dtype (code, bits, lanes) or None, cpu_ok, cuda_ok, device (type, id) or None, align,
+ *    other_type, other_reader)
  * None: exact ints only. */
-#define POINTER_SPEC_FIELDS 8
+#define POINTER_SPEC_FIELDS 10
 
 static int
 parse_ptr_spec(PyObject *spec, PtrSpec **out)
@@ -1033,6 +1048,17 @@ parse_ptr_spec(PyObject *spec, PtrSpec **out)
     }
     ps->align = (uint64_t)item_ll(spec, 7);
     if (PyErr_Occurred()) return -1;
+    PyObject *other_type = PyTuple_GetItem(spec, 8), *other_reader = PyTuple_GetItem(spec, 9);
+    if (other_type != Py_None || other_reader != Py_None) {
+        if (!PyType_Check(other_type) || !PyCallable_Check(other_reader)) {
+            PyErr_SetString(PyExc_TypeError, "pointer spec: other_type must be a type and other_reader callable (or both None)");
+            return -1;
+        }
+        Py_INCREF(other_type);
+        Py_INCREF(other_reader);
+        ps->other_type = other_type;
+        ps->other_reader = other_reader;
+    }
     return 0;
 }
 
@@ -1042,6 +1068,8 @@ free_ptr_spec(PtrSpec *ps)
     if (!ps) return;
     Py_XDECREF(ps->types);
     Py_XDECREF(ps->capsule);
+    Py_XDECREF(ps->other_type);
+    Py_XDECREF(ps->other_reader);
     PyMem_Free(ps);
 }
 
@@ -1281,6 +1309,8 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
         if (self->ptrs && self->ptrs[i]) {
             Py_VISIT(self->ptrs[i]->types);
             Py_VISIT(self->ptrs[i]->capsule);
+            Py_VISIT(self->ptrs[i]->other_type);
+            Py_VISIT(self->ptrs[i]->other_reader);
         }
         if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
             for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++)
@@ -1308,6 +1338,8 @@ Launcher_clear(Launcher *self)
             self->ptrs[i]->fn = NULL;
             Py_CLEAR(self->ptrs[i]->types);
             Py_CLEAR(self->ptrs[i]->capsule);
+            Py_CLEAR(self->ptrs[i]->other_type);
+            Py_CLEAR(self->ptrs[i]->other_reader);
         }
         if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
             for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++) clear_tensor_spec(self->seqs[i]->tensors[k]);

@@ -33,6 +33,8 @@ class CPointerSpec(NamedTuple):
     cuda_ok: int  # CUDA memory is taken (a slot in gmem or of unknown space)
     device: tuple[int, int] | None  # the (DLPack type, id) device the slot was bound on, None: any
     align: int
+    other_type: type | None = None  # one more exact type C hands to other_reader (the DSL's make_ptr pointers)
+    other_reader: Callable[[Any], int | None] | None = None  # value -> address, or None: not taken as is
 
 
 # --------------------------------------------------------------------------- pointers
@@ -259,6 +261,8 @@ class PointerKind(SlotKind):
             t for t in (getattr(torch, "Tensor", None), getattr(getattr(torch, "nn", None), "Parameter", None)) if isinstance(t, type)
         )
         cpu_ok, cuda_ok = self._accepts()
+        read_pointer = self._runtime_pointer_reader()
+
         return CPointerSpec(
             function=found[0] if found else 0,
             types=types if found else (),
@@ -268,7 +272,36 @@ class PointerKind(SlotKind):
             cuda_ok=int(cuda_ok),
             device=self.device,
             align=self.align or 1,
+            other_type=dsl.runtime_pointer_type(),
+            other_reader=read_pointer,
         )
+
+    def _runtime_pointer_reader(self) -> Callable[[Any], int | None] | None:
+        """For the fast paths: a ``make_ptr`` pointer's address when it passes every check
+        :meth:`coerce` makes (``_check_matches``, the alignment), else None, never an error
+        (the value then takes the checked path, which raises the catalog error with the
+        parameter's name). None where the DSL has no such pointer type."""
+        if dsl.runtime_pointer_type() is None:
+            return None
+        want, space, align = self._dtype_name, self.space, self.align or 1
+        generic = _generic() if space is not None else None
+        fields = dsl.runtime_pointer_fields
+
+        def read_pointer(value: Any) -> int | None:
+            try:
+                address, dtype, pspace, _ = fields(value)
+            except Exception:  # noqa: BLE001 - not readable as a pointer: the checked path says why
+                return None
+            name = _dtype_name(dtype)
+            if want is not None and name is not None and name != want:
+                return None
+            if space is not None and pspace is not None and pspace != space and pspace != generic:
+                return None
+            if not 0 <= address < U64 or address % align:
+                return None
+            return address
+
+        return read_pointer
 
     def fallback(self, where: Where) -> Callable[[Any], int]:
         """For the Python fast path: a value that is not an int, read at the cost of a few attribute
@@ -304,6 +337,7 @@ class PointerKind(SlotKind):
         ct = _dlpack.ctypes_layout()
         void_p, ptr_base, b_ptr = (ct.void_p, ct.pointer, ct.b_ptr) if ct is not None else (None, None, 0)
         at = ctypes.c_void_p.from_address
+        ptr_type, read_ptr = dsl.runtime_pointer_type(), self._runtime_pointer_reader()
 
         def read(value: Any) -> int:
             tp = type(value)
@@ -325,6 +359,10 @@ class PointerKind(SlotKind):
                     a = at(buf).value or 0
                     if not a % align:
                         return a
+            elif tp is ptr_type and read_ptr is not None:
+                p = read_ptr(value)
+                if p is not None:
+                    return p
             elif tp is not bool and issubclass(tp, int):
                 a = int.__index__(value)  # an IntEnum member: its own value, no override of it read
                 if 0 <= a < U64 and not a % align:

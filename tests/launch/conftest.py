@@ -17,4 +17,6 @@ def tvm_path(request: Any, monkeypatch: Any) -> str:
             from cute_bind.launch import _ctvmffi  # noqa: F401
         except ImportError:
             pytest.skip("the TVM-FFI C fast path is not built")
+        # the whole run on the pure-Python path (CUTE_BIND_PURE_PYTHON=1): this parameter is the C one
+        monkeypatch.delenv("CUTE_BIND_PURE_PYTHON", raising=False)
     return str(request.param)

@@ -18,6 +18,7 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 import numpy as np
+from cutlass.cute.runtime import make_ptr
 import pytest
 
 import cute_bind
@@ -161,6 +162,7 @@ def _pointer_forms() -> list[tuple[str, Callable[[np.ndarray], Any]]]:
         ("ctypes POINTER(c_float)", lambda a: a.ctypes.data_as(fp)),
         ("int address", lambda a: a.ctypes.data),
         ("int subclass", lambda a: _Address(a.ctypes.data)),
+        ("make_ptr pointer", lambda a: make_ptr(cutlass.Float32, a.ctypes.data, cute.AddressSpace.generic)),
     ]
 
 
@@ -189,7 +191,7 @@ def test_pointer_slot_forms_take_the_fast_path(
         np.testing.assert_array_equal(out, x * np.float32(alpha))
     assert slow == [], f"{name}: the launch went to the slow path"
     assert coerced == [], f"{name}: the launch read its pointers through the full check"
-    if path == "c" and name not in ("int address", "int subclass"):
+    if path == "c" and name not in ("int address", "int subclass", "make_ptr pointer"):
         reader = {"torch tensor": "exchange", "numpy array": "ndarray"}.get(name, "ctypes")
         assert _c_counts()[reader] - before[reader] == 4  # two pointers, two launches, read in C
 

@@ -182,6 +182,7 @@ def test_launch_spec_validates_in_one_place(what: str, fields: dict[str, Any]) -
 def test_a_bound_handle_hands_c_one_launch_spec_with_named_leaves(monkeypatch: Any) -> None:
     """What PreparedLaunch gives C: a LaunchSpec, its keep a KeepAlive, a sequence's leaves SeqLeaf records."""
     _claunch()
+    monkeypatch.delenv("CUTE_BIND_PURE_PYTHON", raising=False)  # the C launcher is what is examined
     from tests.kernels.host import seq_sum
 
     seen: list[Any] = []
@@ -258,6 +259,7 @@ def test_stubs_declare_what_the_c_module_parses(module: str) -> None:
 def test_a_prepared_tvm_ffi_handle_hands_c_one_spec_with_named_arguments(monkeypatch: Any) -> None:
     pytest.importorskip("cute_bind.launch._ctvmffi")
     pytest.importorskip("tvm_ffi")
+    monkeypatch.delenv("CUTE_BIND_PURE_PYTHON", raising=False)  # the C launcher is what is examined
     from cute_bind.launch import tvm_ffi as T
     from tests.launch.test_lifecycle import _tvm_compiled
 

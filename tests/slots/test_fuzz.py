@@ -304,8 +304,25 @@ def _array(dtype: Any, n: int, writable: bool) -> np.ndarray:
     return a
 
 
+def _dsl_pointer(dtype: str, address: int, space: str, align: int) -> Any:
+    """A ``cute.runtime.make_ptr`` pointer (the DSL's own pointer object)."""
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_ptr
+
+    return make_ptr(getattr(cutlass, dtype), address, getattr(cute.AddressSpace, space), assumed_align=align)
+
+
 pointer_values = st.one_of(
     ints,
+    st.tuples(
+        st.sampled_from(["Int64", "Int32", "Float64"]),
+        st.sampled_from([0, 8, 12, 16, 1 << 40, U64 - 8, U64 - 4]),
+        st.sampled_from(["generic", "gmem"]),
+        st.sampled_from([4, 8, 16]),
+    )
+    .filter(lambda t: t[1] % t[3] == 0)  # make_ptr itself refuses an address below its assumed alignment
+    .map(lambda t: _dsl_pointer(*t)),
     numbers,
     st.builds(_array, st.sampled_from([np.int64, np.int32, np.float64, np.uint8]), st.integers(0, 4), st.booleans()),
     st.integers(0, U64 - 1).map(ctypes.c_void_p),
@@ -322,6 +339,10 @@ pointer_values = st.one_of(
 
 def _pointer_address(value: Any) -> int | tuple[str, str]:
     """What a pointer slot reads from ``value``: its address, or the error."""
+    if dsl.is_runtime_pointer(value):  # a make_ptr pointer: its element type must be the slot's
+        address, dtype, space, _align = dsl.runtime_pointer_fields(value)
+        # the slot (cute_bind.Pointer[Int64]) is generic: a gmem pointer is another address space
+        return address if dtype.__name__ == "Int64" and space.name == "generic" else ("error", "CB210")
     if isinstance(value, bool) or value is None or isinstance(value, (float, str, bytes, complex)):
         return ("error", "CB204")
     if isinstance(value, np.ndarray):
