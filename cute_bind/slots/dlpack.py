@@ -534,10 +534,12 @@ def read_cai(value: Any) -> DLView | None:
         or type(shape) is not tuple
         or len(shape) > 64
         or get("mask") is not None
-        or type(device[0]) is not int
-        or type(device[1]) is not int
+        or not isinstance(device[0], int)  # torch answers an IntEnum (DLDeviceType.kDLCUDA)
+        or not isinstance(device[1], int)
+        or isinstance(device[0], bool)
     ):
         return None
+    device = (int(device[0]), int(device[1]))
     for extent in shape:
         if type(extent) is not int or not 0 <= extent <= _I64_MAX:
             return None

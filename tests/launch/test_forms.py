@@ -267,9 +267,14 @@ def test_cuda_array_interface_on_a_tensor_slot_takes_the_fast_path(path: str, sl
     exports.clear()
     CAIArray.exports = 0
     before = _c_counts()
+    import enum
+
+    class DLDeviceType(enum.IntEnum):  # what torch's __dlpack_device__ answers: an IntEnum, not an int
+        kDLCPU = 1
+
     for n in (64, 40, 40):  # new extents, new addresses
         x2, out2 = _f32(n, seed=n), np.zeros(n, np.float32)
-        h.launch(CAIArray(out2), CAIArray(x2, strides=(4,)), 2.0, 0)  # explicit (byte) strides or none
+        h.launch(CAIArray(out2, device=(DLDeviceType.kDLCPU, 0)), CAIArray(x2, strides=(4,)), 2.0, 0)  # byte strides or none
         np.testing.assert_array_equal(out2, x2 * 2)
     assert slow == [] and exports == [] and CAIArray.exports == 0
     if path == "c":
