@@ -175,17 +175,39 @@ static int setter_fast(PointerSetter *ps, PyObject *value) {
     }
     if (off < 0 || off > PyByteArray_Size(buf) - 8)
         return 0;
-    unsigned char *p = (unsigned char *)PyByteArray_AsString(buf) + off;
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-    return PyDict_SetItem(ps->dirty, PyList_GetItem(r, 2), PyList_GetItem(r, 3)) < 0 ? -1 : 1;
+    /* the node marked first, then its bytes written: a key's __hash__ runs Python code, which may
+     * rewrite `ref` (strong references held across it) or make the store fail (then nothing is
+     * written, so a retry of the same value is not taken for "no change") */
+    PyObject *key = PyList_GetItem(r, 2), *pair = PyList_GetItem(r, 3), *dirty = ps->dirty;
+    Py_INCREF(key);
+    Py_INCREF(pair);
+    Py_INCREF(dirty);
+    Py_INCREF(buf);
+    int rc = PyDict_SetItem(dirty, key, pair);
+    if (rc == 0 && off <= PyByteArray_Size(buf) - 8) { /* the buffer may not shrink (ctypes holds an export); checked again */
+        unsigned char *p = (unsigned char *)PyByteArray_AsString(buf) + off;
+        for (int i = 0; i < 8; i++)
+            p[i] = (unsigned char)(v >> (8 * i));
+    }
+    Py_DECREF(buf);
+    Py_DECREF(dirty);
+    Py_DECREF(pair);
+    Py_DECREF(key);
+    return rc < 0 ? -1 : 1;
 }
 
 static int setter_set_one(PointerSetter *ps, PyObject *value) {
+    if (ps->ref == NULL || ps->dirty == NULL || ps->slow == NULL) {
+        PyErr_SetString(PyExc_TypeError, "PointerSetter is not initialised");
+        return -1;
+    }
     int done = setter_fast(ps, value);
     if (done != 0)
         return done < 0 ? -1 : 0;
-    PyObject *res = PyObject_CallFunctionObjArgs(ps->slow, value, NULL);
+    PyObject *slow = ps->slow;
+    Py_INCREF(slow); /* held across the call: nothing it runs can free it */
+    PyObject *res = PyObject_CallFunctionObjArgs(slow, value, NULL);
+    Py_DECREF(slow);
     if (res == NULL)
         return -1;
     Py_DECREF(res);
@@ -206,6 +228,10 @@ static int setter_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     if (!PyArg_ParseTuple(args, "OOO:PointerSetter", &ref, &dirty, &slow))
         return -1;
+    if (((PointerSetter *)self)->ref != NULL) { /* a running set() reads the fields: they are set once */
+        PyErr_SetString(PyExc_TypeError, "PointerSetter cannot be initialised twice");
+        return -1;
+    }
     if (!PyList_Check(ref) || PyList_Size(ref) != 4) {
         PyErr_Format(PyExc_TypeError, "ref must be a list of 4 ([buffer, offset, key, pair]), got %R", (PyObject *)Py_TYPE(ref));
         return -1;

@@ -378,6 +378,16 @@ typestr_dtype(PyObject *typestr, uint8_t *code, uint8_t *bits)
     return 1;
 }
 
+/* d[key] as a new reference, or NULL: missing (no exception) or an error (set). A strong reference:
+ * a key's __eq__ run by a later lookup may change the dict and free what a borrowed one points to. */
+static PyObject *
+dict_item(PyObject *d, PyObject *key)
+{
+    PyObject *o = PyDict_GetItemWithError(d, key);
+    Py_XINCREF(o);
+    return o;
+}
+
 /* A __cuda_array_interface__ exporter (CuPy, Numba...) on a pointer slot: device memory.
  * 1: written; 0: not taken as is; -1: an exception that must propagate. */
 static int
@@ -387,7 +397,10 @@ pack_cai(PtrSpec *ps, char *dst, PyObject *v)
     PyObject *iface = PyObject_GetAttr(v, s_cai);
     if (!iface) return soft_fail();
     int r = 0;
-    PyObject *data = PyDict_Check(iface) ? PyDict_GetItem(iface, s_data) : NULL; /* borrowed */
+    PyObject *data = NULL, *typestr = NULL;
+    if (!PyDict_Check(iface)) goto done;
+    data = dict_item(iface, s_data);
+    if (!data && PyErr_Occurred()) { r = soft_fail(); goto done; }
     if (!data || !PyTuple_Check(data) || PyTuple_Size(data) != 2) goto done;
     PyObject *a = PyTuple_GetItem(data, 0), *ro = PyTuple_GetItem(data, 1);
     if (!a || !ro || Py_TYPE(a) != &PyLong_Type || ro != Py_False) goto done; /* read-only, or not (address, False) */
@@ -395,7 +408,8 @@ pack_cai(PtrSpec *ps, char *dst, PyObject *v)
     if (addr == (unsigned long long)-1 && PyErr_Occurred()) { r = soft_fail(); goto done; }
     if (!addr || (ps->align > 1 && addr % ps->align)) goto done; /* NULL (empty?) or misaligned: the slow path decides */
     if (!ps->any_dtype) {
-        PyObject *typestr = PyDict_GetItem(iface, s_typestr);
+        typestr = dict_item(iface, s_typestr);
+        if (!typestr && PyErr_Occurred()) { r = soft_fail(); goto done; }
         uint8_t code, bits;
         if (!typestr || !typestr_dtype(typestr, &code, &bits) || code != ps->code || bits != ps->bits || ps->lanes != 1) goto done;
     }
@@ -405,7 +419,7 @@ pack_cai(PtrSpec *ps, char *dst, PyObject *v)
         long long dt = -1, id = -1;
         if (PyTuple_Check(dev) && PyTuple_Size(dev) == 2 && PyLong_Check(PyTuple_GetItem(dev, 0)) && PyLong_Check(PyTuple_GetItem(dev, 1))) {
             dt = PyLong_AsLongLong(PyTuple_GetItem(dev, 0));
-            id = PyLong_AsLongLong(PyTuple_GetItem(dev, 1));
+            if (!PyErr_Occurred()) id = PyLong_AsLongLong(PyTuple_GetItem(dev, 1));
         }
         Py_DECREF(dev);
         if (PyErr_Occurred()) { r = soft_fail(); goto done; }
@@ -415,6 +429,8 @@ pack_cai(PtrSpec *ps, char *dst, PyObject *v)
     n_cai++;
     r = 1;
 done:
+    Py_XDECREF(typestr);
+    Py_XDECREF(data);
     Py_DECREF(iface);
     return r;
 }
@@ -492,7 +508,7 @@ dlpack_device_of(PyObject *v, long long *dt, long long *id)
     int r = 0;
     if (PyTuple_Check(dev) && PyTuple_Size(dev) == 2 && PyLong_Check(PyTuple_GetItem(dev, 0)) && PyLong_Check(PyTuple_GetItem(dev, 1))) {
         *dt = PyLong_AsLongLong(PyTuple_GetItem(dev, 0));
-        *id = PyLong_AsLongLong(PyTuple_GetItem(dev, 1));
+        if (!PyErr_Occurred()) *id = PyLong_AsLongLong(PyTuple_GetItem(dev, 1));
         r = PyErr_Occurred() ? soft_fail() : 1;
     }
     Py_DECREF(dev);
@@ -526,12 +542,14 @@ read_cai_tensor(PyObject *v, DLTensorC *dl, int64_t *shape, int64_t *strides)
     PyObject *iface = PyObject_GetAttr(v, s_cai);
     if (!iface) return soft_fail();
     int r = 0;
+    PyObject *items[5] = {NULL, NULL, NULL, NULL, NULL}; /* data, typestr, shape, strides, mask: new references */
     if (!PyDict_Check(iface)) goto done;
-    PyObject *data = PyDict_GetItem(iface, s_data); /* borrowed, as every item below */
-    PyObject *typestr = PyDict_GetItem(iface, s_typestr);
-    PyObject *shp = PyDict_GetItem(iface, s_shape);
-    PyObject *strd = PyDict_GetItem(iface, s_strides);
-    PyObject *mask = PyDict_GetItem(iface, s_mask);
+    PyObject *keys[5] = {s_data, s_typestr, s_shape, s_strides, s_mask};
+    for (int k = 0; k < 5; k++) {
+        items[k] = dict_item(iface, keys[k]);
+        if (!items[k] && PyErr_Occurred()) { r = soft_fail(); goto done; }
+    }
+    PyObject *data = items[0], *typestr = items[1], *shp = items[2], *strd = items[3], *mask = items[4];
     if (mask && mask != Py_None) goto done;
     if (!data || !PyTuple_Check(data) || PyTuple_Size(data) != 2 || PyTuple_GetItem(data, 1) != Py_False) goto done;
     PyObject *a = PyTuple_GetItem(data, 0);
@@ -572,8 +590,18 @@ read_cai_tensor(PyObject *v, DLTensorC *dl, int64_t *shape, int64_t *strides)
     dl->byte_offset = 0;
     r = 1;
 done:
+    for (int k = 0; k < 5; k++) Py_XDECREF(items[k]);
     Py_DECREF(iface);
     return r;
+}
+
+/* 1: `tp` has attribute `name`; 0: not (or an ordinary exception); -1: propagate */
+static int
+type_has(PyObject *tp, PyObject *name)
+{
+    PyObject *a = PyObject_GetAttr(tp, name);
+    if (a) { Py_DECREF(a); return 1; }
+    return soft_fail();
 }
 
 /* Whether values of type `tp` (no exchange API) are read through __cuda_array_interface__:
@@ -581,9 +609,8 @@ done:
 static int
 has_cai(PyObject *tp)
 {
-    int a = PyObject_HasAttrString(tp, "__cuda_array_interface__");
-    int b = PyObject_HasAttrString(tp, "__dlpack_device__");
-    return a && b;
+    int a = type_has(tp, s_cai);
+    return a <= 0 ? a : type_has(tp, s_dlpack_device);
 }
 
 static int
@@ -607,7 +634,9 @@ pack_tensor(TensorSpec *ts, char *dst, PyObject *v)
             if (learned == 0) {
                 /* no exchange API: a __cuda_array_interface__ exporter (CuPy) is read without a DLPack
                  * export from now on; anything else goes to the slow path */
-                if (PyLong_Check(v) || PyFloat_Check(v) || v == Py_None || !has_cai(tp)) return 0;
+                if (PyLong_Check(v) || PyFloat_Check(v) || v == Py_None) return 0;
+                int cai = has_cai(tp);
+                if (cai <= 0) return cai;
                 Py_INCREF(tp);
                 Py_XSETREF_CB(ts->cai_type, tp);
                 int r = read_cai_tensor(v, &dl, cai_shape, np_strides);

@@ -329,3 +329,48 @@ def test_a_slow_path_that_empties_the_list_stops_the_batch():
     with pytest.raises(RuntimeError):
         cgraph.set_pointers(tuple(m[0] for m in made), values)
     assert made[0][1][8] == 0x10 and made[2][1] == bytearray(32)
+
+
+def test_an_uninitialised_or_reinitialised_setter_is_refused():
+    """A setter made without __init__ has no ref, dirty or slow path; a second __init__ would free
+    what a running set() reads (review of the C setter: both crashed the interpreter)."""
+    bare = cgraph.PointerSetter.__new__(cgraph.PointerSetter)
+    with pytest.raises(TypeError, match="not initialised"):
+        bare.set(1)
+    with pytest.raises(TypeError, match="not initialised"):
+        cgraph.set_pointers((bare,), [1])
+    s, *_ = _setter()
+    with pytest.raises(TypeError, match="twice"):
+        s.__init__([None, 0, 0, None], {}, print)
+
+
+class _HashHook:
+    """A dirty key whose __hash__ runs Python code: it rewrites the setter's ref (or raises)."""
+
+    def __init__(self, ref, raises=False):
+        self.ref, self.raises = ref, raises
+
+    def __hash__(self):
+        if self.raises:
+            raise RuntimeError("no hash")
+        self.ref[:] = [None, 0, 0, None]  # what a close() does
+        return 1
+
+
+def test_a_key_whose_hash_runs_code_cannot_free_what_the_setter_reads():
+    buf = bytearray(16)
+    ref = [buf, 0, None, (0x10, 0x20)]
+    ref[2] = _HashHook(ref)
+    dirty, slow = {}, Slow()
+    cgraph.PointerSetter(ref, dirty, slow).set(0xAB)
+    assert buf[0] == 0xAB and list(dirty.values()) == [(0x10, 0x20)] and slow.got == []
+
+
+def test_a_failed_dirty_mark_writes_nothing():
+    """Marked first, written second: a retry of the same value is then not taken for 'no change'."""
+    buf = bytearray(16)
+    ref = [buf, 0, None, (0x10, 0x20)]
+    ref[2] = _HashHook(ref, raises=True)
+    with pytest.raises(RuntimeError, match="no hash"):
+        cgraph.PointerSetter(ref, {}, Slow()).set(0xAB)
+    assert buf == bytearray(16)

@@ -359,6 +359,45 @@ def test_a_hostile_array_interface_never_crashes(path: str, name: str, iface: An
     np.testing.assert_array_equal(out, x * 2)
 
 
+class _EqHook:
+    """A key of an interface dict that collides with "typestr": its __eq__ runs during the reader's
+    next lookup and drops "data" (review of the C reader: a borrowed "data" was freed under it)."""
+
+    def __init__(self, d: dict[Any, Any]) -> None:
+        self.d = d
+
+    def __hash__(self) -> int:
+        return hash("typestr")
+
+    def __eq__(self, other: Any) -> bool:
+        self.d.pop("data", None)
+        _churn = [(object(), object()) for _ in range(2000)]  # reuse the freed tuple's memory
+        del _churn
+        return False
+
+
+class _OwnTuple(tuple):  # type: ignore[type-arg]
+    """The interface's "data" in a tuple only the dict holds."""
+
+
+class _Mutating(CAIArray):
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        d: dict[Any, Any] = {"data": _OwnTuple((self.a.ctypes.data, False))}
+        d[_EqHook(d)] = 1
+        d.update(typestr="<f4", shape=self.a.shape, strides=None)
+        return d
+
+
+def test_an_interface_dict_changed_while_it_is_read_never_crashes(path: str) -> None:
+    x, out = _f32(), np.zeros(64, np.float32)
+    h = cute_bind.kernel(scale_tensors).bind(out, x, 2.0, 0)
+    for _ in range(3):
+        out[:] = 0
+        h.launch(out, _Mutating(x), 2.0, 0)
+        np.testing.assert_array_equal(out, x * 2)
+
+
 # ------------------------------------------------------------------ the checks still run (catalog codes)
 def _raises(code: str, call: Callable[[], Any]) -> None:
     with pytest.raises(cute_bind.CuteBindError) as info:
