@@ -178,6 +178,15 @@ def exchange_function(tp: type) -> tuple[int, Any, Any] | None:
     return found
 
 
+def _compact_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The element strides of a compact row-major tensor of ``shape`` (what a producer giving no strides means)."""
+    acc, out = 1, []
+    for extent in reversed(shape):
+        out.append(acc)
+        acc *= extent
+    return tuple(reversed(out))
+
+
 def _view(dl: DLTensor, owner: Any = None) -> DLView:
     """The facts of ``dl``, validated (:class:`InvalidDLPack` for a description that cannot exist)."""
     ndim = dl.ndim
@@ -191,11 +200,7 @@ def _view(dl: DLTensor, owner: Any = None) -> DLView:
         if _INT64_MIN in strides:
             raise InvalidDLPack(f"a stride of INT64_MIN in strides {strides}")
     else:  # no strides: compact row-major
-        acc, out = 1, []
-        for extent in reversed(shape):
-            out.append(acc)
-            acc *= extent
-        strides = tuple(reversed(out))
+        strides = _compact_strides(shape)
     address = (dl.data or 0) + dl.byte_offset
     if address >= _U64:
         raise InvalidDLPack(f"data {dl.data or 0:#x} + byte_offset {dl.byte_offset} beyond 64 bits")
@@ -544,11 +549,7 @@ def read_cai(value: Any) -> DLView | None:
         if type(extent) is not int or not 0 <= extent <= _I64_MAX:
             return None
     if strides is None:
-        st, acc = [], 1
-        for extent in reversed(shape):
-            st.append(acc)
-            acc *= extent
-        elements = tuple(reversed(st))
+        elements = _compact_strides(shape)
     else:
         item = dtype[1] // 8
         if type(strides) is not tuple or len(strides) != len(shape):
