@@ -501,13 +501,22 @@ def _numpy_reader(np: Any) -> Reader | None:
     return read_numpy
 
 
-# __cuda_array_interface__ typestr -> DLPack (code, bits, lanes)
-_CAI_DTYPES: Final = {
-    f"{order}{kind}{size}": (code, 8 * size, 1)
+#: array-interface typestrs without their byte order ("f4", "i8", "b1") -> DLPack (code, bits, lanes):
+#: the one table (pointer slots name their values' element types from it; the C fast path's
+#: ``typestr_dtype`` reads the same letters and sizes, and tests hold the two together)
+TYPESTR_DTYPES: Final = {
+    f"{kind}{size}": (code, 8 * size, 1)
     for kind, code, sizes in (("f", 2, (2, 4, 8)), ("i", 0, (1, 2, 4, 8)), ("u", 1, (1, 2, 4, 8)), ("b", 6, (1,)))
     for size in sizes
-    for order in "<|="  # little-endian or no byte order: a big-endian array goes to the export
 }
+# __cuda_array_interface__ typestr -> DLPack (code, bits, lanes): little-endian or no byte order
+# (a big-endian array goes to the export, which refuses it)
+_CAI_DTYPES: Final = {order + t: dtype for t, dtype in TYPESTR_DTYPES.items() for order in "<|="}
+
+
+def cai_typestrs(dtype: tuple[int, int, int]) -> frozenset[str]:
+    """The ``__cuda_array_interface__`` typestrs read as ``dtype`` without an export (empty: none)."""
+    return frozenset(t for t, d in _CAI_DTYPES.items() if d == dtype)
 
 
 _I64_MAX: Final = (1 << 63) - 1

@@ -38,11 +38,8 @@ class CPointerSpec(NamedTuple):
 
 
 # --------------------------------------------------------------------------- pointers
-_NUMPY_TYPESTR = {
-    "f4": "Float32", "f8": "Float64", "f2": "Float16",
-    "i1": "Int8", "i2": "Int16", "i4": "Int32", "i8": "Int64",
-    "u1": "Uint8", "u2": "Uint16", "u4": "Uint32", "u8": "Uint64", "b1": "Boolean",
-}  # fmt: skip
+# array-interface typestr without its byte order ("f4") -> CuTe type name, from the DLPack module's table
+_NUMPY_TYPESTR = {t: _dlpack.describe_dtype(dtype) for t, dtype in _dlpack.TYPESTR_DTYPES.items()}
 # str(torch dtype) -> CuTe type name, from the DLPack module's torch dtype table
 _TORCH_DTYPES = {f"torch.{name}": _dlpack.describe_dtype(code) for name, code in _dlpack.TORCH_DTYPE_CODES.items()}
 

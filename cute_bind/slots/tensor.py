@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 from .. import dsl
 from .. import diagnostics as D
+from .._generated import compile_source
 from .._types import TensorSpec, tensor_spec_of
 from . import dlpack as _dlpack
 from .base import Bound, Held, SlotKind, Where, describe_value, item_ranges, wrong_kind
@@ -604,11 +605,12 @@ class TensorKind(SlotKind):
 _DIRECT_CACHE: dict[tuple[Any, ...], Any] = {}
 
 
-def _direct_source(plan: tuple[tuple[int, Any, int, int, int], ...], torch_device: str | None, numpy: int) -> str:
+def _direct_source(plan: tuple[tuple[int, Any, int, int, int], ...], torch_device: str | None, numpy: int, cai: int) -> str:
     """The source of a direct converter for one layout ``plan`` (see :meth:`TensorKind.converter`).
 
     ``torch_device``: the device test of an exact torch tensor (None: none read directly);
-    ``numpy``: the item size of the slot's element type when exact NumPy arrays are read directly (0: not).
+    ``numpy``: the item size of the slot's element type when exact NumPy arrays are read directly (0: not);
+    ``cai``: that item size when ``__cuda_array_interface__`` exporters are read directly (0: not).
     """
     n = len(plan) // 2
 
@@ -623,7 +625,12 @@ def _direct_source(plan: tuple[tuple[int, Any, int, int, int], ...], torch_devic
                 items.append(v)
         return " and ".join(conds), "".join(f", {i}" for i in items)
 
-    lines = ["def factory(coerce, where, T0, T1, want_t, align, N, want_np, at, off, dev):", "    def convert(t):", "        tp = type(t)"]
+    lines = ["def factory(coerce, where, T0, T1, want_t, align, N, want_np, at, off, dev, want_ts, learn):"]
+    if cai:
+        # the one exporter type this slot reads directly, learnt at its first value (None: none yet),
+        # and the last type that went to ``learn`` (each type is asked once, not per launch)
+        lines += ["    cai = [None, None]"]
+    lines += ["    def convert(t):", "        tp = type(t)"]
     if torch_device is not None:
         cond, items = checks("s", "st")
         lines += [
@@ -650,8 +657,56 @@ def _direct_source(plan: tuple[tuple[int, Any, int, int, int], ...], torch_devic
             f"                    if a and not a % align and {cond}:",
             f"                        return (a{items})",
         ]
+    if cai:
+        # an interface that is not plainly this slot's (read-only, masked, another device, an
+        # element that is not an exact int...) goes to ``coerce``: read_cai and the catalog errors.
+        # Every element is type-tested before it is compared or computed with: no method of the
+        # producer's objects runs here but its own two (the property and __dlpack_device__)
+        cond, items = checks("s", "st")
+        # a negative extent is refused by read_cai (the export then reads the array): the plan's
+        # ranges are the compiled integer widths, which take negatives
+        ints = " and ".join([f"type(s[{i}]) is int and s[{i}] >= 0" for i in range(n)] + ["True"])
+        compact = ", ".join("*".join([f"s[{j}]" for j in range(i + 1, n)] or ["1"]) for i in range(n)) + ("," if n == 1 else "")
+        strided = " and ".join([f"type(b[{i}]) is int" for i in range(n)] + ([f"not b[{i}] % {cai}" for i in range(n)] if cai != 1 else []) + ["True"])
+        conv = ", ".join(f"b[{i}] // {cai}" if cai != 1 else f"b[{i}]" for i in range(n)) + ("," if n == 1 else "")
+        lines += [
+            "        if tp is cai[0]:",
+            "            try:",
+            "                i = t.__cuda_array_interface__",
+            "                d = t.__dlpack_device__()",
+            "            except Exception:",
+            "                return coerce(t, where)",
+            "            if type(i) is dict and type(d) is tuple and len(d) == 2 and type(d[0]) is int and type(d[1]) is int and d == dev:",
+            "                g = i.get",
+            "                p = g('data')",
+            "                s = g('shape')",
+            "                b = g('strides')",
+            "                y = g('typestr')",
+            "                if type(p) is tuple and len(p) == 2 and p[1] is False and type(y) is str and y in want_ts"
+            f" and type(s) is tuple and len(s) == {n} and g('mask') is None and {ints}:",
+            "                    a = p[0]",
+            "                    if type(a) is int and 0 < a < 18446744073709551616 and not a % align:",
+            "                        if b is None:",
+            f"                            st = ({compact})",
+            f"                        elif type(b) is tuple and len(b) == {n} and {strided}:",
+            f"                            st = ({conv})",
+            "                        else:",
+            "                            st = None",
+            f"                        if st is not None and {cond}:",
+            f"                            return (a{items})",
+            "            return coerce(t, where)",
+            "        if tp is not cai[1]:",
+            "            cai[1] = tp",
+            "            if cai[0] is None and learn(tp):",
+            "                cai[0] = tp",
+        ]
     lines += ["        return coerce(t, where)", "    return convert"]
     return "\n".join(lines) + "\n"
+
+
+def _learn_cai(tp: type) -> bool:
+    """Whether values of type ``tp`` are read through ``__cuda_array_interface__`` (CuPy, Numba)."""
+    return _dlpack.reader_for(tp) is _dlpack.read_cai
 
 
 def _direct_converter(kind: TensorKind, where: Where) -> Any:
@@ -695,13 +750,16 @@ def _direct_converter(kind: TensorKind, where: Where) -> Any:
                         break
                 if want_np is not None:
                     break
-    if torch_device is None and want_np is None:
+    want_ts = _dlpack.cai_typestrs(kind.dtype)
+    cai = kind.dtype[1] // 8 if want_ts else 0
+    if torch_device is None and want_np is None and not cai:
         return None
-    key = (kind._plan, torch_device, item)
+    key = (kind._plan, torch_device, item, cai)
     factory = _DIRECT_CACHE.get(key)
     if factory is None:
         namespace: dict[str, Any] = {}
-        exec(compile(_direct_source(kind._plan, torch_device, item), "<cute_bind tensor converter>", "exec"), namespace)  # noqa: S102 - generated from a bound layout's integers only
+        source = _direct_source(kind._plan, torch_device, item, cai)
+        exec(compile_source(source, "tensor converter"), namespace)  # noqa: S102 - generated from a bound layout's integers only
         factory = _DIRECT_CACHE[key] = namespace["factory"]
     coerce = kind.coerce
     return factory(
@@ -716,6 +774,8 @@ def _direct_converter(kind: TensorKind, where: Where) -> Any:
         ctypes.c_void_p.from_address,
         layout.data if layout is not None else 0,
         device,
+        want_ts,
+        _learn_cai,
     )
 
 

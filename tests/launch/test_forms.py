@@ -470,6 +470,55 @@ def test_the_direct_tensor_converter_agrees_with_coerce() -> None:
         assert got == want, (type(v).__name__, getattr(v, "shape", None), getattr(v, "strides", None))
 
 
+def _outcome(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except cute_bind.CuteBindError as exc:
+        return exc.code
+
+
+def test_the_direct_converter_reads_array_interfaces_as_coerce_does() -> None:
+    """Property: once a converter has learnt an exporter type, its direct reading of each interface
+    (byte strides or none, other element types, extents, devices, hostile dicts) gives exactly what
+    ``coerce`` gives or raises what it raises, and a plain one never reaches ``coerce``."""
+    k = cute_bind.kernel(scale_tensors)
+    base = np.zeros(256, np.float32)
+    h = k.bind(base[:64], base[:64], 2.0, 0)
+    slot = h.slots["out"]
+    where = Where("scale_tensors", "out")
+    rng = np.random.default_rng(2)
+    values: list[Any] = []
+    for _ in range(40):
+        start, stop, step = int(rng.integers(0, 8)), int(rng.integers(8, 256)), int(rng.choice([1, 1, 2]))
+        dt = rng.choice([np.float32, np.float64, np.int32])
+        a = np.zeros(256, dt)[start:stop:step]
+        given = a.strides if rng.integers(0, 2) else None
+        values += [CAIArray(a, strides=given if step == 1 else a.strides), CAIArray(a.reshape(-1, 1) if a.size else a)]
+    values += [CAIArray(base[:64], device=(2, 0)), CAIArray(base[:64], read_only=True), CAIArray(base[:64], typestr=">f4")]
+    for cls, items in ((CAIArray, values), (Hostile, [Hostile(base[:64], iface, dev) for _, iface in HOSTILE
+                                                     for dev in [(1, 0), (1,), ("1", 0), None, ValueError("no")]])):  # fmt: skip
+        convert = slot.converter(where)
+        warm = cls(base[:64]) if cls is CAIArray else Hostile(base[:64], _iface)
+        assert convert(warm) == slot.coerce(warm, where)  # learns the type
+        calls: list[Any] = []
+        original = slot.coerce
+
+        def counting(value: Any, w: Any, checked: bool = False, _calls: list[Any] = calls, _orig: Any = original) -> Any:
+            _calls.append(value)
+            return _orig(value, w, checked)
+
+        slot.coerce = counting  # the converter captured coerce when made: only this one sees the count
+        direct = slot.converter(where)
+        slot.coerce = original
+        direct(warm)
+        calls.clear()
+        assert direct(warm) == original(warm, where) and calls == []  # learnt: no coerce
+        for v in items:
+            want = _outcome(lambda: original(v, where))
+            for conv in (convert, direct):
+                assert _outcome(lambda: conv(v)) == want, (cls.__name__, getattr(v, "__cuda_array_interface__", None))
+
+
 def test_array_layouts_are_verified() -> None:
     layout = _dlpack.array_layout()
     assert layout is not None and layout.type is np.ndarray
