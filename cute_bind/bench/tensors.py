@@ -67,6 +67,31 @@ def _on_stream(stream: Any, fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)
 
 
+class _InterfaceArray:
+    """A CuPy-style array over a torch tensor's or NumPy array's memory: ``__cuda_array_interface__``
+    (its dict made once: CuPy makes it per access, a cost that is CuPy's) and ``__dlpack_device__``.
+    On the CPU it says it is on the CPU, as a host-only kernel expects."""
+
+    def __init__(self, iface: dict[str, Any], device: tuple[int, int], owner: Any) -> None:
+        self._iface, self._device, self._owner = iface, device, owner
+
+    @classmethod
+    def of(cls, t: Any, gpu: bool) -> _InterfaceArray:
+        if gpu:
+            return cls(dict(t.__cuda_array_interface__), (2, int(t.get_device())), t)
+        a = t.numpy() if hasattr(t, "numpy") else t
+        iface = {"data": (int(a.ctypes.data), False), "typestr": a.__array_interface__["typestr"], "shape": tuple(a.shape),
+                 "strides": None, "version": 3}  # fmt: skip
+        return cls(iface, (1, 0), t)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        return self._iface
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._device
+
+
 def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000) -> Report:
     """Build every tensor-workload path, check them against the direct call, time them interleaved."""
     import cuda.bindings.driver as cuda
@@ -209,6 +234,19 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
                 ok = ok and out_bytes(o) == ref
             checks[f"{label} == direct (bitwise, {POOL} tensor pairs)"] = ok
             paths.append(TimedPath(key, label, _cycle_loop(fn, args), f"{POOL} pairs cycled, read without a DLPack export"))
+    # CuPy-style arrays: the same memory through __cuda_array_interface__ (no DLPack export)
+    cai_pool = [(_InterfaceArray.of(o, gpu), _InterfaceArray.of(i, gpu)) for o, i in pool]
+    for key, label, fn, args in (
+        ("launch_cai", "PreparedLaunch.launch, __cuda_array_interface__ arrays", launch, [(o, i, alpha, stream) for o, i in cai_pool]),
+        ("call_cai", "kernel(out, inp, a, stream) call, __cuda_array_interface__ arrays", k, [(o, i, alpha, stream) for o, i in cai_pool]),
+    ):
+        ok = True
+        for (o, i), (to, _ti), ref in zip(cai_pool, pool, refs):
+            poison(to)
+            fn(o, i, alpha, stream)
+            ok = ok and out_bytes(to) == ref
+        checks[f"{label} == direct (bitwise, {POOL} tensor pairs)"] = ok
+        paths.append(TimedPath(key, label, _cycle_loop(fn, args), "CuPy-style: the interface dict read per launch (made once here)"))
     if torch is not None:
         paths.append(
             TimedPath(
@@ -334,6 +372,8 @@ MEANINGS: dict[str, str] = {
     "launch_same": "the prepared launch given the same tensors every call",
     "launch_numpy": "the prepared launch given NumPy arrays (new ones each step), read without a DLPack export",
     "call_numpy": "calling the kernel itself with NumPy arrays (new ones each step), the stream left out",
+    "launch_cai": "the prepared launch given CuPy-style __cuda_array_interface__ arrays over the same memory, read without a DLPack export",
+    "call_cai": "calling the kernel itself with those __cuda_array_interface__ arrays, the stream passed",
     "pointer_from_tensors": "the same work as a pointer kernel, its arguments read from the tensors each step (data_ptr(), numel())",
     "pointer_ints": "the pointer kernel with its integer arguments ready: the cost of a launch with no tensors to read",
     "bare": "the compiled code's entry point called directly on argument storage prepared once: no argument handling at all",
@@ -375,6 +415,9 @@ def format_tensor_table(report: Report) -> str:
         triton = report.row("triton")
         if triton is not None:
             summary.append(f"Triton / kernel(...) = {triton.median_us / call.median_us:.1f}x")
+    cai = report.row("launch_cai")
+    if cai is not None:
+        summary.append(f"launch(__cuda_array_interface__) - launch(new tensors) = {cai.median_us - launch:+.2f} us")
     for key in ("pointer_from_tensors", "pointer_ints"):
         row = report.row(key)
         if row is not None:

@@ -667,7 +667,9 @@ def _direct_source(plan: tuple[tuple[int, Any, int, int, int], ...], torch_devic
         # ranges are the compiled integer widths, which take negatives
         ints = " and ".join([f"type(s[{i}]) is int and s[{i}] >= 0" for i in range(n)] + ["True"])
         compact = ", ".join("*".join([f"s[{j}]" for j in range(i + 1, n)] or ["1"]) for i in range(n)) + ("," if n == 1 else "")
-        strided = " and ".join([f"type(b[{i}]) is int" for i in range(n)] + ([f"not b[{i}] % {cai}" for i in range(n)] if cai != 1 else []) + ["True"])
+        strided = " and ".join(
+            [f"type(b[{i}]) is int" for i in range(n)] + ([f"not b[{i}] % {cai}" for i in range(n)] if cai != 1 else []) + ["True"]
+        )
         conv = ", ".join(f"b[{i}] // {cai}" if cai != 1 else f"b[{i}]" for i in range(n)) + ("," if n == 1 else "")
         lines += [
             "        if tp is cai[0]:",
