@@ -1,14 +1,13 @@
 """What a cute_bind.torch op adds to the kernel call it makes, measured alone.
 
 The op's eager call is a few checks, the current-stream lookup, the kernel
-call and the version bump (in C where ``cute_bind.torch._ceager`` is built,
-the generated Python call otherwise: both are timed); through torch's dispatcher (the path a compiled
+call and the version bump; through torch's dispatcher (the path a compiled
 graph takes) the dispatcher comes on top. To time those pieces without the
 kernel's own call in them, this script swaps the kernel the generated call
 invokes for a no-op function (through the generated call's globals: a
 measurement device, not an API) and times, interleaved, medians of rounds:
 
-- the eager op, ``op(y, x, a)``: its C call and its Python call;
+- the eager op, ``op(y, x, a)``;
 - the same op through the dispatcher, ``op.overload(y, x, a)``;
 - a hand-written ``torch.library.custom_op`` calling the same no-op (the
   pattern users write by hand);
@@ -53,15 +52,7 @@ def main() -> None:
 
     k = cute_bind.kernel(scale_tensors_host)
     op = cbt.op("cbpieces::scale_", k, mutates_args=("out",))
-    python_call = op._python_call
-    python_call.__globals__["_cb_kernel"] = noop  # the measurement device (see the docstring)
-    c_call = None
-    if op._eager_spec is not None:  # the C eager call, over the same no-op
-        import dataclasses
-
-        from cute_bind.torch import eager
-
-        c_call = eager.c_eager_class()(dataclasses.replace(op._eager_spec, kernel=noop)).call
+    type(op).__call__.__globals__["_cb_kernel"] = noop  # the measurement device (see the docstring)
     hand = torch.library.custom_op(
         "cbpieces::hand",
         lambda out, inp, alpha: noop(out, inp, alpha, 0),
@@ -69,13 +60,10 @@ def main() -> None:
         schema="(Tensor(a!) out, Tensor inp, float alpha) -> ()",
     )
     x, y = torch.randn(64, device=args.device), torch.empty(64, device=args.device)
-    g = python_call.__globals__  # the generated call's own entry points, each timed alone
+    g = type(op).__call__.__globals__  # the generated call's own entry points, each timed alone
     dev = x.get_device()
-    paths: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = []
-    if c_call is not None:
-        paths.append(("eager op (C call), no-op kernel", c_call, (y, x, 2.0)))
-    paths += [
-        ("eager op (Python call), no-op kernel", python_call, (None, y, x, 2.0)),
+    paths: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
+        ("eager op, no-op kernel", op, (y, x, 2.0)),
         ("op through the dispatcher, no-op kernel", op.overload, (y, x, 2.0)),
         ("hand-written torch.library.custom_op, no-op body", hand, (y, x, 2.0)),
         ("bare no-op call", noop, (y, x, 2.0, 0)),

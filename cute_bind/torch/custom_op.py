@@ -40,7 +40,6 @@ from .._generated import compile_source
 from ..jit import Kernel
 from ..launch.arguments import bind_arguments
 from ..slots import Where, describe_value
-from . import eager as _eager
 from .schema import OpParam, OpPlan, parse_name, plan_op
 
 __all__ = ["TorchOp", "Like", "like", "op"]
@@ -167,8 +166,6 @@ class TorchOp:
     _impl: Callable[..., Any]
     _fake: list[Callable[..., Any]]
     _traced: list[bool]
-    _python_call: Callable[..., Any]
-    _eager_spec: _eager.EagerSpec | None
 
     def __init__(self) -> None:  # pragma: no cover - instances come from op()
         raise TypeError("make a TorchOp with cute_bind.torch.op(...)")
@@ -696,10 +693,6 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
     obj._fake = fake
     obj._traced = traced
     obj.__signature__ = _python_signature(plan)  # type: ignore[attr-defined]
-    # the generated call is __call__ unless the C eager call takes its place (cute_bind.torch.eager)
-    obj._python_call = call
-    eager_spec = _eager.spec_for(plan, rt, kernel, call, namespace["_cb_default_stream_only"])
-    obj._eager_spec = eager_spec if eager_spec is not None and _eager.install(cls, eager_spec) else None
     return obj
 
 
