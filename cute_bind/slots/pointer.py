@@ -223,30 +223,25 @@ class PointerKind(SlotKind):
                 got=f"a pointer into memory on {_dlpack.describe_device(pv.device)}",
             )
 
-    def _first_mismatch(self, dtype_name: str | None, space: Any, host: bool, device: tuple[int, int] | None) -> str | None:
-        """The first fact of a pointer value this slot refuses ("host", "device", "dtype", "space"),
-        or None: the one statement of the rules, for :meth:`_check_matches` (which raises) and the
-        fast paths' ``make_ptr`` reader (which must not)."""
-        want = self.space
-        if host and want is not None and want == dsl.dsl().cute.AddressSpace.gmem:
-            return "host"
-        if device is not None and self.device is not None and device != self.device:
-            return "device"
-        if dtype_name is not None and self._dtype_name is not None and dtype_name != self._dtype_name:
-            return "dtype"
-        if space is not None and want is not None and space != want and space != _generic():
-            return "space"
-        return None
-
     def _check_matches(self, pv: _PointerValue, where: Where) -> None:
-        what = self._first_mismatch(pv.dtype_name, pv.space, pv.host, pv.device)
-        if what == "host":
-            self._check_not_host(pv, self.space, self.describe(), where)
-        elif what == "device":
-            self._check_device(pv, where)
-        elif what is not None:
-            got = f"a {pv.dtype_name} pointer" if what == "dtype" else f"a pointer in address space {getattr(pv.space, 'name', pv.space)}"
-            raise D.error(D.POINTER_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=self.describe(), got=got)
+        self._check_not_host(pv, self.space, self.describe(), where)
+        self._check_device(pv, where)
+        if pv.dtype_name is not None and self._dtype_name is not None and pv.dtype_name != self._dtype_name:
+            raise D.error(
+                D.POINTER_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=self.describe(),
+                got=f"a {pv.dtype_name} pointer",
+            )
+        if pv.space is not None and self.space is not None and pv.space != self.space and pv.space != _generic():
+            raise D.error(
+                D.POINTER_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=self.describe(),
+                got=f"a pointer in address space {getattr(pv.space, 'name', pv.space)}",
+            )
 
     # -- the fast paths for values other than int addresses
     def _accepts(self) -> tuple[bool, bool]:
@@ -285,15 +280,19 @@ class PointerKind(SlotKind):
         parameter's name). None where the DSL has no such pointer type."""
         if dsl.runtime_pointer_type() is None:
             return None
-        align = self.align or 1
-        fields, mismatch = dsl.runtime_pointer_fields, self._first_mismatch
+        want, space, align = self._dtype_name, self.space, self.align or 1
+        generic = _generic() if space is not None else None
+        fields = dsl.runtime_pointer_fields
 
         def read_pointer(value: Any) -> int | None:
             try:
                 address, dtype, pspace, _ = fields(value)
             except Exception:  # noqa: BLE001 - not readable as a pointer: the checked path says why
                 return None
-            if mismatch(_dtype_name(dtype), pspace, False, None) is not None:  # as _read describes a make_ptr pointer
+            name = _dtype_name(dtype)
+            if want is not None and name is not None and name != want:
+                return None
+            if space is not None and pspace is not None and pspace != space and pspace != generic:
                 return None
             if not 0 <= address < U64 or address % align:
                 return None
