@@ -258,15 +258,30 @@ class _Fake:
         batches = ([ptr[i + 1] for i in range(k)], [sptr[i] for i in range(k)])
         full = [{st: {"out": sptr[i], "inp": ptr[i], "alpha": 1.0 + flip, "n": 64} for i, st in enumerate(steps)} for flip in (0, 1)]
 
-        def timed(op: Callable[[int], None]) -> list[float]:
+        def timed(
+            op: Callable[[int], None], before: Callable[[], None] | None = None, after: Callable[[], None] | None = None
+        ) -> list[float]:
+            """Mean seconds per call of op over each repeat; ``before``/``after`` run around each call, untimed."""
             out = []
             for rep in range(repeats):
-                t = time.perf_counter()
+                total = 0.0
                 for it in range(iters):
+                    if before is not None:
+                        before()
+                    t = time.perf_counter()
                     op(it)
-                out.append((time.perf_counter() - t) / iters)
+                    total += time.perf_counter() - t
+                    if after is not None:
+                        after()
+                out.append(total / iters)
                 fake.synchronize()
             return out
+
+        flip = [0]
+
+        def restage() -> None:
+            flip[0] ^= 1
+            set_all(batches[flip[0]])
 
         def stage_updaters(it: int) -> None:
             for i in range(k):
@@ -298,10 +313,10 @@ class _Fake:
             "torch_graph": None,
             "record_seconds": record,
             "rerecords": g.stats.rerecords,
-            "pieces": {
-                "stage_updaters": _median_per_kernel(timed(stage_updaters), k),
-                "stage_batched": _median_per_kernel(timed(stage_batched), k),
-                "replay_staged": _median_per_kernel(timed(lambda it: (stage_batched(it), g.replay())[1]), k),
+            "pieces": {  # as the GPU run times them: each staging replayed, the replay's staging done, untimed
+                "stage_updaters": _median_per_kernel(timed(stage_updaters, after=g.replay), k),
+                "stage_batched": _median_per_kernel(timed(stage_batched, after=g.replay), k),
+                "replay_staged": _median_per_kernel(timed(lambda it: g.replay(), before=restage), k),
             },
         }
         for i, st in enumerate(steps):
