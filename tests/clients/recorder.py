@@ -57,6 +57,7 @@ import contextlib
 import dataclasses
 import importlib
 import inspect
+import itertools
 import json
 import os
 import sys
@@ -451,6 +452,37 @@ class _Ctx:
         pass
 
 
+def fa4_fwd_sm90_varlen() -> None:
+    """Packed sequences of three lengths (``cu_seqlens``), causal: what serving and packed training call."""
+    import torch
+
+    fi = importlib.import_module("flash_attn.cute.interface")
+    with _fa4_fake_calls():
+        lengths = (100, 37, 250)
+        cu = torch.tensor([0, *itertools.accumulate(lengths)], dtype=torch.int32, device="cuda")
+
+        def make(h: int) -> Any:
+            return torch.randn(sum(lengths), h, 128, dtype=torch.bfloat16, device="cuda")
+
+        fi.flash_attn_varlen_func(
+            make(8), make(8), make(8), cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=250, max_seqlen_k=250, causal=True
+        )
+
+
+def fa4_fwd_sm90_paged_kv() -> None:
+    """A paged KV cache (``page_table``: 4 pages of 128 keys per sequence, from a pool of 16), GQA."""
+    import torch
+
+    fi = importlib.import_module("flash_attn.cute.interface")
+    with _fa4_fake_calls():
+        q = torch.randn(2, 64, 16, 128, dtype=torch.bfloat16, device="cuda")
+        k = torch.randn(16, 128, 4, 128, dtype=torch.bfloat16, device="cuda")
+        v = torch.randn(16, 128, 4, 128, dtype=torch.bfloat16, device="cuda")
+        pages = torch.arange(8, dtype=torch.int32, device="cuda").reshape(2, 4)
+        seqused = torch.tensor([512, 300], dtype=torch.int32, device="cuda")
+        fi.flash_attn_varlen_func(q, k, v, seqused_k=seqused, page_table=pages, causal=True)
+
+
 def fa4_bwd_sm90() -> None:
     """``flash_attn_func``'s autograd function: ``FlashAttnFunc.forward`` (with LSE, as for training), then ``.backward``.
 
@@ -488,6 +520,8 @@ CASES: dict[str, tuple[tuple[str, ...], Callable[..., None]]] = {
     "fa4.fwd_sm90_causal_gqa": (("flash_attn.cute.interface",), fa4_fwd_sm90_causal_gqa),
     "fa4.fwd_sm90_decode": (("flash_attn.cute.interface",), fa4_fwd_sm90_decode),
     "fa4.bwd_sm90": (("flash_attn.cute.interface",), fa4_bwd_sm90),
+    "fa4.fwd_sm90_varlen": (("flash_attn.cute.interface",), fa4_fwd_sm90_varlen),
+    "fa4.fwd_sm90_paged_kv": (("flash_attn.cute.interface",), fa4_fwd_sm90_paged_kv),
 }
 
 

@@ -78,6 +78,8 @@ RECORDED = (
     "fa4.bwd_sm90:FlashAttentionBackwardPreprocess",
     "fa4.bwd_sm90:FlashAttentionBackwardSm90",
     "fa4.bwd_sm90:FlashAttentionBackwardPostprocess",
+    "fa4.fwd_sm90_varlen:FlashAttentionForwardSm90",  # packed sequences: cu_seqlens, causal
+    "fa4.fwd_sm90_paged_kv:FlashAttentionForwardSm90",  # page_table, seqused_k, GQA
 )
 
 #: TEMPORARY: the doors that fail today, with the catalog code they fail with. Remove an entry when its
