@@ -108,7 +108,7 @@ ALLOWED = {
     "_generated": set(),
     "dsl": {"diagnostics", "settings"},
     "_types": {"diagnostics", "dsl"},
-    "slots": {"diagnostics", "dsl", "_whitelist", "_types"},
+    "slots": {"diagnostics", "_generated", "dsl", "_whitelist", "_types"},
     "launch": {"diagnostics", "settings", "_generated", "dsl", "_whitelist", "slots"},
     "cache": {"diagnostics", "settings", "dsl", "_whitelist"},
     "jit": {"diagnostics", "settings", "dsl", "_whitelist", "slots", "launch", "cache"},
