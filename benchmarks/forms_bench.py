@@ -44,22 +44,6 @@ class _Dlpack:
         return self.a.__dlpack_device__()
 
 
-class _Cai:
-    """A ``__cuda_array_interface__`` exporter over host memory (it says: the CPU), its dict made once."""
-
-    def __init__(self, a: Any) -> None:
-        self.a = a
-        self._iface = {"data": (a.ctypes.data, False), "typestr": a.__array_interface__["typestr"], "shape": a.shape,
-                       "strides": None, "version": 3}  # fmt: skip
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        return self._iface
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return (1, 0)
-
-
 class _Address(int):
     """An int subclass (an ``IntEnum`` member is one): read for its own value."""
 
@@ -76,6 +60,7 @@ def main() -> int:
     from cutlass.cute.runtime import from_dlpack, make_ptr
 
     import cute_bind
+    from cute_bind.bench.tensors import _InterfaceArray
     from cute_bind.launch.prepared import fast_path
     from tests.kernels.host import scale, tscale_stream_default
 
@@ -107,7 +92,7 @@ def main() -> int:
     if torch is not None:
         rows.append(("tensor", "torch tensors", lambda: th.launch(to, ti, 2.0, 0)))
     fo, fi = from_dlpack(out), from_dlpack(x)
-    cao, cai = _Cai(out), _Cai(x)
+    cao, cai = _InterfaceArray.of(out, False), _InterfaceArray.of(x, False)  # the bench's stand-in: it says it is on the CPU
     dlo, dli = _Dlpack(out), _Dlpack(x)
     rows += [
         ("tensor", "NumPy arrays", lambda: th.launch(out, x, 2.0, 0)),
