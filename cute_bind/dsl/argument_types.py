@@ -14,7 +14,34 @@ __all__ = [
     "descriptor_fields",
     "tensor_argument_groups",
     "compiled_argument_types",
+    "why_no_argument_types",
 ]
+
+
+_BARE_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
+
+
+def symbol_reference(name: str) -> str:
+    """``name`` as MLIR prints a reference to the symbol: ``@name``, or ``@"..."`` quoted.
+
+    A symbol that is not a bare identifier is printed quoted, with ``\\`` for a
+    backslash and ``\\XX`` (two upper-case hex digits) for a quote or any
+    byte that is not printable ASCII (LLVM's ``printEscapedString``). The DSL
+    builds a function's symbol from its arguments' text, so a float printed
+    as ``2.0494e+00`` puts a ``+`` in it, and the entry is printed quoted.
+    """
+    if _BARE_SYMBOL.fullmatch(name):
+        return "@" + name
+    out = []
+    for byte in name.encode():
+        ch = chr(byte)
+        if ch == "\\":
+            out.append("\\\\")
+        elif 0x20 <= byte < 0x7F and ch != '"':
+            out.append(ch)
+        else:
+            out.append(f"\\{byte:02X}")
+    return '@"' + "".join(out) + '"'
 
 
 def entry_argument_types(obj: Any) -> list[str] | None:
@@ -33,7 +60,7 @@ def entry_argument_types(obj: Any) -> list[str] | None:
         text = str(module)
     except Exception:
         return None
-    head = f"llvm.func @{name}("
+    head = f"llvm.func {symbol_reference(name)}("
     start = text.find(head)
     if start < 0:
         return None
@@ -133,3 +160,13 @@ def compiled_argument_types(obj: Any) -> list[str] | None:
     if is_executor(obj) or getattr(obj, "ir_module", None) is None:
         return None
     return entry_argument_types(obj)
+
+
+def why_no_argument_types(obj: Any) -> str:
+    """Why :func:`compiled_argument_types` found nothing for ``obj``, as a diagnostic's "got" states it."""
+    if is_executor(obj) or getattr(obj, "ir_module", None) is None:
+        return "without IR"
+    name = getattr(obj, "function_name", None)
+    if not name:
+        return "without a function name"
+    return f"whose IR has no entry function {symbol_reference(name)}"

@@ -152,7 +152,7 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
             kernel=name,
             parameter=tensors[0][1],
             expected="a compiled function whose IR holds its argument types (cute.compile's result)",
-            got=f"{type(compiled).__name__} without IR",
+            got=f"{type(compiled).__name__} {dsl.why_no_argument_types(compiled)}",
         )
     for k, label, leaf, given in tensors:
         ours = leaf.descriptor_groups()

@@ -353,6 +353,20 @@ def test_plain_tensors_prepare_for_a_function_compiled_from_plain_tensors() -> N
     assert info.value.code == "CB213"
 
 
+def test_a_compile_named_from_a_tensor_printed_in_scientific_notation_prepares() -> None:
+    """The DSL names the compile after its arguments' text: ``2.0494e+00`` puts a ``+`` in it, and
+    the IR prints that entry quoted (``@"add2d_..."``). It is read as any other (once CB307)."""
+    a = torch.tensor([[8.4549e-05, 2.0494, 0.5, 1.0], [3.0, -1.0, 7.25, 0.125], [1e-3, 2e3, -5.0, 9.0]])
+    b, c = torch.randn(3, 4), torch.zeros(3, 4)
+    compiled = cute.compile(add2d, a, b, c)
+    assert "+" in compiled.function_name
+    h = cute_bind.prepare(compiled, a, b, c)
+    mine, theirs = torch.zeros(3, 4), torch.full((3, 4), float("nan"))
+    compiled(a, b, theirs)
+    h.launch(a, b, mine)
+    assert mine.numpy().tobytes() == theirs.numpy().tobytes()
+
+
 def test_plain_tensors_are_refused_for_a_function_compiled_from_marked_tensors_only() -> None:
     """A compile from from_dlpack tensors only: its marking is not recorded, so a plain tensor's reading is a guess."""
     compiled = cute.compile(add2d, dyn(torch.zeros(3, 4)), dyn(torch.zeros(3, 4)), dyn(torch.zeros(3, 4)))
