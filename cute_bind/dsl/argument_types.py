@@ -15,6 +15,7 @@ __all__ = [
     "tensor_argument_groups",
     "compiled_argument_types",
     "why_no_argument_types",
+    "symbol_reference",
 ]
 
 

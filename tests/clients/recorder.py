@@ -2,7 +2,8 @@
 
 Run as ``python -m tests.clients.recorder --json OUT`` (from the repository
 root, in an environment with ``tests/clients/requirements.txt`` installed).
-It sets the environment for a CPU-only compile for the H200 (``sm_90a``)
+It sets the environment for a CPU-only compile for the H200 (``sm_90a``;
+``--target sm100``: FlashAttention-4's Blackwell kernels, ``sm_100a``)
 before anything imports the DSL, then for each case drives the client
 package's own public Python entry (quack's torch wrappers, FlashAttention-4's
 ``flash_attn_func`` and its autograd function's backward) with CPU tensors,
@@ -74,6 +75,16 @@ ENV = {
     "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "0",  # FlashAttention's disk cache (its default): compiles happen here
 }
 H200_SMS = 132
+#: A B200's SM count: FlashAttention-4's sm100 kernels read it while tracing (their persistent scheduler's grid)
+B200_SMS = 148
+
+#: The compile targets (``--target``): the H200's (sm90: every case, and what the GPU suite runs), and
+#: Blackwell's (sm100: FlashAttention-4's own Blackwell kernels, compiled and tried on the CPU only; no
+#: machine lent here runs them).
+TARGETS: dict[str, dict[str, str]] = {
+    "sm90": ENV,
+    "sm100": {**ENV, "CUTE_DSL_ARCH": "sm_100a", "FLASH_ATTENTION_ARCH": "sm_100", "FLASH_ATTENTION_NUM_SMS": str(B200_SMS)},
+}
 
 _HERE = os.path.abspath(__file__)
 
@@ -277,6 +288,25 @@ def _quack_shims() -> None:
         if op is not None and not getattr(op, "_cute_bind_cpu", False):
             op.register_kernel("cpu")(op._init_fn)
             op._cute_bind_cpu = True
+
+
+class _B200Info:
+    """``cutlass.utils.HardwareInfo`` on the CPU, for an sm100 compile: a B200's SM count (the class asks the driver)."""
+
+    def __init__(self, device_id: int = 0) -> None:
+        self.device_id = device_id
+
+    def get_device_multiprocessor_count(self) -> int:
+        return B200_SMS
+
+    def get_max_active_clusters(self, cluster_size: int, stream: Any = None) -> int:
+        return B200_SMS // cluster_size
+
+
+def _sm100_shims() -> None:
+    """FlashAttention-4's sm100 kernels size their persistent grid from the device while tracing: a B200's, here."""
+    utils = importlib.import_module("cutlass.utils")
+    utils.HardwareInfo = _B200Info
 
 
 def _bf16(*shape: int) -> Any:
@@ -524,6 +554,13 @@ CASES: dict[str, tuple[tuple[str, ...], Callable[..., None]]] = {
     "fa4.fwd_sm90_paged_kv": (("flash_attn.cute.interface",), fa4_fwd_sm90_paged_kv),
 }
 
+#: The sm100 target's cases (``--target sm100``): FlashAttention-4's entries above, compiled for Blackwell.
+#: The same drivers; FLASH_ATTENTION_ARCH (``TARGETS["sm100"]``) picks its Sm100 kernels.
+SM100_CASES: dict[str, tuple[tuple[str, ...], Callable[..., None]]] = {
+    name.replace("_sm90", "_sm100"): entry for name, entry in CASES.items() if name.startswith("fa4.")
+}
+ALL_CASES = {**CASES, **SM100_CASES}
+
 
 # ------------------------------------------------------------------ describing values
 def describe(value: Any) -> str:
@@ -765,12 +802,14 @@ def record(cases: list[str], tmp: str, gpu: bool = False, snapshots: bool = True
     recorder = Recorder(gpu=gpu, snapshots=snapshots)
     problems: dict[str, str] = {}
     for case in cases:
-        modules, driver = CASES[case]
+        modules, driver = ALL_CASES[case]
         try:
             for name in modules:
                 importlib.import_module(name)
             if case.startswith("quack.") and not gpu:
                 _quack_shims()
+            if case in SM100_CASES and not gpu:
+                _sm100_shims()
             device: Any = contextlib.nullcontext()
             if gpu:
                 import torch
@@ -826,6 +865,7 @@ def run(cases: list[str], tmp: str) -> dict[str, Any]:
             versions[dist] = None
     return {
         "env": {k: os.environ.get(k) for k in ENV},
+        "target": next((t for t, env in TARGETS.items() if os.environ.get("CUTE_DSL_ARCH") == env["CUTE_DSL_ARCH"]), None),
         "versions": versions,
         "cutlass": getattr(cutlass, "__version__", None),
         "seconds": round(time.perf_counter() - started, 1),
@@ -855,17 +895,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the result here (default: stdout)")
     parser.add_argument("--markdown", action="store_true", help="also print the table")
     parser.add_argument("--tmp", default=None, help="a private folder (quack's disk cache case)")
-    parser.add_argument("cases", nargs="*", help=f"cases to run (default: all): {', '.join(CASES)}")
+    parser.add_argument(
+        "--target",
+        choices=sorted(TARGETS),
+        default="sm90",
+        help="the compile target: sm90 (the H200, default) or sm100 (FlashAttention-4's Blackwell kernels)",
+    )
+    parser.add_argument("cases", nargs="*", help=f"cases to run (default: all of the target's): {', '.join(ALL_CASES)}")
     ns = parser.parse_args(argv)
-    for key, value in ENV.items():
-        os.environ.setdefault(key, value)
-    unknown = [c for c in ns.cases if c not in CASES]
+    own = CASES if ns.target == "sm90" else SM100_CASES
+    unknown = [c for c in ns.cases if c not in own]
     if unknown:
-        parser.error(f"unknown case(s): {unknown}")
+        parser.error(f"unknown case(s) for --target {ns.target}: {unknown}")
+    for key, value in TARGETS[ns.target].items():
+        os.environ.setdefault(key, value)
+    if os.environ["CUTE_DSL_ARCH"] != TARGETS[ns.target]["CUTE_DSL_ARCH"]:
+        parser.error(
+            f"CUTE_DSL_ARCH={os.environ['CUTE_DSL_ARCH']} is set: --target {ns.target} compiles for {TARGETS[ns.target]['CUTE_DSL_ARCH']}"
+        )
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="cute_bind_clients_") as tmp:
-        result = run(ns.cases or list(CASES), ns.tmp or tmp)
+        result = run(ns.cases or list(own), ns.tmp or tmp)
     text = json.dumps(result, indent=1, default=str)
     if ns.json:
         with open(ns.json, "w") as fh:

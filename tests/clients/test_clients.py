@@ -9,11 +9,12 @@ client's compile arguments)``.
 Skips where the pinned clients (``requirements.txt``) are not installed. The
 availability check reads the installed distributions instead of importing the
 packages (``pytest.importorskip`` would import them): quack replaces the DSL's
-TVM-FFI argument converter at import, and the clients need
-``CUTE_DSL_ARCH=sm_90a`` before the DSL is initialised, neither of which may
-reach the rest of the suite in this process. So the clients run once per
-module in a subprocess (``python -m tests.clients.recorder``, about 40 s on
-two cores), which records and tries both doors; the tests read its result.
+TVM-FFI argument converter at import, and the clients need ``CUTE_DSL_ARCH``
+(``sm_90a``; ``sm_100a`` for FlashAttention-4's Blackwell kernels) before the
+DSL is initialised, neither of which may reach the rest of the suite in this
+process. So the clients run once per target in a subprocess (``python -m
+tests.clients.recorder [--target sm100]``, about 40 s and 80 s on two cores),
+which records and tries both doors; the tests read its result.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ import re
 import subprocess
 import sys
 from importlib import metadata
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
-from tests.clients.recorder import ENV
+from tests.clients.recorder import TARGETS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REQUIREMENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "requirements.txt")
@@ -82,6 +83,21 @@ RECORDED = (
     "fa4.fwd_sm90_paged_kv:FlashAttentionForwardSm90",  # page_table, seqused_k, GQA
 )
 
+#: The same for FlashAttention-4's Blackwell kernels (``--target sm100``): compiled for ``sm_100a`` on the
+#: CPU and tried through both doors; no machine lent here launches them. Unlike sm90, the decode shape
+#: gets its own compile (another tile configuration).
+RECORDED_SM100 = (
+    "fa4.fwd_sm100:FlashAttentionForwardSm100",
+    "fa4.fwd_sm100_causal_gqa:FlashAttentionForwardSm100",
+    "fa4.fwd_sm100_decode:FlashAttentionForwardSm100",
+    "fa4.bwd_sm100:FlashAttentionForwardSm100",
+    "fa4.bwd_sm100:FlashAttentionBackwardPreprocess",
+    "fa4.bwd_sm100:FlashAttentionBackwardSm100",
+    "fa4.bwd_sm100:FlashAttentionBackwardPostprocess",
+    "fa4.fwd_sm100_varlen:FlashAttentionForwardSm100",
+    "fa4.fwd_sm100_paged_kv:FlashAttentionForwardSm100",
+)
+
 #: TEMPORARY: the doors that fail today, with the catalog code they fail with. Remove an entry when its
 #: fix lands (a fixed door XPASSes meanwhile). A door that fails with another code than the one listed
 #: is a real failure, so a fix that only moves the refusal elsewhere shows.
@@ -107,9 +123,9 @@ def _doors(label: str) -> tuple[str, ...]:
     return ("prepare",) if label.endswith(":loaded") else ("prepare", "kernel")
 
 
-def _params() -> list[Any]:
+def _params(recorded: tuple[str, ...] = RECORDED) -> list[Any]:
     out = []
-    for label in RECORDED:
+    for label in recorded:
         for door in _doors(label):
             code = XFAIL.get((label, door))
             marks = [pytest.mark.xfail(strict=False, reason=f"{code} today (tests/clients XFAIL)", raises=_refusal(code))] if code else []
@@ -117,13 +133,11 @@ def _params() -> list[Any]:
     return out
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The recorder's result: every case driven once, in a subprocess, both doors tried on each compile."""
-    out = tmp_path_factory.mktemp("clients") / "recorded.json"
-    env = {**os.environ, **ENV}  # the compile target is the H200's, whatever this process was given
+def _record(tmp_path_factory: pytest.TempPathFactory, target: str) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("clients") / f"recorded_{target}.json"
+    env = {**os.environ, **TARGETS[target]}  # the target's compile, whatever this process was given
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.clients.recorder", "--json", str(out)],
+        [sys.executable, "-m", "tests.clients.recorder", "--target", target, "--json", str(out)],
         check=False,  # a failure is reported below, with the recorder's output
         cwd=ROOT,
         env=env,
@@ -136,6 +150,29 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(out.read_text())
     result["by_label"] = {r["label"]: r for r in result["records"]}
     return result
+
+
+#: each target's recorded compiles
+LISTED: dict[str, tuple[str, ...]] = {"sm90": RECORDED, "sm100": RECORDED_SM100}
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str, Any]]:
+    """Each target's recorder result, made on first use: every case driven once, in a subprocess, both
+    doors tried on each compile."""
+    results: dict[str, dict[str, Any]] = {}
+
+    def get(target: str) -> dict[str, Any]:
+        if target not in results:
+            results[target] = _record(tmp_path_factory, target)
+        return results[target]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def recorded(recordings: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    return recordings("sm90")
 
 
 def _pins() -> dict[str, str]:
@@ -155,25 +192,31 @@ def test_clients_are_the_pinned_versions(recorded: dict[str, Any]) -> None:
         assert recorded["versions"][dist] == pins[dist], f"{dist} {recorded['versions'][dist]} installed, {pins[dist]} pinned"
 
 
-def test_every_case_drives_its_client(recorded: dict[str, Any]) -> None:
-    assert recorded["driver_failures"] == {}
+@pytest.mark.parametrize("target", sorted(LISTED))
+def test_every_case_drives_its_client(recordings: Callable[[str], dict[str, Any]], target: str) -> None:
+    result = recordings(target)
+    assert result["target"] == target
+    assert result["driver_failures"] == {}
 
 
-def test_the_recorded_compiles_are_the_listed_ones(recorded: dict[str, Any]) -> None:
-    """A compile the clients make that RECORDED does not list (or one they no longer make) shows here."""
-    assert sorted(recorded["by_label"]) == sorted(RECORDED)
+@pytest.mark.parametrize("target", sorted(LISTED))
+def test_the_recorded_compiles_are_the_listed_ones(recordings: Callable[[str], dict[str, Any]], target: str) -> None:
+    """A compile the clients make that RECORDED (RECORDED_SM100) does not list, or one they no longer make, shows here."""
+    assert sorted(recordings(target)["by_label"]) == sorted(LISTED[target])
 
 
-def test_every_compile_is_called_by_its_client(recorded: dict[str, Any]) -> None:
+@pytest.mark.parametrize("target", sorted(LISTED))
+def test_every_compile_is_called_by_its_client(recordings: Callable[[str], dict[str, Any]], target: str) -> None:
     """``prepare`` is tried with the client's own call arguments: each compiled function must have been called."""
-    assert [r["label"] for r in recorded["records"] if not r["calls"]] == []
+    assert [r["label"] for r in recordings(target)["records"] if not r["calls"]] == []
 
 
-@pytest.mark.parametrize("label,door", _params())
-def test_door(recorded: dict[str, Any], label: str, door: str) -> None:
+@pytest.mark.parametrize("label,door", _params(RECORDED) + _params(RECORDED_SM100))
+def test_door(recordings: Callable[[str], dict[str, Any]], label: str, door: str) -> None:
     """``prepare`` with the client's call arguments, or ``kernel(host, compile_options=...).compile(...)``
     with its compile arguments, takes the client's compile."""
-    row = recorded["by_label"].get(label)
+    target = "sm100" if label in RECORDED_SM100 else "sm90"
+    row = recordings(target)["by_label"].get(label)
     assert row is not None, f"{label} was not recorded"
     result = row[door]
     if not result["ok"]:
