@@ -11,7 +11,7 @@ from .. import _whitelist as W
 from .. import diagnostics as D
 from ..launch.prepared import PreparedLaunch
 from ..slots import ScalarKind, describe_value
-from .compiler import Binding, Compiler, EnvCompile, is_jit_object
+from .compiler import Binding, Compiler, is_jit_object
 from .dispatch import DEFAULT_LIMIT, FALLBACK, ON_LIMIT, CallBase, Dispatcher, PythonCallBase, Specialization
 from .signature import KernelSignature, read_signature, unwrap
 
@@ -111,11 +111,6 @@ class Kernel(_CallBase, Generic[P]):
         object.__setattr__(self, name, value)
 
     # ------------------------------------------------------------------ compile
-    @property
-    def _env(self) -> dict[Any, EnvCompile]:
-        """The TVM-FFI environment-stream compiles (truthy when there are any: the torch op's generated call reads it)."""
-        return self.compiler.env
-
     def _jit_function(self) -> Any:
         return self.compiler.jit_function()
 

@@ -466,7 +466,7 @@ def _generate(
         # use_tvm_ffi_env_stream=True)) is called without it: TVM-FFI takes torch's current
         # stream of the tensors' device, the stream passed otherwise, and an explicit stream
         # would key another compile (from the real tensors, not the kernel author's)
-        body.append("if _cb_kernel._env:")
+        body.append("if _cb_env:")
         body.append("    if _cb_device >= 0 and " + other_device_check[3:])
         body.append(f"    _cb_kernel({', '.join(env_args)})")
         body.append("else:")
@@ -552,6 +552,8 @@ def _generate(
         "_cb_grad_enabled": rt.grad_enabled,
         "_cb_overload": None,  # set once torch has registered the op
         "_cb_kernel": kernel,
+        # a TVM-FFI kernel's environment-stream compiles (the compiler's own dict, filled in place; empty: none yet)
+        "_cb_env": kernel.compiler.env if getattr(kernel, "tvm_ffi", False) else None,
         "_cb_Tensor": tensor_cls,
         "_cb_Parameter": param_cls,
         "_cb_bump": rt.bump,

@@ -259,7 +259,7 @@ def test_a_default_none_stream_prefers_the_env_compile_and_falls_back() -> None:
     """``stream=None`` left out: the env-stream compile when its entry takes the values, else the current stream."""
     k, (ours, theirs) = _env_compile(AffineDefaultStream())
     calls: list[tuple[Any, ...]] = []
-    entry = next(iter(k._env.values()))
+    entry = next(iter(k.compiler.env.values()))
     real = entry.call.launch
 
     def spy(*args: Any) -> Any:
@@ -279,7 +279,7 @@ def test_a_second_env_stream_call_takes_the_installed_handle(monkeypatch: pytest
     The CPU entry refuses CPU tensors, so the compile's function is replaced by one that takes them
     (the handle is then its direct call, as prepare() gives for a function it cannot read)."""
     k, _ = _env_compile(Affine())
-    entry = next(iter(k._env.values()))
+    entry = next(iter(k.compiler.env.values()))
     taken: list[int] = []
 
     def entry_fn(out: Any, inp: Any) -> None:  # the entry's own parameters: the stream left out

@@ -450,6 +450,24 @@ def test_an_env_stream_compile_is_called_without_the_stream(opname):
     assert k.cache_info()["compiled"] == 1  # no second compile from the CPU tensors
 
 
+def test_an_env_stream_compile_made_after_the_op_is_called_without_the_stream(opname):
+    """The op reads the kernel's environment-stream compiles as they are at each call, not as at its making."""
+    pytest.importorskip("tvm_ffi")
+    from cutlass.cute.runtime import make_fake_stream
+
+    from tests.jit.test_client_hosts import TVM, Affine, _fake
+
+    host = Affine()
+    k = cute_bind.kernel(host, compile_options=TVM)
+    op = cbt.op(opname("env_affine_later"), k, mutates_args=("out",))
+    batch = cute.sym_int()
+    k.compile(_fake(batch), _fake(batch), make_fake_stream(use_tvm_ffi_env_stream=True))
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        op(torch.zeros(2, 64), torch.randn(2, 64))
+    assert info.value.code == "CB309"
+    assert k.cache_info()["compiled"] == 1
+
+
 def test_the_generated_call_is_in_linecache_for_tracebacks(opname):
     """A traceback through the op's generated call shows its lines (registered with linecache, as attrs does)."""
     import linecache
