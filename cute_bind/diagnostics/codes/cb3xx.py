@@ -192,7 +192,11 @@ NO_ARGUMENT_TYPES = _entry(
     own argument types, read from its IR. A `.to(device)` executor and a
     function loaded from a binary carry no IR, so a tensor's descriptor could
     not be checked; rather than pass unchecked, `prepare()` refuses them.
-    Functions without tensor parameters need no IR.
+    Functions without tensor parameters need no IR. The message says which
+    case it is: no IR at all, or IR without an entry function of the compiled
+    function's name (found as MLIR prints it, quoted when the name holds a
+    character such as `+`); the second would be a DSL that names its entry
+    otherwise, and is worth reporting.
     """,
     example=_PREPARE_TENSOR
     + """
