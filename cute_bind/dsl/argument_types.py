@@ -158,16 +158,24 @@ def compiled_argument_types(obj: Any) -> list[str] | None:
     A ``.to(device)`` executor holds no IR (only its module), nor does a
     function loaded from a binary.
     """
-    if is_executor(obj) or getattr(obj, "ir_module", None) is None:
+    if not _has_ir(obj):
         return None
     return entry_argument_types(obj)
 
 
+def _has_ir(obj: Any) -> bool:
+    return not is_executor(obj) and getattr(obj, "ir_module", None) is not None
+
+
 def why_no_argument_types(obj: Any) -> str:
     """Why :func:`compiled_argument_types` found nothing for ``obj``, as a diagnostic's "got" states it."""
-    if is_executor(obj) or getattr(obj, "ir_module", None) is None:
+    if not _has_ir(obj):
         return "without IR"
     name = getattr(obj, "function_name", None)
     if not name:
         return "without a function name"
+    try:
+        str(obj.ir_module)
+    except Exception as exc:  # noqa: BLE001 - said in the message, as entry_argument_types swallows it
+        return f"whose IR cannot be printed ({type(exc).__name__})"
     return f"whose IR has no entry function {symbol_reference(name)}"

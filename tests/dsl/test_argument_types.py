@@ -107,12 +107,18 @@ def test_an_entry_whose_name_is_printed_quoted_is_read() -> None:
     assert all(dsl.tensor_argument_groups(ty) is not None for ty in types)
 
 
+class Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("a module whose printer fails")
+
+
 @pytest.mark.parametrize(
     ("ir_module", "function_name", "why"),
     [
         (None, "f", "without IR"),
         ("module {\n}", "", "without a function name"),
         ("module {\n  llvm.func @g(%arg0: i32) {\n  }\n}", "f+1", 'whose IR has no entry function @"f+1"'),
+        (Unprintable(), "f", "whose IR cannot be printed (RuntimeError)"),
     ],
 )
 def test_a_function_without_argument_types_says_why(ir_module: object, function_name: str, why: str) -> None:
