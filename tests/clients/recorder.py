@@ -909,10 +909,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown case(s) for --target {ns.target}: {unknown}")
     for key, value in TARGETS[ns.target].items():
         os.environ.setdefault(key, value)
-    if os.environ["CUTE_DSL_ARCH"] != TARGETS[ns.target]["CUTE_DSL_ARCH"]:
-        parser.error(
-            f"CUTE_DSL_ARCH={os.environ['CUTE_DSL_ARCH']} is set: --target {ns.target} compiles for {TARGETS[ns.target]['CUTE_DSL_ARCH']}"
-        )
+    for key in ("CUTE_DSL_ARCH", "FLASH_ATTENTION_ARCH"):  # a target given, an architecture set otherwise: refused
+        if os.environ[key] != TARGETS[ns.target][key]:
+            parser.error(f"{key}={os.environ[key]} is set: --target {ns.target} compiles for {TARGETS[ns.target][key]}")
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="cute_bind_clients_") as tmp:
