@@ -395,8 +395,6 @@ def main(argv: list[str] | None = None) -> int:
 
     for key, value in ENV.items():  # before the DSL is imported (it reads its environment once)
         os.environ.setdefault(key, value)
-    import torch
-
     import cute_bind
     from cute_bind.bench.timing import machine
 
@@ -407,7 +405,6 @@ def main(argv: list[str] | None = None) -> int:
             metadata.version(dist)
         except metadata.PackageNotFoundError:
             missing.append(dist)
-    gpu = torch.cuda.is_available() and not ns.check_only
     print(f"machine: {machine()}")
     print(f"cute_bind {cute_bind.__version__}; " + ", ".join(f"{d} {metadata.version(d)}" for d in CLIENTS if d not in missing))
     if missing:
@@ -417,6 +414,9 @@ def main(argv: list[str] | None = None) -> int:
             print("check-only: ok (structure only)")
             return 0
         return 2
+    import torch  # the clients require it: imported only where they are installed (the README's install has neither)
+
+    gpu = torch.cuda.is_available() and not ns.check_only
     if not gpu and not ns.check_only:
         print("no CUDA device: this benchmark runs on a GPU (--check-only builds every path on the CPU)")
         return 2
