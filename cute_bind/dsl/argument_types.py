@@ -53,18 +53,27 @@ def entry_argument_types(obj: Any) -> list[str] | None:
     in order. ``None`` when the IR is not available (e.g. a function loaded
     from a binary).
     """
+    types, _why = _read_entry(obj)
+    return types
+
+
+def _read_entry(obj: Any) -> tuple[list[str] | None, str]:
+    """The entry's argument types, or ``None`` and why not (as a diagnostic's "got" states it)."""
     module = getattr(obj, "ir_module", None)
+    if module is None:
+        return None, "without IR"
     name = getattr(obj, "function_name", None)
-    if module is None or not name:
-        return None
+    if not name:
+        return None, "without a function name"
     try:
         text = str(module)
-    except Exception:
-        return None
-    head = f"llvm.func {symbol_reference(name)}("
+    except Exception as exc:  # noqa: BLE001 - any printer failure means no types; the reason is reported
+        return None, f"whose IR cannot be printed ({type(exc).__name__})"
+    reference = symbol_reference(name)
+    head = f"llvm.func {reference}("
     start = text.find(head)
     if start < 0:
-        return None
+        return None, f"whose IR has no entry function {reference}"
     i, depth, current, args = start + len(head), 0, "", []
     while i < len(text):
         ch = text[i]
@@ -82,7 +91,7 @@ def entry_argument_types(obj: Any) -> list[str] | None:
         i += 1
     if current.strip():
         args.append(current)
-    return [a.split(":", 1)[1].strip() if ":" in a else a.strip() for a in args]
+    return [a.split(":", 1)[1].strip() if ":" in a else a.strip() for a in args], ""
 
 
 def descriptor_fields(llvm_type: str) -> list[str]:
@@ -158,24 +167,9 @@ def compiled_argument_types(obj: Any) -> list[str] | None:
     A ``.to(device)`` executor holds no IR (only its module), nor does a
     function loaded from a binary.
     """
-    if not _has_ir(obj):
-        return None
-    return entry_argument_types(obj)
-
-
-def _has_ir(obj: Any) -> bool:
-    return not is_executor(obj) and getattr(obj, "ir_module", None) is not None
+    return None if is_executor(obj) else entry_argument_types(obj)
 
 
 def why_no_argument_types(obj: Any) -> str:
     """Why :func:`compiled_argument_types` found nothing for ``obj``, as a diagnostic's "got" states it."""
-    if not _has_ir(obj):
-        return "without IR"
-    name = getattr(obj, "function_name", None)
-    if not name:
-        return "without a function name"
-    try:
-        str(obj.ir_module)
-    except Exception as exc:  # noqa: BLE001 - said in the message, as entry_argument_types swallows it
-        return f"whose IR cannot be printed ({type(exc).__name__})"
-    return f"whose IR has no entry function {symbol_reference(name)}"
+    return "without IR" if is_executor(obj) else _read_entry(obj)[1]

@@ -560,6 +560,8 @@ SM100_CASES: dict[str, tuple[tuple[str, ...], Callable[..., None]]] = {
     name.replace("_sm90", "_sm100"): entry for name, entry in CASES.items() if name.startswith("fa4.")
 }
 ALL_CASES = {**CASES, **SM100_CASES}
+#: each target's cases
+TARGET_CASES = {"sm90": CASES, "sm100": SM100_CASES}
 
 
 # ------------------------------------------------------------------ describing values
@@ -826,7 +828,7 @@ def record(cases: list[str], tmp: str, gpu: bool = False, snapshots: bool = True
     return recorder, problems
 
 
-def run(cases: list[str], tmp: str) -> dict[str, Any]:
+def run(cases: list[str], tmp: str, target: str = "sm90") -> dict[str, Any]:
     started = time.perf_counter()
     recorder, problems = record(cases, tmp)
     rows = []
@@ -865,7 +867,7 @@ def run(cases: list[str], tmp: str) -> dict[str, Any]:
             versions[dist] = None
     return {
         "env": {k: os.environ.get(k) for k in ENV},
-        "target": next((t for t, env in TARGETS.items() if os.environ.get("CUTE_DSL_ARCH") == env["CUTE_DSL_ARCH"]), None),
+        "target": target,
         "versions": versions,
         "cutlass": getattr(cutlass, "__version__", None),
         "seconds": round(time.perf_counter() - started, 1),
@@ -903,7 +905,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("cases", nargs="*", help=f"cases to run (default: all of the target's): {', '.join(ALL_CASES)}")
     ns = parser.parse_args(argv)
-    own = CASES if ns.target == "sm90" else SM100_CASES
+    own = TARGET_CASES[ns.target]
     unknown = [c for c in ns.cases if c not in own]
     if unknown:
         parser.error(f"unknown case(s) for --target {ns.target}: {unknown}")
@@ -915,7 +917,7 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="cute_bind_clients_") as tmp:
-        result = run(ns.cases or list(own), ns.tmp or tmp)
+        result = run(ns.cases or list(own), ns.tmp or tmp, ns.target)
     text = json.dumps(result, indent=1, default=str)
     if ns.json:
         with open(ns.json, "w") as fh:

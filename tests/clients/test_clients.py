@@ -98,6 +98,10 @@ RECORDED_SM100 = (
     "fa4.fwd_sm100_paged_kv:FlashAttentionForwardSm100",
 )
 
+#: each target's recorded compiles
+LISTED: dict[str, tuple[str, ...]] = {"sm90": RECORDED, "sm100": RECORDED_SM100}
+
+
 #: TEMPORARY: the doors that fail today, with the catalog code they fail with. Remove an entry when its
 #: fix lands (a fixed door XPASSes meanwhile). A door that fails with another code than the one listed
 #: is a real failure, so a fix that only moves the refusal elsewhere shows.
@@ -123,13 +127,16 @@ def _doors(label: str) -> tuple[str, ...]:
     return ("prepare",) if label.endswith(":loaded") else ("prepare", "kernel")
 
 
-def _params(recorded: tuple[str, ...] = RECORDED) -> list[Any]:
+def _params() -> list[Any]:
     out = []
-    for label in recorded:
-        for door in _doors(label):
-            code = XFAIL.get((label, door))
-            marks = [pytest.mark.xfail(strict=False, reason=f"{code} today (tests/clients XFAIL)", raises=_refusal(code))] if code else []
-            out.append(pytest.param(label, door, marks=marks, id=f"{label}-{door}"))
+    for target, labels in LISTED.items():
+        for label in labels:
+            for door in _doors(label):
+                code = XFAIL.get((label, door))
+                marks = (
+                    [pytest.mark.xfail(strict=False, reason=f"{code} today (tests/clients XFAIL)", raises=_refusal(code))] if code else []
+                )
+                out.append(pytest.param(target, label, door, marks=marks, id=f"{label}-{door}"))
     return out
 
 
@@ -150,10 +157,6 @@ def _record(tmp_path_factory: pytest.TempPathFactory, target: str) -> dict[str, 
     result: dict[str, Any] = json.loads(out.read_text())
     result["by_label"] = {r["label"]: r for r in result["records"]}
     return result
-
-
-#: each target's recorded compiles
-LISTED: dict[str, tuple[str, ...]] = {"sm90": RECORDED, "sm100": RECORDED_SM100}
 
 
 @pytest.fixture(scope="module")
@@ -211,11 +214,10 @@ def test_every_compile_is_called_by_its_client(recordings: Callable[[str], dict[
     assert [r["label"] for r in recordings(target)["records"] if not r["calls"]] == []
 
 
-@pytest.mark.parametrize("label,door", _params(RECORDED) + _params(RECORDED_SM100))
-def test_door(recordings: Callable[[str], dict[str, Any]], label: str, door: str) -> None:
+@pytest.mark.parametrize("target,label,door", _params())
+def test_door(recordings: Callable[[str], dict[str, Any]], target: str, label: str, door: str) -> None:
     """``prepare`` with the client's call arguments, or ``kernel(host, compile_options=...).compile(...)``
     with its compile arguments, takes the client's compile."""
-    target = "sm100" if label in RECORDED_SM100 else "sm90"
     row = recordings(target)["by_label"].get(label)
     assert row is not None, f"{label} was not recorded"
     result = row[door]
