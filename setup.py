@@ -1,4 +1,4 @@
-"""Build the optional C fast paths (cute_bind.launch._claunch, cute_bind.launch._ctvmffi for TVM-FFI functions, cute_bind.jit._cdispatch, cute_bind.graph._cgraph for graph replays); everything else is in pyproject.toml.
+"""Build the optional C fast paths (cute_bind.launch._claunch, cute_bind.launch._ctvmffi for TVM-FFI functions, cute_bind.jit._cdispatch, cute_bind.graph._cgraph for graph replays, cute_bind.torch._ceager for a torch op's eager checks); everything else is in pyproject.toml.
 
 The extension uses the stable ABI (abi3, Python >= 3.10). It is optional: when
 no C compiler is available the install still succeeds and PreparedLaunch uses
@@ -53,6 +53,14 @@ setup(
         Extension(
             "cute_bind.graph._cgraph",
             ["cute_bind/graph/_cgraph.c"],
+            py_limited_api=True,  # the source defines Py_LIMITED_API 0x030A0000
+            extra_compile_args=["-O2"],
+            extra_link_args=LINK_ARGS,
+            optional=True,
+        ),
+        Extension(
+            "cute_bind.torch._ceager",
+            ["cute_bind/torch/_ceager.c"],
             py_limited_api=True,  # the source defines Py_LIMITED_API 0x030A0000
             extra_compile_args=["-O2"],
             extra_link_args=LINK_ARGS,

@@ -7,7 +7,9 @@ kernel's own call in them, this script swaps the kernel the generated call
 invokes for a no-op function (through the generated call's globals: a
 measurement device, not an API) and times, interleaved, medians of rounds:
 
-- the eager op, ``op(y, x, a)``;
+- the eager op, ``op(y, x, a)``: its C call (when the extension is built;
+  an op object of the same kind as the real one, a ``functools.partial`` of
+  it, with the no-op kernel) and its Python call (also a partial);
 - the same op through the dispatcher, ``op.overload(y, x, a)``;
 - a hand-written ``torch.library.custom_op`` calling the same no-op (the
   pattern users write by hand);
@@ -25,6 +27,7 @@ are in the numbers; on the CPU they are host tensors (stream 0, no lookup).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -45,6 +48,8 @@ def main() -> None:
 
     import cute_bind
     import cute_bind.torch as cbt
+    from cute_bind.torch import eager
+    from cute_bind.torch.eager import _ceager
     from cute_bind.bench.kernels import scale_tensors_host
 
     def noop(*a: Any) -> None:
@@ -52,7 +57,12 @@ def main() -> None:
 
     k = cute_bind.kernel(scale_tensors_host)
     op = cbt.op("cbpieces::scale_", k, mutates_args=("out",))
-    type(op).__call__.__globals__["_cb_kernel"] = noop  # the measurement device (see the docstring)
+    g = op._python_call.__globals__  # the generated call's own entry points, each timed alone
+    g["_cb_kernel"] = noop  # the measurement device (see the docstring)
+    c_call = None
+    if op.func is not op._python_call:  # the op's C eager call: another one, whose kernel is the no-op
+        spec = eager.call_spec(op.plan, noop, g["_cb_check"].__self__, g["_cb_bump"], op._python_call)
+        c_call = functools.partial(_ceager.EagerCall(spec).call)
     hand = torch.library.custom_op(
         "cbpieces::hand",
         lambda out, inp, alpha: noop(out, inp, alpha, 0),
@@ -60,10 +70,9 @@ def main() -> None:
         schema="(Tensor(a!) out, Tensor inp, float alpha) -> ()",
     )
     x, y = torch.randn(64, device=args.device), torch.empty(64, device=args.device)
-    g = type(op).__call__.__globals__  # the generated call's own entry points, each timed alone
     dev = x.get_device()
     paths: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
-        ("eager op, no-op kernel", op, (y, x, 2.0)),
+        ("eager op (its Python call), no-op kernel", functools.partial(op._python_call), (y, x, 2.0)),
         ("op through the dispatcher, no-op kernel", op.overload, (y, x, 2.0)),
         ("hand-written torch.library.custom_op, no-op body", hand, (y, x, 2.0)),
         ("bare no-op call", noop, (y, x, 2.0, 0)),
@@ -77,6 +86,9 @@ def main() -> None:
         ("piece: lambda (the cost of the wrapper above)", lambda: None, ()),
         ("piece: _increment_version((y,))", g["_cb_bump"], ((y,),)),
     ]
+    if c_call is not None:
+        paths.insert(0, ("eager op (its C call), no-op kernel", c_call, (y, x, 2.0)))
+        paths.append(("piece: the C checks, EagerCheck.check(y, x)", g["_cb_check"], (y, x)))
     if dev >= 0:
         paths += [
             ("piece: current raw stream", g["_cb_raw_stream"], (dev,)),

@@ -117,7 +117,7 @@ ALLOWED = {
     "lsp": {"diagnostics", "settings", "static"},
     "graph": {"diagnostics", "settings", "dsl", "slots", "launch"},
     "bench": {"diagnostics", "dsl", "_types", "slots", "launch", "jit", "torch"},
-    "torch": {"diagnostics", "_generated", "dsl", "slots", "launch", "jit"},
+    "torch": {"diagnostics", "settings", "_generated", "dsl", "slots", "launch", "jit"},
 }
 
 

@@ -40,6 +40,7 @@ from .._generated import compile_source
 from ..jit import Kernel
 from ..launch.arguments import bind_arguments
 from ..slots import Where, describe_value
+from . import eager
 from .schema import OpParam, OpPlan, parse_name, plan_op
 
 __all__ = ["TorchOp", "Like", "like", "op"]
@@ -85,15 +86,18 @@ def _always() -> bool:
 
 
 class _Missing:
-    """The generated call's default for every parameter: "not given" (an argument is never this object)."""
+    """The generated call's default for every parameter, the class itself: "not given" (an argument is never this object).
+
+    A class rather than an instance: ``torch.compile`` traces the op's Python call
+    in place of its C call without a source for its defaults (torch 2.11), and
+    builds a class from a default as it is, where an instance of a class it does
+    not know stops the trace.
+    """
 
     __slots__ = ()
 
-    def __repr__(self) -> str:
-        return "<not given>"
 
-
-_MISSING = _Missing()
+_MISSING: Any = _Missing
 
 
 class _Runtime:
@@ -143,7 +147,7 @@ def _runtime() -> _Runtime:
     return _RUNTIME
 
 
-class TorchOp:
+class TorchOp(functools.partial):  # type: ignore[type-arg]
     """A cute_bind kernel registered as the torch custom op ``torch.ops.<namespace>.<name>``.
 
     Made by :func:`op`. Call it like the kernel, without the stream and output
@@ -155,6 +159,11 @@ class TorchOp:
     ``schema`` (the op's schema string), ``library`` (the ``torch.library.Library``
     holding its registrations), ``overload`` (``torch.ops.<ns>.<name>.default``),
     ``plan`` (every parameter's role).
+
+    It is a ``functools.partial`` of its eager call (calling a partial costs
+    less than calling an object's ``__call__`` method, and ``torch.compile``
+    traces a partial through its function); ``func`` is that call, ``args``
+    and ``keywords`` are empty.
     """
 
     name: str
@@ -166,15 +175,16 @@ class TorchOp:
     _impl: Callable[..., Any]
     _fake: list[Callable[..., Any]]
     _traced: list[bool]
+    _python_call: Callable[..., Any]
 
-    def __init__(self) -> None:  # pragma: no cover - instances come from op()
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("make a TorchOp with cute_bind.torch.op(...)")
+
+    def __reduce__(self) -> Any:
+        raise TypeError(f"a cute_bind.torch op cannot be pickled ({self.name}): make it again with cute_bind.torch.op(...)")
 
     def __repr__(self) -> str:
         return f"<cute_bind.torch op {self.name}{self.schema} -> kernel {self.kernel.name}>"
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - replaced per op by the generated call
-        raise NotImplementedError
 
     def register_autograd(self, backward: Callable[..., Any], /, *, setup_context: Callable[..., Any] | None = None) -> None:
         """Register the op's backward formula (``torch.library.register_autograd`` on the generated op).
@@ -358,7 +368,7 @@ def _diagnoser(plan: OpPlan, kernel: Kernel[Any], rt: _Runtime) -> Callable[[Bas
 
 
 def _generate(
-    plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str, tuple[str, Any]]
+    plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str, tuple[str, Any]], several: bool, checker: Any
 ) -> tuple[Callable[..., Any], Callable[..., Any], dict[str, Any]]:
     """The generated ``__call__`` (eager checks, then the kernel), the dispatcher implementation, their globals.
 
@@ -386,7 +396,7 @@ def _generate(
     ind = "    "
     positional = [p for p in inputs if not p.keyword_only]
     kwonly = [p for p in inputs if p.keyword_only]
-    call_parts = ["_cb_self"] + [f"{p.name}=_cb_M" for p in positional] + ["/", "*_cb_extra"]
+    call_parts = [f"{p.name}=_cb_M" for p in positional] + ["/", "*_cb_extra"]
     call_parts += [f"{p.name}=_cb_default_{p.name}" if p.has_default else f"{p.name}=_cb_M" for p in kwonly]
     call_parts.append("**_cb_kw")
     required = [p for p in inputs if not p.has_default]
@@ -501,21 +511,38 @@ def _generate(
     if mutated_optional:  # a Tensor(a!)? given as None has no version to bump
         bump_items.append(f"*[_t for _t in {tuple_of([p for p in inputs if p.name in mutated_optional])} if _t is not None]")
     bump = f"_cb_bump(({', '.join(bump_items)},))" if bump_items else None
+    # the C checks (cute_bind.torch.eager) for an op whose tensor inputs are all plain and whose kernel takes
+    # the stream: they give the stream, or None where the checks below decide (they run again, in full)
+    fast = checker is not None and bool(tensors) and not optionals and not seqs and plan.stream is not None
+    fast = fast and not getattr(kernel, "tvm_ffi", False)
+    checks = []
+    checks.append("if _cb_compiling() or _cb_dispatch_modes() or _cb_function_modes() or _cb_functorch():")
+    checks.append(f"{ind}return _cb_overload({schema_args})")
+    checks.append(f"if not ({eager_guard}):")
+    # the dispatcher's own argument parser refuses None or a number for a Tensor: say it as kernel(...) would
+    checks.append(f"{ind}try:")
+    checks.append(f"{ind * 2}return _cb_overload({schema_args})")
+    checks.append(f"{ind}except Exception as _cb_exc:")
+    checks.append(f"{ind * 2}_cb_diagnose(_cb_exc, {values})")
+    checks.append(f"{ind * 2}raise")
+    checks += body[:1]
+    if meta_check:
+        checks.append(meta_check)
     src = [f"def __call__({', '.join(call_parts)}):"]
     src += [ind + line for line in binding]
-    src.append(f"{ind}if _cb_compiling() or _cb_dispatch_modes() or _cb_function_modes() or _cb_functorch():")
-    src.append(f"{ind * 2}return _cb_overload({schema_args})")
-    src.append(f"{ind}if not ({eager_guard}):")
-    # the dispatcher's own argument parser refuses None or a number for a Tensor: say it as kernel(...) would
-    src.append(f"{ind * 2}try:")
-    src.append(f"{ind * 3}return _cb_overload({schema_args})")
-    src.append(f"{ind * 2}except Exception as _cb_exc:")
-    src.append(f"{ind * 3}_cb_diagnose(_cb_exc, {values})")
-    src.append(f"{ind * 3}raise")
-    src += [ind + line for line in body[:1]]
-    if meta_check:
-        src.append(ind + meta_check)
-    src += [ind + line for line in body[1:]]
+    if fast:
+        allocs_n = len(plan.outputs)
+        src.append(f"{ind}if _cb_compiling():")  # first: under torch.compile the C checks are never reached
+        src.append(f"{ind * 2}return _cb_overload({schema_args})")
+        src.append(f"{ind}_cb_stream = _cb_check({', '.join(p.name for p in tensors)})")
+        src.append(f"{ind}if _cb_stream is None:")
+        src += [ind * 2 + line for line in checks]
+        src += [ind * 2 + line for line in body[1 + allocs_n : -1]]  # the stream lines
+        src += [ind + line for line in body[1 : 1 + allocs_n]]  # the outputs
+        src.append(ind + body[-1])  # the kernel call
+    else:
+        src += [ind + line for line in checks]
+        src += [ind + line for line in body[1:]]
     if bump:
         src.append(ind + bump)
     src.append(f"{ind}return {ret}")
@@ -559,7 +586,9 @@ def _generate(
         "_cb_bump": rt.bump,
         "_cb_raw_stream": rt.raw_stream,
         "_cb_current_device": rt.current_device,
-        "_cb_several_devices": rt.several_devices(),
+        "_cb_several_devices": several,
+        # the C checks' entry (None: the op makes its checks in Python)
+        "_cb_check": checker.check if fast else None,
         "_cb_capturing": rt.capturing,
         "_cb_other_device": other_device,
         "_cb_default_stream_only": default_stream_only,
@@ -651,7 +680,9 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
         raise D.error(
             D.OP_NAME_INVALID, kernel=plan.kernel, expected="a name no other op has", got=f"{name!r}, already registered with torch"
         )
-    call, impl, namespace = _generate(plan, rt, kernel, allocs)
+    several = rt.several_devices()
+    checker = eager.checker(rt, several)  # the C checks (None: the op makes them in Python)
+    call, impl, namespace = _generate(plan, rt, kernel, allocs, several, checker)
     impl.__name__ = impl.__qualname__ = opname
     impl.__module__ = getattr(kernel, "__module__", __name__)
     # torch.library's own layers, not torch.library.custom_op: a custom_op adds Python
@@ -683,8 +714,14 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
     _LIBRARIES.append(lib)  # registrations live as long as their Library: keep it for the process
     overload = getattr(getattr(torch.ops, ns), opname).default
     namespace["_cb_overload"] = overload  # the generated call reads it at call time
-    cls = type(f"TorchOp_{ns}_{opname}", (TorchOp,), {"__call__": call, "__module__": __name__, "__doc__": TorchOp.__doc__})
-    obj: TorchOp = object.__new__(cls)
+    obj: TorchOp = functools.partial.__new__(TorchOp, call)
+
+    def lost() -> None:  # torch refused the C call's stand-in under torch.compile: the Python call again
+        eager.rebind(obj, call)
+
+    call_spec = eager.call_spec(plan, kernel, checker, rt.bump, call)
+    eager.rebind(obj, eager.entry(call_spec, call, lost))
+    obj._python_call = call
     obj.name = name
     obj.kernel = kernel
     obj.schema = schema

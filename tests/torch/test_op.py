@@ -494,6 +494,6 @@ def test_one_visible_device_skips_the_capture_device_lookups(opname, monkeypatch
         monkeypatch.setattr(rt.torch.cuda, "is_available", lambda: True)
         monkeypatch.setattr(rt.torch.cuda, "device_count", lambda count=count: count)
         op = cbt.op(opname(f"devices{count}"), host.scale, mutates_args=("out",))
-        g = type(op).__call__.__globals__
+        g = op._python_call.__globals__
         assert g["_cb_several_devices"] is expected
-        assert "if _cb_several_devices and _cb_device != _cb_current_device() and _cb_capturing()" in type(op).__call__.__cute_bind_source__
+        assert "if _cb_several_devices and _cb_device != _cb_current_device() and _cb_capturing()" in op._python_call.__cute_bind_source__

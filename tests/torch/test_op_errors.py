@@ -140,7 +140,7 @@ def test_call_with_a_subclass_tensor_still_works_and_a_wrong_value_is_diagnosed(
 
 def _spy(op, monkeypatch):
     """Make the generated call's slow binding and diagnosis record that they ran."""
-    namespace = type(op).__call__.__globals__
+    namespace = op._python_call.__globals__
     seen = []
     for key in ("_cb_bind", "_cb_diagnose"):
         real = namespace[key]

@@ -1,0 +1,650 @@
+/*
+ * Optional C eager call of a cute_bind.torch op (stable ABI, Python >= 3.10).
+ *
+ *   EagerCheck(spec).check(*tensors) -> int | None
+ *   EagerCall(spec).call(*args, **kwargs) -> None
+ *
+ * An op's generated Python call (cute_bind/torch/custom_op.py) calls the
+ * kernel directly when nothing else must see the call: no torch dispatch
+ * mode, torch function mode or functorch transform active, every tensor input
+ * exactly torch.Tensor or nn.Parameter, and no autograd to record (grad mode
+ * off or no input requiring grad). Then it needs the stream: 0 for host
+ * tensors (a meta tensor takes the registered op instead), else torch's
+ * current stream of the tensors' device. Those are a handful of torch calls,
+ * each cheap, with bytecode between them; this does the same checks in the
+ * same order from C, given the op's plain tensor inputs (the first gives the
+ * device), and returns the stream to launch on, or None where the Python call
+ * must decide (it then makes every check again and takes the registered op,
+ * raises, or launches, exactly as without this extension):
+ *
+ *   1. a value not exactly one of `tensor_types` -> None;
+ *   2. any of `modes` (no-argument callables) true -> None;
+ *   3. `grad_enabled()` true and any input's `requires_grad` true -> None;
+ *   4. device = `get_device(tensors[0])`; below 0 (host): `is_meta` true ->
+ *      None, else 0;
+ *   5. with several visible devices (`current_device` not None), a current
+ *      device other than the tensors' -> None (the Python call checks for a
+ *      capture there, CB705); else `raw_stream(device)`, which must be an int.
+ *
+ * An Exception raised by any of these calls is cleared and gives None (the
+ * Python call makes the same call and raises it with its own context); a
+ * BaseException that is not an Exception (KeyboardInterrupt) propagates.
+ *
+ * `requires_grad` and `is_meta` are the data descriptors torch.Tensor's
+ * attributes resolve to (cute_bind.torch.eager checked that before building
+ * the spec), read through their type's tp_descr_get: an attribute read
+ * without the instance-dict and method-resolution-order look-ups.
+ *
+ * The spec is a frozen object read once by attribute (cute_bind.torch.eager
+ * .EagerSpec, validated there and again here). What is read is owned until the
+ * object is collected; nothing is changed after construction, so a call never
+ * sees a half-built checker. `counts()` says how many calls returned a stream
+ * and how many returned None (the tests check the path a call took).
+ *
+ * EagerCall is the whole eager call of a mutating op whose inputs are all
+ * positional (plain tensors and other values) and whose kernel takes the
+ * stream: a call of exactly `n` positional arguments is checked as above
+ * (`check`, an EagerCheck, given the inputs at `tensors`), then the kernel is
+ * called with `kernel_args` (per kernel parameter, in order: an input index,
+ * -1 for the stream, or -2 - j for fixed[j]) and `bump` (torch's
+ * _increment_version) is called with the inputs at `mutated`; it returns
+ * None. Everything else (keywords, another number of arguments, a check
+ * that returned None) is `fallback(*args, **kwargs)`, the op's generated
+ * Python call, which decides as it always does. An error of the kernel
+ * call or of the bump propagates as it would from the Python call.
+ *
+ * The GIL is held throughout; the arguments are the caller's, alive until
+ * the call returns.
+ */
+#define Py_LIMITED_API 0x030A0000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define EC_MAX_TYPES 8
+#define EC_MAX_MODES 8
+#define EC_MAX_ARGS 64 /* an op's inputs and its kernel's arguments on the C call */
+
+/* METH_FASTCALL | METH_KEYWORDS (the typedef is not in the 3.10 limited API; the ABI is) */
+typedef PyObject *(*fastcall_kw)(PyObject *, PyObject *const *, Py_ssize_t, PyObject *);
+
+typedef struct {
+    PyObject_HEAD
+    int ready;
+    Py_ssize_t ntypes, nmodes;
+    PyObject *types[EC_MAX_TYPES];   /* owned */
+    PyObject *modes[EC_MAX_MODES];   /* owned */
+    PyObject *grad_enabled, *get_device, *raw_stream, *current_device; /* owned; current_device may be NULL */
+    PyObject *requires_grad, *is_meta;                                  /* owned data descriptors */
+    descrgetfunc requires_grad_get, is_meta_get;
+    unsigned long long taken, declined;
+} EagerCheck;
+
+/* The pending exception: an Exception is "not taken" (cleared, 0); anything else propagates (-1). */
+static int
+decline_error(void)
+{
+    if (PyErr_ExceptionMatches(PyExc_Exception)) {
+        PyErr_Clear();
+        return 0;
+    }
+    return -1;
+}
+
+/* A result's truth: 1, 0, or -1 with an exception set. Consumes `o` (NULL: the call raised). */
+static int
+truth(PyObject *o)
+{
+    if (o == NULL) return -1;
+    int r = o == Py_True ? 1 : o == Py_False ? 0 : PyObject_IsTrue(o);
+    Py_DECREF(o);
+    return r;
+}
+
+/* The checks (see the top of this file). A new reference to the stream; Py_None (new
+ * reference) where the Python call decides; NULL with a BaseException to propagate. */
+static PyObject *
+check(EagerCheck *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int r;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *tp = (PyObject *)Py_TYPE(args[i]);
+        int known = 0;
+        for (Py_ssize_t j = 0; j < self->ntypes && !known; j++) known = tp == self->types[j];
+        if (!known) Py_RETURN_NONE;
+    }
+    for (Py_ssize_t m = 0; m < self->nmodes; m++) {
+        if ((r = truth(PyObject_CallNoArgs(self->modes[m]))) != 0) goto decline;
+    }
+    if ((r = truth(PyObject_CallNoArgs(self->grad_enabled))) != 0) {
+        if (r < 0) goto decline;
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            PyObject *t = args[i];
+            if ((r = truth(self->requires_grad_get(self->requires_grad, t, (PyObject *)Py_TYPE(t)))) != 0) goto decline;
+        }
+    }
+    PyObject *first = args[0];
+    PyObject *dev = PyObject_CallFunctionObjArgs(self->get_device, first, NULL);
+    if (dev == NULL) {
+        r = -1;
+        goto decline;
+    }
+    long long device = PyLong_Check(dev) ? PyLong_AsLongLong(dev) : -2;
+    if (device == -1 && PyErr_Occurred()) {
+        Py_DECREF(dev);
+        r = -1;
+        goto decline;
+    }
+    if (device == -2 || device < -1) { /* not an int, or not a device index: the Python call decides */
+        Py_DECREF(dev);
+        Py_RETURN_NONE;
+    }
+    if (device == -1) {
+        Py_DECREF(dev);
+        if ((r = truth(self->is_meta_get(self->is_meta, first, (PyObject *)Py_TYPE(first)))) != 0) goto decline;
+        return PyLong_FromLong(0);
+    }
+    if (self->current_device != NULL) {
+        PyObject *cur = PyObject_CallNoArgs(self->current_device);
+        r = cur == NULL ? -1 : PyObject_RichCompareBool(cur, dev, Py_NE);
+        Py_XDECREF(cur);
+        if (r != 0) {
+            Py_DECREF(dev);
+            goto decline;
+        }
+    }
+    PyObject *stream = PyObject_CallFunctionObjArgs(self->raw_stream, dev, NULL);
+    Py_DECREF(dev);
+    if (stream == NULL) {
+        r = -1;
+        goto decline;
+    }
+    if (!PyLong_Check(stream)) {
+        Py_DECREF(stream);
+        Py_RETURN_NONE;
+    }
+    return stream;
+decline:
+    if (r < 0 && decline_error() < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+eager_check_check(PyObject *selfobj, PyObject *const *args, Py_ssize_t nargs)
+{
+    EagerCheck *self = (EagerCheck *)selfobj;
+    if (!self->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "EagerCheck is not initialised");
+        return NULL;
+    }
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "EagerCheck.check() takes the op's tensor inputs (at least one)");
+        return NULL;
+    }
+    /* the arguments are the caller's: alive until we return */
+    PyObject *res = check(self, args, nargs);
+    if (res == Py_None) self->declined++;
+    else if (res != NULL) self->taken++;
+    return res;
+}
+
+/* spec.<name>, a new reference: callable (or None when `optional`), a type, or a data descriptor */
+enum { EC_CALLABLE, EC_TYPE, EC_DESCRIPTOR };
+
+static PyObject *
+read_field(PyObject *spec, const char *name, int kind, int optional)
+{
+    PyObject *o = PyObject_GetAttrString(spec, name);
+    if (o == NULL) return NULL;
+    if (optional && o == Py_None) return o;
+    int ok = kind == EC_TYPE ? PyType_Check(o)
+           : kind == EC_CALLABLE ? PyCallable_Check(o)
+           : PyType_GetSlot(Py_TYPE(o), Py_tp_descr_get) != NULL && PyType_GetSlot(Py_TYPE(o), Py_tp_descr_set) != NULL;
+    if (!ok) {
+        const char *want = kind == EC_TYPE ? "a type" : kind == EC_CALLABLE ? "callable" : "a data descriptor";
+        PyErr_Format(PyExc_TypeError, "EagerCheck spec: %s must be %s%s, got %R", name, want, optional ? " or None" : "",
+                     (PyObject *)Py_TYPE(o));
+        Py_DECREF(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* spec.<name>: a tuple of 1..max items of `kind`, each stored (owned) in out; its length, or -1 */
+static Py_ssize_t
+read_tuple(PyObject *spec, const char *name, int kind, Py_ssize_t min, Py_ssize_t max, PyObject **out)
+{
+    PyObject *t = PyObject_GetAttrString(spec, name);
+    if (t == NULL) return -1;
+    Py_ssize_t n = PyTuple_Check(t) ? PyTuple_Size(t) : -1;
+    if (n < min || n > max) {
+        PyErr_Format(PyExc_TypeError, "EagerCheck spec: %s must be a tuple of %zd to %zd items", name, min, max);
+        Py_DECREF(t);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyTuple_GetItem(t, i);
+        if (kind == EC_TYPE ? !PyType_Check(o) : !PyCallable_Check(o)) {
+            PyErr_Format(PyExc_TypeError, "EagerCheck spec: %s[%zd] must be %s, got %R", name, i,
+                         kind == EC_TYPE ? "a type" : "callable", (PyObject *)Py_TYPE(o));
+            for (Py_ssize_t j = 0; j < i; j++) Py_CLEAR(out[j]);
+            Py_DECREF(t);
+            return -1;
+        }
+        Py_INCREF(o);
+        out[i] = o;
+    }
+    Py_DECREF(t);
+    return n;
+}
+
+static int
+eager_check_init(PyObject *selfobj, PyObject *args, PyObject *kwargs)
+{
+    EagerCheck *self = (EagerCheck *)selfobj;
+    PyObject *spec;
+    if (kwargs != NULL && PyDict_Size(kwargs) != 0) {
+        PyErr_SetString(PyExc_TypeError, "EagerCheck.__init__() takes no keyword arguments");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O:EagerCheck", &spec)) return -1;
+    if (self->ready || self->ntypes || self->grad_enabled) { /* a running call reads the fields: they are set once */
+        PyErr_SetString(PyExc_TypeError, "EagerCheck cannot be initialised twice");
+        return -1;
+    }
+    Py_ssize_t nt = read_tuple(spec, "tensor_types", EC_TYPE, 1, EC_MAX_TYPES, self->types);
+    if (nt < 0) return -1;
+    self->ntypes = nt;
+    Py_ssize_t nm = read_tuple(spec, "modes", EC_CALLABLE, 0, EC_MAX_MODES, self->modes);
+    if (nm < 0) return -1;
+    self->nmodes = nm;
+    if (!(self->grad_enabled = read_field(spec, "grad_enabled", EC_CALLABLE, 0))) return -1;
+    if (!(self->get_device = read_field(spec, "get_device", EC_CALLABLE, 0))) return -1;
+    if (!(self->raw_stream = read_field(spec, "raw_stream", EC_CALLABLE, 0))) return -1;
+    PyObject *cur = read_field(spec, "current_device", EC_CALLABLE, 1);
+    if (cur == NULL) return -1;
+    if (cur == Py_None) Py_DECREF(cur);
+    else self->current_device = cur;
+    if (!(self->requires_grad = read_field(spec, "requires_grad", EC_DESCRIPTOR, 0))) return -1;
+    if (!(self->is_meta = read_field(spec, "is_meta", EC_DESCRIPTOR, 0))) return -1;
+    self->requires_grad_get = (descrgetfunc)PyType_GetSlot(Py_TYPE(self->requires_grad), Py_tp_descr_get);
+    self->is_meta_get = (descrgetfunc)PyType_GetSlot(Py_TYPE(self->is_meta), Py_tp_descr_get);
+    self->ready = 1;
+    return 0;
+}
+
+static int
+eager_check_traverse(PyObject *selfobj, visitproc visit, void *arg)
+{
+    EagerCheck *self = (EagerCheck *)selfobj;
+    for (Py_ssize_t i = 0; i < self->ntypes; i++) Py_VISIT(self->types[i]);
+    for (Py_ssize_t i = 0; i < self->nmodes; i++) Py_VISIT(self->modes[i]);
+    Py_VISIT(self->grad_enabled);
+    Py_VISIT(self->get_device);
+    Py_VISIT(self->raw_stream);
+    Py_VISIT(self->current_device);
+    Py_VISIT(self->requires_grad);
+    Py_VISIT(self->is_meta);
+    Py_VISIT((PyObject *)Py_TYPE(selfobj)); /* heap type */
+    return 0;
+}
+
+static int
+eager_check_clear(PyObject *selfobj)
+{
+    EagerCheck *self = (EagerCheck *)selfobj;
+    self->ready = 0; /* a call during clearing sees no fields */
+    for (Py_ssize_t i = 0; i < self->ntypes; i++) Py_CLEAR(self->types[i]);
+    for (Py_ssize_t i = 0; i < self->nmodes; i++) Py_CLEAR(self->modes[i]);
+    Py_CLEAR(self->grad_enabled);
+    Py_CLEAR(self->get_device);
+    Py_CLEAR(self->raw_stream);
+    Py_CLEAR(self->current_device);
+    Py_CLEAR(self->requires_grad);
+    Py_CLEAR(self->is_meta);
+    return 0;
+}
+
+static void
+eager_check_dealloc(PyObject *selfobj)
+{
+    PyTypeObject *tp = Py_TYPE(selfobj);
+    PyObject_GC_UnTrack(selfobj);
+    eager_check_clear(selfobj);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(selfobj);
+    Py_DECREF(tp);
+}
+
+static PyObject *
+eager_check_counts(PyObject *selfobj, PyObject *unused)
+{
+    EagerCheck *self = (EagerCheck *)selfobj;
+    return Py_BuildValue("(KK)", self->taken, self->declined);
+}
+
+static PyMethodDef eager_check_methods[] = {
+    {"check", (PyCFunction)(void (*)(void))eager_check_check, METH_FASTCALL,
+     "check($self, /, *tensors)\n--\n\nThe stream the op's kernel launches on, or None where the Python call decides."},
+    {"counts", eager_check_counts, METH_NOARGS,
+     "counts($self, /)\n--\n\n(taken, declined): calls that returned a stream, calls that returned None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot eager_check_slots[] = {
+    {Py_tp_doc, "EagerCheck(spec).check(*tensors) -> stream or None: the eager checks of a cute_bind.torch op, in C."},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_init, eager_check_init},
+    {Py_tp_traverse, eager_check_traverse},
+    {Py_tp_clear, eager_check_clear},
+    {Py_tp_dealloc, eager_check_dealloc},
+    {Py_tp_methods, eager_check_methods},
+    {0, NULL},
+};
+
+static PyType_Spec eager_check_spec = {
+    "cute_bind.torch._ceager.EagerCheck",
+    sizeof(EagerCheck),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    eager_check_slots,
+};
+
+
+/* ------------------------------------------------------------------ EagerCall */
+
+typedef struct {
+    PyObject_HEAD
+    int ready;
+    Py_ssize_t n;                     /* positional inputs: exactly n given */
+    Py_ssize_t nt, tidx[EC_MAX_ARGS]; /* the plain tensor inputs (>= 1), in order */
+    Py_ssize_t nmut, midx[EC_MAX_ARGS];
+    Py_ssize_t nk, ksrc[EC_MAX_ARGS]; /* >= 0: input index; -1: the stream; -2 - j: fixed[j] */
+    PyObject *check;                  /* owned EagerCheck */
+    PyObject *fixed;                  /* owned tuple */
+    PyObject *kernel, *bump, *fallback;
+    unsigned long long taken, declined;
+} EagerCall;
+
+static PyTypeObject *EagerCheck_Type; /* set at module init (owned by the module) */
+
+/* fallback(*args, **kwargs) with the call's own arguments */
+static PyObject *
+to_fallback(EagerCall *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    self->declined++;
+    Py_ssize_t nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    PyObject *tuple = PyTuple_New(nargs), *kw = NULL, *res = NULL;
+    if (tuple == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SetItem(tuple, i, args[i]);
+    }
+    if (nkw) {
+        if ((kw = PyDict_New()) == NULL) goto done;
+        for (Py_ssize_t j = 0; j < nkw; j++) {
+            if (PyDict_SetItem(kw, PyTuple_GetItem(kwnames, j), args[nargs + j]) < 0) goto done;
+        }
+    }
+    PyObject *fallback = self->fallback;
+    Py_INCREF(fallback); /* alive through the call whatever it does */
+    res = PyObject_Call(fallback, tuple, kw);
+    Py_DECREF(fallback);
+done:
+    Py_DECREF(tuple);
+    Py_XDECREF(kw);
+    return res;
+}
+
+static PyObject *
+eager_call_call(PyObject *selfobj, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    EagerCall *self = (EagerCall *)selfobj;
+    if (!self->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "EagerCall is not initialised");
+        return NULL;
+    }
+    if ((kwnames != NULL && PyTuple_Size(kwnames) != 0) || nargs != self->n) return to_fallback(self, args, nargs, kwnames);
+    PyObject *tensors[EC_MAX_ARGS];
+    for (Py_ssize_t i = 0; i < self->nt; i++) tensors[i] = args[self->tidx[i]];
+    PyObject *checker = self->check;
+    Py_INCREF(checker);
+    PyObject *stream = check((EagerCheck *)checker, tensors, self->nt);
+    if (stream == Py_None) ((EagerCheck *)checker)->declined++;
+    else if (stream != NULL) ((EagerCheck *)checker)->taken++;
+    Py_DECREF(checker);
+    if (stream == NULL) return NULL;
+    if (stream == Py_None) {
+        Py_DECREF(stream);
+        return to_fallback(self, args, nargs, NULL);
+    }
+    PyObject *kargs = PyTuple_New(self->nk);
+    if (kargs == NULL) {
+        Py_DECREF(stream);
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < self->nk; k++) {
+        Py_ssize_t src = self->ksrc[k];
+        PyObject *v = src >= 0 ? args[src] : src == -1 ? stream : PyTuple_GetItem(self->fixed, -2 - src);
+        Py_INCREF(v);
+        PyTuple_SetItem(kargs, k, v);
+    }
+    Py_DECREF(stream);
+    PyObject *kernel = self->kernel, *bump = self->bump;
+    Py_INCREF(kernel);
+    Py_INCREF(bump);
+    PyObject *res = PyObject_Call(kernel, kargs, NULL);
+    Py_DECREF(kargs);
+    Py_DECREF(kernel);
+    if (res != NULL && self->nmut) {
+        Py_DECREF(res);
+        PyObject *mut = PyTuple_New(self->nmut);
+        res = NULL;
+        if (mut != NULL) {
+            for (Py_ssize_t i = 0; i < self->nmut; i++) {
+                Py_INCREF(args[self->midx[i]]);
+                PyTuple_SetItem(mut, i, args[self->midx[i]]);
+            }
+            res = PyObject_CallFunctionObjArgs(bump, mut, NULL);
+            Py_DECREF(mut);
+        }
+    }
+    Py_DECREF(bump);
+    if (res == NULL) return NULL;
+    Py_DECREF(res);
+    self->taken++;
+    Py_RETURN_NONE;
+}
+
+/* spec.<name> as a tuple of at most EC_MAX_ARGS ints in [lo, hi) into out; its length, or -1 */
+static Py_ssize_t
+read_indices(PyObject *spec, const char *name, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t *out)
+{
+    PyObject *t = PyObject_GetAttrString(spec, name);
+    if (t == NULL) return -1;
+    Py_ssize_t n = -1;
+    if (!PyTuple_Check(t) || PyTuple_Size(t) > EC_MAX_ARGS) {
+        PyErr_Format(PyExc_TypeError, "EagerCall spec: %s must be a tuple of at most %d ints", name, EC_MAX_ARGS);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_Size(t); i++) {
+        PyObject *item = PyTuple_GetItem(t, i);
+        int is_int = PyLong_Check(item) && !PyBool_Check(item);
+        Py_ssize_t v = is_int ? PyLong_AsSsize_t(item) : -1;
+        if (v == -1 && PyErr_Occurred()) goto done;
+        if (!is_int || v < lo || v >= hi) {
+            PyErr_Format(PyExc_ValueError, "EagerCall spec: %s[%zd] is not in [%zd, %zd)", name, i, lo, hi);
+            goto done;
+        }
+        out[i] = v;
+    }
+    n = PyTuple_Size(t);
+done:
+    Py_DECREF(t);
+    return n;
+}
+
+static int
+eager_call_init(PyObject *selfobj, PyObject *args, PyObject *kwargs)
+{
+    EagerCall *self = (EagerCall *)selfobj;
+    PyObject *spec;
+    if (kwargs != NULL && PyDict_Size(kwargs) != 0) {
+        PyErr_SetString(PyExc_TypeError, "EagerCall.__init__() takes no keyword arguments");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O:EagerCall", &spec)) return -1;
+    if (self->ready || self->check != NULL) {
+        PyErr_SetString(PyExc_TypeError, "EagerCall cannot be initialised twice");
+        return -1;
+    }
+    PyObject *nobj = PyObject_GetAttrString(spec, "n");
+    if (nobj == NULL) return -1;
+    Py_ssize_t n = PyLong_Check(nobj) && !PyBool_Check(nobj) ? PyLong_AsSsize_t(nobj) : -1;
+    Py_DECREF(nobj);
+    if (n == -1 && PyErr_Occurred()) return -1;
+    if (n < 1 || n > EC_MAX_ARGS) {
+        PyErr_Format(PyExc_ValueError, "EagerCall spec: n must be an int in [1, %d]", EC_MAX_ARGS);
+        return -1;
+    }
+    self->n = n;
+    if ((self->nt = read_indices(spec, "tensors", 0, n, self->tidx)) < 0) return -1;
+    if (self->nt < 1) {
+        PyErr_SetString(PyExc_ValueError, "EagerCall spec: tensors must name at least one input (the device comes from the first)");
+        return -1;
+    }
+    if ((self->nmut = read_indices(spec, "mutated", 0, n, self->midx)) < 0) return -1;
+    for (Py_ssize_t i = 0; i < self->nmut; i++) { /* only tensors have a version to bump */
+        int found = 0;
+        for (Py_ssize_t j = 0; j < self->nt && !found; j++) found = self->tidx[j] == self->midx[i];
+        if (!found) {
+            PyErr_Format(PyExc_ValueError, "EagerCall spec: mutated[%zd] is not a tensor input", i);
+            return -1;
+        }
+    }
+    PyObject *fixed = PyObject_GetAttrString(spec, "fixed");
+    if (fixed == NULL) return -1;
+    if (!PyTuple_Check(fixed) || PyTuple_Size(fixed) > EC_MAX_ARGS) {
+        PyErr_Format(PyExc_TypeError, "EagerCall spec: fixed must be a tuple of at most %d values", EC_MAX_ARGS);
+        Py_DECREF(fixed);
+        return -1;
+    }
+    self->fixed = fixed;
+    if ((self->nk = read_indices(spec, "kernel_args", -2 - PyTuple_Size(fixed) + 1, n, self->ksrc)) < 0) return -1;
+    Py_ssize_t streams = 0;
+    for (Py_ssize_t k = 0; k < self->nk; k++) streams += self->ksrc[k] == -1;
+    if (streams != 1) {
+        PyErr_SetString(PyExc_ValueError, "EagerCall spec: kernel_args must pass the stream (-1) exactly once");
+        return -1;
+    }
+    PyObject *chk = PyObject_GetAttrString(spec, "check");
+    if (chk == NULL) return -1;
+    if (!PyObject_TypeCheck(chk, EagerCheck_Type) || !((EagerCheck *)chk)->ready) {
+        PyErr_Format(PyExc_TypeError, "EagerCall spec: check must be an initialised EagerCheck, got %R", (PyObject *)Py_TYPE(chk));
+        Py_DECREF(chk);
+        return -1;
+    }
+    self->check = chk;
+    if (!(self->kernel = read_field(spec, "kernel", EC_CALLABLE, 0))) return -1;
+    if (!(self->bump = read_field(spec, "bump", EC_CALLABLE, 0))) return -1;
+    if (!(self->fallback = read_field(spec, "fallback", EC_CALLABLE, 0))) return -1;
+    self->ready = 1;
+    return 0;
+}
+
+static int
+eager_call_traverse(PyObject *selfobj, visitproc visit, void *arg)
+{
+    EagerCall *self = (EagerCall *)selfobj;
+    Py_VISIT(self->check);
+    Py_VISIT(self->fixed);
+    Py_VISIT(self->kernel);
+    Py_VISIT(self->bump);
+    Py_VISIT(self->fallback);
+    Py_VISIT((PyObject *)Py_TYPE(selfobj));
+    return 0;
+}
+
+static int
+eager_call_clear(PyObject *selfobj)
+{
+    EagerCall *self = (EagerCall *)selfobj;
+    self->ready = 0;
+    Py_CLEAR(self->check);
+    Py_CLEAR(self->fixed);
+    Py_CLEAR(self->kernel);
+    Py_CLEAR(self->bump);
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void
+eager_call_dealloc(PyObject *selfobj)
+{
+    PyTypeObject *tp = Py_TYPE(selfobj);
+    PyObject_GC_UnTrack(selfobj);
+    eager_call_clear(selfobj);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(selfobj);
+    Py_DECREF(tp);
+}
+
+static PyObject *
+eager_call_counts(PyObject *selfobj, PyObject *unused)
+{
+    EagerCall *self = (EagerCall *)selfobj;
+    return Py_BuildValue("(KK)", self->taken, self->declined);
+}
+
+static PyMethodDef eager_call_methods[] = {
+    {"call", (PyCFunction)(void (*)(void))(fastcall_kw)eager_call_call, METH_FASTCALL | METH_KEYWORDS,
+     "call($self, /, *args, **kwargs)\n--\n\nThe op's eager call: the kernel launched here, or the op's Python call."},
+    {"counts", eager_call_counts, METH_NOARGS,
+     "counts($self, /)\n--\n\n(taken, declined): calls that launched here, calls that went to the Python call."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot eager_call_slots[] = {
+    {Py_tp_doc, "EagerCall(spec).call(*args, **kwargs): the eager call of a cute_bind.torch op, in C."},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_init, eager_call_init},
+    {Py_tp_traverse, eager_call_traverse},
+    {Py_tp_clear, eager_call_clear},
+    {Py_tp_dealloc, eager_call_dealloc},
+    {Py_tp_methods, eager_call_methods},
+    {0, NULL},
+};
+
+static PyType_Spec eager_call_spec = {
+    "cute_bind.torch._ceager.EagerCall",
+    sizeof(EagerCall),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    eager_call_slots,
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_ceager",
+    "The eager checks of a cute_bind.torch op in C (optional; see cute_bind.torch.eager).", -1, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__ceager(void)
+{
+    PyObject *m = PyModule_Create(&moduledef);
+    if (m == NULL) return NULL;
+    PyObject *check_t = PyType_FromSpec(&eager_check_spec);
+    if (check_t == NULL || PyModule_AddObject(m, "EagerCheck", check_t) < 0) {
+        Py_XDECREF(check_t);
+        Py_DECREF(m);
+        return NULL;
+    }
+    EagerCheck_Type = (PyTypeObject *)check_t; /* the module holds it for the process */
+    Py_INCREF(check_t);
+    PyObject *call_t = PyType_FromSpec(&eager_call_spec);
+    if (call_t == NULL || PyModule_AddObject(m, "EagerCall", call_t) < 0) {
+        Py_XDECREF(call_t);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,350 @@
+"""The C eager call of a :mod:`cute_bind.torch` op (``cute_bind.torch._ceager``), when an op uses it, and its place under ``torch.compile``.
+
+An op's generated eager call (:func:`cute_bind.torch.custom_op._generate`)
+calls the kernel directly when nothing else must see the call, on torch's
+current stream. Deciding that is a handful of torch calls (the mode checks,
+the tensors' class and ``requires_grad``, the device, the stream), each cheap,
+with bytecode between them: most of what the op adds to the kernel's own
+call. Where the extension is built, the generated call first asks
+``EagerCheck.check(*tensors)`` for the stream: the same checks in the same
+order, from C. ``None`` means the Python call decides (it then makes every
+check again, so whatever it does, taking the registered op, raising, or
+launching, is what it does without the extension).
+
+The tracer check (``torch.compiler.is_dynamo_compiling``) stays in Python,
+first: under ``torch.compile`` the generated call is traced and the C checks
+are never reached.
+
+An op uses the checks when its kernel takes a stream (not TVM-FFI's
+environment stream), every tensor input is a plain ``Tensor`` (no ``Tensor?``
+or ``Tensor[]``), and torch's attributes resolve as checked here
+(:func:`make_spec`).
+
+A mutating op whose inputs are all positional goes further: its eager call is
+``EagerCall.call`` (:func:`entry`), the checks, the kernel call and the
+version bump in C, with the generated Python call as its fallback for
+everything else (keywords, a missing argument, any check that says no). The op
+object is a ``functools.partial`` of its call (:class:`cute_bind.torch.TorchOp`):
+calling a partial is cheaper than calling an object with a ``__call__``
+method, and ``torch.compile`` traces a partial by tracing its function. That
+function being C here, ``torch.compile`` is told to trace the op's Python call
+in its place (``torch.compiler.substitute_in_graph``). Registering needs
+``torch._dynamo``, which takes a second to import: an op made before
+anything imported it is registered when ``torch._dynamo`` is imported (an
+import hook that runs once, then leaves ``sys.meta_path``). An op whose
+registration fails gets its Python call back as its function.
+
+``CUTE_BIND_PURE_PYTHON=1`` (read when an op is made) keeps the Python call
+and its Python checks.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import inspect
+import sys
+import threading
+import types
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .. import settings
+
+__all__ = ["EagerSpec", "EagerCallSpec", "make_spec", "checker", "unavailable", "call_spec", "entry", "rebind", "STREAM"]
+
+_ceager: Any
+try:
+    from . import _ceager
+except ImportError:  # pragma: no cover - exercised in the pure-Python CI job (no extension built)
+    _ceager = None
+
+#: the most tensor types and mode checks the C checks hold (their fixed arrays)
+MAX_TYPES = 8
+MAX_MODES = 8
+#: the most inputs and kernel arguments the C call takes (its fixed arrays); a larger op keeps the Python call
+MAX_ARGS = 64
+#: the kernel_args entry of the stream (an input is its index >= 0, fixed[j] is -2 - j)
+STREAM = -1
+
+
+@dataclass(frozen=True)
+class EagerSpec:
+    """What ``_ceager.EagerCheck`` reads once, validated here (and again in C).
+
+    ``tensor_types``: the exact types taken (``torch.Tensor``, ``nn.Parameter``);
+    ``modes``: no-argument checks, any true sends the call to Python (torch
+    dispatch modes, torch function modes, functorch transforms);
+    ``grad_enabled``; ``requires_grad``, ``is_meta``: the data descriptors
+    those attributes of every taken type resolve to; ``get_device``: the
+    tensor method; ``raw_stream``: ``device -> stream``; ``current_device``:
+    ``() -> device`` with several visible devices, else None.
+    """
+
+    tensor_types: tuple[type, ...]
+    modes: tuple[Callable[[], Any], ...]
+    grad_enabled: Callable[[], Any]
+    requires_grad: Any
+    is_meta: Any
+    get_device: Callable[[Any], Any]
+    raw_stream: Callable[[int], int]
+    current_device: Callable[[], int] | None
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.tensor_types) <= MAX_TYPES or not all(isinstance(t, type) for t in self.tensor_types):
+            raise ValueError(f"EagerSpec: tensor_types must be 1 to {MAX_TYPES} types, got {self.tensor_types!r}")
+        if len(self.modes) > MAX_MODES or not all(callable(m) for m in self.modes):
+            raise ValueError(f"EagerSpec: modes must be at most {MAX_MODES} callables, got {self.modes!r}")
+        for name in ("grad_enabled", "get_device", "raw_stream"):
+            if not callable(getattr(self, name)):
+                raise ValueError(f"EagerSpec: {name} must be callable")
+        if self.current_device is not None and not callable(self.current_device):
+            raise ValueError("EagerSpec: current_device must be callable or None")
+        for name in ("requires_grad", "is_meta"):
+            descriptor = getattr(self, name)
+            if not (hasattr(type(descriptor), "__get__") and hasattr(type(descriptor), "__set__")):
+                raise ValueError(f"EagerSpec: {name} must be a data descriptor, got {type(descriptor).__name__}")
+
+
+def unavailable() -> str | None:
+    """Why no op uses the C checks in this process (None: they are available)."""
+    if _ceager is None:
+        return "the extension cute_bind.torch._ceager is not built"
+    if settings.PURE_PYTHON.flag():
+        return "CUTE_BIND_PURE_PYTHON=1"
+    return None
+
+
+def _resolved(types_: tuple[type, ...], name: str) -> Any:
+    """The one object ``name`` resolves to on every type in ``types_``, or None."""
+    found = [inspect.getattr_static(t, name, None) for t in types_]
+    first = found[0]
+    return first if first is not None and all(f is first for f in found) else None
+
+
+def make_spec(rt: Any, several_devices: bool) -> EagerSpec | None:
+    """The spec for torch's entry points in ``rt`` (``custom_op._Runtime``), or None where torch differs from what the C checks read.
+
+    Every mode check must be torch's own (a torch without one sends every call
+    to the dispatcher, so checking in C gains nothing), and ``requires_grad``
+    and ``is_meta`` must be one data descriptor (a getset of torch's C tensor
+    type) on both taken types, so reading it through the descriptor is reading
+    the attribute.
+    """
+    modes = (rt.dispatch_modes, rt.function_modes, rt.functorch)
+    if not all(isinstance(m, types.BuiltinFunctionType) for m in modes):
+        return None
+    tensor_types = (rt.Tensor, rt.Parameter)
+    requires_grad = _resolved(tensor_types, "requires_grad")
+    is_meta = _resolved(tensor_types, "is_meta")
+    get_device = _resolved(tensor_types, "get_device")
+    if not all(isinstance(d, types.GetSetDescriptorType) for d in (requires_grad, is_meta)) or get_device is None:
+        return None
+    return EagerSpec(
+        tensor_types=tensor_types,
+        modes=modes,
+        grad_enabled=rt.grad_enabled,
+        requires_grad=requires_grad,
+        is_meta=is_meta,
+        get_device=get_device,
+        raw_stream=rt.raw_stream,
+        current_device=rt.current_device if several_devices else None,
+    )
+
+
+def checker(rt: Any, several_devices: bool) -> Any:
+    """A new ``_ceager.EagerCheck`` for ``rt``, or None (:func:`unavailable`, or :func:`make_spec` found none)."""
+    if unavailable() is not None:
+        return None
+    spec = make_spec(rt, several_devices)
+    return None if spec is None else _ceager.EagerCheck(spec)
+
+
+@dataclass(frozen=True)
+class EagerCallSpec:
+    """What ``_ceager.EagerCall`` reads once, validated here (and again in C).
+
+    ``n``: the op's inputs, all positional; ``tensors``: indices of its plain
+    tensor inputs (the first gives the device); ``mutated``: those the op
+    writes (their versions are bumped after the kernel); ``kernel_args``: per
+    kernel parameter, in order, an input index, :data:`STREAM`, or ``-2 - j``
+    for ``fixed[j]``; ``check``: the op's ``_ceager.EagerCheck``; ``kernel``;
+    ``bump``: torch's ``_increment_version``; ``fallback``: the op's Python call.
+    """
+
+    n: int
+    tensors: tuple[int, ...]
+    mutated: tuple[int, ...]
+    kernel_args: tuple[int, ...]
+    fixed: tuple[Any, ...]
+    check: Any
+    kernel: Callable[..., Any]
+    bump: Callable[[Any], Any]
+    fallback: Callable[..., Any]
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.n <= MAX_ARGS:
+            raise ValueError(f"EagerCallSpec: n={self.n} outside [1, {MAX_ARGS}]")
+        if not self.tensors:
+            raise ValueError("EagerCallSpec: no plain tensor input (the device comes from the first)")
+        for name in ("tensors", "mutated"):
+            for i in getattr(self, name):
+                if type(i) is not int or not 0 <= i < self.n:
+                    raise ValueError(f"EagerCallSpec: {name} holds {i!r}, not an input index in [0, {self.n})")
+        if not set(self.mutated) <= set(self.tensors):
+            raise ValueError("EagerCallSpec: a mutated input that is not a plain tensor input")
+        if len(self.kernel_args) > MAX_ARGS or len(self.fixed) > MAX_ARGS:
+            raise ValueError(f"EagerCallSpec: more than {MAX_ARGS} kernel arguments or fixed values")
+        for k in self.kernel_args:
+            if type(k) is not int or not -1 - len(self.fixed) <= k < self.n:
+                raise ValueError(f"EagerCallSpec: kernel_args holds {k!r}, not an input, the stream or a fixed value")
+        if self.kernel_args.count(STREAM) != 1:
+            raise ValueError("EagerCallSpec: the kernel takes the stream exactly once")
+        for name in ("kernel", "bump", "fallback"):
+            if not callable(getattr(self, name)):
+                raise ValueError(f"EagerCallSpec: {name} must be callable")
+
+
+def call_spec(plan: Any, kernel: Any, check: Any, bump: Callable[[Any], Any], fallback: Callable[..., Any]) -> EagerCallSpec | None:
+    """The spec of the C call of the op ``plan`` describes, or None where it keeps its Python call.
+
+    The C call takes a mutating op (no outputs to allocate) whose inputs are
+    all positional, whose tensor inputs are plain ``Tensor`` s, and whose
+    kernel takes the stream (not TVM-FFI's environment stream) and only
+    positional parameters; ``check`` is the op's ``EagerCheck`` (None: no C call).
+    """
+    inputs = plan.inputs
+    if check is None or plan.outputs or plan.stream is None or getattr(kernel, "tvm_ffi", False):
+        return None
+    if not inputs or len(inputs) > MAX_ARGS or any(p.keyword_only or (p.tensor and (p.optional or p.sequence)) for p in inputs):
+        return None
+    index = {p.name: i for i, p in enumerate(inputs)}
+    fixed: list[Any] = []
+    kernel_args: list[int] = []
+    for p in plan.params:
+        if p.keyword_only:
+            return None
+        if p.role == "stream":
+            kernel_args.append(STREAM)
+        elif p.role == "fixed":
+            kernel_args.append(-2 - len(fixed))
+            fixed.append(p.default)
+        elif p.name in index:
+            kernel_args.append(index[p.name])
+        else:  # a role the C call does not know: the Python call
+            return None
+    tensors = tuple(i for i, p in enumerate(inputs) if p.tensor)
+    if not tensors or len(kernel_args) > MAX_ARGS or kernel_args.count(STREAM) != 1:
+        return None
+    return EagerCallSpec(
+        n=len(inputs),
+        tensors=tensors,
+        mutated=tuple(i for i, p in enumerate(inputs) if p.tensor and p.mutated),
+        kernel_args=tuple(kernel_args),
+        fixed=tuple(fixed),
+        check=check,
+        kernel=kernel,
+        bump=bump,
+        fallback=fallback,
+    )
+
+
+def entry(spec: EagerCallSpec | None, fallback: Callable[..., Any], on_lost: Callable[[], None]) -> Callable[..., Any]:
+    """The op's eager call: ``EagerCall(spec).call`` where ``torch.compile`` can be told to trace
+    ``fallback`` in its place (now, or when ``torch._dynamo`` is imported), else ``fallback``.
+
+    ``on_lost`` runs if a registration deferred to the import of ``torch._dynamo`` fails: the op
+    then takes ``fallback`` back as its function.
+    """
+    compiler = getattr(sys.modules.get("torch"), "compiler", None)
+    if spec is None or _ceager is None or not callable(getattr(compiler, "substitute_in_graph", None)):
+        return fallback
+    call: Callable[..., Any] = _ceager.EagerCall(spec).call  # one bound builtin: torch.compile knows its stand-in by identity
+    with _LOCK:
+        if "torch._dynamo" in sys.modules:
+            return call if _substitute(call, fallback) else fallback
+        _PENDING.append((call, fallback, on_lost))
+        _watch_dynamo_import()
+        if "torch._dynamo" in sys.modules:  # imported by another thread before the hook was in place
+            _unwatch()
+            _register_pending()
+    return call
+
+
+_LOCK = threading.RLock()
+#: C calls made before torch._dynamo was imported: (C call, its Python stand-in, what to do if refused)
+_PENDING: list[tuple[Any, Callable[..., Any], Callable[[], None]]] = []
+
+
+def _substitute(call: Any, traced: Callable[..., Any]) -> bool:
+    try:
+        sys.modules["torch"].compiler.substitute_in_graph(call, skip_signature_check=True)(traced)
+    except Exception:  # noqa: BLE001 - a torch that refuses the stand-in: the op keeps its Python call
+        return False
+    return True
+
+
+def _register_pending() -> None:
+    """Register every pending stand-in (torch._dynamo has just been imported); a refused one's op gets its Python call back."""
+    with _LOCK:
+        pending = list(_PENDING)
+        _PENDING.clear()
+        for call, traced, on_lost in pending:
+            if not _substitute(call, traced):
+                on_lost()
+
+
+class _AfterExec(importlib.abc.Loader):
+    """A module's own loader, then :func:`_register_pending` once the module has run."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._loader.exec_module(module)
+        _register_pending()
+
+    def __getattr__(self, name: str) -> Any:  # get_source, is_package, resource readers...
+        return getattr(self._loader, name)
+
+
+class _DynamoWatch(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: when ``torch._dynamo`` is imported, wraps the loader the other
+    finders give it in :class:`_AfterExec`, then leaves ``sys.meta_path``."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != "torch._dynamo":
+            return None
+        _unwatch()
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find is not None else None
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _AfterExec(spec.loader)
+                return spec
+        return None
+
+
+_WATCH: list[_DynamoWatch] = []
+
+
+def _watch_dynamo_import() -> None:
+    if not _WATCH:
+        _WATCH.append(_DynamoWatch())
+        sys.meta_path.insert(0, _WATCH[0])
+
+
+def _unwatch() -> None:
+    while _WATCH:
+        watch = _WATCH.pop()
+        if watch in sys.meta_path:
+            sys.meta_path.remove(watch)
+
+
+def rebind(op: functools.partial[Any], func: Callable[..., Any]) -> None:
+    """Make ``func`` the function of the partial ``op``, keeping its attributes."""
+    op.__setstate__((func, (), None, op.__dict__))  # type: ignore[attr-defined] # partial's own, not in its stub
