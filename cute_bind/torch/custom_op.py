@@ -183,6 +183,12 @@ class TorchOp(functools.partial):  # type: ignore[type-arg]
     def __reduce__(self) -> Any:
         raise TypeError(f"a cute_bind.torch op cannot be pickled ({self.name}): make it again with cute_bind.torch.op(...)")
 
+    def __copy__(self) -> TorchOp:
+        return self  # one registration with torch per name: a copy is the op itself, as for a function
+
+    def __deepcopy__(self, memo: Any) -> TorchOp:
+        return self
+
     def __repr__(self) -> str:
         return f"<cute_bind.torch op {self.name}{self.schema} -> kernel {self.kernel.name}>"
 

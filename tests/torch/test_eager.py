@@ -3,6 +3,7 @@ stand-in torch entry points, so the device branches run on the CPU), the specs, 
 
 from __future__ import annotations
 
+import copy
 import functools
 import pickle
 import subprocess
@@ -481,12 +482,13 @@ def test_a_declined_check_hands_the_call_to_the_fallback_unchanged():
 
 
 # ------------------------------------------------------------------ the op object
-def test_an_op_is_made_only_by_op_and_is_not_pickled(opname):
+def test_an_op_is_made_only_by_op_is_not_pickled_and_copies_as_itself(opname):
     op = cbt.op(opname("obj"), host.tscale_stream_default, mutates_args=("out",))
     with pytest.raises(TypeError, match="cute_bind.torch.op"):
         cbt.TorchOp(print)
     with pytest.raises(TypeError, match="cannot be pickled"):
         pickle.dumps(op)
+    assert copy.copy(op) is op and copy.deepcopy({"op": op})["op"] is op  # a model holding it can be deep-copied
     assert repr(op).startswith("<cute_bind.torch op ")
     assert str(__import__("inspect").signature(op)) == "(out, inp, alpha)"
 
