@@ -77,7 +77,7 @@ PURE_PYTHON: Final = _register(
         "CUTE_BIND_PURE_PYTHON",
         "flag",
         "0",
-        "at import (the `kernel(...)` call path); when a handle or graph is made (the launch and replay loops)",
+        "at import (the `kernel(...)` call path); when a handle or graph is made (the launch and replay loops); when a torch op is made (its eager call)",
         "Use the generated pure-Python fast paths instead of the C extension (as when it was not built).",
     )
 )

@@ -519,8 +519,7 @@ def _generate(
     bump = f"_cb_bump(({', '.join(bump_items)},))" if bump_items else None
     # the C checks (cute_bind.torch.eager) for an op whose tensor inputs are all plain and whose kernel takes
     # the stream: they give the stream, or None where the checks below decide (they run again, in full)
-    fast = checker is not None and bool(tensors) and not optionals and not seqs and plan.stream is not None
-    fast = fast and not getattr(kernel, "tvm_ffi", False)
+    fast = checker is not None and eager.checks_apply(plan, kernel)
     checks = []
     checks.append("if _cb_compiling() or _cb_dispatch_modes() or _cb_function_modes() or _cb_functorch():")
     checks.append(f"{ind}return _cb_overload({schema_args})")

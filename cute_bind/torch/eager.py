@@ -51,7 +51,7 @@ from typing import Any, Callable
 
 from .. import settings
 
-__all__ = ["EagerSpec", "EagerCallSpec", "make_spec", "checker", "unavailable", "call_spec", "entry", "rebind", "STREAM"]
+__all__ = ["EagerSpec", "EagerCallSpec", "make_spec", "checker", "unavailable", "checks_apply", "call_spec", "entry", "rebind", "STREAM"]
 
 _ceager: Any
 try:
@@ -205,6 +205,15 @@ class EagerCallSpec:
                 raise ValueError(f"EagerCallSpec: {name} must be callable")
 
 
+def checks_apply(plan: Any, kernel: Any) -> bool:
+    """Whether the C checks decide for the op ``plan`` describes: its tensor inputs are all plain
+    ``Tensor`` s (at least one: the first gives the device) and its kernel takes the stream (not
+    TVM-FFI's environment stream, whose compile is called without one)."""
+    tensors = [p for p in plan.inputs if p.tensor]
+    plain = all(not (p.optional or p.sequence) for p in tensors)
+    return bool(tensors) and plain and plan.stream is not None and not getattr(kernel, "tvm_ffi", False)
+
+
 def call_spec(plan: Any, kernel: Any, check: Any, bump: Callable[[Any], Any], fallback: Callable[..., Any]) -> EagerCallSpec | None:
     """The spec of the C call of the op ``plan`` describes, or None where it keeps its Python call.
 
@@ -214,9 +223,9 @@ def call_spec(plan: Any, kernel: Any, check: Any, bump: Callable[[Any], Any], fa
     positional parameters; ``check`` is the op's ``EagerCheck`` (None: no C call).
     """
     inputs = plan.inputs
-    if check is None or plan.outputs or plan.stream is None or getattr(kernel, "tvm_ffi", False):
+    if check is None or plan.outputs or not checks_apply(plan, kernel):
         return None
-    if not inputs or len(inputs) > MAX_ARGS or any(p.keyword_only or (p.tensor and (p.optional or p.sequence)) for p in inputs):
+    if len(inputs) > MAX_ARGS or any(p.keyword_only for p in inputs):
         return None
     index = {p.name: i for i, p in enumerate(inputs)}
     fixed: list[Any] = []
@@ -234,7 +243,7 @@ def call_spec(plan: Any, kernel: Any, check: Any, bump: Callable[[Any], Any], fa
         else:  # a role the C call does not know: the Python call
             return None
     tensors = tuple(i for i, p in enumerate(inputs) if p.tensor)
-    if not tensors or len(kernel_args) > MAX_ARGS or kernel_args.count(STREAM) != 1:
+    if len(kernel_args) > MAX_ARGS or kernel_args.count(STREAM) != 1:
         return None
     return EagerCallSpec(
         n=len(inputs),
