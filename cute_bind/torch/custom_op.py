@@ -720,13 +720,8 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
     overload = getattr(getattr(torch.ops, ns), opname).default
     namespace["_cb_overload"] = overload  # the generated call reads it at call time
     obj: TorchOp = functools.partial.__new__(TorchOp, call)
-
-    def lost() -> None:  # torch refused the C call's stand-in under torch.compile: the Python call again
-        eager.rebind(obj, call)
-
-    call_spec = eager.call_spec(plan, kernel, checker, rt.bump, call)
-    eager.rebind(obj, eager.entry(call_spec, call, lost))
     obj._python_call = call
+    eager.install(obj, eager.call_spec(plan, kernel, checker, rt.bump, call), call)  # its C call, where it has one
     obj.name = name
     obj.kernel = kernel
     obj.schema = schema

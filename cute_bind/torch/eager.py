@@ -21,7 +21,7 @@ or ``Tensor[]``), and torch's attributes resolve as checked here
 (:func:`make_spec`).
 
 A mutating op whose inputs are all positional goes further: its eager call is
-``EagerCall.call`` (:func:`entry`), the checks, the kernel call and the
+``EagerCall.call`` (:func:`install`), the checks, the kernel call and the
 version bump in C, with the generated Python call as its fallback for
 everything else (keywords, a missing argument, any check that says no). The op
 object is a ``functools.partial`` of its call (:class:`cute_bind.torch.TorchOp`):
@@ -51,7 +51,7 @@ from typing import Any, Callable
 
 from .. import settings
 
-__all__ = ["EagerSpec", "EagerCallSpec", "make_spec", "checker", "unavailable", "checks_apply", "call_spec", "entry", "rebind", "STREAM"]
+__all__ = ["EagerSpec", "EagerCallSpec", "make_spec", "checker", "unavailable", "checks_apply", "call_spec", "install", "rebind", "STREAM"]
 
 _ceager: Any
 try:
@@ -258,26 +258,39 @@ def call_spec(plan: Any, kernel: Any, check: Any, bump: Callable[[Any], Any], fa
     )
 
 
-def entry(spec: EagerCallSpec | None, fallback: Callable[..., Any], on_lost: Callable[[], None]) -> Callable[..., Any]:
-    """The op's eager call: ``EagerCall(spec).call`` where ``torch.compile`` can be told to trace
-    ``fallback`` in its place (now, or when ``torch._dynamo`` is imported), else ``fallback``.
+def install(op: functools.partial[Any], spec: EagerCallSpec | None, fallback: Callable[..., Any]) -> None:
+    """Make ``EagerCall(spec).call`` the function of ``op`` (a partial of ``fallback``, the op's
+    Python call) where ``torch.compile`` can be told to trace ``fallback`` in its place; else leave it.
 
-    ``on_lost`` runs if a registration deferred to the import of ``torch._dynamo`` fails: the op
-    then takes ``fallback`` back as its function.
+    With ``torch._dynamo`` already imported the stand-in is registered first and the C call bound
+    after, so no trace meets an unregistered call. Before that, the C call is bound now and its
+    stand-in registered when ``torch._dynamo`` is imported (before that import returns); if torch
+    refuses it then, the op gets ``fallback`` back. Registering runs outside this module's lock:
+    it imports parts of ``torch._dynamo``, which another thread may be importing while it waits
+    for that lock.
     """
     compiler = getattr(sys.modules.get("torch"), "compiler", None)
     if spec is None or _ceager is None or not callable(getattr(compiler, "substitute_in_graph", None)):
-        return fallback
+        return
     call: Callable[..., Any] = _ceager.EagerCall(spec).call  # one bound builtin: torch.compile knows its stand-in by identity
+
+    def lost() -> None:
+        rebind(op, fallback)
+
     with _LOCK:
-        if "torch._dynamo" in sys.modules:
-            return call if _substitute(call, fallback) else fallback
-        _PENDING.append((call, fallback, on_lost))
-        _watch_dynamo_import()
-        if "torch._dynamo" in sys.modules:  # imported by another thread before the hook was in place
-            _unwatch()
-            _register_pending()
-    return call
+        imported = "torch._dynamo" in sys.modules
+        if not imported:
+            rebind(op, call)  # under the lock: a refusal (lost) can only come after
+            _PENDING.append((call, fallback, lost))
+            _watch_dynamo_import()
+            if "torch._dynamo" not in sys.modules:
+                return
+            _unwatch()  # imported by another thread before the hook was in place
+    if imported:
+        if _substitute(call, fallback):
+            rebind(op, call)
+        return
+    _register_pending()
 
 
 _LOCK = threading.RLock()
@@ -298,8 +311,9 @@ def _register_pending() -> None:
     with _LOCK:
         pending = list(_PENDING)
         _PENDING.clear()
-        for call, traced, on_lost in pending:
-            if not _substitute(call, traced):
+    for call, traced, on_lost in pending:  # outside the lock (see install)
+        if not _substitute(call, traced):
+            with _LOCK:
                 on_lost()
 
 

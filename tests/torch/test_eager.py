@@ -507,6 +507,18 @@ def test_a_refused_stand_in_gives_the_op_its_python_call_back(opname, monkeypatc
     assert torch.equal(y, x * 4.0) and op.name.endswith("lost_" + op.name.rsplit("_", 1)[1])
 
 
+@needs_c
+def test_with_torch_compile_imported_a_refused_stand_in_keeps_the_python_call(opname, monkeypatch):
+    import torch._dynamo  # noqa: F401 - the stand-in is registered before the C call is bound
+
+    monkeypatch.setattr(eager, "_substitute", lambda call, traced: False)
+    op = cbt.op(opname("refused"), host.tscale_stream_default, mutates_args=("out",))
+    assert op.func is op._python_call and python_checks(op)
+    y, x = torch.zeros(6), arange(6)
+    op(y, x, 0.5)
+    assert torch.equal(y, x * 0.5)
+
+
 _FRESH = textwrap.dedent(
     """
     import sys, torch
