@@ -30,50 +30,30 @@ class OptionalBuildExt(build_ext):
             print(f"cute_bind: C fast path not built ({exc}); using the pure-Python launcher")
 
 
+def c_extension(name: str, depends: tuple[str, ...] = ()) -> Extension:
+    """One optional C fast path: ``cute_bind/<room>/<module>.c``, built for the stable ABI (its
+    source defines Py_LIMITED_API 0x030A0000); ``depends``: headers it shares, so a change
+    rebuilds it and the sdist ships them."""
+    return Extension(
+        name,
+        [name.replace(".", "/") + ".c"],
+        depends=list(depends),
+        py_limited_api=True,
+        extra_compile_args=["-O2"],
+        extra_link_args=LINK_ARGS,
+        optional=True,
+    )
+
+
+COMMON = ("cute_bind/launch/_cb_common.h",)  # shared by both launchers
+
 setup(
     ext_modules=[
-        Extension(
-            "cute_bind.launch._claunch",
-            ["cute_bind/launch/_claunch.c"],
-            depends=["cute_bind/launch/_cb_common.h"],  # shared by both launchers: a change rebuilds both, the sdist ships it
-            py_limited_api=True,  # the source defines Py_LIMITED_API 0x030A0000
-            extra_compile_args=["-O2"],
-            extra_link_args=LINK_ARGS,
-            optional=True,
-        ),
-        Extension(
-            "cute_bind.launch._ctvmffi",
-            ["cute_bind/launch/_ctvmffi.c"],
-            depends=["cute_bind/launch/_cb_common.h"],  # shared by both launchers: a change rebuilds both, the sdist ships it
-            py_limited_api=True,
-            extra_compile_args=["-O2"],
-            extra_link_args=LINK_ARGS,
-            optional=True,
-        ),
-        Extension(
-            "cute_bind.graph._cgraph",
-            ["cute_bind/graph/_cgraph.c"],
-            py_limited_api=True,  # the source defines Py_LIMITED_API 0x030A0000
-            extra_compile_args=["-O2"],
-            extra_link_args=LINK_ARGS,
-            optional=True,
-        ),
-        Extension(
-            "cute_bind.torch._ceager",
-            ["cute_bind/torch/_ceager.c"],
-            py_limited_api=True,  # the source defines Py_LIMITED_API 0x030A0000
-            extra_compile_args=["-O2"],
-            extra_link_args=LINK_ARGS,
-            optional=True,
-        ),
-        Extension(
-            "cute_bind.jit._cdispatch",
-            ["cute_bind/jit/_cdispatch.c"],
-            py_limited_api=True,  # the source defines Py_LIMITED_API 0x030A0000
-            extra_compile_args=["-O2"],
-            extra_link_args=LINK_ARGS,
-            optional=True,
-        ),
+        c_extension("cute_bind.launch._claunch", COMMON),
+        c_extension("cute_bind.launch._ctvmffi", COMMON),
+        c_extension("cute_bind.graph._cgraph"),
+        c_extension("cute_bind.torch._ceager"),
+        c_extension("cute_bind.jit._cdispatch"),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
     options={"bdist_wheel": {"py_limited_api": "cp310"}},

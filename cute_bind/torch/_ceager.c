@@ -134,7 +134,7 @@ check(EagerCheck *self, PyObject *const *args, Py_ssize_t nargs)
         r = -1;
         goto decline;
     }
-    if (device == -2 || device < -1) { /* not an int, or not a device index: the Python call decides */
+    if (device < -1) { /* not an int (-2), or not a device index: the Python call decides */
         Py_DECREF(dev);
         Py_RETURN_NONE;
     }
@@ -168,6 +168,16 @@ decline:
     Py_RETURN_NONE;
 }
 
+/* check(), counted in the checker's counts() (its caller keeps `self` alive) */
+static PyObject *
+counted_check(EagerCheck *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *res = check(self, args, nargs);
+    if (res == Py_None) self->declined++;
+    else if (res != NULL) self->taken++;
+    return res;
+}
+
 static PyObject *
 eager_check_check(PyObject *selfobj, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -180,11 +190,7 @@ eager_check_check(PyObject *selfobj, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "EagerCheck.check() takes the op's tensor inputs (at least one)");
         return NULL;
     }
-    /* the arguments are the caller's: alive until we return */
-    PyObject *res = check(self, args, nargs);
-    if (res == Py_None) self->declined++;
-    else if (res != NULL) self->taken++;
-    return res;
+    return counted_check(self, args, nargs); /* the arguments are the caller's: alive until we return */
 }
 
 /* spec.<name>, a new reference: callable (or None when `optional`), a type, or a data descriptor */
@@ -304,12 +310,13 @@ eager_check_clear(PyObject *selfobj)
     return 0;
 }
 
+/* Both types' deallocation: untrack, clear (the type's own tp_clear), free, release the heap type */
 static void
-eager_check_dealloc(PyObject *selfobj)
+dealloc(PyObject *selfobj)
 {
     PyTypeObject *tp = Py_TYPE(selfobj);
     PyObject_GC_UnTrack(selfobj);
-    eager_check_clear(selfobj);
+    ((inquiry)PyType_GetSlot(tp, Py_tp_clear))(selfobj);
     freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     tp_free(selfobj);
     Py_DECREF(tp);
@@ -336,7 +343,7 @@ static PyType_Slot eager_check_slots[] = {
     {Py_tp_init, eager_check_init},
     {Py_tp_traverse, eager_check_traverse},
     {Py_tp_clear, eager_check_clear},
-    {Py_tp_dealloc, eager_check_dealloc},
+    {Py_tp_dealloc, dealloc},
     {Py_tp_methods, eager_check_methods},
     {0, NULL},
 };
@@ -408,9 +415,7 @@ eager_call_call(PyObject *selfobj, PyObject *const *args, Py_ssize_t nargs, PyOb
     for (Py_ssize_t i = 0; i < self->nt; i++) tensors[i] = args[self->tidx[i]];
     PyObject *checker = self->check;
     Py_INCREF(checker);
-    PyObject *stream = check((EagerCheck *)checker, tensors, self->nt);
-    if (stream == Py_None) ((EagerCheck *)checker)->declined++;
-    else if (stream != NULL) ((EagerCheck *)checker)->taken++;
+    PyObject *stream = counted_check((EagerCheck *)checker, tensors, self->nt);
     Py_DECREF(checker);
     if (stream == NULL) return NULL;
     if (stream == Py_None) {
@@ -577,17 +582,6 @@ eager_call_clear(PyObject *selfobj)
     return 0;
 }
 
-static void
-eager_call_dealloc(PyObject *selfobj)
-{
-    PyTypeObject *tp = Py_TYPE(selfobj);
-    PyObject_GC_UnTrack(selfobj);
-    eager_call_clear(selfobj);
-    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-    tp_free(selfobj);
-    Py_DECREF(tp);
-}
-
 static PyObject *
 eager_call_counts(PyObject *selfobj, PyObject *unused)
 {
@@ -609,7 +603,7 @@ static PyType_Slot eager_call_slots[] = {
     {Py_tp_init, eager_call_init},
     {Py_tp_traverse, eager_call_traverse},
     {Py_tp_clear, eager_call_clear},
-    {Py_tp_dealloc, eager_call_dealloc},
+    {Py_tp_dealloc, dealloc},
     {Py_tp_methods, eager_call_methods},
     {0, NULL},
 };

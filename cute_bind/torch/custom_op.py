@@ -451,8 +451,8 @@ def _generate(
         meta_check = f"if _cb_device < 0 and {tensors[0].name}.is_meta: return _cb_overload({schema_args})"
     else:
         meta_check = ""
-    for name in plan.outputs:
-        body.append(f"{name} = {allocs[name][0]}")
+    alloc_lines = [f"{name} = {allocs[name][0]}" for name in plan.outputs]
+    body += alloc_lines
     if not tensors:
         body.append(f"_cb_device = {device_expr}")
     kernel_args = []
@@ -474,9 +474,10 @@ def _generate(
         "    _cb_stream = _cb_raw_stream(_cb_device)",
         "    " + other_device_check,
     ]
+    kernel_call = f"_cb_kernel({', '.join(kernel_args)})"
     if plan.stream is None:
         body.append("if _cb_device >= 0: _cb_default_stream_only(_cb_device)")
-        body.append(f"_cb_kernel({', '.join(kernel_args)})")
+        body.append(kernel_call)
     elif getattr(kernel, "tvm_ffi", False):
         # a kernel compiled with the TVM-FFI environment stream (quack's make_fake_stream(
         # use_tvm_ffi_env_stream=True)) is called without it: TVM-FFI takes torch's current
@@ -487,10 +488,10 @@ def _generate(
         body.append(f"    _cb_kernel({', '.join(env_args)})")
         body.append("else:")
         body += ["    " + line for line in stream_lines]
-        body.append(f"    _cb_kernel({', '.join(kernel_args)})")
+        body.append("    " + kernel_call)
     else:
         body += stream_lines
-        body.append(f"_cb_kernel({', '.join(kernel_args)})")
+        body.append(kernel_call)
     mutated = [p.name for p in inputs if p.mutated and not p.sequence and not p.optional]
     mutated_optional = [p.name for p in inputs if p.mutated and p.optional]
     mutated_seqs = [p.name for p in inputs if p.mutated and p.sequence]
@@ -536,15 +537,14 @@ def _generate(
     src = [f"def __call__({', '.join(call_parts)}):"]
     src += [ind + line for line in binding]
     if fast:
-        allocs_n = len(plan.outputs)
         src.append(f"{ind}if _cb_compiling():")  # first: under torch.compile the C checks are never reached
         src.append(f"{ind * 2}return _cb_overload({schema_args})")
         src.append(f"{ind}_cb_stream = _cb_check({', '.join(p.name for p in tensors)})")
         src.append(f"{ind}if _cb_stream is None:")
         src += [ind * 2 + line for line in checks]
-        src += [ind * 2 + line for line in body[1 + allocs_n : -1]]  # the stream lines
-        src += [ind + line for line in body[1 : 1 + allocs_n]]  # the outputs
-        src.append(ind + body[-1])  # the kernel call
+        src += [ind * 2 + line for line in stream_lines]
+        src += [ind + line for line in alloc_lines]
+        src.append(ind + kernel_call)
     else:
         src += [ind + line for line in checks]
         src += [ind + line for line in body[1:]]

@@ -1,4 +1,5 @@
-"""Shared pieces of the torch-op tests: unique op names, and whether a call went through torch's dispatcher."""
+"""Shared pieces of the torch-op tests: unique op names, whether a call went through torch's dispatcher, and the
+calls that must take it (a mode active, a tensor subclass)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,34 @@ def dispatcher_calls(name: str, fn, *args, **kwargs):
     with torch.autograd.profiler.profile() as prof:
         result = fn(*args, **kwargs)
     return result, sum(e.name == name for e in prof.function_events)
+
+
+class Sub(torch.Tensor):
+    """A tensor subclass: an op given one takes torch's dispatcher."""
+
+
+def no_grad(op, y, x):
+    with torch.no_grad():
+        return op(y, x, 2.0)
+
+
+def in_dispatch_mode(op, y, x):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Passthrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with Passthrough():
+        return op(y, x, 2.0)
+
+
+def in_function_mode(op, y, x):
+    from torch.overrides import TorchFunctionMode
+
+    class Passthrough(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with Passthrough():
+        return op(y, x, 2.0)

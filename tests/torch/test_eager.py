@@ -23,7 +23,7 @@ import cute_bind  # noqa: E402
 import cute_bind.torch as cbt  # noqa: E402
 from cute_bind.torch import eager  # noqa: E402
 from tests.kernels import host  # noqa: E402
-from tests.torch.conftest import dispatcher_calls  # noqa: E402
+from tests.torch.conftest import Sub, dispatcher_calls, in_dispatch_mode, in_function_mode, no_grad  # noqa: E402
 
 needs_c = pytest.mark.skipif(eager.unavailable() is not None, reason=f"no C eager call: {eager.unavailable()}")
 _ceager = eager._ceager
@@ -111,28 +111,6 @@ def test_a_c_call_bumps_each_mutated_version_once(c_op):
         assert (y._version, x._version) == (v0 + i, vx)
 
 
-def _mode(op, y, x):
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Passthrough(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            return func(*args, **(kwargs or {}))
-
-    with Passthrough():
-        op(y, x, 2.0)
-
-
-def _function_mode(op, y, x):
-    from torch.overrides import TorchFunctionMode
-
-    class Passthrough(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            return func(*args, **(kwargs or {}))
-
-    with Passthrough():
-        op(y, x, 2.0)
-
-
 def _vmapped(op, y, x):
     def body(t):
         op(y, x, 2.0)  # unbatched tensors, a functorch transform active
@@ -141,26 +119,17 @@ def _vmapped(op, y, x):
     torch.func.vmap(body)(torch.ones(3, 2))
 
 
-def _no_grad(op, y, x):
-    with torch.no_grad():
-        op(y, x.requires_grad_(), 2.0)
-
-
-class Sub(torch.Tensor):
-    pass
-
-
 #: (case, call, taken in C, goes through torch's dispatcher)
 ROUTES = [
     ("plain", lambda op, y, x: op(y, x, 2.0), True, False),
     ("nn.Parameter without grad", lambda op, y, x: op(y, torch.nn.Parameter(x, requires_grad=False), 2.0), True, False),
-    ("no_grad with an input requiring grad", _no_grad, True, False),
+    ("no_grad with an input requiring grad", lambda op, y, x: no_grad(op, y, x.requires_grad_()), True, False),
     ("keywords", lambda op, y, x: op(y, x, alpha=2.0), False, False),
     ("all keywords", lambda op, y, x: op(out=y, inp=x, alpha=2.0), False, False),
     ("an input requiring grad", lambda op, y, x: op(y, x.requires_grad_(), 2.0), False, True),
     ("a tensor subclass", lambda op, y, x: op(y, x.as_subclass(Sub), 2.0), False, True),
-    ("a dispatch mode", _mode, False, True),
-    ("a torch function mode", _function_mode, False, True),
+    ("a dispatch mode", in_dispatch_mode, False, True),
+    ("a torch function mode", in_function_mode, False, True),
     ("a functorch transform", _vmapped, False, True),
 ]
 

@@ -19,7 +19,7 @@ import cute_bind  # noqa: E402
 import cute_bind.torch as cbt  # noqa: E402
 from cute_bind.torch import custom_op as op_module  # noqa: E402
 from tests.kernels import host  # noqa: E402
-from tests.torch.conftest import dispatcher_calls  # noqa: E402
+from tests.torch.conftest import Sub, dispatcher_calls, in_dispatch_mode, in_function_mode, no_grad  # noqa: E402
 
 
 def arange(n, dtype=torch.float32):
@@ -131,27 +131,18 @@ def _plain(x):
     return x
 
 
-class Sub(torch.Tensor):
-    pass
-
-
 #: (case, how to call, goes through the dispatcher?)
 ROUTES = [
     ("plain tensors", lambda op, y, x: op(y, x, 2.0), False),
     ("keyword arguments", lambda op, y, x: op(out=y, inp=x, alpha=2.0), False),
-    ("under no_grad with requires_grad input", lambda op, y, x: _no_grad(op, y, x.requires_grad_()), False),
+    ("under no_grad with requires_grad input", lambda op, y, x: no_grad(op, y, x.requires_grad_()), False),
     ("inference_mode", lambda op, y, x: _inference(op, y, x), False),
     ("nn.Parameter without grad", lambda op, y, x: op(y, torch.nn.Parameter(x, requires_grad=False), 2.0), False),
     ("input requires grad", lambda op, y, x: op(y, x.requires_grad_(), 2.0), True),
     ("tensor subclass", lambda op, y, x: op(y, x.as_subclass(Sub), 2.0), True),
-    ("dispatch mode active", lambda op, y, x: _in_mode(op, y, x), True),
-    ("torch function mode active", lambda op, y, x: _in_function_mode(op, y, x), True),
+    ("dispatch mode active", lambda op, y, x: in_dispatch_mode(op, y, x), True),
+    ("torch function mode active", lambda op, y, x: in_function_mode(op, y, x), True),
 ]
-
-
-def _no_grad(op, y, x):
-    with torch.no_grad():
-        return op(y, x, 2.0)
 
 
 def _inference(op, y, x):
@@ -159,28 +150,6 @@ def _inference(op, y, x):
         y2, x2 = y.clone(), x.clone()
         op(y2, x2, 2.0)
     y.copy_(y2)
-
-
-def _in_mode(op, y, x):
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Passthrough(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            return func(*args, **(kwargs or {}))
-
-    with Passthrough():
-        return op(y, x, 2.0)
-
-
-def _in_function_mode(op, y, x):
-    from torch.overrides import TorchFunctionMode
-
-    class Passthrough(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            return func(*args, **(kwargs or {}))
-
-    with Passthrough():
-        return op(y, x, 2.0)
 
 
 @pytest.fixture(scope="module")
