@@ -10,7 +10,11 @@ interleaved, medians of rounds:
   whose class's ``__call__`` it is (how ops were built before the C call);
 - the same Python call as a ``functools.partial`` (the op object's kind now);
 - the op's Python call with the C checks (``EagerCheck``), as a partial;
-- the op itself: a partial of its C call (``EagerCall``) where built.
+- the op itself: a partial of its C call (``EagerCall``) where built;
+- the same C call with the device and stream read through Python calls
+  (``get_device``, the raw stream) and grad mode through ``is_grad_enabled``,
+  then through the DLPack exchange API, then with libtorch's grad-mode function
+  too (the op's own spec has each look-up this torch offers).
 
 The first variants are rebuilt from the op's plan through the module's own
 generator (``custom_op._generate``): a measurement device, not an API.
@@ -30,6 +34,39 @@ import time
 from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _c_call_variants(op: Any, rt: Any, k: Any, args: tuple[Any, ...]) -> dict[str, Callable[[], Any]]:
+    """The op's C call with each optional C look-up of its checks left out (the op's own spec has
+    those it found), each a partial of a partial as the op is; empty where the op has no C call."""
+    import dataclasses
+
+    from cute_bind.torch import eager
+
+    if op.func is op._python_call or eager._ceager is None:
+        return {}
+    spec = eager.make_spec(rt, rt.several_devices())
+    if spec is None:
+        return {}
+
+    class OpLike(functools.partial):  # type: ignore[type-arg] # the op's own shape: a partial subclass
+        pass
+
+    variants = {
+        "C call, device and stream through Python calls, grad mode through Python": dataclasses.replace(
+            spec, reader=0, work_stream=0, exchange=None, grad_mode=0
+        ),
+        "C call, device and stream through the DLPack exchange API": dataclasses.replace(spec, grad_mode=0),
+        "C call, exchange API and grad mode through libtorch's C function": spec,
+    }
+    out: dict[str, Callable[[], Any]] = {}
+    for name, variant in variants.items():
+        if variant.reader == spec.reader and variant.grad_mode == spec.grad_mode and variant is not spec:
+            continue  # this torch offers no such look-up: the same as another row
+        call_spec = eager.call_spec(op.plan, k, eager._ceager.EagerCheck(variant), rt.bump, op._python_call)
+        if call_spec is not None:
+            out[name] = functools.partial(OpLike(eager._ceager.EagerCall(call_spec).call), *args)
+    return out
 
 
 def main() -> None:
@@ -73,6 +110,7 @@ def main() -> None:
                 op, y, x, 2.0
             ),
         }
+        paths.update(_c_call_variants(op, rt, k, (y, x, 2.0)))
         for call in paths.values():
             call()
         ref = torch.empty_like(y)

@@ -30,6 +30,19 @@
  * Python call makes the same call and raises it with its own context); a
  * BaseException that is not an Exception (KeyboardInterrupt) propagates.
  *
+ * Where the spec gives torch's DLPack exchange API (`reader`: its
+ * dltensor_from_py_object_no_sync; `work_stream`: its current_work_stream,
+ * both C functions of torch's, called with the GIL held), steps 4 and 5 read
+ * the first tensor's device from its DLTensor view and the stream from
+ * current_work_stream instead of two Python calls: a host tensor (kDLCPU)
+ * gives 0, a CUDA tensor (kDLCUDA) its device id and that device's current
+ * stream, anything else or a tensor the reader refuses (a meta tensor has no
+ * DLTensor) None. Where it gives `grad_mode` (libtorch's
+ * aoti_torch_grad_mode_is_enabled, a plain C function), step 3 reads grad
+ * mode through it. cute_bind.torch.eager found them in torch's own table and
+ * library and checked the reader and grad_mode against torch's answers
+ * before building the spec.
+ *
  * `requires_grad` and `is_meta` are the data descriptors torch.Tensor's
  * attributes resolve to (cute_bind.torch.eager checked that before building
  * the spec), read through their type's tp_descr_get: an attribute read
@@ -59,8 +72,14 @@
 #define Py_LIMITED_API 0x030A0000
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../launch/_cb_common.h" /* DLTensorC, cb_dltensor_reader */
 
 #define EC_MAX_TYPES 8
+#define EC_DL_CPU 1  /* DLPack's kDLCPU */
+#define EC_DL_CUDA 2 /* DLPack's kDLCUDA */
 #define EC_MAX_MODES 8
 #define EC_MAX_ARGS 64 /* an op's inputs and its kernel's arguments on the C call */
 
@@ -76,6 +95,10 @@ typedef struct {
     PyObject *grad_enabled, *get_device, *raw_stream, *current_device; /* owned; current_device may be NULL */
     PyObject *requires_grad, *is_meta;                                  /* owned data descriptors */
     descrgetfunc requires_grad_get, is_meta_get;
+    cb_dltensor_reader reader;                                          /* NULL: get_device and is_meta */
+    int (*work_stream)(int32_t device_type, int32_t device_id, void **out); /* NULL: raw_stream */
+    _Bool (*grad_mode)(void);                                           /* NULL: grad_enabled */
+    PyObject *exchange;                                                 /* owned: what keeps reader and work_stream alive */
     unsigned long long taken, declined;
 } EagerCheck;
 
@@ -100,6 +123,34 @@ truth(PyObject *o)
     return r;
 }
 
+/* A C function of torch's said no (nonzero): with an exception set, decline_error(); else decline (0). */
+static int
+refused(void)
+{
+    return PyErr_Occurred() ? decline_error() : 0;
+}
+
+/* Steps 4 and 5 through the exchange API (see the top of this file): the stream, Py_None
+ * where the Python call decides, NULL with a BaseException to propagate. */
+static PyObject *
+exchange_stream(EagerCheck *self, PyObject *first)
+{
+    DLTensorC dl;
+    if (self->reader((void *)first, &dl) != 0) return refused() < 0 ? NULL : Py_NewRef(Py_None);
+    if (dl.device_type == EC_DL_CPU) return PyLong_FromLong(0);
+    if (dl.device_type != EC_DL_CUDA || dl.device_id < 0) Py_RETURN_NONE;
+    if (self->current_device != NULL) {
+        PyObject *cur = PyObject_CallNoArgs(self->current_device);
+        long long c = cur == NULL ? -1 : PyLong_Check(cur) ? PyLong_AsLongLong(cur) : -2;
+        Py_XDECREF(cur);
+        if (c == -1 && PyErr_Occurred()) return decline_error() < 0 ? NULL : Py_NewRef(Py_None);
+        if (c != dl.device_id) Py_RETURN_NONE;
+    }
+    void *stream = NULL;
+    if (self->work_stream(EC_DL_CUDA, dl.device_id, &stream) != 0) return refused() < 0 ? NULL : Py_NewRef(Py_None);
+    return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)stream);
+}
+
 /* The checks (see the top of this file). A new reference to the stream; Py_None (new
  * reference) where the Python call decides; NULL with a BaseException to propagate. */
 static PyObject *
@@ -115,7 +166,8 @@ check(EagerCheck *self, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t m = 0; m < self->nmodes; m++) {
         if ((r = truth(PyObject_CallNoArgs(self->modes[m]))) != 0) goto decline;
     }
-    if ((r = truth(PyObject_CallNoArgs(self->grad_enabled))) != 0) {
+    r = self->grad_mode ? (int)self->grad_mode() : truth(PyObject_CallNoArgs(self->grad_enabled));
+    if (r != 0) {
         if (r < 0) goto decline;
         for (Py_ssize_t i = 0; i < nargs; i++) {
             PyObject *t = args[i];
@@ -123,6 +175,7 @@ check(EagerCheck *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     PyObject *first = args[0];
+    if (self->reader) return exchange_stream(self, first);
     PyObject *dev = PyObject_CallFunctionObjArgs(self->get_device, first, NULL);
     if (dev == NULL) {
         r = -1;
@@ -243,6 +296,25 @@ read_tuple(PyObject *spec, const char *name, int kind, Py_ssize_t min, Py_ssize_
     return n;
 }
 
+/* spec.<name>: a C function's address, an int in [0, 2**64) (0: none); -1 with an exception */
+static int
+read_address(PyObject *spec, const char *name, void **out)
+{
+    PyObject *o = PyObject_GetAttrString(spec, name);
+    if (o == NULL) return -1;
+    unsigned long long a = PyLong_Check(o) && !PyBool_Check(o) ? PyLong_AsUnsignedLongLong(o) : (unsigned long long)-1;
+    Py_DECREF(o);
+    if (a == (unsigned long long)-1) {
+        if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "EagerCheck spec: %s must be a function's address, an int in [0, 2**64)", name);
+        }
+        return -1;
+    }
+    *out = (void *)(uintptr_t)a;
+    return 0;
+}
+
 static int
 eager_check_init(PyObject *selfobj, PyObject *args, PyObject *kwargs)
 {
@@ -272,6 +344,21 @@ eager_check_init(PyObject *selfobj, PyObject *args, PyObject *kwargs)
     else self->current_device = cur;
     if (!(self->requires_grad = read_field(spec, "requires_grad", EC_DESCRIPTOR, 0))) return -1;
     if (!(self->is_meta = read_field(spec, "is_meta", EC_DESCRIPTOR, 0))) return -1;
+    void *reader, *work_stream, *grad_mode;
+    if (read_address(spec, "reader", &reader) < 0 || read_address(spec, "work_stream", &work_stream) < 0 ||
+        read_address(spec, "grad_mode", &grad_mode) < 0)
+        return -1;
+    PyObject *exchange = PyObject_GetAttrString(spec, "exchange");
+    if (exchange == NULL) return -1;
+    if ((reader == NULL) != (work_stream == NULL) || (reader != NULL) == (exchange == Py_None)) {
+        PyErr_SetString(PyExc_ValueError, "EagerCheck spec: reader, work_stream and exchange come together (all, or 0, 0 and None)");
+        Py_DECREF(exchange);
+        return -1;
+    }
+    self->exchange = exchange;
+    memcpy(&self->reader, &reader, sizeof reader); /* object to function pointer: the address torch's table gave */
+    memcpy(&self->work_stream, &work_stream, sizeof work_stream);
+    memcpy(&self->grad_mode, &grad_mode, sizeof grad_mode);
     self->requires_grad_get = (descrgetfunc)PyType_GetSlot(Py_TYPE(self->requires_grad), Py_tp_descr_get);
     self->is_meta_get = (descrgetfunc)PyType_GetSlot(Py_TYPE(self->is_meta), Py_tp_descr_get);
     self->ready = 1;
@@ -290,6 +377,7 @@ eager_check_traverse(PyObject *selfobj, visitproc visit, void *arg)
     Py_VISIT(self->current_device);
     Py_VISIT(self->requires_grad);
     Py_VISIT(self->is_meta);
+    Py_VISIT(self->exchange);
     Py_VISIT((PyObject *)Py_TYPE(selfobj)); /* heap type */
     return 0;
 }
@@ -307,6 +395,10 @@ eager_check_clear(PyObject *selfobj)
     Py_CLEAR(self->current_device);
     Py_CLEAR(self->requires_grad);
     Py_CLEAR(self->is_meta);
+    self->reader = NULL; /* what keeps them alive goes next */
+    self->work_stream = NULL;
+    self->grad_mode = NULL;
+    Py_CLEAR(self->exchange);
     return 0;
 }
 
@@ -402,6 +494,27 @@ done:
     return res;
 }
 
+/* bump(tuple of the mutated inputs), where there are any: 0, or -1 with its exception */
+static int
+bump_mutated(EagerCall *self, PyObject *const *args)
+{
+    if (!self->nmut) return 0;
+    PyObject *mut = PyTuple_New(self->nmut);
+    if (mut == NULL) return -1;
+    for (Py_ssize_t i = 0; i < self->nmut; i++) {
+        Py_INCREF(args[self->midx[i]]);
+        PyTuple_SetItem(mut, i, args[self->midx[i]]);
+    }
+    PyObject *bump = self->bump;
+    Py_INCREF(bump);
+    PyObject *res = PyObject_CallFunctionObjArgs(bump, mut, NULL);
+    Py_DECREF(bump);
+    Py_DECREF(mut);
+    if (res == NULL) return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
 static PyObject *
 eager_call_call(PyObject *selfobj, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -434,28 +547,14 @@ eager_call_call(PyObject *selfobj, PyObject *const *args, Py_ssize_t nargs, PyOb
         PyTuple_SetItem(kargs, k, v);
     }
     Py_DECREF(stream);
-    PyObject *kernel = self->kernel, *bump = self->bump;
+    PyObject *kernel = self->kernel;
     Py_INCREF(kernel);
-    Py_INCREF(bump);
     PyObject *res = PyObject_Call(kernel, kargs, NULL);
     Py_DECREF(kargs);
     Py_DECREF(kernel);
-    if (res != NULL && self->nmut) {
-        Py_DECREF(res);
-        PyObject *mut = PyTuple_New(self->nmut);
-        res = NULL;
-        if (mut != NULL) {
-            for (Py_ssize_t i = 0; i < self->nmut; i++) {
-                Py_INCREF(args[self->midx[i]]);
-                PyTuple_SetItem(mut, i, args[self->midx[i]]);
-            }
-            res = PyObject_CallFunctionObjArgs(bump, mut, NULL);
-            Py_DECREF(mut);
-        }
-    }
-    Py_DECREF(bump);
     if (res == NULL) return NULL;
     Py_DECREF(res);
+    if (bump_mutated(self, args) < 0) return NULL; /* after the kernel, as the Python call and torch's dispatcher bump */
     self->taken++;
     Py_RETURN_NONE;
 }

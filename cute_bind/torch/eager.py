@@ -15,6 +15,16 @@ The tracer check (``torch.compiler.is_dynamo_compiling``) stays in Python,
 first: under ``torch.compile`` the generated call is traced and the C checks
 are never reached.
 
+Where torch offers them, two of those torch calls are C functions instead of
+Python calls: the first tensor's device and torch's current stream come from
+torch's DLPack exchange API (``dltensor_from_py_object_no_sync`` and
+``current_work_stream``, the table the launcher reads tensors through), and
+grad mode from libtorch's ``aoti_torch_grad_mode_is_enabled``. When the spec
+is made (:func:`make_spec`) the reader must read a host tensor as one and the
+grad-mode function answer as ``torch.is_grad_enabled`` both ways; the stream
+function is not called then (on a CUDA build it would start CUDA), the GPU
+tests compare it with torch's current stream.
+
 An op uses the checks when its kernel takes a stream (not TVM-FFI's
 environment stream), every tensor input is a plain ``Tensor`` (no ``Tensor?``
 or ``Tensor[]``), and torch's attributes resolve as checked here
@@ -40,16 +50,18 @@ and its Python checks.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import importlib.abc
 import inspect
+import os
 import sys
 import threading
 import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .. import settings
+from .. import dsl, settings
 
 __all__ = ["EagerSpec", "EagerCallSpec", "make_spec", "checker", "unavailable", "checks_apply", "call_spec", "install", "rebind", "STREAM"]
 
@@ -79,6 +91,14 @@ class EagerSpec:
     those attributes of every taken type resolve to; ``get_device``: the
     tensor method; ``raw_stream``: ``device -> stream``; ``current_device``:
     ``() -> device`` with several visible devices, else None.
+
+    ``reader``, ``work_stream``: the addresses of torch's DLPack exchange API
+    functions ``dltensor_from_py_object_no_sync`` and ``current_work_stream``,
+    with ``exchange``, the capsule holding their table (kept alive); where
+    given, the device and the stream come from them instead of
+    ``get_device``/``is_meta`` and ``raw_stream`` (0, 0 and None: not given).
+    ``grad_mode``: the address of libtorch's ``aoti_torch_grad_mode_is_enabled``
+    (0: ``grad_enabled`` is called instead).
     """
 
     tensor_types: tuple[type, ...]
@@ -89,6 +109,10 @@ class EagerSpec:
     get_device: Callable[[Any], Any]
     raw_stream: Callable[[int], int]
     current_device: Callable[[], int] | None
+    reader: int = 0
+    work_stream: int = 0
+    exchange: Any = None
+    grad_mode: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.tensor_types) <= MAX_TYPES or not all(isinstance(t, type) for t in self.tensor_types):
@@ -104,6 +128,12 @@ class EagerSpec:
             descriptor = getattr(self, name)
             if not (hasattr(type(descriptor), "__get__") and hasattr(type(descriptor), "__set__")):
                 raise ValueError(f"EagerSpec: {name} must be a data descriptor, got {type(descriptor).__name__}")
+        for name in ("reader", "work_stream", "grad_mode"):
+            address = getattr(self, name)
+            if type(address) is not int or not 0 <= address < 1 << 64:
+                raise ValueError(f"EagerSpec: {name} must be a function's address (an int in [0, 2**64), 0: none), got {address!r}")
+        if bool(self.reader) != bool(self.work_stream) or bool(self.reader) == (self.exchange is None):
+            raise ValueError("EagerSpec: reader, work_stream and exchange come together (all, or 0, 0 and None)")
 
 
 def unavailable() -> str | None:
@@ -140,6 +170,7 @@ def make_spec(rt: Any, several_devices: bool) -> EagerSpec | None:
     get_device = _resolved(tensor_types, "get_device")
     if not all(isinstance(d, types.GetSetDescriptorType) for d in (requires_grad, is_meta)) or get_device is None:
         return None
+    reader, work_stream, exchange = _exchange(rt, tensor_types)
     return EagerSpec(
         tensor_types=tensor_types,
         modes=modes,
@@ -149,7 +180,51 @@ def make_spec(rt: Any, several_devices: bool) -> EagerSpec | None:
         get_device=get_device,
         raw_stream=rt.raw_stream,
         current_device=rt.current_device if several_devices else None,
+        reader=reader,
+        work_stream=work_stream,
+        exchange=exchange,
+        grad_mode=_grad_mode(rt.torch),
     )
+
+
+def _exchange(rt: Any, tensor_types: tuple[type, ...]) -> tuple[int, int, Any]:
+    """``(reader, work_stream, capsule)`` of torch's DLPack exchange API where every taken type
+    resolves to one table of the major version cute_bind reads, whose reader reads a host tensor
+    as one; else ``(0, 0, None)`` (the checks call ``get_device`` and ``raw_stream``)."""
+    from ..slots import dlpack
+
+    none: tuple[int, int, Any] = (0, 0, None)
+    capsule = _resolved(tensor_types, "__dlpack_c_exchange_api__")
+    found = dlpack.exchange_function(tensor_types[0])
+    if capsule is None or found is None or found[2] is not capsule:
+        return none
+    reader, work_stream = dsl.dlpack_exchange_functions(tensor_types[0])
+    if reader != found[0] or not work_stream:
+        return none
+    try:  # the reader must read a host tensor as one (what a host call's stream, 0, rests on)
+        view = dlpack.read_exchange(found, rt.torch.empty(0))
+    except Exception:  # noqa: BLE001 - a reader that cannot: the Python calls
+        return none
+    return (reader, work_stream, capsule) if view is not None and view.device == (1, 0) else none
+
+
+@functools.cache
+def _grad_mode(torch: Any) -> int:
+    """The address of libtorch's ``aoti_torch_grad_mode_is_enabled`` (a plain C function of the
+    library torch has loaded) where it answers as ``torch.is_grad_enabled`` does both ways, else 0."""
+    if not sys.platform.startswith("linux"):
+        return 0  # the library's name and loading flags below are Linux's
+    path = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+    try:  # RTLD_NOLOAD: the copy torch loaded, or nothing (never a second copy)
+        function = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL).aoti_torch_grad_mode_is_enabled
+    except (OSError, AttributeError):
+        return 0
+    function.restype, function.argtypes = ctypes.c_bool, []
+    with torch.no_grad():
+        off = function()
+    with torch.enable_grad():
+        on = function()
+    return int(ctypes.cast(function, ctypes.c_void_p).value or 0) if on and not off else 0
 
 
 def checker(rt: Any, several_devices: bool) -> Any:

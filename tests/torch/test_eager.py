@@ -4,6 +4,7 @@ stand-in torch entry points, so the device branches run on the CPU), the specs, 
 from __future__ import annotations
 
 import copy
+import ctypes
 import functools
 import pickle
 import subprocess
@@ -275,6 +276,136 @@ def test_eager_check_takes_at_least_one_tensor():
         _ceager.EagerCheck(fake_spec()).check()
 
 
+# ------------------------------------------------------------------ the exchange API and grad-mode look-ups, with stand-in C functions
+class _DL(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32), ("rest", ctypes.c_byte * 32)]
+
+
+_READER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(_DL))
+_WORK_STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
+_GRAD_MODE = ctypes.CFUNCTYPE(ctypes.c_bool)
+
+
+def _reader(tensor, out):
+    """A stand-in dltensor_from_py_object_no_sync: FakeTensor.device is ``(DLPack device type, id)``, or "refuse"."""
+    if tensor.device == "refuse":
+        return -1
+    out.contents.device_type, out.contents.device_id = tensor.device
+    return 0
+
+
+def _work_stream(device_type, device_id, out):
+    if device_id == 9:
+        return -1  # a device without a stream
+    out[0] = None if device_id == 0 else 0x2000 + device_id  # device 0: the default stream, NULL
+    return 0
+
+
+#: the stand-ins' ctypes objects (kept alive: the C checks call them by address)
+STANDINS = (_READER(_reader), _WORK_STREAM(_work_stream), _GRAD_MODE(lambda: True), _GRAD_MODE(lambda: False))
+
+
+def _address(fn):
+    return ctypes.cast(fn, ctypes.c_void_p).value
+
+
+def exchange_spec(grad=None, **over):
+    fields = dict(reader=_address(STANDINS[0]), work_stream=_address(STANDINS[1]), exchange=STANDINS)
+    if grad is not None:
+        fields["grad_mode"] = _address(STANDINS[2] if grad else STANDINS[3])
+    fields.update(over)
+    return fake_spec(**fields)
+
+
+#: (case, spec overrides, tensors, expected). The devices are DLPack's: (1, 0) host, (2, n) CUDA device n.
+EXCHANGE_CHECKS = [
+    ("host: stream 0", {}, [FakeTensor((1, 0))], 0),
+    ("CUDA device 3: its current stream", {}, [FakeTensor((2, 3)), FakeTensor((2, 3))], 0x2003),
+    ("CUDA device 0's default stream (NULL) is 0", {}, [FakeTensor((2, 0))], 0),
+    ("the first tensor gives the device", {}, [FakeTensor((2, 5)), FakeTensor((1, 0))], 0x2005),
+    ("another device type (ROCm)", {}, [FakeTensor((10, 0))], None),
+    ("pinned host memory (kDLCUDAHost)", {}, [FakeTensor((3, 0))], None),
+    ("a negative device id", {}, [FakeTensor((2, -1))], None),
+    ("the reader refuses (a meta tensor)", {}, [FakeTensor("refuse")], None),
+    ("no stream for the device", {}, [FakeTensor((2, 9))], None),
+    ("several devices, the current one", {"current_device": lambda: 4}, [FakeTensor((2, 4))], 0x2004),
+    ("several devices, another current one", {"current_device": lambda: 0}, [FakeTensor((2, 4))], None),
+    ("several devices, a current device that is no int", {"current_device": lambda: "cuda:4"}, [FakeTensor((2, 4))], None),
+    ("several devices, current_device raises", {"current_device": lambda: _raise(RuntimeError("x"))}, [FakeTensor((2, 1))], None),
+    (
+        "current_device raises a KeyboardInterrupt",
+        {"current_device": lambda: _raise(KeyboardInterrupt())},
+        [FakeTensor((2, 1))],
+        KeyboardInterrupt,
+    ),
+    ("grad mode on (C), an input requiring grad", {"grad": True}, [FakeTensor((1, 0), requires_grad=True)], None),
+    ("grad mode off (C), an input requiring grad", {"grad": False}, [FakeTensor((1, 0), requires_grad=True)], 0),
+    (
+        "grad mode off (C) wins over grad_enabled",
+        {"grad": False, "grad_enabled": lambda: _raise(AssertionError("called"))},
+        [FakeTensor((2, 2), requires_grad=True)],
+        0x2002,
+    ),
+    ("grad mode on (C), no input requiring grad", {"grad": True}, [FakeTensor((2, 1))], 0x2001),
+]
+
+
+@needs_c
+@pytest.mark.parametrize(("case", "over", "tensors", "expected"), EXCHANGE_CHECKS, ids=[c[0] for c in EXCHANGE_CHECKS])
+def test_the_exchange_api_and_grad_mode_functions_decide_as_the_python_calls(case, over, tensors, expected):
+    check = _ceager.EagerCheck(exchange_spec(**over))
+    if isinstance(expected, type) and issubclass(expected, BaseException):
+        with pytest.raises(expected):
+            check.check(*tensors)
+        return
+    got = check.check(*tensors)
+    assert got == expected and (expected is None or type(got) is int), case
+    assert check.counts() == ((1, 0) if expected is not None else (0, 1)), case
+
+
+def _error_pending():
+    occurred = ctypes.pythonapi.PyErr_Occurred
+    occurred.restype = ctypes.c_void_p
+    return bool(occurred())
+
+
+def test_the_op_reads_device_stream_and_grad_mode_from_torchs_c_functions_where_torch_has_them():
+    from cute_bind.torch import custom_op
+
+    rt = custom_op._runtime()
+    spec = eager.make_spec(rt, False)
+    assert spec is not None
+    if type(getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)).__name__ == "PyCapsule":
+        assert spec.reader and spec.work_stream and spec.exchange is torch.Tensor.__dlpack_c_exchange_api__
+    if sys.platform.startswith("linux"):
+        assert spec.grad_mode, "libtorch_cpu.so's aoti_torch_grad_mode_is_enabled was not found"
+    if eager.unavailable() is None:
+        check = _ceager.EagerCheck(spec)
+        x = torch.ones(3)
+        assert check.check(x, x) == 0
+        assert check.check(torch.empty(3, device="meta")) is None  # torch's reader raises: declined, nothing left pending
+        assert not _error_pending()
+        assert check.check(torch.ones(3, requires_grad=True)) is None
+        with torch.no_grad():
+            assert check.check(torch.ones(3, requires_grad=True)) == 0
+        assert check.counts() == (2, 2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@needs_c
+def test_on_a_gpu_the_c_checks_give_torchs_current_stream():
+    from cute_bind.torch import custom_op
+
+    rt = custom_op._runtime()
+    check = _ceager.EagerCheck(eager.make_spec(rt, rt.several_devices()))
+    x = torch.ones(8, device="cuda")
+    assert check.check(x) == rt.raw_stream(x.get_device()) == torch.cuda.current_stream().cuda_stream
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        assert check.check(x, x) == side.cuda_stream != 0
+    assert check.check(torch.ones(2)) == 0
+
+
 # ------------------------------------------------------------------ specs: refused in Python and in C
 #: (case, overrides) of an EagerSpec that must be refused
 BAD_SPECS = [
@@ -288,6 +419,14 @@ BAD_SPECS = [
     ("current_device not callable", {"current_device": 1}),
     ("requires_grad not a data descriptor", {"requires_grad": staticmethod(len)}),
     ("is_meta a plain value", {"is_meta": True}),
+    ("a reader without a work stream", {"reader": 1, "exchange": ()}),
+    ("a work stream without a reader", {"work_stream": 1, "exchange": ()}),
+    ("a reader with nothing keeping it alive", {"reader": 1, "work_stream": 1}),
+    ("something kept alive without a reader", {"exchange": ()}),
+    ("a negative address", {"grad_mode": -1}),
+    ("an address beyond 64 bits", {"grad_mode": 1 << 64}),
+    ("a bool address", {"grad_mode": True}),
+    ("an address that is no int", {"reader": 1.0, "work_stream": 1, "exchange": ()}),
 ]
 
 
