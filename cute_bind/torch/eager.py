@@ -15,7 +15,7 @@ The tracer check (``torch.compiler.is_dynamo_compiling``) stays in Python,
 first: under ``torch.compile`` the generated call is traced and the C checks
 are never reached.
 
-Where torch offers them, two of those torch calls are C functions instead of
+Where torch offers them, three of those torch calls are C functions instead of
 Python calls: the first tensor's device and torch's current stream come from
 torch's DLPack exchange API (``dltensor_from_py_object_no_sync`` and
 ``current_work_stream``, the table the launcher reads tensors through), and
