@@ -59,7 +59,7 @@ if [ "$PART" = rooms ] || [ "$PART" = all ]; then
   # hostile input: regression tests, fuzzing and the device checks
   run hostile python3 -m pytest -q -p no:cacheprovider -rs -s tests/launch/test_hostile.py tests/slots/test_hostile_values.py tests/slots/test_fuzz.py tests/gpu/test_hostile_gpu.py
   # the README's examples whole on the GPU, and every decorator form with a device kernel
-  run authoring python3 -m pytest -q -p no:cacheprovider -rs tests/docs/test_readme.py tests/jit/test_decorator_forms.py tests/gpu/test_decorator_forms_gpu.py
+  run authoring python3 -m pytest -q -p no:cacheprovider -rs tests/docs/test_pages.py tests/jit/test_decorator_forms.py tests/gpu/test_decorator_forms_gpu.py
   multi="skipped (fewer than two CUDA devices)"
   if python3 -c "import sys, torch; sys.exit(0 if torch.cuda.device_count() >= 2 else 1)" > /dev/null 2>&1; then
     run multi_gpu python3 -m pytest -q -p no:cacheprovider -rs tests/gpu/test_multi_gpu.py
