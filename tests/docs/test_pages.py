@@ -166,13 +166,23 @@ def test_tutorial_page_blocks_are_sections_of_the_script_that_runs(page: str) ->
 RUN_PAGES = [p for p in PAGES if not TUTORIAL_PAGE.fullmatch(p) and blocks(p)]
 
 
+def child_env(tmp_path: Path) -> dict[str, str]:
+    """The environment a page's script runs in: this checkout first on ``PYTHONPATH``, ahead of
+    what is there already (where a machine puts the DSL it installed outside the venv), and a
+    disk cache of its own."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["CUTE_BIND_CACHE_DIR"] = str(tmp_path / "cache")
+    return env
+
+
 @pytest.mark.parametrize("page", RUN_PAGES)
 def test_page_runs_as_pasted(page: str, tmp_path: Path) -> None:
     page_blocks = blocks(page)
     gpu = _has_gpu()
-    env = {k: v for k, v in os.environ.items() if k not in ("CUTE_BIND_CHECKED", "CUTE_BIND_CACHE")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env["CUTE_BIND_CACHE_DIR"] = str(tmp_path / "cache")  # the page's own disk cache
+    env = child_env(tmp_path)
+    for name in ("CUTE_BIND_CHECKED", "CUTE_BIND_CACHE"):
+        env.pop(name, None)
     if not gpu:
         env.setdefault("CUTE_DSL_ARCH", "sm_90a")  # device kernels compile without a device
     for b in page_blocks:
@@ -261,7 +271,7 @@ def test_readme_reason_is_logged_as_it_says(tmp_path: Path) -> None:
     assert "logging.basicConfig(level=logging.INFO)" in (ROOT / "README.md").read_text(encoding="utf-8")
     script = tmp_path / "example.py"
     script.write_text("import logging\nlogging.basicConfig(level=logging.INFO)\n" + block.code, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUTE_BIND_CACHE_DIR": str(tmp_path / "cache")}
+    env = child_env(tmp_path)
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     reason = proc.stdout.splitlines()[0]
@@ -272,7 +282,7 @@ def test_readme_reason_is_logged_as_it_says(tmp_path: Path) -> None:
 
 def test_readme_describes_the_tables_the_bench_prints(tmp_path: Path) -> None:
     """README "First commands": as many tables as ``python -m cute_bind bench`` prints, each explained by name."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUTE_BIND_CACHE_DIR": str(tmp_path / "cache")}
+    env = child_env(tmp_path)
     proc = subprocess.run(
         [sys.executable, "-m", "cute_bind", "bench", "--repeats", "1", "--iters", "10"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
