@@ -123,40 +123,13 @@ truth(PyObject *o)
     return r;
 }
 
-/* A C function of torch's said no (nonzero): with an exception set, decline_error(); else decline (0). */
-static int
-refused(void)
-{
-    return PyErr_Occurred() ? decline_error() : 0;
-}
-
-/* Steps 4 and 5 through the exchange API (see the top of this file): the stream, Py_None
- * where the Python call decides, NULL with a BaseException to propagate. */
-static PyObject *
-exchange_stream(EagerCheck *self, PyObject *first)
-{
-    DLTensorC dl;
-    if (self->reader((void *)first, &dl) != 0) return refused() < 0 ? NULL : Py_NewRef(Py_None);
-    if (dl.device_type == EC_DL_CPU) return PyLong_FromLong(0);
-    if (dl.device_type != EC_DL_CUDA || dl.device_id < 0) Py_RETURN_NONE;
-    if (self->current_device != NULL) {
-        PyObject *cur = PyObject_CallNoArgs(self->current_device);
-        long long c = cur == NULL ? -1 : PyLong_Check(cur) ? PyLong_AsLongLong(cur) : -2;
-        Py_XDECREF(cur);
-        if (c == -1 && PyErr_Occurred()) return decline_error() < 0 ? NULL : Py_NewRef(Py_None);
-        if (c != dl.device_id) Py_RETURN_NONE;
-    }
-    void *stream = NULL;
-    if (self->work_stream(EC_DL_CUDA, dl.device_id, &stream) != 0) return refused() < 0 ? NULL : Py_NewRef(Py_None);
-    return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)stream);
-}
-
 /* The checks (see the top of this file). A new reference to the stream; Py_None (new
  * reference) where the Python call decides; NULL with a BaseException to propagate. */
 static PyObject *
 check(EagerCheck *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int r;
+    PyObject *dev = NULL; /* get_device's answer (owned), passed to raw_stream as it is; released at decline */
     for (Py_ssize_t i = 0; i < nargs; i++) {
         PyObject *tp = (PyObject *)Py_TYPE(args[i]);
         int known = 0;
@@ -175,38 +148,53 @@ check(EagerCheck *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     PyObject *first = args[0];
-    if (self->reader) return exchange_stream(self, first);
-    PyObject *dev = PyObject_CallFunctionObjArgs(self->get_device, first, NULL);
-    if (dev == NULL) {
-        r = -1;
-        goto decline;
-    }
-    long long device = PyLong_Check(dev) ? PyLong_AsLongLong(dev) : -2;
-    if (device == -1 && PyErr_Occurred()) {
-        Py_DECREF(dev);
-        r = -1;
-        goto decline;
-    }
-    if (device < -1) { /* not an int (-2), or not a device index: the Python call decides */
-        Py_DECREF(dev);
-        Py_RETURN_NONE;
-    }
-    if (device == -1) {
-        Py_DECREF(dev);
-        if ((r = truth(self->is_meta_get(self->is_meta, first, (PyObject *)Py_TYPE(first)))) != 0) goto decline;
-        return PyLong_FromLong(0);
+    long long device;
+    if (self->reader) {   /* steps 4 and 5 through the exchange API (see the top of this file) */
+        DLTensorC dl;
+        if (self->reader((void *)first, &dl) != 0) { /* refused: with an exception set, as a call that raised */
+            r = PyErr_Occurred() ? -1 : 0;
+            goto decline;
+        }
+        if (dl.device_type == EC_DL_CPU) return PyLong_FromLong(0);
+        if (dl.device_type != EC_DL_CUDA || dl.device_id < 0) Py_RETURN_NONE;
+        device = dl.device_id;
+    } else {
+        if ((dev = PyObject_CallFunctionObjArgs(self->get_device, first, NULL)) == NULL) {
+            r = -1;
+            goto decline;
+        }
+        device = PyLong_Check(dev) ? PyLong_AsLongLong(dev) : -2;
+        if (device == -1 && PyErr_Occurred()) {
+            r = -1;
+            goto decline;
+        }
+        if (device < -1) { /* not an int (-2), or not a device index: the Python call decides */
+            r = 0;
+            goto decline;
+        }
+        if (device == -1) {
+            Py_CLEAR(dev);
+            if ((r = truth(self->is_meta_get(self->is_meta, first, (PyObject *)Py_TYPE(first)))) != 0) goto decline;
+            return PyLong_FromLong(0);
+        }
     }
     if (self->current_device != NULL) {
         PyObject *cur = PyObject_CallNoArgs(self->current_device);
-        r = cur == NULL ? -1 : PyObject_RichCompareBool(cur, dev, Py_NE);
+        long long c = cur == NULL ? -1 : PyLong_Check(cur) ? PyLong_AsLongLong(cur) : -2;
         Py_XDECREF(cur);
-        if (r != 0) {
-            Py_DECREF(dev);
+        r = c == -1 && PyErr_Occurred() ? -1 : 0;
+        if (r < 0 || c != device) goto decline;
+    }
+    if (self->reader) {
+        void *s = NULL;
+        if (self->work_stream(EC_DL_CUDA, (int32_t)device, &s) != 0) {
+            r = PyErr_Occurred() ? -1 : 0;
             goto decline;
         }
+        return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)s);
     }
     PyObject *stream = PyObject_CallFunctionObjArgs(self->raw_stream, dev, NULL);
-    Py_DECREF(dev);
+    Py_CLEAR(dev);
     if (stream == NULL) {
         r = -1;
         goto decline;
@@ -217,6 +205,7 @@ check(EagerCheck *self, PyObject *const *args, Py_ssize_t nargs)
     }
     return stream;
 decline:
+    Py_XDECREF(dev);
     if (r < 0 && decline_error() < 0) return NULL;
     Py_RETURN_NONE;
 }
