@@ -21,7 +21,6 @@ __all__ = [
     "tvm_ffi_entry",
     "tvm_ffi_missing",
     "tvm_ffi_error",
-    "dlpack_exchange_functions",
     "is_tvm_ffi_function",
     "tvm_ffi_function_entry",
     "tvm_ffi_scalar_kind",
@@ -115,34 +114,6 @@ def tvm_ffi_error(kind: str, message: str, backtrace: str) -> BaseException:
     import tvm_ffi
 
     return tvm_ffi.core.Error(kind, message, backtrace).py_error()
-
-
-def dlpack_exchange_functions(tp: type) -> tuple[int, int]:
-    """``(dltensor_from_py_object_no_sync, current_work_stream)`` addresses of ``tp``'s DLPack
-    exchange API (``tp.__dlpack_c_exchange_api__``; importing tvm_ffi installs it on
-    ``torch.Tensor`` where torch lacks it), ``(0, 0)`` when it has none.
-
-    Read from the type each time (not cached): the attribute may appear later.
-    """
-    capsule = getattr(tp, "__dlpack_c_exchange_api__", None)
-    if capsule is None:
-        return 0, 0
-    valid = ctypes.pythonapi.PyCapsule_IsValid
-    valid.restype, valid.argtypes = ctypes.c_int, [ctypes.py_object, ctypes.c_char_p]
-    if not valid(capsule, b"dlpack_exchange_api"):
-        return 0, 0
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    table = int(get(capsule, b"dlpack_exchange_api") or 0)
-    if not table or ctypes.c_uint32.from_address(table).value < 1:  # DLPack major version
-        return 0, 0
-    # DLPackExchangeAPI: header (version: 2 x u32, prev_api), then managed_tensor_allocator,
-    # managed_tensor_from_py_object_no_sync, managed_tensor_to_py_object_no_sync,
-    # dltensor_from_py_object_no_sync, current_work_stream
-    p = ctypes.sizeof(ctypes.c_void_p)
-    reader = ctypes.c_void_p.from_address(table + 8 + p + 3 * p).value or 0
-    stream = ctypes.c_void_p.from_address(table + 8 + p + 4 * p).value or 0
-    return int(reader), int(stream)
 
 
 def is_tvm_ffi_function(obj: Any) -> bool:

@@ -93,7 +93,7 @@ def _torch_reader() -> tuple[int, tuple[type, ...], Any] | None:
     if found is None:
         return None
     types = tuple(t for t in (torch.Tensor, getattr(getattr(torch, "nn", None), "Parameter", None)) if isinstance(t, type))
-    return (found[0], types, found[2])
+    return (found.address, types, found.capsule)
 
 
 def _configure_c() -> None:

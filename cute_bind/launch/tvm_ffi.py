@@ -49,7 +49,7 @@ from typing import Any, Callable
 
 from .. import diagnostics as D
 from .. import dsl, settings
-from ..slots import describe_value
+from ..slots import describe_value, dlpack
 from .lifecycle import HandleState, Lifecycle
 from .spec import TvmConstantArg, TvmFfiLaunchSpec, TvmKeepAlive, TvmTensorArg
 
@@ -86,9 +86,9 @@ def _kind_of(value: Any) -> tuple[str, Any]:
     if value.__class__ is float:
         return "f", None
     tp = type(value)
-    reader, stream = dsl.dlpack_exchange_functions(tp)
-    if reader:
-        return "T", TvmTensorArg(reader, stream, tp)
+    found = dlpack.exchange_table(tp)
+    if found is not None:
+        return "T", TvmTensorArg(found.address, found.work_stream, tp)
     try:
         kind, _ = dsl.tvm_ffi_scalar_kind(tp)
     except Exception:  # a type whose attribute lookups raise: not taken (the caller says CB308)

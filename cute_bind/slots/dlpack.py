@@ -42,7 +42,10 @@ __all__ = [
     "InvalidDLPack",
     "ReadOnlyDLPack",
     "EXCHANGE_FROM_PYOBJECT_OFFSET",
+    "EXCHANGE_WORK_STREAM_OFFSET",
+    "Exchange",
     "exchange_function",
+    "exchange_table",
     "exchange_for",
     "read",
     "read_capsule",
@@ -147,30 +150,56 @@ _api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _FROM_PYOBJECT = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_void_p)
 # DLPackExchangeAPI: header {DLPackVersion version (2 x u32); prev_api*}, then the
 # function pointers managed_tensor_allocator, managed_tensor_from_py_object_no_sync,
-# managed_tensor_to_py_object_no_sync, dltensor_from_py_object_no_sync, ...
+# managed_tensor_to_py_object_no_sync, dltensor_from_py_object_no_sync,
+# current_work_stream. This module is the one reader of that table.
 #: Offset of ``dltensor_from_py_object_no_sync`` in the DLPackExchangeAPI table:
 #: the one definition; the C fast path gets it in each tensor spec (CTensorSpec.api_offset).
 EXCHANGE_FROM_PYOBJECT_OFFSET: Final = 16 + 3 * ctypes.sizeof(ctypes.c_void_p)
-_EXCHANGE_CACHE: weakref.WeakKeyDictionary[type, tuple[int, Any, Any] | None] = weakref.WeakKeyDictionary()
+#: Offset of ``current_work_stream`` (the pointer after the reader).
+EXCHANGE_WORK_STREAM_OFFSET: Final = EXCHANGE_FROM_PYOBJECT_OFFSET + ctypes.sizeof(ctypes.c_void_p)
+
+
+class Exchange(NamedTuple):
+    """What a type's DLPack exchange API gives cute_bind (read by :func:`exchange_table`)."""
+
+    address: int
+    """``dltensor_from_py_object_no_sync``: fills a non-owning ``DLTensor`` view of a value"""
+    read: Any
+    """the same function through ctypes, keeping the GIL (the Python paths' reader)"""
+    capsule: Any
+    """the type's ``__dlpack_c_exchange_api__`` capsule: holders keep the producer's table alive"""
+    work_stream: int
+    """``current_work_stream`` (a device's current stream), or 0 where the table has none"""
+
+
+_EXCHANGE_CACHE: weakref.WeakKeyDictionary[type, Exchange | None] = weakref.WeakKeyDictionary()
 _UNKNOWN: Any = object()
 
 
-def exchange_function(tp: type) -> tuple[int, Any, Any] | None:
-    """``(address, ctypes_function, capsule)`` of ``tp``'s ``dltensor_from_py_object_no_sync``, or None.
+def exchange_table(tp: type) -> Exchange | None:
+    """``tp``'s DLPack exchange API, read from the type now (not cached: the attribute may
+    appear later, e.g. installed by tvm_ffi on a torch without one); None where it has none,
+    its capsule is not one, or its table is of another DLPack major version (another layout)
+    or has no reader."""
+    capsule = getattr(tp, "__dlpack_c_exchange_api__", None)
+    if capsule is None or not _api.PyCapsule_IsValid(capsule, b"dlpack_exchange_api"):
+        return None
+    table = _api.PyCapsule_GetPointer(capsule, b"dlpack_exchange_api")
+    if not table or ctypes.c_uint32.from_address(table).value != DLPACK_MAJOR:
+        return None
+    address = ctypes.c_void_p.from_address(table + EXCHANGE_FROM_PYOBJECT_OFFSET).value
+    if not address:
+        return None
+    work_stream = ctypes.c_void_p.from_address(table + EXCHANGE_WORK_STREAM_OFFSET).value or 0
+    return Exchange(int(address), _FROM_PYOBJECT(address), capsule, int(work_stream))
 
-    The capsule is returned so holders keep the producer's table alive.
-    """
+
+def exchange_function(tp: type) -> Exchange | None:
+    """:func:`exchange_table` of ``tp``, cached per type (what slots read their values through)."""
     cached = _EXCHANGE_CACHE.get(tp, _UNKNOWN)
     if cached is not _UNKNOWN:
         return cached  # type: ignore[no-any-return]
-    found: tuple[int, Any, Any] | None = None
-    capsule = getattr(tp, "__dlpack_c_exchange_api__", None)
-    if capsule is not None and _api.PyCapsule_IsValid(capsule, b"dlpack_exchange_api"):
-        table = _api.PyCapsule_GetPointer(capsule, b"dlpack_exchange_api")
-        major = ctypes.c_uint32.from_address(table).value
-        address = ctypes.c_void_p.from_address(table + EXCHANGE_FROM_PYOBJECT_OFFSET).value
-        if major == DLPACK_MAJOR and address:  # another major version: another table layout
-            found = (int(address), _FROM_PYOBJECT(address), capsule)
+    found = exchange_table(tp)
     try:
         _EXCHANGE_CACHE[tp] = found
     except TypeError:  # a type that cannot be weakly referenced: not cached
@@ -246,18 +275,18 @@ def read_capsule(capsule: Any, *, consumed: bool = False) -> DLView:
     return _view(DLTensor.from_address(pointer + offset), capsule)
 
 
-def exchange_for(tp: type) -> tuple[int, Any, Any] | None:
+def exchange_for(tp: type) -> Exchange | None:
     """:func:`exchange_function`, through its cache first (the per-launch form)."""
     found = _EXCHANGE_CACHE.get(tp, _UNKNOWN)
     return exchange_function(tp) if found is _UNKNOWN else found
 
 
-def read_exchange(found: tuple[int, Any, Any], value: Any) -> DLView | None:
+def read_exchange(found: Exchange, value: Any) -> DLView | None:
     """Read ``value`` (of exactly the type ``found`` belongs to) through its exchange function;
     None if the producer refuses it (e.g. a meta or sparse torch tensor)."""
     dl = DLTensor()
     try:
-        if found[1](value, ctypes.addressof(dl)) == 0:
+        if found.read(value, ctypes.addressof(dl)) == 0:
             return _view(dl)  # borrowed from ``value``, which the launch holds
     except Exception:
         pass

@@ -261,9 +261,9 @@ class PointerKind(SlotKind):
         read_pointer = self._runtime_pointer_reader()
 
         return CPointerSpec(
-            function=found[0] if found else 0,
+            function=found.address if found else 0,
             types=types if found else (),
-            capsule=found[2] if found else None,
+            capsule=found.capsule if found else None,
             dtype=_dlpack.dtype_code(self._dtype_name) if self._dtype_name is not None else None,
             cpu_ok=int(cpu_ok),
             cuda_ok=int(cuda_ok),

@@ -589,9 +589,9 @@ class TensorKind(SlotKind):
                 modes.append(CMode(mode.static, 0, 0, 1, -1))
         ex = self._exchange
         return CTensorSpec(
-            function=ex[0] if ex else 0,
+            function=ex.address if ex else 0,
             type=self.value_type if ex else None,
-            capsule=ex[2] if ex else None,
+            capsule=ex.capsule if ex else None,
             api_offset=_dlpack.EXCHANGE_FROM_PYOBJECT_OFFSET,
             dtype=self.dtype or (0, 0, 0),
             device=self.device or (0, 0),

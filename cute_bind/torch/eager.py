@@ -61,7 +61,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .. import dsl, settings
+from .. import settings
 
 __all__ = ["EagerSpec", "EagerCallSpec", "make_spec", "checker", "unavailable", "checks_apply", "call_spec", "install", "rebind", "STREAM"]
 
@@ -195,17 +195,14 @@ def _exchange(rt: Any, tensor_types: tuple[type, ...]) -> tuple[int, int, Any]:
 
     none: tuple[int, int, Any] = (0, 0, None)
     capsule = _resolved(tensor_types, "__dlpack_c_exchange_api__")
-    found = dlpack.exchange_function(tensor_types[0])
-    if capsule is None or found is None or found[2] is not capsule:
-        return none
-    reader, work_stream = dsl.dlpack_exchange_functions(tensor_types[0])
-    if reader != found[0] or not work_stream:
+    found = dlpack.exchange_table(tensor_types[0])  # read now: once per op
+    if capsule is None or found is None or found.capsule is not capsule or not found.work_stream:
         return none
     try:  # the reader must read a host tensor as one (what a host call's stream, 0, rests on)
         view = dlpack.read_exchange(found, rt.torch.empty(0))
     except Exception:  # noqa: BLE001 - a reader that cannot: the Python calls
         return none
-    return (reader, work_stream, capsule) if view is not None and view.device == (1, 0) else none
+    return (found.address, found.work_stream, capsule) if view is not None and view.device == (1, 0) else none
 
 
 @functools.cache
