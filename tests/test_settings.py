@@ -4,7 +4,6 @@ reads is registered, read through it, and documented in one table that matches i
 from __future__ import annotations
 
 import ast
-import os
 import re
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import pytest
 
 import cute_bind
 from cute_bind import settings
+from tests.child import child_env
 
 PKG = Path(cute_bind.__file__).resolve().parent
 ROOT = PKG.parent
@@ -135,11 +135,7 @@ def test_the_call_path_is_read_once_at_import() -> None:
         "os.environ['CUTE_BIND_PURE_PYTHON'] = '0'\n"
         "print(before, dispatch.call_path(), dispatch.CallBase is dispatch.PythonCallBase)\n"
     )
-    env = {
-        **os.environ,
-        "CUTE_BIND_PURE_PYTHON": "1",
-        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
-    }
+    env = child_env(CUTE_BIND_PURE_PYTHON="1")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["python", "python", "True"]

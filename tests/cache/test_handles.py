@@ -7,18 +7,17 @@ import os
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import cute_bind
 from cute_bind import dsl
+from tests.child import child_env
 from tests.kernels import cached
 
 from .conftest import outcomes_since
 
-ROOT = Path(__file__).resolve().parents[2]
 N = 256
 
 
@@ -98,11 +97,7 @@ print(ok, e.outcome, e.key)
 def test_eight_processes_from_a_cold_cache(cache_dir, tmp_path):
     script = tmp_path / "bind.py"
     script.write_text(CONCURRENT)
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
-        "CUTE_BIND_CACHE_DIR": str(cache_dir),
-    }
+    env = child_env(CUTE_BIND_CACHE_DIR=str(cache_dir))
     procs = [
         subprocess.Popen(
             [sys.executable, str(script)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

@@ -32,10 +32,10 @@ from hypothesis import strategies as st
 from cute_bind import dsl
 from cute_bind.cache import lookup
 from cute_bind.cache.store import Store, UntrustedPath, decode
+from tests.child import child_env
 
 from .conftest import IS_ROOT, OTHER_UID, TEAM_KEY, _no_disk_cache, deadline
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = int(os.environ.get("CUTE_BIND_CACHE_FUZZ_EXAMPLES", "200"))
 LONG_EXAMPLES = 5000
 KEY = "c0" * 32
@@ -381,7 +381,7 @@ def test_a_full_disk_fails_the_write_cleanly(tmp_path):
         pytest.skip("the installed DSL has no export/reload of compiled functions: the disk cache is off")
     script = tmp_path / "full.py"
     script.write_text(FULL_DISK)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    env = child_env()
     env["CUTE_BIND_CACHE_DIR"] = str(tmp_path / "cache")
     env.pop("CUTE_BIND_CACHE_SHARED", None)
     env.pop("CUTE_BIND_CACHE", None)

@@ -10,17 +10,16 @@ entry can never have been loaded.
 from __future__ import annotations
 
 import ctypes
-import os
 import struct
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import cute_bind
 from cute_bind import dsl
 from cute_bind.cache import key as cache_key_module
+from tests.child import child_env
 
 
 KERNEL = """\
@@ -134,11 +133,7 @@ def test_a_warm_cache_survives_a_process_restart(cache_dir, tmp_path):
         "(e,) = cute_bind.cache.history()\n"
         "print(b[0], e.outcome, e.key)\n"
     )
-    from pathlib import Path
-
-    root = str(Path(__file__).resolve().parents[2])
-    os_env = __import__("os").environ
-    env = {**os_env, "PYTHONPATH": __import__("os").pathsep.join(p for p in (root, os_env.get("PYTHONPATH", "")) if p)}
+    env = child_env()
     runs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300) for _ in range(2)]
     for r in runs:
         assert r.returncode == 0, r.stderr
@@ -219,8 +214,7 @@ def test_a_factory_kernel_is_keyed_by_its_values_in_a_new_process(cache_dir, tmp
     src.mkdir()
     (src / "cb_factory.py").write_text(FACTORY)
     (src / "once.py").write_text(ONCE)
-    root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(src), root, os.environ.get("PYTHONPATH", "")) if p)}
+    env = child_env(src)
     env.pop("CUTE_BIND_CACHE", None)
     runs = []
     for factor in (2, 3, 2):

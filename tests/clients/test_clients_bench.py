@@ -13,12 +13,13 @@ builds or says ``n/a`` with its reason.
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from tests.child import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "clients_bench.py"
@@ -67,8 +68,8 @@ def test_the_table_says_na_for_paths_not_timed() -> None:
 
 
 def test_check_only_runs_on_the_cpu(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = child_env()
+    env.pop("CUDA_VISIBLE_DEVICES", None)
     proc = subprocess.run([sys.executable, str(SCRIPT), "--check-only"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr[-6000:]

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from cute_bind import CATALOG  # noqa: E402
 from cute_bind.dsl import cuda_device_count, features  # noqa: E402
+from tests.child import child_env  # noqa: E402
 from tests.optional import torch_or_skip  # noqa: E402
 
 CODES = sorted(CATALOG)
@@ -79,8 +80,7 @@ def _record(folder: Path, code: str) -> Path:
 def _run(code: str, folder: Path) -> subprocess.CompletedProcess[str]:
     script = folder / f"example_{code.lower()}.py"
     script.write_text(CATALOG[code].example, encoding="utf-8")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env = child_env()
     env.pop("CUTE_BIND_CHECKED", None)
     return subprocess.run(
         [sys.executable, "-c", _BOOT, str(script), str(_record(folder, code))],

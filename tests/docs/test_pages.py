@@ -34,7 +34,6 @@ order (text after a colon in the comment is commentary).
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -44,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import tests.child
 from tests.optional import torch_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,10 +170,7 @@ def child_env(tmp_path: Path) -> dict[str, str]:
     """The environment a page's script runs in: this checkout first on ``PYTHONPATH``, ahead of
     what is there already (where a machine puts the DSL it installed outside the venv), and a
     disk cache of its own."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env["CUTE_BIND_CACHE_DIR"] = str(tmp_path / "cache")
-    return env
+    return tests.child.child_env(CUTE_BIND_CACHE_DIR=str(tmp_path / "cache"))
 
 
 @pytest.mark.parametrize("page", RUN_PAGES)

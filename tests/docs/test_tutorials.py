@@ -10,12 +10,13 @@ without it.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.child import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIALS = ROOT / "tutorials"
@@ -67,11 +68,7 @@ def _torch_installed() -> bool:
 
 
 def _env(extra_path: list[Path]) -> dict[str, str]:
-    env = dict(os.environ)
-    paths = [str(p) for p in extra_path] + [str(ROOT)]
-    if env.get("PYTHONPATH"):
-        paths.append(env["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env = child_env(*extra_path)
     env.pop("CUTE_BIND_CHECKED", None)  # the scripts choose their modes themselves
     return env
 

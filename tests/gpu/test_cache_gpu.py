@@ -1,12 +1,11 @@
 """GPU: a device kernel reloaded from the disk cache launches bitwise-identically to a fresh compile."""
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from tests.child import child_env
 from tests.optional import torch_or_skip
 
 torch = torch_or_skip()
@@ -18,7 +17,6 @@ from tests.kernels.gpu import ints  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 N = 4096
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -80,7 +78,7 @@ def test_entry_written_by_another_process_bitwise(tmp_path):
         "cute_bind.kernel(scale).bind(x.data_ptr(), x.data_ptr(), 1.0, 16, 0)\n"
         "print(cute_bind.cache.history()[-1].outcome)\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    env = child_env()
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and proc.stdout.split() == ["compiled"], proc.stderr
     x = torch.randn(N, device="cuda")

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import cute_bind
 from cute_bind.jit import dispatch as dispatch_mod
+from tests.child import child_env
 from tests.kernels.host import (
     add_constexpr_stream,
     fill_kwonly,
@@ -453,15 +454,7 @@ def test_pure_python_process_uses_the_python_call_path():
         "assert np.array_equal(y, x * 3) and k.cache_info()['hits'] == 2, k.cache_info()\n"
         "print('ok')\n"
     )
-    import os
-
-    env = {
-        "CUTE_BIND_PURE_PYTHON": "1",
-        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
-        "CUTE_DSL_ARCH": "sm_90a",
-        "PATH": "/usr/bin:/bin",
-    }
-    env = {**os.environ, **env}
+    env = child_env(CUTE_BIND_PURE_PYTHON="1", CUTE_DSL_ARCH="sm_90a", PATH="/usr/bin:/bin")
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
 

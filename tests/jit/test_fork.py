@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.child import child_env
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
@@ -80,7 +82,7 @@ t.join()
 
 @pytest.mark.parametrize("case", ["compile lock", "kernel locks"])
 def test_a_forked_child_compiles_and_launches_while_another_thread_held_the_locks(case: str) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    env = child_env()
     proc = subprocess.run([sys.executable, "-c", SCRIPT, case, "180"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "child exit 0" in proc.stdout, (proc.stdout, proc.stderr[-2000:])
@@ -136,7 +138,7 @@ def test_a_key_lock_released_in_the_parent_is_free_in_a_forked_child() -> None:
     other process's, waited as long as the child lived); the store unlocks before closing."""
     if sys.platform != "linux":
         pytest.skip("flock semantics checked on Linux")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    env = child_env()
     proc = subprocess.run([sys.executable, "-c", CACHE_LOCK_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "child exit 0" in proc.stdout, (proc.stdout, proc.stderr[-2000:])

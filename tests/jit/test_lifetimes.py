@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import os
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ import pytest
 
 import cute_bind
 from cute_bind.jit import dispatch as dispatch_mod
+from tests.child import child_env
 from tests.kernels.host import scale
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -188,11 +188,7 @@ def test_the_pure_python_process_releases_dropped_kernels_too() -> None:
         "assert len(refs) == 2 * " + str(KERNELS) + ", len(refs)\n"
         "print('alive', sum(r() is not None for r in refs))\n"
     )
-    env = {
-        **os.environ,
-        "CUTE_BIND_PURE_PYTHON": "1",
-        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
-    }
+    env = child_env(CUTE_BIND_PURE_PYTHON="1")
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "alive 0" in proc.stdout, proc.stdout

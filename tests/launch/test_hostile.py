@@ -11,10 +11,7 @@ from __future__ import annotations
 import copy
 import ctypes
 import gc
-import os
 import pickle
-import subprocess
-import sys
 import textwrap
 import threading
 import weakref
@@ -30,25 +27,13 @@ from cute_bind.launch import HandleState
 from cute_bind.launch import prepared as _prepared
 from cute_bind.launch.spec import LaunchSpec
 from cute_bind.slots import Bound, ScalarKind, SlotKind, Where, registry
+from tests.child import run_isolated
 from tests.kernels.host import scale
 from tests.kernels.hostile import fill_count
 from tests.launch.test_spec import raw_spec
 from tests.optional import torch_or_skip
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCALE = cute_bind.kernel(scale)
-
-
-def run_isolated(body: str, path: str, timeout: int = 300) -> str:
-    """Run ``body`` in a fresh interpreter on fast path ``path``; it must exit 0 and print OK."""
-    env = dict(os.environ)
-    env.pop("CUTE_BIND_PURE_PYTHON", None)
-    if path == "python":
-        env["CUTE_BIND_PURE_PYTHON"] = "1"
-    script = f"import sys\nsys.path.insert(0, {ROOT!r})\n" + textwrap.dedent(body) + "\nprint('OK')\n"
-    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0 and "OK" in proc.stdout, f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
-    return proc.stdout
 
 
 def _patch_entry(monkeypatch: Any, body: Any) -> None:

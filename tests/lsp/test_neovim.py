@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cute_bind.static.rules import analyze_source
+from tests.child import child_env
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -42,17 +43,15 @@ def _nvim() -> str:
 def test_neovim_receives_the_codes_fixes_and_hover(tmp_path: Path) -> None:
     nvim = _nvim()
     out = tmp_path / "report.json"
-    env = {
-        **os.environ,
-        "CUTE_BIND_NVIM_OUT": str(out),
-        "CUTE_BIND_PYTHON": sys.executable,
-        "CUTE_BIND_ROOT": str(ROOT),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),  # nothing of a user's configuration
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
+    env = child_env(
+        CUTE_BIND_NVIM_OUT=str(out),
+        CUTE_BIND_PYTHON=sys.executable,
+        CUTE_BIND_ROOT=str(ROOT),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),  # nothing of a user's configuration
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+    )
     proc = subprocess.run(
         [nvim, "--headless", "-n", "-i", "NONE", "-u", str(INIT), "-c", "lua CuteBindReport()", str(FIXTURE)],
         cwd=ROOT,

@@ -8,11 +8,7 @@ a subprocess too.
 from __future__ import annotations
 
 import ctypes
-import os
 import struct
-import subprocess
-import sys
-import textwrap
 from typing import Any
 
 import cutlass
@@ -22,21 +18,10 @@ import pytest
 import cute_bind
 from cute_bind import dsl
 from cute_bind.slots import dlpack as _dlpack
+from tests.child import run_isolated
 from tests.kernels.host import tscale
 from tests.kernels.hostile import reals, three
 from tests.optional import torch_or_skip
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def run_isolated(body: str, path: str) -> None:
-    env = dict(os.environ)
-    env.pop("CUTE_BIND_PURE_PYTHON", None)
-    if path == "python":
-        env["CUTE_BIND_PURE_PYTHON"] = "1"
-    script = f"import sys\nsys.path.insert(0, {ROOT!r})\n" + textwrap.dedent(body) + "\nprint('OK')\n"
-    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0 and "OK" in proc.stdout, f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
 
 
 def handles(h: Any) -> list[Any]:

@@ -281,15 +281,14 @@ def test_slots_take_python_values_and_the_arity_is_still_checked(workdir: Path) 
 
 
 def test_plugin_that_cannot_see_cute_bind_stops_mypy_with_the_fix(tmp_path: Path) -> None:
-    import os
     import subprocess
     import sys
 
-    from tests.static.corpus_support import ROOT
+    from tests.child import child_env
 
     (tmp_path / "user.py").write_text("import cute_bind\n\n\n@cute_bind.kernel\ndef f(n):\n    pass\n")
     (tmp_path / "mypy.ini").write_text("[mypy]\nplugins = cute_bind.mypy\nignore_missing_imports = True\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))  # the plugin imports; mypy's own search does not see it
+    env = child_env()  # the plugin imports; mypy's own search does not see it
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--no-site-packages", "--config-file", "mypy.ini", "user.py"],
         cwd=tmp_path,

@@ -139,7 +139,11 @@ def main(out: str) -> int:
     work = Path(tempfile.mkdtemp(prefix="cute-bind-shot-"))
     source = work / "kernels.py"
     source.write_text(SOURCE)
-    env = {**os.environ, "CUTE_BIND_PYTHON": sys.executable, "CUTE_BIND_ROOT": str(work), "PYTHONPATH": str(ROOT)}
+    # tests/child.py's pythonpath(), inlined: this script runs directly (python tests/lsp/nvim/screenshot.py), where
+    # the tests package is not importable. The checkout first, then the PYTHONPATH already set (a machine may put
+    # the CuTe DSL there, outside the venv)
+    pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "CUTE_BIND_PYTHON": sys.executable, "CUTE_BIND_ROOT": str(work), "PYTHONPATH": pythonpath}
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
         env[name] = str(work / name.lower())
     os.environ.update(env)  # pynvim starts the child with this process's environment
