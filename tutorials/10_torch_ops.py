@@ -235,8 +235,8 @@ def compile_device_kernels():
 
 def main() -> None:
     if torch is None:
-        print("note: torch is not installed; cute_bind.torch needs it, nothing to show")
-        print("ok")
+        # the last line says "skipped", not "ok": nothing of this tutorial ran
+        print("skipped: torch is not installed; cute_bind.torch needs it (pip install -e '.[torch]')")
         return
     device = "cuda" if GPU else "cpu"
     scale_add_op, scale_op, scale_add_ = make_ops()

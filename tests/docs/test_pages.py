@@ -263,7 +263,6 @@ def test_every_stated_dsl_range_is_pyprojects() -> None:
 
 def test_readme_reason_is_logged_as_it_says(tmp_path: Path) -> None:
     """README: a new key's reason is in specializations() and, with logging at INFO, logged by ``cute_bind``."""
-    torch_or_skip()
     block = next(b for b in blocks("README.md") if "specializations()[-1].reason" in b.code)
     assert "logging.basicConfig(level=logging.INFO)" in (ROOT / "README.md").read_text(encoding="utf-8")
     script = tmp_path / "example.py"
@@ -275,6 +274,31 @@ def test_readme_reason_is_logged_as_it_says(tmp_path: Path) -> None:
     assert reason.startswith("parameter ") and "Float64" in reason, proc.stdout
     logged = [ln for ln in proc.stderr.splitlines() if ln.startswith("INFO:cute_bind") and reason in ln]
     assert logged, proc.stderr
+
+
+BLOCK_TORCH = "import sys\nsys.modules['torch'] = None  # the README's install leaves PyTorch out\n"
+
+
+def test_readme_blocks_that_do_not_import_torch_run_without_it(tmp_path: Path) -> None:
+    """README: a block that does not import torch runs after the README's own install (no PyTorch),
+    each block alone; a block that needs torch says so in the text before it or uses it for GPU memory."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = [b for b in blocks("README.md") if b.lang == "python"]
+    plain = [b for b in readme if not re.search(r"^\s*(import|from) torch\b", b.code, re.M)]
+    assert plain, "the README shows no example that runs without PyTorch"
+    env = child_env(tmp_path)
+    env.setdefault("CUTE_DSL_ARCH", "sm_90a")
+    for b in plain:
+        path = tmp_path / f"block_{b.line}.py"
+        path.write_text(BLOCK_TORCH + b.code, encoding="utf-8")
+        proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"README.md:{b.line} needs PyTorch:\n{proc.stderr[-3000:]}"
+    for b in readme:
+        if b in plain or b.no_gpu is not None:  # the GPU examples: PyTorch for GPU memory, said under the first
+            continue
+        opening = text[: text.index(b.raw)].rindex("```")
+        before = text[:opening].rsplit("```", 1)[-1]  # the prose between the block before and this one
+        assert "[torch]" in before, f"README.md:{b.line} imports torch; the text before it must say to install it"
 
 
 def test_readme_describes_the_tables_the_bench_prints(tmp_path: Path) -> None:
