@@ -21,10 +21,11 @@ from .catalog import CATALOG, lookup
 from .catalog import ENTRY_NAMES as _ENTRY_NAMES
 
 # Every entry by its name (D.WRONG_KIND): a range module binds no other public
-# name (but SUPPORTED_DSL_VERSIONS in cb5xx), so each star import brings exactly
-# its entries. Written out rather than looped so that type checkers see them.
+# name (but WRONG_KIND_CONVERSIONS in cb2xx and SUPPORTED_DSL_VERSIONS in
+# cb5xx), so each star import brings exactly its entries. Written out rather than looped so that type checkers see them.
 from .codes.cb1xx import *  # noqa: F403
 from .codes.cb2xx import *  # noqa: F403
+from .codes.cb2xx import WRONG_KIND_CONVERSIONS
 from .codes.cb3xx import *  # noqa: F403
 from .codes.cb4xx import *  # noqa: F403
 from .codes.cb5xx import *  # noqa: F403
@@ -64,6 +65,7 @@ __all__ = [
     "render_entry",
     "render_template",
     "SUPPORTED_DSL_VERSIONS",
+    "WRONG_KIND_CONVERSIONS",
     *_ENTRY_NAMES,
     "CacheSettingError",
     "CacheWarning",

@@ -33,7 +33,7 @@ def entry(
     modules and stored dedented (the example keeps one final newline: it is a
     whole script that raises ``code``). ``message`` and ``fix`` are templates
     filled at the raise site (``{kernel}``, ``{parameter}``, ``{expected}``,
-    ``{got}``, ``{detail}``). An entry that no longer applies stays, with
+    ``{got}``, ``{detail}``; CB204's fix also ``{conversion}``). An entry that no longer applies stays, with
     ``retired=True``: its code is never given to another.
     """
     return Diagnostic(

@@ -36,9 +36,12 @@ def error(
     got: str | None = None,
     detail: str | None = None,
     details: dict[str, Any] | None = None,
+    conversion: str | None = None,
 ) -> CuteBindError:
     """Build the exception for one occurrence of a catalog entry (the caller raises it)."""
-    text, fix = format_message(diagnostic, kernel=kernel, parameter=parameter, expected=expected, got=got, detail=detail)
+    text, fix = format_message(
+        diagnostic, kernel=kernel, parameter=parameter, expected=expected, got=got, detail=detail, conversion=conversion
+    )
     return diagnostic.error_class(
         diagnostic,
         text,

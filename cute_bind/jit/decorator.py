@@ -283,8 +283,14 @@ def kernel(fn: Any = None, /, **options: Any) -> Any:
     :class:`cute_bind.KernelDefinitionError` (CB1xx) for any parameter that is
     not an eligible slot. It does not compile and needs no GPU.
     """
+    # checked now, before any function comes (the error points at the decorator's line); without
+    # the function a message names what it will be: the `name` option, or the decorated function
+    name = options.get("name")
+    if isinstance(name, str) and name:
+        where = name
+    else:
+        where = getattr(unwrap(fn), "__name__", "kernel") if fn is not None else "<the function @cute_bind.kernel(...) decorates>"
     for key, value in options.items():
-        where = getattr(fn, "__name__", "kernel") if fn is not None else options.get("name") or "kernel"
         if key not in _OPTIONS:
             hint = D.did_you_mean(key, tuple(_OPTIONS))
             raise D.error(

@@ -93,8 +93,17 @@ def describe_annotation(annotation: Any) -> str:
     return repr(annotation)
 
 
-def wrong_kind(where: Where, expected: str, value: Any) -> Exception:
-    return D.error(D.WRONG_KIND, kernel=where.kernel, parameter=where.parameter, expected=expected, got=describe_value(value))
+def wrong_kind(where: Where, expected: str, value: Any, conversion: str | None = None) -> Exception:
+    """CB204 for ``value``; ``conversion``: the fix's sentence for the refusing kind (a
+    :data:`~cute_bind.diagnostics.WRONG_KIND_CONVERSIONS` value; default: the one for any kind)."""
+    return D.error(
+        D.WRONG_KIND,
+        kernel=where.kernel,
+        parameter=where.parameter,
+        expected=expected,
+        got=describe_value(value),
+        conversion=conversion or D.WRONG_KIND_CONVERSIONS["other"],
+    )
 
 
 @dataclass(frozen=True)
@@ -208,6 +217,16 @@ class SlotKind(ABC):
     @abstractmethod
     def expected(self) -> str:
         """What values the slot takes, for messages."""
+
+    def conversion(self) -> str:
+        """CB204's fix for this kind, after "Pass <expected>.": what to write where a conversion is
+        meant (the catalog's :data:`~cute_bind.diagnostics.WRONG_KIND_CONVERSIONS`, by :attr:`kind`)."""
+        return D.WRONG_KIND_CONVERSIONS.get(self.kind, D.WRONG_KIND_CONVERSIONS["other"])
+
+    def refusal(self, where: Where, value: Any, expected: str | None = None) -> Exception:
+        """CB204 for ``value`` at ``where``: what this slot takes (``expected``, default
+        :meth:`expected`) and this kind's :meth:`conversion`."""
+        return wrong_kind(where, self.expected() if expected is None else expected, value, self.conversion())
 
     def guard(self, var: str) -> str | None:
         """Python expression, true when ``var`` may be packed as it is (fast path)."""

@@ -13,7 +13,7 @@ from .. import dsl
 from .. import diagnostics as D
 from .._types import PointerSpec, pointer_spec_of
 from . import dlpack as _dlpack
-from .base import U64, Bound, SlotKind, Where, describe_value, wrong_kind
+from .base import U64, Bound, SlotKind, Where, describe_value
 from .registry import register
 
 __all__ = ["PointerKind", "CPointerSpec"]
@@ -107,7 +107,7 @@ class PointerKind(SlotKind):
         return None
 
     def expected(self) -> str:
-        return f"an address (int >= 0), a make_ptr pointer or a tensor for a {self.describe()} slot"
+        return f"an address (int >= 0), a tensor or array, a ctypes pointer or a make_ptr pointer for a {self.describe()} slot"
 
     def guard(self, var: str) -> str | None:
         return f"{var}.__class__ is int"
@@ -116,31 +116,31 @@ class PointerKind(SlotKind):
     def _read(self, value: Any, where: Where) -> _PointerValue:
         # bool before int: True is an int but never an address.
         if isinstance(value, bool) or value is None or isinstance(value, (float, str, bytes)):
-            raise wrong_kind(where, self.expected(), value)
+            raise self.refusal(where, value)
         if isinstance(value, int):
             return _PointerValue(self._check_range(value, where), None, None, None)
         if dsl.is_numeric_type(type(value)):
             # a DSL number (cutlass.Float32(0.5)) has __index__: read as an address it would be a
             # made-up one (0 for 0.5), so it is refused like a Python float
-            raise wrong_kind(where, self.expected(), value)
+            raise self.refusal(where, value)
         if dsl.is_runtime_pointer(value):
             address, dtype, space, align = dsl.runtime_pointer_fields(value)
             return _PointerValue(self._check_range(address, where), _dtype_name(dtype), space, align)
         if type(value).__module__ == "numpy" and type(value).__name__ != "ndarray":
             # a NumPy scalar is a number, not an array to take the address of
             if isinstance(value, (float, complex)) or not hasattr(value, "__index__") or type(value).__name__ in ("bool_", "bool"):
-                raise wrong_kind(where, self.expected(), value)
+                raise self.refusal(where, value)
             return _PointerValue(self._check_range(operator.index(value), where), None, None, None)
         data_ptr = getattr(value, "data_ptr", None)
         if data_ptr is not None and callable(data_ptr):
             try:
                 address = data_ptr()
             except Exception as exc:  # e.g. a sparse torch tensor has no single data pointer
-                raise wrong_kind(
-                    where, f"{self.expected()} (its data_ptr() raised {type(exc).__name__}: {_first_line(exc)})", value
+                raise self.refusal(
+                    where, value, f"{self.expected()} (its data_ptr() raised {type(exc).__name__}: {_first_line(exc)})"
                 ) from None
             if isinstance(address, bool) or not isinstance(address, int):
-                raise wrong_kind(where, self.expected(), value)
+                raise self.refusal(where, value)
             if address == 0 and not _is_empty(value):
                 raise _null_data(where, value)
             is_cuda = bool(getattr(value, "is_cuda", False))
@@ -156,7 +156,7 @@ class PointerKind(SlotKind):
                 data = iface["data"]
                 if not (isinstance(data, tuple) and len(data) == 2 and isinstance(data[0], int) and not isinstance(data[0], bool)):
                     # None (a buffer-protocol export), a missing address...: nothing to point at
-                    raise wrong_kind(where, f"{self.expected()} (its {attr}['data'] is {data!r}, not (address, read_only))", value)
+                    raise self.refusal(where, value, f"{self.expected()} (its {attr}['data'] is {data!r}, not (address, read_only))")
                 address, read_only = data
                 if read_only:
                     raise D.error(
@@ -177,7 +177,7 @@ class PointerKind(SlotKind):
         try:
             address = operator.index(value)  # numpy integer scalars and the like
         except Exception as exc:  # not an integer, or a hostile __index__ that raised: a typed error
-            raise wrong_kind(where, self.expected(), value) from exc
+            raise self.refusal(where, value) from exc
         return _PointerValue(self._check_range(address, where), None, None, None)
 
     def _torch_dtype(self, value: Any) -> str | None:
@@ -232,7 +232,7 @@ class PointerKind(SlotKind):
                 kernel=where.kernel,
                 parameter=where.parameter,
                 expected=self.describe(),
-                got=f"a {pv.dtype_name} pointer",
+                got=f"a pointer to {pv.dtype_name} data",
             )
         if pv.space is not None and self.space is not None and pv.space != self.space and pv.space != _generic():
             raise D.error(
@@ -382,7 +382,7 @@ class PointerKind(SlotKind):
         except D.CuteBindError:
             raise
         except Exception as exc:  # a hostile attribute or protocol method raised: a typed error
-            raise wrong_kind(where, self.expected(), value) from exc
+            raise self.refusal(where, value) from exc
         self._check_matches(pv, where)
         self._check_alignment(pv.address, where)
         return pv.address
@@ -397,7 +397,7 @@ class PointerKind(SlotKind):
                 kernel=where.kernel,
                 parameter=where.parameter,
                 expected=spec.describe(),
-                got=f"a {pv.dtype_name} pointer",
+                got=f"a pointer to {pv.dtype_name} data",
             )
         if dtype_name is None:
             raise D.error(

@@ -10,7 +10,7 @@ from typing import Any
 from .. import dsl
 from .. import _whitelist as W
 from .. import diagnostics as D
-from .base import Bound, Rejected, SlotKind, Where, describe_annotation, describe_value, wrong_kind
+from .base import Bound, Rejected, SlotKind, Where, describe_annotation, describe_value
 from .registry import register
 
 __all__ = ["ScalarKind", "float16_bits", "bfloat16_bits"]
@@ -82,6 +82,10 @@ class ScalarKind(SlotKind):
         lo, hi = self.range or (0, 0)
         return f"an int in [{lo}, {hi}] for {article} {self.dtype_name} slot"
 
+    def conversion(self) -> str:
+        kind = "boolean" if self.is_bool else "float" if self.is_float else "integer"
+        return D.WRONG_KIND_CONVERSIONS[kind]
+
     def guard(self, var: str) -> str | None:
         # struct's '?' accepts any object (truthiness); only real bools take the fast path.
         if self.is_bool:
@@ -120,11 +124,11 @@ class ScalarKind(SlotKind):
         if type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool"):
             return bool(value)
         if isinstance(value, float):
-            raise wrong_kind(where, self.expected(), value)
+            raise self.refusal(where, value)
         try:
             as_int = operator.index(value)
         except Exception as exc:  # not an integer, or a hostile __index__ that raised: a typed error
-            raise wrong_kind(where, self.expected(), value) from exc
+            raise self.refusal(where, value) from exc
         if as_int not in (0, 1):
             raise D.error(
                 D.INTEGER_OUT_OF_RANGE, kernel=where.kernel, parameter=where.parameter, expected="Boolean (0 or 1)", got=str(as_int)
@@ -136,11 +140,11 @@ class ScalarKind(SlotKind):
         if isinstance(value, bool):
             return int(value)
         if isinstance(value, float):
-            raise wrong_kind(where, self.expected(), value)
+            raise self.refusal(where, value)
         try:
             as_int = operator.index(value)
         except Exception as exc:  # not an integer, or a hostile __index__ that raised: a typed error
-            raise wrong_kind(where, self.expected(), value) from exc
+            raise self.refusal(where, value) from exc
         lo, hi = self.range or (0, 0)
         if not lo <= as_int <= hi:
             raise D.error(
@@ -154,7 +158,7 @@ class ScalarKind(SlotKind):
 
     def _coerce_float(self, value: Any, where: Where) -> float:
         if isinstance(value, (str, bytes)) or value is None:
-            raise wrong_kind(where, self.expected(), value)
+            raise self.refusal(where, value)
         try:
             return float(value)
         except OverflowError:
@@ -166,7 +170,7 @@ class ScalarKind(SlotKind):
                 got=describe_value(value),
             ) from None
         except Exception as exc:  # not a number, or a hostile __float__ that raised: a typed error
-            raise wrong_kind(where, self.expected(), value) from exc
+            raise self.refusal(where, value) from exc
 
     def bind(self, value: Any, where: Where) -> Bound:
         if self.is_half:

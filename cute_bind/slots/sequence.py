@@ -135,7 +135,7 @@ class SequenceKind(SlotKind):
 
     def _items(self, value: Any, where: Where) -> list[Any]:
         if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list, collections.abc.Sequence)):
-            raise wrong_kind(where, self.expected(), value)
+            raise self.refusal(where, value)
         items = list(value)
         if self.elements is not None and len(items) != len(self.elements):
             raise D.error(

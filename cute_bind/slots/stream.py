@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import dsl
 from .. import diagnostics as D
-from .base import U64, Bound, SlotKind, Where, describe_value, wrong_kind
+from .base import U64, Bound, SlotKind, Where, describe_value
 from .registry import register
 
 __all__ = ["StreamKind"]
@@ -57,11 +57,11 @@ class StreamKind(SlotKind):
         except D.CuteBindError:
             raise
         except Exception as exc:  # a hostile attribute or protocol method raised: a typed error
-            raise wrong_kind(where, self.expected(), value) from exc
+            raise self.refusal(where, value) from exc
 
     def _coerce(self, value: Any, where: Where) -> int:
         if isinstance(value, bool) or value is None or isinstance(value, (float, str, bytes)):
-            raise wrong_kind(where, self.expected(), value)
+            raise self.refusal(where, value)
         handle: Any
         if isinstance(value, int):
             handle = value
@@ -78,9 +78,9 @@ class StreamKind(SlotKind):
             try:
                 handle = operator.index(value)
             except Exception:  # not an integer, or a hostile __index__ that raised: a typed error
-                raise wrong_kind(where, self.expected(), value) from None
+                raise self.refusal(where, value) from None
         if isinstance(handle, bool) or not isinstance(handle, int):
-            raise wrong_kind(where, self.expected(), value)
+            raise self.refusal(where, value)
         if not 0 <= handle < U64:
             raise D.error(
                 D.INTEGER_OUT_OF_RANGE, kernel=where.kernel, parameter=where.parameter, expected="a 64-bit stream handle", got=str(handle)

@@ -244,7 +244,7 @@ class StructureKind(SlotKind):
 
     def _check_type(self, value: Any, where: Where) -> None:
         if not isinstance(value, self.cls):
-            raise wrong_kind(where, self.expected(), value)
+            raise self.refusal(where, value)
 
     def _constant_error(self, value: Any, held: Any, where: Where) -> Exception:
         return D.error(

@@ -28,7 +28,7 @@ from .. import diagnostics as D
 from .._generated import compile_source
 from .._types import TensorSpec, tensor_spec_of
 from . import dlpack as _dlpack
-from .base import Bound, Held, SlotKind, Where, describe_value, item_ranges, wrong_kind
+from .base import Bound, Held, SlotKind, Where, describe_value, item_ranges
 from .registry import register
 
 __all__ = ["TensorKind", "CTensorSpec", "CMode"]
@@ -190,7 +190,7 @@ class TensorKind(SlotKind):
         if dsl.is_dsl_tensor(value):
             return _dlpack.read_capsule(dsl.dsl_tensor_capsule(value), consumed=True)
         if isinstance(value, (bool, int, float, str, bytes)) or value is None:
-            raise wrong_kind(where, self.expected(), value)
+            raise self.refusal(where, value)
         if self.device is not None and _dlpack.reader_for(type(value)) is None:
             # an export-free device check first, so a foreign device is
             # reported as such and never exported
@@ -227,6 +227,7 @@ class TensorKind(SlotKind):
                 parameter=where.parameter,
                 expected=self.expected(),
                 got=f"{describe_value(value)} ({exc})",
+                conversion=self.conversion(),
             ) from None
 
     def _device_error(self, device: tuple[int, int], where: Where) -> Exception:
@@ -325,7 +326,7 @@ class TensorKind(SlotKind):
         try:
             layout = dsl.tensor_layout(tensor)
         except ValueError as exc:
-            raise wrong_kind(where, f"a tensor with a flat layout ({exc})", value) from None
+            raise self.refusal(where, value, f"a tensor with a flat layout ({exc})") from None
         except Exception as exc:  # e.g. an element type the DSL cannot map
             raise D.error(
                 D.TENSOR_DTYPE_MISMATCH,

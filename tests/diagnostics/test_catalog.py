@@ -99,7 +99,7 @@ def test_every_error_carries_its_fix(code):
     tests/diagnostics/test_catalog_examples.py checks the same on the error each example really raises.
     """
     d = D.CATALOG[code]
-    fields = {"kernel": "scale", "parameter": "alpha", "expected": "a float", "got": "str 'x'"}
+    fields = {"kernel": "scale", "parameter": "alpha", "expected": "a float", "got": "str 'x'", "conversion": "Use float(x)."}
     err = D.error(d, **fields)
     rendered = " ".join(d.fix.format(**fields).split())
     assert rendered and err.fix == rendered

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from cute_bind import CATALOG  # noqa: E402
+from cute_bind.diagnostics import WRONG_KIND_CONVERSIONS  # noqa: E402
 from cute_bind.dsl import cuda_device_count, features  # noqa: E402
 from tests.child import child_env  # noqa: E402
 from tests.optional import torch_or_skip  # noqa: E402
@@ -145,6 +146,8 @@ def test_example_error_carries_its_fix(code: str, results: dict[str, subprocess.
     entry = CATALOG[code]
     assert raised["code"] == code, raised
     fields = _Unfilled({n: str(raised[n]) for n in ("kernel", "parameter", "expected", "got") if raised[n] is not None})
+    if "{conversion}" in entry.fix:  # CB204: the refusing kind's sentence, one of the catalog's
+        fields["conversion"] = next((c for c in WRONG_KIND_CONVERSIONS.values() if raised["fix"].endswith(c)), "?")
     rendered = " ".join(entry.fix.format_map(fields).split())  # the catalog's fix, on one line
     assert rendered and raised["fix"] == rendered, raised
     assert f"\n  fix: {rendered}\n" in raised["message"], raised["message"]

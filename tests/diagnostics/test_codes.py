@@ -26,7 +26,7 @@ RETIRED = {
 }
 
 #: Public names a range module may bind besides its entries (a star import brings them into D).
-NOT_ENTRIES = {"SUPPORTED_DSL_VERSIONS"}
+NOT_ENTRIES = {"SUPPORTED_DSL_VERSIONS", "WRONG_KIND_CONVERSIONS"}
 
 
 def _public(module: types.ModuleType) -> list[str]:

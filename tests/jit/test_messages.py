@@ -63,6 +63,16 @@ def test_keyword_typo_gets_did_you_mean(call, code: str, suggestion: str | None)
         assert suggestion in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "options, named",
+    [({"chekced": True}, "<the function @cute_bind.kernel(...) decorates>"), ({"name": "scale", "chekced": True}, "scale")],
+)
+def test_an_option_typo_names_the_kernel_to_be_not_a_kernel_called_kernel(options, named) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(cute_bind.KernelDefinitionError) as info:
+        cute_bind.kernel(**options)  # refused before any function comes
+    assert info.value.code == "CB110" and info.value.kernel == named and "kernel 'kernel'" not in str(info.value)
+
+
 RUNTIME_VS_STATIC = """\
 import cutlass
 import cutlass.cute as cute

@@ -4,6 +4,7 @@
 name (``WRONG_KIND = _entry("CB204", ...)`` in ``cb2xx.py``); ``examples.py``
 holds the example preludes several ranges share. A range module binds no other
 public name (``cute_bind.diagnostics`` star-imports it), except
+``WRONG_KIND_CONVERSIONS`` in ``cb2xx.py`` (CB204's fix by slot kind) and
 ``SUPPORTED_DSL_VERSIONS`` in ``cb5xx.py``.
 
 :data:`RANGES` names each range and says when its diagnostics are raised; the

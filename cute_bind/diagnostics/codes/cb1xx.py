@@ -524,7 +524,10 @@ INVALID_DEFAULT = _entry(
 def fill(out: cute_bind.Pointer[cutlass.Int32], n: cutlass.Uint8 = 300):   # 300 does not fit a Uint8 -> CB119
     pass
 """,
-    fix="Give the parameter a default of its own type and range (`n: cutlass.Uint8 = 255`, or `cutlass.Uint8(255)`).",
+    fix=(
+        "Give `{parameter}` a default its slot takes ({expected}), or widen its type to hold the default "
+        "(e.g. `cutlass.Int64` for a large int)."
+    ),
 )
 
 

@@ -65,6 +65,31 @@ handle.launch(addr, 2, value=3)   # 'value' twice -> CB203
 )
 
 
+#: CB204's fix after "Pass {expected}.", by the slot kind that refused the value (its
+#: ``SlotKind.conversion()``): what to write where a conversion is meant. The
+#: explanation lists them all; "other" is for a kind without its own sentence.
+WRONG_KIND_CONVERSIONS = {
+    "integer": (
+        "Where a conversion is meant, make it explicit with `int(x)`: a float is never truncated silently; "
+        "NumPy integers and objects with `__index__` are taken as they are."
+    ),
+    "float": "Where a conversion is meant, make it explicit with `float(x)`: a string is not parsed.",
+    "boolean": "Pass `True`, `False`, 0 or 1; where a truth value is meant, `bool(x)`.",
+    "pointer": (
+        "An address is an int (`t.data_ptr()`, `a.ctypes.data`), never a float or a bool; a list is not memory: "
+        "make it an array first (`np.asarray(x, dtype)`)."
+    ),
+    "tensor": (
+        "A list becomes an array with `np.asarray(x)` or `torch.tensor(x)`, and a raw address is not a tensor "
+        "(a kernel that takes addresses declares `cute_bind.Pointer[...]`)."
+    ),
+    "stream": "torch's current stream is `torch.cuda.current_stream()` (or its `.cuda_stream`); 0 is the default stream.",
+    "sequence": "Pass a tuple or a list (not a string, a set or a generator), each element a value its own slot takes.",
+    "structure": "Pass an instance of the structure's class (the NamedTuple or dataclass the parameter is annotated with).",
+    "other": "See `python -m cute_bind explain CB204` for what each kind of slot takes.",
+}
+
+
 WRONG_KIND = _entry(
     "CB204",
     "wrong-kind",
@@ -77,20 +102,17 @@ WRONG_KIND = _entry(
     that kind. For
     example an integer slot does not take a float (that would truncate
     silently), a pointer slot does not take a bool or a string, and a stream
-    slot does not take a tensor.
-    """,
+    slot does not take a tensor. The fix names the slot's own kind; where a
+    conversion is meant, each kind's is:
+    """
+    + "\n"
+    + "".join(f"\n    - {kind}: {text}" for kind, text in WRONG_KIND_CONVERSIONS.items() if kind != "other"),
     example=_FILL
     + """
 handle = fill.bind(addr, 1)
 handle.launch(addr, 2.5)   # float for an Int32 slot -> CB204
 """,
-    fix="""
-    Pass {expected}. Where a conversion is meant, make it explicit: for a
-    tensor slot (`cute.Tensor`) a list becomes an array with `np.asarray(x)`
-    or `torch.tensor(x)`, and a raw address is not a tensor (a kernel that
-    takes addresses declares `cute_bind.Pointer[...]`); for an integer slot
-    `int(x)`; for a pointer slot an address, a tensor or an array.
-    """,
+    fix="Pass {expected}. {conversion}",
 )
 
 

@@ -106,7 +106,11 @@ def scale(out: cute_bind.Pointer[cutlass.Float32, 16, cute.AddressSpace.gmem], n
 scale.compile(1 << 20, 128)   # compiling works anywhere
 scale.bind(1 << 20, 128)      # on a machine without a GPU: the module cannot load -> CB304
 """,
-    fix="Compile with `cute.compile(...)` in this process, on a machine that can run the function.",
+    fix=(
+        "A device kernel needs a GPU and its CUDA driver to load: without them `kernel.compile(...)` still "
+        "compiles it, and `bind()` or a call works on a machine that has both. A function compiled for export "
+        "(or loaded without an engine): compile it with `cute.compile(...)` in this process."
+    ),
 )
 
 
