@@ -65,6 +65,15 @@ def check_file(path: str) -> list[StaticDiagnostic]:
     return analyze_source(data, filename=path, module=module_name_for_path(path)).diagnostics()
 
 
+def _names_cute_bind(path: str) -> bool:
+    """Whether the file names cute_bind at all (what :func:`check_file` looks for first)."""
+    try:
+        with open(path, "rb") as f:
+            return _MARKER in f.read()
+    except OSError:
+        return False
+
+
 def _print(path: str, found: list[StaticDiagnostic], show_fix: bool, out: TextIO) -> None:
     for d in found:
         out.write(f"{path}:{d.line}:{d.column + 1}: {d.code} {d.text}\n")
@@ -94,7 +103,22 @@ def _parser() -> argparse.ArgumentParser:
         help="skip files matching GLOB (repeatable; adds to [tool.cute-bind] exclude)",
     )
     parser.add_argument("--no-config", action="store_true", help="do not read [tool.cute-bind] from pyproject.toml")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no summary line (on standard error) at the end")
     return parser
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _summary(files: int, decorated: int, problems: int) -> str:
+    """The last line, on standard error: what was checked and found. A file that never names
+    cute_bind has no decorator to check; a kernel made by calling ``cute_bind.kernel(fn)`` is
+    not seen statically (it is checked when it is made), which the line says when nothing was."""
+    text = f"cute-bind check: {_plural(files, 'file')} ({decorated} naming cute_bind), {_plural(problems, 'problem')}"
+    if files and not decorated:
+        text += " (no file names cute_bind: only @cute_bind.kernel definitions are checked statically)"
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"cute-bind check: {exc.args[0]}: no such file or directory", file=sys.stderr)
         return 2
-    found_any = False
+    problems = decorated = 0
     unreadable = False
     for path in files:
         try:
@@ -142,10 +166,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         found = [d for d in found if d.code not in settings.ignore]
         _print(path, found, settings.show_fix, sys.stdout)
-        found_any = found_any or bool(found)
+        problems += len(found)
+        decorated += _names_cute_bind(path)
+    if not ns.quiet:
+        sys.stdout.flush()  # the problems first, then the summary, also where both streams go to one place
+        print(_summary(len(files), decorated, problems), file=sys.stderr)
     if unreadable:
         return 2
-    return 1 if found_any else 0
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

@@ -58,7 +58,20 @@ def test_file_reports_exactly_the_expected_codes(path: Path, capsys: pytest.Capt
     assert Counter((m["code"], int(m["line"])) for m in found) == want
     assert all(m["path"] == str(path) for m in found)
     assert rc == (1 if want else 0)
-    assert err == ""
+    problems = sum(want.values())
+    assert err == f"cute-bind check: 1 file (1 naming cute_bind), {problems} problem{'' if problems == 1 else 's'}\n"
+
+
+def test_quiet_drops_the_summary_and_a_file_without_cute_bind_says_what_is_not_seen(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = tmp_path / "made_by_a_call.py"
+    plain.write_text("import os\n\ndef f(x):\n    return x\n", encoding="utf-8")
+    rc, lines, err = run(capsys, str(plain))
+    assert (rc, lines) == (0, [])
+    assert err.startswith("cute-bind check: 1 file (0 naming cute_bind), 0 problems") and "only @cute_bind.kernel" in err
+    rc, lines, err = run(capsys, "--quiet", str(CORPUS))
+    assert rc == 1 and lines and err == ""
 
 
 def test_directory_is_walked_and_output_is_sorted(capsys: pytest.CaptureFixture[str]) -> None:
@@ -332,3 +345,11 @@ def test_decorator_forms_that_cannot_work(decorators: str, codes: list[str]) -> 
     for d in found:
         assert source.splitlines()[d.line - 1].lstrip().startswith("@cute.")
         assert d.message.startswith(f"[{d.code}] kernel 'f': ")
+
+
+def test_the_eligibility_page_names_every_code_the_check_reports() -> None:
+    """docs/concepts/eligibility.md, "Before you run anything": its list of the rules checked statically is the check's."""
+    text = " ".join((ROOT / "docs" / "concepts" / "eligibility.md").read_text(encoding="utf-8").split())
+    listed = re.search(r"The same rules \(([^)]*)\)", text)
+    assert listed is not None
+    assert set(re.findall(r"CB\d{3}", listed[1])) == REPORTED_CODES
