@@ -360,6 +360,10 @@ def format_table(report: Report) -> str:
         + (f"; kernel(...) - launch = {call - launch:+.3f} us" if call is not None else ""),
         "checks: " + ", ".join(f"{k}: {v}" for k, v in report.checks.items() if not k.startswith("_")),
         "",
+        "Columns: host us per launch, the median and the minimum of the rounds (lower is better); 'vs bare': the "
+        "median minus the bare engine call's; 'direct reused / path': how many times cheaper the path is than the "
+        "direct call with its arguments reused (1.0x: the same; 0.5x: twice as slow).",
+        "",
         "What each path is:",
         *legend(report, MEANINGS),
         "",
