@@ -9,6 +9,8 @@ to write the same output as the int-address launch. Rows:
 
 - pointer slot (``tests.kernels.host.scale``): int addresses, torch tensors,
   NumPy arrays, ctypes ``c_void_p``, int subclasses and ``make_ptr`` pointers;
+- stream slot (the same kernel, int addresses): a ``cuda.CUstream``, an object
+  with ``cuda_stream`` that is not torch's, a ``__cuda_stream__`` object;
 - tensor slot (``tests.kernels.host.tscale_stream_default``): torch tensors,
   NumPy arrays, a ``__cuda_array_interface__`` stand-in over host memory whose
   interface dict is made once (CuPy makes it per access: that cost is CuPy's),
@@ -42,6 +44,19 @@ class _Dlpack:
 
     def __dlpack_device__(self) -> Any:
         return self.a.__dlpack_device__()
+
+
+class _TorchLikeStream:
+    """What a stream object offers through ``cuda_stream`` (torch's own class is read in C; this one is not torch's)."""
+
+    cuda_stream = 0
+
+
+class _CoreStream:
+    """A cuda.core-style stream: ``__cuda_stream__`` gives ``(version, handle)``."""
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, 0)
 
 
 class _Address(int):
@@ -83,11 +98,17 @@ def main() -> int:
     co, ci = ctypes.c_void_p(oa), ctypes.c_void_p(ia)
     ao, ai = _Address(oa), _Address(ia)  # made once, as every other form (making an int subclass costs ~70 ns)
     po, pi = make_ptr(cutlass.Float32, oa, cute.AddressSpace.generic), make_ptr(cutlass.Float32, ia, cute.AddressSpace.generic)
+    import cuda.bindings.driver as cuda
+
+    cs, ts, ps = cuda.CUstream(0), _TorchLikeStream(), _CoreStream()
     rows += [
         ("pointer", "NumPy arrays", lambda: ph.launch(out, x, 2.0, 64, 0)),
         ("pointer", "ctypes c_void_p", lambda: ph.launch(co, ci, 2.0, 64, 0)),
         ("pointer", "int subclasses (IntEnum...)", lambda: ph.launch(ao, ai, 2.0, 64, 0)),
         ("pointer", "make_ptr pointers", lambda: ph.launch(po, pi, 2.0, 64, 0)),
+        ("stream", "cuda.CUstream (int addresses)", lambda: ph.launch(oa, ia, 2.0, 64, cs)),
+        ("stream", "object with .cuda_stream, not torch's (int addresses)", lambda: ph.launch(oa, ia, 2.0, 64, ts)),
+        ("stream", "__cuda_stream__ object (int addresses)", lambda: ph.launch(oa, ia, 2.0, 64, ps)),
     ]
     if torch is not None:
         rows.append(("tensor", "torch tensors", lambda: th.launch(to, ti, 2.0, 0)))

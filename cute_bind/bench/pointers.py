@@ -129,7 +129,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
         ("bare_int", "bare engine call, int address", entry, (packed_address,), "same, array address precomputed"),
         ("floor", "bare entry call, cheapest ctypes form", raw_entry, (raw_arg,), "no argtypes, prebuilt c_void_p: the form launch uses"),
     ]
-    rows_spec += _form_paths(gpu, launch, k, (out, x) if gpu else (out_np, x_np), alpha, n, stream_handle, agree)
+    rows_spec += _form_paths(gpu, launch, k, (out, x) if gpu else (out_np, x_np), alpha, n, stream_handle, agree, torch_stream)
     rows_spec += _extra_paths(fn, direct_args, out_addr, in_addr, alpha, n, stream_handle, agree)
     if gpu:
         rows_spec += _gpu_extra_paths(compiled, out_addr, in_addr, alpha, n, stream_handle, agree)
@@ -168,10 +168,20 @@ _Path = tuple[str, str, Callable[..., Any], tuple[Any, ...], str]  # key, label,
 
 
 def _form_paths(
-    gpu: bool, launch: Any, k: Any, arrays: tuple[Any, Any], alpha: float, n: int, stream: int, agree: _Agreement
+    gpu: bool,
+    launch: Any,
+    k: Any,
+    arrays: tuple[Any, Any],
+    alpha: float,
+    n: int,
+    stream: int,
+    agree: _Agreement,
+    stream_object: Any = None,
 ) -> list[_Path]:
     """The same launch and kernel(...) call given the arrays themselves, in every form a pointer slot takes
-    (issue 24: each within 2x of the int-address launch): torch tensors, NumPy arrays (CPU), ctypes pointers."""
+    (issue 24: each within 2x of the int-address launch): torch tensors, NumPy arrays (CPU), ctypes pointers;
+    then int addresses with the stream as an object (``stream_object``, torch's on a GPU, else a
+    ``cuda.CUstream``), as tutorial 7 and code holding torch's stream pass it."""
     import ctypes
 
     from .. import dsl
@@ -190,6 +200,10 @@ def _form_paths(
         forms.append(("numpy", "NumPy arrays", (out, x)))
     addr = [int(a.data_ptr()) if hasattr(a, "data_ptr") else int(a.ctypes.data) for a in arrays]
     forms.append(("ctypes", "ctypes c_void_p", (ctypes.c_void_p(addr[0]), ctypes.c_void_p(addr[1]))))
+    if stream_object is None:
+        import cuda.bindings.driver as cuda
+
+        stream_object = cuda.CUstream(stream)
     rows: list[_Path] = []
     for key, words, (o, i) in forms:
         for path, label, fn in (("launch", "PreparedLaunch.launch", launch), ("call", "kernel(...) call", k)):
@@ -200,6 +214,15 @@ def _form_paths(
 
             if agree.check(f"{path} with {words}", call):
                 rows.append((f"{path}_{key}", f"{label}, {words}", fn, args, f"the {words} themselves on the pointer slots"))
+    words = f"{type(stream_object).__module__.split('.')[0]} stream object"
+    for path, label, fn in (("launch", "PreparedLaunch.launch", launch), ("call", "kernel(...) call", k)):
+        args = (addr[0], addr[1], alpha, n, stream_object)
+
+        def call(fn: Any = fn, args: tuple[Any, ...] = args) -> Any:
+            return fn(*args)
+
+        if agree.check(f"{path} with a {words}", call):
+            rows.append((f"{path}_stream", f"{label}, {words}", fn, args, f"int addresses, the stream as a {words}"))
     return rows
 
 
@@ -322,6 +345,8 @@ MEANINGS: dict[str, str] = {
     "call_torch": "kernel(...) given the torch tensors themselves for the pointer parameters",
     "call_numpy": "kernel(...) given the NumPy arrays themselves for the pointer parameters",
     "call_ctypes": "kernel(...) given ctypes c_void_p pointers",
+    "launch_stream": "the prepared launch given int addresses and the stream as an object (torch.cuda.Stream on a GPU, else cuda.CUstream) instead of its handle",
+    "call_stream": "kernel(...) given int addresses and the stream as an object",
     "bare": "the compiled code's entry point called directly on argument storage prepared once, the way the DSL itself calls it: no argument handling at all",
     "bare_int": "the same, with the storage's address computed in advance",
     "floor": "the same entry point through the cheapest calling form Python has (the one launch uses): the lowest cost any call into this compiled code can have",

@@ -58,7 +58,7 @@ typedef void (*entry_fn)(void **);
 #define Py_XSETREF_CB(dst, src) do { PyObject *_old = (PyObject *)(dst); (dst) = (src); Py_XDECREF(_old); } while (0)
 
 /* Fast classes: which values a slot takes as they are (see SlotKind.fast). */
-enum { C_EXACT_INT = 'P', C_EXACT_BOOL = 'B', C_INT = 'I', C_REAL = 'R', C_F16 = 'h', C_BF16 = 'g', C_TENSOR = 'T', C_SEQ = 'S', C_WRITER = 'X' };
+enum { C_EXACT_INT = 'P', C_EXACT_BOOL = 'B', C_INT = 'I', C_REAL = 'R', C_F16 = 'h', C_BF16 = 'g', C_TENSOR = 'T', C_SEQ = 'S', C_WRITER = 'X', C_STREAM = 'Z' };
 
 /* DLTensorC and the exchange API's reader: _cb_common.h (shared with _ctvmffi.c). */
 typedef cb_dltensor_reader dltensor_from_pyobject;
@@ -104,6 +104,17 @@ typedef struct {
     PyObject *other_reader; /* value -> int address, or None when it is not taken as is (owned), or NULL */
 } PtrSpec;
 
+/* A stream slot (class "Z"): an exact int is the handle; an object of one of `attr_types`
+ * gives it as its `cuda_stream` attribute (torch.cuda.Stream), one of `int_types` as int(v)
+ * (cuda.CUstream), and any other object is given to `reader` (the kind's Python reader, which
+ * raises where the value is not a stream). Each read must give an exact int in [0, 2**64), as
+ * the slow path's own conversion does; anything else is left to the slow path. */
+typedef struct {
+    PyObject *attr_types; /* tuple of exact types (owned) */
+    PyObject *int_types;  /* tuple of exact types (owned) */
+    PyObject *reader;     /* value -> int (owned), or NULL */
+} StreamSpec;
+
 /* NumPy's ndarray object layout (PyArrayObject_fields, NumPy's public C ABI), as
  * cute_bind.slots.dlpack.array_layout() verified it against real arrays before
  * handing it here (configure()); `type` NULL: not configured, arrays go slow. */
@@ -141,7 +152,7 @@ static TorchReader torch_reader;
 static long long n_exchange, n_ndarray, n_ctypes, n_cai;
 
 /* interned attribute and key names (module init): no string made per read */
-static PyObject *s_cai, *s_dlpack_device, *s_data, *s_typestr, *s_shape, *s_strides, *s_mask;
+static PyObject *s_cai, *s_dlpack_device, *s_data, *s_typestr, *s_shape, *s_strides, *s_mask, *s_cuda_stream;
 
 typedef struct {
     PyObject_HEAD
@@ -156,6 +167,7 @@ typedef struct {
     Py_ssize_t *off;
     TensorSpec **tensors; /* per slot: the tensor spec of class "T", else NULL */
     PtrSpec **ptrs;       /* per slot: the pointer spec of class "P" (tensors and arrays taken too), else NULL */
+    StreamSpec **streams; /* per slot: the stream spec of class "Z" (stream objects taken too), else NULL */
     struct SeqSpec **seqs; /* per slot: the element leaves of class "S", else NULL */
     PyObject *extras;     /* tuple: per slot, the C spec data or the writer of class "X" */
     PyObject *defaults; /* tuple: pre-coerced default per slot, or `required` */
@@ -703,7 +715,7 @@ typedef struct SeqSpec {
     TensorSpec **tensors;
 } SeqSpec;
 
-static int pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, PyObject *writer, PyObject *v, PyObject **held);
+static int pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, StreamSpec *sp, PyObject *writer, PyObject *v, PyObject **held);
 
 /* Exact tuples and lists only: a subclass may override __iter__, and a sequence
  * is read by iterating it (the slow path's list(value)), never by its raw items.
@@ -725,7 +737,7 @@ pack_sequence(char *storage, const SeqSpec *ss, PyObject *v, PyObject **held)
     for (Py_ssize_t k = 0; k < ss->n; k++) {
         PyObject *item = PyTuple_GetItem(items, k);
         if (!item) return soft_fail();
-        int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, NULL, item, NULL);
+        int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, NULL, NULL, item, NULL);
         if (r <= 0) return r;
     }
     return 1;
@@ -738,13 +750,44 @@ pack_one(Launcher *self, Py_ssize_t i, PyObject *v)
 {
     if (self->cls[i] == C_SEQ) return self->seqs[i] ? pack_sequence(self->storage, self->seqs[i], v, &self->held[i]) : 0;
     PyObject *writer = self->cls[i] == C_WRITER ? PyTuple_GetItem(self->extras, i) : NULL;
-    return pack_value(self->cls[i], self->fmt[i], self->storage + self->off[i], self->tensors[i], self->ptrs[i], writer, v, &self->held[i]);
+    return pack_value(self->cls[i], self->fmt[i], self->storage + self->off[i], self->tensors[i], self->ptrs[i], self->streams[i], writer, v,
+                      &self->held[i]);
+}
+
+/* A stream object of class "Z" (see StreamSpec): 1 written, 0 not taken as is, -1 propagate. */
+static int
+pack_stream(StreamSpec *sp, char *dst, PyObject *v)
+{
+    PyTypeObject *tp = Py_TYPE(v);
+    PyObject *h;
+    if (!sp) return 0;
+    if (type_in(sp->attr_types, tp)) h = PyObject_GetAttr(v, s_cuda_stream);
+    else if (type_in(sp->int_types, tp)) h = PyNumber_Long(v);
+    else if (sp->reader) h = PyObject_CallFunctionObjArgs(sp->reader, v, NULL);
+    else return 0;
+    if (!h) return soft_fail();
+    if (Py_TYPE(h) != &PyLong_Type) { /* a bool or an int subclass: the slow path decides */
+        Py_DECREF(h);
+        return 0;
+    }
+    unsigned long long u = PyLong_AsUnsignedLongLong(h);
+    Py_DECREF(h);
+    if (u == (unsigned long long)-1 && PyErr_Occurred()) return soft_fail(); /* outside [0, 2**64): CB205 from the slow path */
+    memcpy(dst, &u, 8);
+    return 1;
 }
 
 static int
-pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, PyObject *writer, PyObject *v, PyObject **held)
+pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, StreamSpec *sp, PyObject *writer, PyObject *v, PyObject **held)
 {
     switch (cls) {
+    case C_STREAM: {
+        if (Py_TYPE(v) != &PyLong_Type) return pack_stream(sp, dst, v);
+        unsigned long long u = PyLong_AsUnsignedLongLong(v);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) return soft_fail();
+        memcpy(dst, &u, 8);
+        return 1;
+    }
     case C_EXACT_INT: {
         if (Py_TYPE(v) != &PyLong_Type) return ps ? pack_pointer(ps, dst, v) : 0;
         unsigned long long u = PyLong_AsUnsignedLongLong(v);
@@ -1091,6 +1134,56 @@ parse_ptr_spec(PyObject *spec, PtrSpec **out)
     return 0;
 }
 
+/* A stream slot's spec (cute_bind.slots.stream.CStreamSpec): (attr_types, int_types, reader);
+ * None: exact ints only. */
+#define STREAM_SPEC_FIELDS 3
+
+static int
+parse_stream_spec(PyObject *spec, StreamSpec **out)
+{
+    *out = NULL;
+    if (spec == Py_None) return 0;
+    if (!PyTuple_Check(spec) || PyTuple_Size(spec) != STREAM_SPEC_FIELDS) {
+        PyErr_Format(PyExc_TypeError, "stream spec must be a CStreamSpec record of %d fields", STREAM_SPEC_FIELDS);
+        return -1;
+    }
+    PyObject *attr_types = PyTuple_GetItem(spec, 0), *int_types = PyTuple_GetItem(spec, 1), *reader = PyTuple_GetItem(spec, 2);
+    if (!PyTuple_Check(attr_types) || !PyTuple_Check(int_types) || (reader != Py_None && !PyCallable_Check(reader))) {
+        PyErr_SetString(PyExc_TypeError, "stream spec: attr_types and int_types must be tuples of types, reader callable or None");
+        return -1;
+    }
+    for (int g = 0; g < 2; g++) {
+        PyObject *types = g ? int_types : attr_types;
+        for (Py_ssize_t k = 0; k < PyTuple_Size(types); k++)
+            if (!PyType_Check(PyTuple_GetItem(types, k)) || PyTuple_GetItem(types, k) == (PyObject *)&PyLong_Type) {
+                PyErr_SetString(PyExc_TypeError, "stream spec: attr_types and int_types must be tuples of types other than int");
+                return -1;
+            }
+    }
+    StreamSpec *sp = PyMem_Calloc(1, sizeof(StreamSpec));
+    if (!sp) { PyErr_NoMemory(); return -1; }
+    Py_INCREF(attr_types);
+    Py_INCREF(int_types);
+    sp->attr_types = attr_types;
+    sp->int_types = int_types;
+    if (reader != Py_None) {
+        Py_INCREF(reader);
+        sp->reader = reader;
+    }
+    *out = sp;
+    return 0;
+}
+
+static void
+free_stream_spec(StreamSpec *sp)
+{
+    if (!sp) return;
+    Py_XDECREF(sp->attr_types);
+    Py_XDECREF(sp->int_types);
+    Py_XDECREF(sp->reader);
+    PyMem_Free(sp);
+}
+
 static void
 free_ptr_spec(PtrSpec *ps)
 {
@@ -1181,7 +1274,7 @@ check_class(char cls, char fmt, Py_ssize_t off, Py_ssize_t size, Py_ssize_t stor
     Py_ssize_t need;
     const char *fmts;
     switch (cls) {
-    case C_EXACT_INT: fmts = "Qq"; need = 8; break;
+    case C_EXACT_INT: case C_STREAM: fmts = "Qq"; need = 8; break;
     case C_EXACT_BOOL: fmts = "?"; need = 1; break;
     case C_INT: fmts = "bhiqBHIQ"; need = fmt_size(fmt); break;
     case C_REAL: fmts = "fd"; need = fmt_size(fmt); break;
@@ -1259,9 +1352,13 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     self->off = PyMem_Calloc(nfmt + 1, sizeof(Py_ssize_t));
     self->tensors = PyMem_Calloc(nfmt + 1, sizeof(TensorSpec *));
     self->ptrs = PyMem_Calloc(nfmt + 1, sizeof(PtrSpec *));
+    self->streams = PyMem_Calloc(nfmt + 1, sizeof(StreamSpec *));
     self->seqs = PyMem_Calloc(nfmt + 1, sizeof(SeqSpec *));
     self->held = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
-    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->ptrs || !self->seqs || !self->held) { PyErr_NoMemory(); goto done; }
+    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->ptrs || !self->streams || !self->seqs || !self->held) {
+        PyErr_NoMemory();
+        goto done;
+    }
     memcpy(self->fmt, fmt, nfmt);
     memcpy(self->cls, cls, nfmt);
     for (Py_ssize_t i = 0; i < nfmt; i++) {
@@ -1271,6 +1368,7 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
         if (check_class(cls[i], fmt[i], self->off[i], size, storage_size) < 0) goto done;
         if (cls[i] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(extras, i), size, &self->tensors[i]) < 0) goto done;
         if (cls[i] == C_EXACT_INT && parse_ptr_spec(PyTuple_GetItem(extras, i), &self->ptrs[i]) < 0) goto done;
+        if (cls[i] == C_STREAM && parse_stream_spec(PyTuple_GetItem(extras, i), &self->streams[i]) < 0) goto done;
         if (cls[i] == C_SEQ && parse_seq_spec(PyTuple_GetItem(extras, i), storage_size, &self->seqs[i]) < 0) goto done;
     }
     self->entry = (entry_fn)(uintptr_t)entry;
@@ -1341,6 +1439,11 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
             Py_VISIT(self->ptrs[i]->other_type);
             Py_VISIT(self->ptrs[i]->other_reader);
         }
+        if (self->streams && self->streams[i]) {
+            Py_VISIT(self->streams[i]->attr_types);
+            Py_VISIT(self->streams[i]->int_types);
+            Py_VISIT(self->streams[i]->reader);
+        }
         if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
             for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++)
                 if (visit_tensor_spec(self->seqs[i]->tensors[k], visit, arg)) return -1;
@@ -1370,6 +1473,11 @@ Launcher_clear(Launcher *self)
             Py_CLEAR(self->ptrs[i]->other_type);
             Py_CLEAR(self->ptrs[i]->other_reader);
         }
+        if (self->streams && self->streams[i]) { /* type_in and pack_stream read NULL as "none" */
+            Py_CLEAR(self->streams[i]->attr_types);
+            Py_CLEAR(self->streams[i]->int_types);
+            Py_CLEAR(self->streams[i]->reader);
+        }
         if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
             for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++) clear_tensor_spec(self->seqs[i]->tensors[k]);
     }
@@ -1393,6 +1501,10 @@ Launcher_dealloc(Launcher *self)
     if (self->ptrs) {
         for (Py_ssize_t i = 0; i < self->n; i++) free_ptr_spec(self->ptrs[i]);
         PyMem_Free(self->ptrs);
+    }
+    if (self->streams) {
+        for (Py_ssize_t i = 0; i < self->n; i++) free_stream_spec(self->streams[i]);
+        PyMem_Free(self->streams);
     }
     if (self->seqs) {
         for (Py_ssize_t i = 0; i < self->n; i++) free_seq_spec(self->seqs[i]);
@@ -1538,9 +1650,9 @@ static struct PyModuleDef moduledef = {
 PyMODINIT_FUNC
 PyInit__claunch(void)
 {
-    PyObject **interned[] = {&s_cai, &s_dlpack_device, &s_data, &s_typestr, &s_shape, &s_strides, &s_mask};
-    const char *texts[] = {"__cuda_array_interface__", "__dlpack_device__", "data", "typestr", "shape", "strides", "mask"};
-    for (int k = 0; k < 7; k++)
+    PyObject **interned[] = {&s_cai, &s_dlpack_device, &s_data, &s_typestr, &s_shape, &s_strides, &s_mask, &s_cuda_stream};
+    const char *texts[] = {"__cuda_array_interface__", "__dlpack_device__", "data", "typestr", "shape", "strides", "mask", "cuda_stream"};
+    for (int k = 0; k < 8; k++)
         if (!*interned[k] && !(*interned[k] = PyUnicode_InternFromString(texts[k]))) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;

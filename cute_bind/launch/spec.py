@@ -36,7 +36,18 @@ __all__ = [
 
 #: the fast classes the C launcher knows (SlotKind.fast; ``_claunch.c``'s enum) and the struct formats
 #: each may write (None: any, written element by element or through struct); ``check_class`` in C agrees
-CLASS_FORMATS: dict[str, str | None] = {"P": "Qq", "B": "?", "I": "bhiqBHIQ", "R": "fd", "h": "H", "g": "H", "T": "Q", "S": None, "X": None}
+CLASS_FORMATS: dict[str, str | None] = {
+    "P": "Qq",
+    "Z": "Qq",
+    "B": "?",
+    "I": "bhiqBHIQ",
+    "R": "fd",
+    "h": "H",
+    "g": "H",
+    "T": "Q",
+    "S": None,
+    "X": None,
+}
 FAST_CLASSES = frozenset(CLASS_FORMATS)
 #: the classes a sequence element may have (not a sequence, not a Python writer)
 SEQUENCE_LEAF_CLASSES = FAST_CLASSES - {"S", "X"}

@@ -165,7 +165,7 @@ class SlotKind(ABC):
     #: native ``struct`` format of the slot's storage (all parts, in order)
     fmt: str
     #: how the C fast path writes the slot: "P" exact int (64-bit, format
-    #: Q/q), "B" exact bool (?), "I" int, range-checked for ``fmt``
+    #: Q/q), "Z" the same or a stream object (``c_spec``), "B" exact bool (?), "I" int, range-checked for ``fmt``
     #: (b/h/i/q/B/H/I/Q), "R" exact float or int (f/d), "h"/"g" the same as a
     #: Float16/BFloat16 bit pattern (H), "T" tensor (``c_spec``), "S" sequence
     #: of element kinds (each written by its own class), "X" generic (calls the

@@ -2,15 +2,46 @@
 
 from __future__ import annotations
 
+import functools
 import operator
-from typing import Any
+import sys
+from typing import Any, Callable, NamedTuple
 
 from .. import dsl
 from .. import diagnostics as D
 from .base import U64, Bound, SlotKind, Where, describe_value
 from .registry import register
 
-__all__ = ["StreamKind"]
+__all__ = ["StreamKind", "CStreamSpec"]
+
+
+class CStreamSpec(NamedTuple):
+    """What the C fast path's class "Z" needs to take a stream object as is (``_claunch.c``'s
+    ``StreamSpec``): exact ints are handles; an object of an ``attr_types`` type gives its
+    ``cuda_stream`` attribute, one of an ``int_types`` type ``int(value)``, and anything else
+    goes to ``reader`` (:meth:`StreamKind.coerce`), each answer an exact int in [0, 2**64) or
+    the slow path decides."""
+
+    attr_types: tuple[type, ...]  # torch.cuda.Stream, torch.cuda.ExternalStream (where torch is imported)
+    int_types: tuple[type, ...]  # cuda.CUstream (and the runtime's cudaStream_t where imported)
+    reader: Callable[[Any], int] | None
+
+
+def stream_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """``(attr_types, int_types)``: the exact stream classes read without the kind's full
+    conversion, as :meth:`StreamKind.coerce` reads them (torch's only where torch is imported)."""
+    attr: list[type] = []
+    torch_cuda = getattr(sys.modules.get("torch"), "cuda", None)
+    for name in ("Stream", "ExternalStream"):
+        cls = getattr(torch_cuda, name, None)
+        # coerce tries getPtr first: a class with one is read as int() there, so it is left to coerce here
+        if isinstance(cls, type) and hasattr(cls, "cuda_stream") and not hasattr(cls, "getPtr"):
+            attr.append(cls)
+    ints = [dsl.cuda_stream_class()]
+    runtime = sys.modules.get("cuda.bindings.runtime")
+    if isinstance(getattr(runtime, "cudaStream_t", None), type):
+        ints.append(runtime.cudaStream_t)  # type: ignore[union-attr]
+    return tuple(attr), tuple(t for t in ints if t is not int and t.__module__.startswith("cuda") and hasattr(t, "getPtr"))
 
 
 # --------------------------------------------------------------------------- streams
@@ -24,7 +55,7 @@ class StreamKind(SlotKind):
 
     kind = "stream"
     fmt = "Q"
-    fast = "P"
+    fast = "Z"
 
     def __repr__(self) -> str:
         return "StreamKind()"
@@ -50,6 +81,33 @@ class StreamKind(SlotKind):
 
     def guard(self, var: str) -> str | None:
         return f"{var}.__class__ is int"
+
+    def c_spec(self) -> CStreamSpec:
+        # where: the C path's reader only decides whether a value is taken; its errors are
+        # cleared and the slow path raises them, named by the launch's own parameter
+        attr, ints = stream_types()
+        return CStreamSpec(attr, ints, functools.partial(self.coerce, where=Where("?", "?")))
+
+    def fallback(self, where: Where) -> Callable[[Any], int]:
+        """For the Python fast path: a stream object (a ``torch.cuda.Stream``, a ``cuda.CUstream``)
+        read with one attribute read or ``int()``, anything else through :meth:`coerce` (raising
+        its catalog error): a stream object never takes the slow path."""
+        coerce = self.coerce
+        attr, ints = stream_types()
+
+        def read_stream(value: Any) -> int:
+            cls = value.__class__
+            if cls in attr:
+                handle = value.cuda_stream
+            elif cls in ints:
+                handle = int(value)
+            else:
+                return coerce(value, where)
+            if handle.__class__ is int and 0 <= handle < U64:
+                return handle
+            return coerce(value, where)
+
+        return read_stream
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> int:
         try:

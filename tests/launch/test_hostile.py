@@ -418,7 +418,8 @@ def test_c_class_not_fitting_the_format_is_refused_at_bind(path: str, monkeypatc
         (b"P", b"i", (0,), (4,), 8),  # 8-byte class, 4-byte format
         (b"I", b"q", (4,), (8,), 8),  # past the end of the storage
         (b"R", b"f", (-4,), (4,), 8),  # a negative offset
-        (b"Z", b"Q", (0,), (8,), 8),  # an unknown class
+        (b"Y", b"Q", (0,), (8,), 8),  # an unknown class
+        (b"Z", b"i", (0,), (4,), 8),  # the stream class (8 bytes) for a 4-byte format
         (b"h", b"f", (0,), (4,), 8),  # a half class for a float format
     ],
 )
@@ -438,6 +439,23 @@ def test_tensor_spec_record_is_checked_by_c() -> None:
     for spec in [(0, None, None), (0,) * 11]:
         with pytest.raises(TypeError, match="CTensorSpec"):
             claunch.Launcher(raw_spec(fmts=b"Q", classes=b"T", offsets=(0,), sizes=(16,), extras=(spec,), defaults=(None,)))
+
+
+@pytest.mark.parametrize(
+    "spec, error",
+    [
+        ((), TypeError),  # not three fields
+        ((int,) * 4, TypeError),
+        (([], (), None), TypeError),  # attr_types not a tuple
+        (((1,), (), None), TypeError),  # not types
+        (((int,), (), None), TypeError),  # int is never read as a stream object
+        (((), (), 5), TypeError),  # reader not callable
+    ],
+)
+def test_stream_spec_record_is_checked_by_c(spec: Any, error: type[Exception]) -> None:
+    claunch = pytest.importorskip("cute_bind.launch._claunch")
+    with pytest.raises(error, match="stream spec"):
+        claunch.Launcher(raw_spec(fmts=b"Q", classes=b"Z", offsets=(0,), sizes=(8,), extras=(spec,), defaults=(None,)))
 
 
 # ------------------------------------------------------------------ item 18 of issue 18: the generated source

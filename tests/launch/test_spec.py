@@ -163,7 +163,7 @@ def test_launch_spec_is_frozen() -> None:
 ONE_SLOT = dict(fmts=b"Q", classes=b"P", offsets=(0,), sizes=(8,), extras=(None,), defaults=(None,))
 BAD_SPECS = [
     ("a slot past the storage", dict(offsets=(60,))),
-    ("an unknown class", dict(classes=b"Z")),
+    ("an unknown class", dict(classes=b"Y")),
     ("a class writing another format", dict(classes=b"B")),
     ("a sequence leaf that is a bare tuple", dict(classes=b"S", extras=((("P", "Q", 0, 8, None),),))),
     ("a sequence leaf of a writer class", dict(classes=b"S", extras=((SeqLeaf("X", "Q", 0, 8, None),),))),
