@@ -9,6 +9,8 @@ to write the same output as the int-address launch. Rows:
 
 - pointer slot (``tests.kernels.host.scale``): int addresses, torch tensors,
   NumPy arrays, ctypes ``c_void_p``, int subclasses and ``make_ptr`` pointers;
+- scalar slots (the same kernel, int addresses): NumPy scalars and ``cutlass``
+  numerics for ``alpha`` and ``n``;
 - stream slot (the same kernel, int addresses): a ``cuda.CUstream``, an object
   with ``cuda_stream`` that is not torch's, a ``__cuda_stream__`` object;
 - tensor slot (``tests.kernels.host.tscale_stream_default``): torch tensors,
@@ -101,11 +103,14 @@ def main() -> int:
     import cuda.bindings.driver as cuda
 
     cs, ts, ps = cuda.CUstream(0), _TorchLikeStream(), _CoreStream()
+    f32, i64, dsl_f, dsl_i = np.float32(2.0), np.int64(64), cutlass.Float32(2.0), cutlass.Int32(64)
     rows += [
         ("pointer", "NumPy arrays", lambda: ph.launch(out, x, 2.0, 64, 0)),
         ("pointer", "ctypes c_void_p", lambda: ph.launch(co, ci, 2.0, 64, 0)),
         ("pointer", "int subclasses (IntEnum...)", lambda: ph.launch(ao, ai, 2.0, 64, 0)),
         ("pointer", "make_ptr pointers", lambda: ph.launch(po, pi, 2.0, 64, 0)),
+        ("scalar", "NumPy scalars: np.float32 alpha, np.int64 n", lambda: ph.launch(oa, ia, f32, i64, 0)),
+        ("scalar", "DSL numerics: cutlass.Float32 alpha, cutlass.Int32 n", lambda: ph.launch(oa, ia, dsl_f, dsl_i, 0)),
         ("stream", "cuda.CUstream (int addresses)", lambda: ph.launch(oa, ia, 2.0, 64, cs)),
         ("stream", "object with .cuda_stream, not torch's (int addresses)", lambda: ph.launch(oa, ia, 2.0, 64, ts)),
         ("stream", "__cuda_stream__ object (int addresses)", lambda: ph.launch(oa, ia, 2.0, 64, ps)),

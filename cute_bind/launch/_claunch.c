@@ -115,6 +115,17 @@ typedef struct {
     PyObject *reader;     /* value -> int (owned), or NULL */
 } StreamSpec;
 
+/* A number slot (classes "I", "R", "h", "g", "B") past exact ints, floats and bools: an object
+ * of one of `types` (NumPy's scalar types) is read as operator.index(v) for class "I", float(v)
+ * for the float classes; any other object is given to `reader` (the kind's Python reading,
+ * which returns the number or raises). The result must be an exact int ("I"), bool ("B"), or
+ * int or float (the float classes), and is then written as that value is; anything else is
+ * left to the slow path. */
+typedef struct {
+    PyObject *types;  /* tuple of exact types (owned) */
+    PyObject *reader; /* value -> number (owned), or NULL */
+} NumSpec;
+
 /* NumPy's ndarray object layout (PyArrayObject_fields, NumPy's public C ABI), as
  * cute_bind.slots.dlpack.array_layout() verified it against real arrays before
  * handing it here (configure()); `type` NULL: not configured, arrays go slow. */
@@ -168,6 +179,7 @@ typedef struct {
     TensorSpec **tensors; /* per slot: the tensor spec of class "T", else NULL */
     PtrSpec **ptrs;       /* per slot: the pointer spec of class "P" (tensors and arrays taken too), else NULL */
     StreamSpec **streams; /* per slot: the stream spec of class "Z" (stream objects taken too), else NULL */
+    NumSpec **nums;       /* per slot: the number spec of classes "I", "R", "h", "g" (NumPy scalars...), else NULL */
     struct SeqSpec **seqs; /* per slot: the element leaves of class "S", else NULL */
     PyObject *extras;     /* tuple: per slot, the C spec data or the writer of class "X" */
     PyObject *defaults; /* tuple: pre-coerced default per slot, or `required` */
@@ -715,7 +727,8 @@ typedef struct SeqSpec {
     TensorSpec **tensors;
 } SeqSpec;
 
-static int pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, StreamSpec *sp, PyObject *writer, PyObject *v, PyObject **held);
+static int pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, StreamSpec *sp, NumSpec *ns, PyObject *writer,
+                      PyObject *v, PyObject **held);
 
 /* Exact tuples and lists only: a subclass may override __iter__, and a sequence
  * is read by iterating it (the slow path's list(value)), never by its raw items.
@@ -737,7 +750,7 @@ pack_sequence(char *storage, const SeqSpec *ss, PyObject *v, PyObject **held)
     for (Py_ssize_t k = 0; k < ss->n; k++) {
         PyObject *item = PyTuple_GetItem(items, k);
         if (!item) return soft_fail();
-        int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, NULL, NULL, item, NULL);
+        int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, NULL, NULL, NULL, item, NULL);
         if (r <= 0) return r;
     }
     return 1;
@@ -750,8 +763,8 @@ pack_one(Launcher *self, Py_ssize_t i, PyObject *v)
 {
     if (self->cls[i] == C_SEQ) return self->seqs[i] ? pack_sequence(self->storage, self->seqs[i], v, &self->held[i]) : 0;
     PyObject *writer = self->cls[i] == C_WRITER ? PyTuple_GetItem(self->extras, i) : NULL;
-    return pack_value(self->cls[i], self->fmt[i], self->storage + self->off[i], self->tensors[i], self->ptrs[i], self->streams[i], writer, v,
-                      &self->held[i]);
+    return pack_value(self->cls[i], self->fmt[i], self->storage + self->off[i], self->tensors[i], self->ptrs[i], self->streams[i],
+                      self->nums[i], writer, v, &self->held[i]);
 }
 
 /* A stream object of class "Z" (see StreamSpec): 1 written, 0 not taken as is, -1 propagate. */
@@ -777,8 +790,28 @@ pack_stream(StreamSpec *sp, char *dst, PyObject *v)
     return 1;
 }
 
+/* A number object of class "I", "R", "h" or "g" (see NumSpec): read as the exact int or float it
+ * stands for, then written as that value is. 1 written, 0 not taken as is, -1 propagate. */
 static int
-pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, StreamSpec *sp, PyObject *writer, PyObject *v, PyObject **held)
+pack_number(char cls, char fmt, char *dst, NumSpec *ns, PyObject *v)
+{
+    PyObject *n;
+    if (!ns) return 0;
+    if (cls != C_EXACT_BOOL && type_in(ns->types, Py_TYPE(v))) n = cls == C_INT ? PyNumber_Index(v) : PyNumber_Float(v);
+    else if (ns->reader) n = PyObject_CallFunctionObjArgs(ns->reader, v, NULL);
+    else return 0;
+    if (!n) return soft_fail();
+    int r = 0, exact = cls == C_EXACT_BOOL ? Py_TYPE(n) == &PyBool_Type
+                     : cls == C_INT       ? Py_TYPE(n) == &PyLong_Type
+                                          : Py_TYPE(n) == &PyLong_Type || Py_TYPE(n) == &PyFloat_Type;
+    if (exact) r = pack_value(cls, fmt, dst, NULL, NULL, NULL, NULL, NULL, n, NULL); /* as that exact value is written */
+    Py_DECREF(n);
+    return r;
+}
+
+static int
+pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, StreamSpec *sp, NumSpec *ns, PyObject *writer, PyObject *v,
+           PyObject **held)
 {
     switch (cls) {
     case C_STREAM: {
@@ -799,17 +832,18 @@ pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, StreamSpe
         uint8_t b;
         if (v == Py_True) b = 1;
         else if (v == Py_False) b = 0;
-        else return 0;
+        else return pack_number(cls, fmt, dst, ns, v);
         memcpy(dst, &b, 1);
         return 1;
     }
     case C_INT:
-        if (!PyLong_Check(v)) return 0; /* int and bool, as struct packs them */
+        if (!PyLong_Check(v)) return pack_number(cls, fmt, dst, ns, v); /* int and bool as struct packs them; else NumSpec */
         return pack_int(dst, fmt, v);
     case C_REAL: {
         double d;
         int r = get_real(v, &d);
-        if (r <= 0) return r;
+        if (r == 0) return pack_number(cls, fmt, dst, ns, v);
+        if (r < 0) return r;
         if (fmt == 'f') { float f = (float)d; memcpy(dst, &f, 4); }
         else memcpy(dst, &d, 8);
         return 1;
@@ -818,7 +852,8 @@ pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, StreamSpe
     case C_BF16: {
         double d;
         int r = get_real(v, &d);
-        if (r <= 0) return r;
+        if (r == 0) return pack_number(cls, fmt, dst, ns, v);
+        if (r < 0) return r;
         uint16_t h = cls == C_F16 ? f16_bits(d) : bf16_bits(d);
         memcpy(dst, &h, 2);
         return 1;
@@ -1174,6 +1209,51 @@ parse_stream_spec(PyObject *spec, StreamSpec **out)
     return 0;
 }
 
+/* A number slot's spec (cute_bind.slots.scalar.CNumberSpec): (types, reader); None: exact values only. */
+#define NUMBER_SPEC_FIELDS 2
+
+static int
+parse_number_spec(PyObject *spec, NumSpec **out)
+{
+    *out = NULL;
+    if (spec == Py_None) return 0;
+    if (!PyTuple_Check(spec) || PyTuple_Size(spec) != NUMBER_SPEC_FIELDS) {
+        PyErr_Format(PyExc_TypeError, "number spec must be a CNumberSpec record of %d fields", NUMBER_SPEC_FIELDS);
+        return -1;
+    }
+    PyObject *types = PyTuple_GetItem(spec, 0), *reader = PyTuple_GetItem(spec, 1);
+    if (!PyTuple_Check(types) || (reader != Py_None && !PyCallable_Check(reader))) {
+        PyErr_SetString(PyExc_TypeError, "number spec: types must be a tuple of types, reader callable or None");
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_Size(types); k++) {
+        PyObject *tp = PyTuple_GetItem(types, k);
+        if (!PyType_Check(tp) || tp == (PyObject *)&PyLong_Type || tp == (PyObject *)&PyFloat_Type || tp == (PyObject *)&PyBool_Type) {
+            PyErr_SetString(PyExc_TypeError, "number spec: types must be types other than int, float and bool");
+            return -1;
+        }
+    }
+    NumSpec *ns = PyMem_Calloc(1, sizeof(NumSpec));
+    if (!ns) { PyErr_NoMemory(); return -1; }
+    Py_INCREF(types);
+    ns->types = types;
+    if (reader != Py_None) {
+        Py_INCREF(reader);
+        ns->reader = reader;
+    }
+    *out = ns;
+    return 0;
+}
+
+static void
+free_number_spec(NumSpec *ns)
+{
+    if (!ns) return;
+    Py_XDECREF(ns->types);
+    Py_XDECREF(ns->reader);
+    PyMem_Free(ns);
+}
+
 static void
 free_stream_spec(StreamSpec *sp)
 {
@@ -1353,9 +1433,10 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     self->tensors = PyMem_Calloc(nfmt + 1, sizeof(TensorSpec *));
     self->ptrs = PyMem_Calloc(nfmt + 1, sizeof(PtrSpec *));
     self->streams = PyMem_Calloc(nfmt + 1, sizeof(StreamSpec *));
+    self->nums = PyMem_Calloc(nfmt + 1, sizeof(NumSpec *));
     self->seqs = PyMem_Calloc(nfmt + 1, sizeof(SeqSpec *));
     self->held = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
-    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->ptrs || !self->streams || !self->seqs || !self->held) {
+    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->ptrs || !self->streams || !self->nums || !self->seqs || !self->held) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1369,6 +1450,9 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
         if (cls[i] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(extras, i), size, &self->tensors[i]) < 0) goto done;
         if (cls[i] == C_EXACT_INT && parse_ptr_spec(PyTuple_GetItem(extras, i), &self->ptrs[i]) < 0) goto done;
         if (cls[i] == C_STREAM && parse_stream_spec(PyTuple_GetItem(extras, i), &self->streams[i]) < 0) goto done;
+        if ((cls[i] == C_INT || cls[i] == C_REAL || cls[i] == C_F16 || cls[i] == C_BF16 || cls[i] == C_EXACT_BOOL) &&
+            parse_number_spec(PyTuple_GetItem(extras, i), &self->nums[i]) < 0)
+            goto done;
         if (cls[i] == C_SEQ && parse_seq_spec(PyTuple_GetItem(extras, i), storage_size, &self->seqs[i]) < 0) goto done;
     }
     self->entry = (entry_fn)(uintptr_t)entry;
@@ -1444,6 +1528,10 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
             Py_VISIT(self->streams[i]->int_types);
             Py_VISIT(self->streams[i]->reader);
         }
+        if (self->nums && self->nums[i]) {
+            Py_VISIT(self->nums[i]->types);
+            Py_VISIT(self->nums[i]->reader);
+        }
         if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
             for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++)
                 if (visit_tensor_spec(self->seqs[i]->tensors[k], visit, arg)) return -1;
@@ -1478,6 +1566,10 @@ Launcher_clear(Launcher *self)
             Py_CLEAR(self->streams[i]->int_types);
             Py_CLEAR(self->streams[i]->reader);
         }
+        if (self->nums && self->nums[i]) {
+            Py_CLEAR(self->nums[i]->types);
+            Py_CLEAR(self->nums[i]->reader);
+        }
         if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
             for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++) clear_tensor_spec(self->seqs[i]->tensors[k]);
     }
@@ -1505,6 +1597,10 @@ Launcher_dealloc(Launcher *self)
     if (self->streams) {
         for (Py_ssize_t i = 0; i < self->n; i++) free_stream_spec(self->streams[i]);
         PyMem_Free(self->streams);
+    }
+    if (self->nums) {
+        for (Py_ssize_t i = 0; i < self->n; i++) free_number_spec(self->nums[i]);
+        PyMem_Free(self->nums);
     }
     if (self->seqs) {
         for (Py_ssize_t i = 0; i < self->n; i++) free_seq_spec(self->seqs[i]);

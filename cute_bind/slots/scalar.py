@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import operator
 import struct
+import sys
 import typing
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 from .. import dsl
 from .. import _whitelist as W
@@ -13,10 +15,34 @@ from .. import diagnostics as D
 from .base import Bound, Rejected, SlotKind, Where, describe_annotation, describe_value
 from .registry import register
 
-__all__ = ["ScalarKind", "float16_bits", "bfloat16_bits"]
+__all__ = ["ScalarKind", "CNumberSpec", "float16_bits", "bfloat16_bits"]
 
 _INT_RANGES = {fmt: (-(1 << (8 * struct.calcsize(fmt) - 1)), (1 << (8 * struct.calcsize(fmt) - 1)) - 1) for fmt in "bhiq"}
 _INT_RANGES.update({fmt: (0, (1 << (8 * struct.calcsize(fmt))) - 1) for fmt in "BHIQ"})
+
+
+class CNumberSpec(NamedTuple):
+    """What the C fast path's number classes need to take more than exact ints and floats
+    (``_claunch.c``'s ``NumSpec``): ``types`` are read in C with ``operator.index`` (integer
+    slots) or ``float()`` (float slots), and any other value is given to ``reader``, which
+    returns the Python number (an exact int or float) or raises; the slow path takes what
+    either refuses (and raises its catalog error)."""
+
+    types: tuple[type, ...]
+    reader: Callable[[Any], Any] | None
+
+
+def numpy_scalar_types(floats: bool) -> tuple[type, ...]:
+    """NumPy's integer scalar types, and for a float slot its floating ones too (a float slot
+    takes integers), where NumPy is imported; their ``__index__``/``__float__`` are NumPy's own."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return ()
+    names = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "longlong", "ulonglong"]
+    if floats:
+        names += ["float16", "float32", "float64"]
+    found = (getattr(np, name, None) for name in names)
+    return tuple(dict.fromkeys(t for t in found if isinstance(t, type)))
 
 
 class ScalarKind(SlotKind):
@@ -98,15 +124,40 @@ class ScalarKind(SlotKind):
         return None
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
+        number = self.number(value, where)
+        return self._bits(number) if self.is_half else number
+
+    def number(self, value: Any, where: Where) -> Any:
+        """``value`` as the Python number the slot holds (a bool, an int in range, or a float; a
+        half slot's float before its bit pattern), or the catalog error :meth:`coerce` raises."""
         if dsl.is_numeric_type(type(value)):  # a cutlass.Int32(...) style object
             value = value.value
         if self.is_bool:
             return self._coerce_bool(value, where)
-        if self.is_half:
-            return self._bits(self._coerce_float(value, where))
         if self.is_float:
             return self._coerce_float(value, where)
         return self._coerce_int(value, where)
+
+    def c_spec(self) -> CNumberSpec:
+        """For the C fast path's number classes ("I", "R", "h", "g", "B"): NumPy's scalar types,
+        read with ``operator.index`` (integer slots) or ``float()`` (float slots) in C as
+        :meth:`number` reads them, and :meth:`number` itself for any other value (a Boolean slot's
+        ``np.True_`` and 0/1, ``cutlass.Int32(...)``...); what either refuses goes to the slow path."""
+        types = () if self.is_bool else numpy_scalar_types(floats=self.is_float)
+        return CNumberSpec(types, functools.partial(self.number, where=Where("?", "?")))
+
+    def fallback(self, where: Where) -> Any:
+        """For the Python fast path of a float or Boolean slot (whose guard takes exact floats and
+        ints, or exact bools): any other value through :meth:`number` (NumPy scalars,
+        ``cutlass.Float32(...)``), never the slow path."""
+        if self.is_half or not (self.is_float or self.is_bool):
+            return None
+        number = self.number
+
+        def read_number(value: Any) -> Any:
+            return number(value, where)
+
+        return read_number
 
     def converter(self, where: Where) -> Any:
         if not self.is_half:

@@ -458,6 +458,24 @@ def test_stream_spec_record_is_checked_by_c(spec: Any, error: type[Exception]) -
         claunch.Launcher(raw_spec(fmts=b"Q", classes=b"Z", offsets=(0,), sizes=(8,), extras=(spec,), defaults=(None,)))
 
 
+@pytest.mark.parametrize(
+    "classes, fmt, spec",
+    [
+        (b"I", b"i", ()),  # not two fields
+        (b"R", b"f", ([], None)),  # types not a tuple
+        (b"R", b"d", ((float,), None)),  # float is the exact path, never a listed type
+        (b"I", b"q", ((int,), None)),
+        (b"B", b"?", ((bool,), None)),
+        (b"h", b"H", ((), 3)),  # reader not callable
+    ],
+)
+def test_number_spec_record_is_checked_by_c(classes: bytes, fmt: bytes, spec: Any) -> None:
+    claunch = pytest.importorskip("cute_bind.launch._claunch")
+    size = {b"i": 4, b"f": 4, b"d": 8, b"q": 8, b"?": 1, b"H": 2}[fmt]
+    with pytest.raises(TypeError, match="number spec"):
+        claunch.Launcher(raw_spec(fmts=fmt, classes=classes, offsets=(0,), sizes=(size,), extras=(spec,), defaults=(None,)))
+
+
 # ------------------------------------------------------------------ item 18 of issue 18: the generated source
 def test_fast_factory_docstring_sample_is_what_the_generator_writes() -> None:
     from cute_bind.slots import PointerKind
