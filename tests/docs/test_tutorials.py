@@ -107,7 +107,7 @@ def test_tutorial_runs(script: str, hide_torch: bool, tmp_path: Path) -> None:
     output = f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
     assert proc.returncode == 0, output
     last = proc.stdout.rstrip().splitlines()[-1] if proc.stdout.strip() else ""
-    if hide_torch and script in NEEDS_TORCH:  # nothing of it can run: it says so, never "ok"
+    if script in NEEDS_TORCH and (hide_torch or not _torch_installed()):  # nothing of it can run: it says so, never "ok"
         assert last.startswith("skipped: torch is not installed"), output
     else:
         assert last.endswith("ok"), output
