@@ -779,18 +779,14 @@ pack_stream(StreamSpec *sp, char *dst, PyObject *v)
     else if (sp->reader) h = PyObject_CallFunctionObjArgs(sp->reader, v, NULL);
     else return 0;
     if (!h) return soft_fail();
-    if (Py_TYPE(h) != &PyLong_Type) { /* a bool or an int subclass: the slow path decides */
-        Py_DECREF(h);
-        return 0;
-    }
-    unsigned long long u = PyLong_AsUnsignedLongLong(h);
+    /* written as that exact int is (outside [0, 2**64): CB205 from the slow path); a bool or an
+     * int subclass: the slow path decides */
+    int r = Py_TYPE(h) == &PyLong_Type ? pack_value(C_STREAM, 'Q', dst, NULL, NULL, NULL, NULL, NULL, h, NULL) : 0;
     Py_DECREF(h);
-    if (u == (unsigned long long)-1 && PyErr_Occurred()) return soft_fail(); /* outside [0, 2**64): CB205 from the slow path */
-    memcpy(dst, &u, 8);
-    return 1;
+    return r;
 }
 
-/* A number object of class "I", "R", "h" or "g" (see NumSpec): read as the exact int or float it
+/* A number object of class "I", "R", "h", "g" or "B" (see NumSpec): read as the exact int or float it
  * stands for, then written as that value is. 1 written, 0 not taken as is, -1 propagate. */
 static int
 pack_number(char cls, char fmt, char *dst, NumSpec *ns, PyObject *v)
@@ -814,15 +810,9 @@ pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, StreamSpe
            PyObject **held)
 {
     switch (cls) {
-    case C_STREAM: {
-        if (Py_TYPE(v) != &PyLong_Type) return pack_stream(sp, dst, v);
-        unsigned long long u = PyLong_AsUnsignedLongLong(v);
-        if (u == (unsigned long long)-1 && PyErr_Occurred()) return soft_fail();
-        memcpy(dst, &u, 8);
-        return 1;
-    }
+    case C_STREAM:
     case C_EXACT_INT: {
-        if (Py_TYPE(v) != &PyLong_Type) return ps ? pack_pointer(ps, dst, v) : 0;
+        if (Py_TYPE(v) != &PyLong_Type) return cls == C_STREAM ? pack_stream(sp, dst, v) : ps ? pack_pointer(ps, dst, v) : 0;
         unsigned long long u = PyLong_AsUnsignedLongLong(v);
         if (u == (unsigned long long)-1 && PyErr_Occurred()) return soft_fail();
         memcpy(dst, &u, 8);

@@ -564,9 +564,9 @@ class PreparedLaunch(Lifecycle, Generic[P]):
         """What the C fast path's class for slot ``i`` needs: a tensor spec, the leaves of a
         sequence, or for the generic class "X" a writer that converts a value, packs each part
         in place and returns what it converted (the launch holds it until the call returns)."""
-        if slot.fast in ("T", "P", "Z", "I", "R", "h", "g", "B"):
-            # "P": None (exact ints only) or a pointer kind's CPointerSpec; "Z": a CStreamSpec;
-            # the number classes and "B": None (exact values only) or a CNumberSpec
+        if slot.fast not in ("S", "X"):
+            # the kind's own: a CTensorSpec ("T"), a CPointerSpec ("P"), a CStreamSpec ("Z"), a
+            # CNumberSpec (the number classes and "B"), or None (exact values only)
             return slot.c_spec()
         if slot.fast == "S":
             # one leaf per element: each element kind is one part at its own offset

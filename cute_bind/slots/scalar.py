@@ -152,12 +152,7 @@ class ScalarKind(SlotKind):
         ``cutlass.Float32(...)``), never the slow path."""
         if self.is_half or not (self.is_float or self.is_bool):
             return None
-        number = self.number
-
-        def read_number(value: Any) -> Any:
-            return number(value, where)
-
-        return read_number
+        return functools.partial(self.number, where=where)
 
     def converter(self, where: Where) -> Any:
         if not self.is_half:
