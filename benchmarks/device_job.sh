@@ -146,7 +146,7 @@ if None not in (tlaunch, tcall):
     check("tensors: kernel(...) - launch <= 0.5 us", tcall - tlaunch <= 0.5, f"{tcall:.3f} - {tlaunch:.3f} = {tcall - tlaunch:+.3f} us")
 if None not in (tpassed, tcall):
     check("tensors: stream left out - stream passed <= 0.5 us", tcall - tpassed <= 0.5, f"{tcall:.3f} - {tpassed:.3f} = {tcall - tpassed:+.3f} us")
-for form in ("torch tensors", "ctypes c_void_p", "torch stream object"):
+for form in ("torch tensors", "ctypes c_void_p", "torch stream object", "by keyword"):
     fl, fc = med("pointers", f"PreparedLaunch.launch, {form}"), med("pointers", f"kernel(...) call, {form}")
     if None not in (launch, fl, fc):
         check(f"pointers: {form} within 0.3 us of ints", max(fl - launch, fc - call) <= 0.3,

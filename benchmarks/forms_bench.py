@@ -13,6 +13,8 @@ to write the same output as the int-address launch. Rows:
   numerics for ``alpha`` and ``n``;
 - stream slot (the same kernel, int addresses): a ``cuda.CUstream``, an object
   with ``cuda_stream`` that is not torch's, a ``__cuda_stream__`` object;
+- keywords (the same kernel, int addresses): every argument by keyword, the
+  last two by keyword;
 - tensor slot (``tests.kernels.host.tscale_stream_default``): torch tensors,
   NumPy arrays, a ``__cuda_array_interface__`` stand-in over host memory whose
   interface dict is made once (CuPy makes it per access: that cost is CuPy's),
@@ -114,6 +116,8 @@ def main() -> int:
         ("stream", "cuda.CUstream (int addresses)", lambda: ph.launch(oa, ia, 2.0, 64, cs)),
         ("stream", "object with .cuda_stream, not torch's (int addresses)", lambda: ph.launch(oa, ia, 2.0, 64, ts)),
         ("stream", "__cuda_stream__ object (int addresses)", lambda: ph.launch(oa, ia, 2.0, 64, ps)),
+        ("keyword", "every argument by keyword (int addresses)", lambda: ph.launch(out=oa, inp=ia, alpha=2.0, n=64, stream=0)),
+        ("keyword", "the last two by keyword (int addresses)", lambda: ph.launch(oa, ia, 2.0, n=64, stream=0)),
     ]
     if torch is not None:
         rows.append(("tensor", "torch tensors", lambda: th.launch(to, ti, 2.0, 0)))

@@ -134,7 +134,10 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     if gpu:
         rows_spec += _gpu_extra_paths(compiled, out_addr, in_addr, alpha, n, stream_handle, agree)
         rows_spec += _tvm_tensor_path(out, x, alpha, torch_stream, agree)
-    loops = [TimedPath(key, label, fixed_loop(f, a), note) for key, label, f, a, note in rows_spec]
+    loops = [
+        TimedPath(key, label, fixed_loop(f, a) if isinstance(a, tuple) else fixed_loop(f, (), a), note)
+        for key, label, f, a, note in rows_spec
+    ]
     rows = time_rows(loops, repeats, iters, torch_stream if gpu else None)
     handle.close()
     from ..launch.prepared import fast_path
@@ -164,7 +167,8 @@ class _Agreement:
         return ok
 
 
-_Path = tuple[str, str, Callable[..., Any], tuple[Any, ...], str]  # key, label, function, arguments, note
+#: key, label, function, arguments (a dict: every argument by keyword), note
+_Path = tuple[str, str, Callable[..., Any], "tuple[Any, ...] | dict[str, Any]", str]
 
 
 def _form_paths(
@@ -223,6 +227,15 @@ def _form_paths(
 
         if agree.check(f"{path} with a {words}", call):
             rows.append((f"{path}_stream", f"{label}, {words}", fn, args, f"int addresses, the stream as a {words}"))
+    # every argument by keyword: placed by parameter name on the fast path
+    named = {"out": addr[0], "inp": addr[1], "alpha": alpha, "n": n, "stream": stream}
+    for path, label, fn in (("launch", "PreparedLaunch.launch", launch), ("call", "kernel(...) call", k)):
+
+        def by_name(fn: Any = fn) -> Any:
+            return fn(**named)
+
+        if agree.check(f"{path} by keyword", by_name):
+            rows.append((f"{path}_keywords", f"{label}, by keyword", fn, named, "int addresses, every argument by keyword"))
     return rows
 
 

@@ -65,6 +65,15 @@ def _loop(fn: Callable[..., Any], args: tuple[Any, ...], iters: int) -> float:
     return (time.perf_counter() - t0) / iters * 1e6
 
 
+def _kw_loop(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], iters: int) -> float:
+    # _loop's body with the call's keywords
+    it = range(iters)
+    t0 = time.perf_counter()
+    for _ in it:
+        fn(*args, **kwargs)
+    return (time.perf_counter() - t0) / iters * 1e6
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -93,7 +102,10 @@ class TimedPath:
         return cls(re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_"), label, loop, note)
 
 
-def fixed_loop(fn: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[int], float]:
+def fixed_loop(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Callable[[int], float]:
+    """A loop of ``fn(*args)`` (or ``fn(*args, **kwargs)`` when keywords are given) that returns us per call."""
+    if kwargs:
+        return lambda iters: _kw_loop(fn, args, kwargs, iters)
     return lambda iters: _loop(fn, args, iters)
 
 

@@ -74,6 +74,7 @@ typedef struct {
     PyObject *dispatch;      /* the Python dispatch path: dispatch(args, kwargs or None) (owned) */
     PyObject *fallback;      /* tuple of exception classes that send a call to `dispatch` (owned) */
     PyObject *states;        /* list of every ThreadState made under `token` (owned; their only owner) */
+    PyObject *params;        /* (names, required, tail) of the positional parameters, or NULL: keyword calls dispatch (owned) */
     long long retired;       /* hits of states dropped from `states` since the reset (their threads are gone) */
 } CallBase;
 
@@ -503,8 +504,9 @@ static PyObject *try_route(PyObject *route, PyObject *args) {
     return r;
 }
 
-static PyObject *CallBase_call(PyObject *self_, PyObject *args, PyObject *kwargs) {
-    CallBase *self = (CallBase *)self_;
+/* The call (args, kwargs) on the thread's routes or caller; what they do not take goes to the dispatch
+ * path as (dargs, dkwargs): the call as the user made it. */
+static PyObject *call_with(CallBase *self, PyObject *args, PyObject *kwargs, PyObject *dargs, PyObject *dkwargs) {
     ThreadState *st = find_state(self);
     if (st != NULL && st->routes != NULL && (kwargs == NULL || PyDict_Size(kwargs) == 0)) {
         /* the thread's specializations, the current one first: the first that takes every value as
@@ -548,7 +550,7 @@ static PyObject *CallBase_call(PyObject *self_, PyObject *args, PyObject *kwargs
         }
         Py_DECREF(routes);
         Py_DECREF(st);
-        return call_dispatch(self, args, kwargs);
+        return call_dispatch(self, dargs, dkwargs);
     }
     if (st != NULL && st->call != NULL && st->call != Py_None) { /* None: every call dispatches */
         /* own both across the call: the dispatch path may replace them */
@@ -564,7 +566,7 @@ static PyObject *CallBase_call(PyObject *self_, PyObject *args, PyObject *kwargs
                 Py_DECREF(call);
                 Py_DECREF(st);
                 PyErr_Clear();
-                return call_dispatch(self, args, kwargs);
+                return call_dispatch(self, dargs, dkwargs);
             }
             result = PyObject_Call(call, full, NULL);
             Py_DECREF(full);
@@ -583,7 +585,109 @@ static PyObject *CallBase_call(PyObject *self_, PyObject *args, PyObject *kwargs
         }
         PyErr_Clear();
     }
-    return call_dispatch(self, args, kwargs);
+    return call_dispatch(self, dargs, dkwargs);
+}
+
+/* Most parameters a keyword call is placed for in C (more: the dispatch path binds it). */
+#define CB_MAX_PARAMS 64
+
+/* A keyword call as the positional call it stands for (a new tuple: given values, and the defaults of
+ * parameters left out before the last one given), or NULL with no error set where the dispatch path
+ * must bind it: a name of no positional parameter, one given twice, a required parameter left out.
+ * No Python code runs here (names are compared as str), so `kwargs` cannot change under the loop. */
+static PyObject *positional_call(CallBase *self, PyObject *args, PyObject *kwargs) {
+    PyObject *names = PyTuple_GetItem(self->params, 0), *tail = PyTuple_GetItem(self->params, 2);
+    Py_ssize_t required = PyLong_AsSsize_t(PyTuple_GetItem(self->params, 1));
+    if (names == NULL || tail == NULL || (required == -1 && PyErr_Occurred())) {
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_Size(args), npos = PyTuple_Size(names), top = n;
+    if (n > npos || npos > CB_MAX_PARAMS) {
+        return NULL;
+    }
+    PyObject *placed[CB_MAX_PARAMS];
+    for (Py_ssize_t i = 0; i < npos; i++) {
+        placed[i] = i < n ? PyTuple_GetItem(args, i) : NULL;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(kwargs, &pos, &key, &value)) {
+        Py_ssize_t i = 0;
+        for (; i < npos; i++) { /* identifiers are interned: identity first, then by value */
+            PyObject *name = PyTuple_GetItem(names, i);
+            if (name == key || (PyUnicode_Check(key) && PyUnicode_Compare(name, key) == 0)) {
+                break;
+            }
+        }
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+        }
+        if (i == npos || placed[i] != NULL) {
+            return NULL;
+        }
+        placed[i] = value;
+        if (i + 1 > top) {
+            top = i + 1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < top; i++) {
+        if (placed[i] == NULL) {
+            if (i < required || i - required >= PyTuple_Size(tail)) {
+                return NULL; /* a required parameter left out: the dispatch path raises CB201 */
+            }
+            placed[i] = PyTuple_GetItem(tail, i - required);
+        }
+    }
+    PyObject *out = PyTuple_New(top);
+    if (out == NULL) {
+        PyErr_Clear(); /* the dispatch path will say it */
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < top; i++) {
+        Py_INCREF(placed[i]);
+        PyTuple_SetItem(out, i, placed[i]); /* steals */
+    }
+    return out;
+}
+
+static PyObject *CallBase_call(PyObject *self_, PyObject *args, PyObject *kwargs) {
+    CallBase *self = (CallBase *)self_;
+    if (kwargs != NULL && PyDict_Size(kwargs) > 0) {
+        if (self->params == NULL) {
+            return call_dispatch(self, args, kwargs);
+        }
+        /* the call's keywords placed by name: the same routes and caller as a positional call */
+        PyObject *given = positional_call(self, args, kwargs);
+        if (given == NULL) {
+            return PyErr_Occurred() ? NULL : call_dispatch(self, args, kwargs);
+        }
+        PyObject *r = call_with(self, given, NULL, args, kwargs);
+        Py_DECREF(given);
+        return r;
+    }
+    return call_with(self, args, NULL, args, kwargs);
+}
+
+static PyObject *CallBase_set_params(PyObject *self_, PyObject *params) {
+    CallBase *self = (CallBase *)self_;
+    if (params != Py_None) {
+        int ok = PyTuple_Check(params) && PyTuple_Size(params) == 3 && PyTuple_Check(PyTuple_GetItem(params, 0)) &&
+                 PyLong_Check(PyTuple_GetItem(params, 1)) && PyTuple_Check(PyTuple_GetItem(params, 2));
+        if (ok) {
+            PyObject *names = PyTuple_GetItem(params, 0);
+            for (Py_ssize_t i = 0; ok && i < PyTuple_Size(names); i++) {
+                ok = PyUnicode_CheckExact(PyTuple_GetItem(names, i));
+            }
+        }
+        if (!ok) {
+            PyErr_SetString(PyExc_TypeError, "_set_params: (names: tuple of str, required: int, tail: tuple) or None");
+            return NULL;
+        }
+    }
+    PyObject *value = params == Py_None ? NULL : params;
+    Py_XINCREF(value);
+    CB_XSETREF(self->params, value);
+    Py_RETURN_NONE;
 }
 
 static PyObject *CallBase_reset_calls(PyObject *self_, PyObject *args) {
@@ -782,6 +886,7 @@ static int CallBase_traverse(PyObject *self_, visitproc visit, void *arg) {
     Py_VISIT(self->dispatch);
     Py_VISIT(self->fallback);
     Py_VISIT(self->states);
+    Py_VISIT(self->params);
     Py_VISIT(Py_TYPE(self_)); /* a heap base type visits the type (subtype_traverse leaves it to us) */
     return 0;
 }
@@ -794,6 +899,7 @@ static int CallBase_clear(PyObject *self_) {
     detach(states, token); /* every thread's state goes with the kernel */
     Py_CLEAR(self->dispatch);
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->params);
     return 0;
 }
 
@@ -815,6 +921,9 @@ static PyMethodDef CallBase_methods[] = {
     {"_set_routes", CallBase_set_routes, METH_O,
      "_set_routes(routes): the calling thread's routes (its specializations, the current one first), tried before "
      "the caller for a call without keywords; None: none."},
+    {"_set_params", CallBase_set_params, METH_O,
+     "_set_params(params): (names, required, tail) of the kernel's positional parameters, so a keyword call is "
+     "placed by name and takes the routes and caller as a positional call does; None: keyword calls dispatch."},
     {"_count_hit", CallBase_count_hit, METH_NOARGS, "Count one hit for the calling thread (a hit found on the dispatch path)."},
     {"_hits", CallBase_hits, METH_NOARGS, "Hits of every thread since the last reset."},
     {NULL, NULL, 0, NULL},

@@ -172,7 +172,10 @@ class Kernel(_CallBase, Generic[P]):
         """
         local = self._calls.local
         try:
-            result = local.call(*args, **kwargs)
+            if kwargs and (placed := self._calls.positional(args, kwargs)) is not None:
+                result = local.call(*placed)  # keywords placed by name: the caller of a positional call
+            else:
+                result = local.call(*args, **kwargs)
         except FALLBACK:
             return self._calls.dispatch(args, kwargs)
         local.hits += 1

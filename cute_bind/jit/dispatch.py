@@ -420,6 +420,7 @@ class CallSite(Protocol):
     ) -> None: ...
     def _set_call(self, caller: Callable[..., Any] | None, fill_n: int = ..., stream_fn: Callable[[], int] | None = ...) -> None: ...
     def _set_routes(self, routes: tuple[tuple[Any, ...], ...] | None) -> None: ...
+    def _set_params(self, params: tuple[tuple[str, ...], int, tuple[Any, ...]] | None) -> None: ...
     def _count_hit(self) -> None: ...
     def _hits(self) -> int: ...
 
@@ -469,6 +470,11 @@ class Dispatcher:
             required += 1
         self._required = required
         self._tail = tuple(p.default for p in positional[required:]) if all(p.has_default for p in positional[required:]) else None
+        #: a keyword call's names mapped to positions (every parameter positional): it takes the routes and
+        #: the caller of a positional call (``positional``; ``_cdispatch.c``'s ``positional_call``)
+        self._positions = {p.name: i for i, p in enumerate(positional)} if self._simple else None
+        self._tail_values = self._tail or ()
+        self._plans: dict[tuple[Any, ...], Any] | None = {} if self._simple else None
         self._constexpr = tuple((i, p.name) for i, p in enumerate(positional) if p.slot is None)
         self._runtime_index = tuple(i for i, p in enumerate(positional) if p.slot is not None)
         self._stream_index = tuple(self._runtime_index.index(i) for i, p in enumerate(positional) if p.name in self._streams)
@@ -476,6 +482,9 @@ class Dispatcher:
         _LIVE.add(self)  # for the reset of its locks in a forked child
         #: the kernel's C base keeps each thread's caller and hits (else the threading.local does)
         self._c = CallBase is not PythonCallBase and getattr(type(kernel), "__call__", None) is getattr(CallBase, "__call__", None)
+        if self._c:
+            names = tuple(p.name for p in positional)
+            kernel._set_params((names, required, self._tail or ()) if self._simple else None)
         self._reset()
 
     def _reset(self) -> None:
@@ -518,6 +527,49 @@ class Dispatcher:
         """Forget every specialization and count (every thread's next call dispatches again)."""
         with self._lock:
             self._reset()
+
+    def positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+        """A keyword call as the positional call it stands for (defaults filled in before the last value
+        given), or None where the dispatch path must bind it: a name of no positional parameter, one given
+        twice, a required parameter left out, keyword-only parameters (the Python path's copy of
+        ``positional_call`` in ``_cdispatch.c``). The placement is planned once per call shape."""
+        plans = self._plans
+        if plans is None:
+            return None
+        shape = (len(args), *kwargs)
+        plan = plans.get(shape)
+        if plan is None:
+            if len(plans) >= 256:  # ever new call shapes: keep the table bounded
+                plans.clear()
+            plan = plans[shape] = self._plan(len(args), tuple(kwargs))
+        if plan is False:
+            return None
+        return plan((*args, *kwargs.values(), *self._tail_values))  # type: ignore[operator]
+
+    def _plan(self, n: int, names: tuple[str, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]] | bool:
+        """How :meth:`positional` places a call of ``n`` positionals and these keywords: an item getter
+        over ``(*args, *kwargs.values(), *tail)``, or False (the dispatch path binds it)."""
+        index = self._positions
+        if index is None or n > self._npos:
+            return False
+        source: list[int | None] = [*range(n), *(None,) * (self._npos - n)]
+        top = n
+        for k, name in enumerate(names):
+            i = index.get(name)
+            if i is None or source[i] is not None:
+                return False
+            source[i] = n + k
+            top = max(top, i + 1)
+        for i in range(top):
+            if source[i] is None:
+                if i < self._required:
+                    return False
+                source[i] = n + len(names) + i - self._required  # the default of the tail
+        order = [int(i) for i in source[:top] if i is not None]  # every position is filled by now
+        if len(order) == 1:
+            only = order[0]
+            return lambda values: (values[only],)
+        return operator.itemgetter(*order)
 
     # ------------------------------------------------------------------ the dispatch path
     def dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:

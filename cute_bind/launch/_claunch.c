@@ -12,9 +12,10 @@
  * before the descriptor's data address and dynamic values are written.
  * A sequence ("S") is written element by element with the same classes.
  * Kinds without a class here ("X") call their Python writer.
- * Anything it does not accept as is (keywords, missing or extra arguments,
- * stream objects, out-of-range values, a tensor that fails a check...) goes
- * to the Python slow path, which owns every check and every error message.
+ * Keywords are placed by their slots' names. Anything it does not accept as
+ * is (unknown or repeated keywords, missing or extra arguments, values no
+ * class reads, out-of-range values, a tensor that fails a check...) goes to
+ * the Python slow path, which owns every check and every error message.
  *
  * Everything comes in one record, a cute_bind.launch.spec.LaunchSpec: init
  * reads each of its fields once by name (LAUNCH_SPEC_FIELDS), checks its type
@@ -183,6 +184,8 @@ typedef struct {
     struct SeqSpec **seqs; /* per slot: the element leaves of class "S", else NULL */
     PyObject *extras;     /* tuple: per slot, the C spec data or the writer of class "X" */
     PyObject *defaults; /* tuple: pre-coerced default per slot, or `required` */
+    PyObject *names;    /* tuple: per slot its parameter name (keywords are matched against them) */
+    PyObject **byname;  /* per slot: the value a keyword call placed there (borrowed, while busy), or NULL */
     PyObject *required;
     PyObject *slow;   /* slow(values_tuple, extra_tuple, kwargs_dict) */
     PyObject *fail;   /* fail(): raises the CUDA error */
@@ -914,8 +917,34 @@ call_entry(Launcher *self)
     return self->ret;
 }
 
+/* Place a keyword call's values by slot: byname[i] is the positional or keyword value of slot i
+ * (borrowed from the call), or NULL for a parameter left to its default. 1: placed; 0: a keyword
+ * that names no slot or one given twice (the slow path raises the catalog error); nothing here
+ * runs Python code (names are compared as str). */
+static int
+place_keywords(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Py_ssize_t n = self->n, nkw = PyTuple_Size(kwnames);
+    for (Py_ssize_t i = 0; i < n; i++) self->byname[i] = i < nargs ? args[i] : NULL;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *key = PyTuple_GetItem(kwnames, j);
+        Py_ssize_t i = 0;
+        for (; i < n; i++) { /* identifiers are interned: identity first, then by value */
+            PyObject *name = PyTuple_GetItem(self->names, i);
+            if (name == key) break;
+            if (PyUnicode_Check(key) && PyUnicode_Compare(name, key) == 0) break;
+        }
+        if (PyErr_Occurred()) PyErr_Clear();
+        if (i == n || self->byname[i] != NULL) return 0;
+        self->byname[i] = args[nargs + j];
+    }
+    return 1;
+}
+
 /* `try_only`: what the fast path does not take as is returns NotImplemented instead of going to
- * the slow path (try_launch: kernel(...) tries the thread's other specializations first). */
+ * the slow path (try_launch: kernel(...) tries the thread's other specializations first).
+ * Keywords are placed by name (place_keywords); extra positionals, unknown or repeated keywords
+ * and values the classes do not take go to the slow path with the call as given. */
 static PyObject *
 do_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int try_only)
 {
@@ -925,24 +954,31 @@ do_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
         return NULL;
     }
     if (self->busy) return PyObject_CallObject(self->busy_error, NULL);
-    if (nargs > self->n || kwnames != NULL) {
+    if (kwnames != NULL && PyTuple_Size(kwnames) == 0) kwnames = NULL;
+    if (nargs > self->n) {
         if (try_only) Py_RETURN_NOTIMPLEMENTED;
         return go_slow(self, args, nargs, kwnames);
     }
     self->busy = 1;
     PyObject *pin = self->keep; /* the compiled module stays loaded until this call returns */
     Py_XINCREF(pin);
+    if (kwnames != NULL && !place_keywords(self, args, nargs, kwnames)) {
+        leave(self, pin);
+        if (try_only) Py_RETURN_NOTIMPLEMENTED;
+        return go_slow(self, args, nargs, kwnames);
+    }
     for (Py_ssize_t i = 0; i < self->n; i++) {
         int r;
-        if (i < nargs) r = pack_one(self, i, args[i]);
-        else { /* trailing parameters left to their defaults */
+        PyObject *v = kwnames != NULL ? self->byname[i] : (i < nargs ? args[i] : NULL);
+        if (v != NULL) r = pack_one(self, i, v);
+        else { /* a parameter left to its default */
             PyObject *d = PyTuple_GetItem(self->defaults, i);
             r = d == self->required ? 0 : pack_one(self, i, d);
         }
         if (r <= 0) {
             leave(self, pin);
             if (r == 0 && try_only) Py_RETURN_NOTIMPLEMENTED;
-            return r < 0 ? NULL : go_slow(self, args, nargs, NULL);
+            return r < 0 ? NULL : go_slow(self, args, nargs, kwnames);
         }
     }
     if (self->refuse) { /* closed or unloaded by code a conversion ran */
@@ -1369,13 +1405,13 @@ check_class(char cls, char fmt, Py_ssize_t off, Py_ssize_t size, Py_ssize_t stor
 
 /* The LaunchSpec fields init reads, in this order (exported as LAUNCH_SPEC_FIELDS). */
 enum { F_ENTRY, F_ARGV, F_STORAGE, F_STORAGE_SIZE, F_RESULT, F_FMTS, F_CLASSES, F_OFFSETS, F_SIZES, F_EXTRAS, F_DEFAULTS,
-       F_REQUIRED, F_SLOW, F_FAIL, F_BUSY_ERROR, F_RET, F_KEEP, F_RELEASE_GIL, N_SPEC_FIELDS };
+       F_NAMES, F_REQUIRED, F_SLOW, F_FAIL, F_BUSY_ERROR, F_RET, F_KEEP, F_RELEASE_GIL, N_SPEC_FIELDS };
 static const char *const launch_spec_fields[N_SPEC_FIELDS + 1] = {
     "entry", "argv", "storage", "storage_size", "result", "fmts", "classes", "offsets", "sizes", "extras", "defaults",
-    "required", "slow", "fail", "busy_error", "ret", "keep", "release_gil", NULL};
+    "names", "required", "slow", "fail", "busy_error", "ret", "keep", "release_gil", NULL};
 static const int launch_spec_kinds[N_SPEC_FIELDS] = {
     CB_INT, CB_INT, CB_INT, CB_INT, CB_INT, CB_BYTES, CB_BYTES, CB_TUPLE, CB_TUPLE, CB_TUPLE, CB_TUPLE,
-    CB_ANY, CB_CALLABLE, CB_CALLABLE, CB_CALLABLE, CB_INT_OR_NONE, CB_TUPLE, CB_BOOL};
+    CB_TUPLE, CB_ANY, CB_CALLABLE, CB_CALLABLE, CB_CALLABLE, CB_INT_OR_NONE, CB_TUPLE, CB_BOOL};
 /* A sequence leaf (a SeqLeaf record, read by position): exported as SEQ_LEAF_FIELDS. */
 static const char *const seq_leaf_fields[] = {"cls", "fmt", "offset", "size", "tensor", NULL};
 
@@ -1406,11 +1442,17 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     const char *fmt = PyBytes_AsString(f[F_FMTS]), *cls = PyBytes_AsString(f[F_CLASSES]);
     if (!fmt || !cls) goto done;
     Py_ssize_t nfmt = PyBytes_Size(f[F_FMTS]);
-    PyObject *offsets = f[F_OFFSETS], *sizes = f[F_SIZES], *extras = f[F_EXTRAS], *defaults = f[F_DEFAULTS];
+    PyObject *offsets = f[F_OFFSETS], *sizes = f[F_SIZES], *extras = f[F_EXTRAS], *defaults = f[F_DEFAULTS], *names = f[F_NAMES];
     if (nfmt != PyBytes_Size(f[F_CLASSES]) || PyTuple_Size(offsets) != nfmt || PyTuple_Size(sizes) != nfmt ||
-        PyTuple_Size(defaults) != nfmt || PyTuple_Size(extras) != nfmt) {
-        PyErr_SetString(PyExc_ValueError, "LaunchSpec: slot formats, classes, offsets, sizes, extras and defaults differ in length");
+        PyTuple_Size(defaults) != nfmt || PyTuple_Size(extras) != nfmt || PyTuple_Size(names) != nfmt) {
+        PyErr_SetString(PyExc_ValueError, "LaunchSpec: slot formats, classes, offsets, sizes, extras, defaults and names differ in length");
         goto done;
+    }
+    for (Py_ssize_t i = 0; i < nfmt; i++) {
+        if (!PyUnicode_CheckExact(PyTuple_GetItem(names, i))) {
+            PyErr_SetString(PyExc_TypeError, "LaunchSpec: names holds one str per slot");
+            goto done;
+        }
     }
     if (!entry || !argv || !storage || storage_size < 0) {
         PyErr_SetString(PyExc_ValueError, "LaunchSpec: entry, argv and storage must be non-null");
@@ -1426,7 +1468,9 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     self->nums = PyMem_Calloc(nfmt + 1, sizeof(NumSpec *));
     self->seqs = PyMem_Calloc(nfmt + 1, sizeof(SeqSpec *));
     self->held = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
-    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->ptrs || !self->streams || !self->nums || !self->seqs || !self->held) {
+    self->byname = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
+    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->ptrs || !self->streams || !self->nums || !self->seqs || !self->held ||
+        !self->byname) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1454,6 +1498,7 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     /* the launcher keeps what it read (the references cb_field returned) */
     self->extras = f[F_EXTRAS]; f[F_EXTRAS] = NULL;
     self->defaults = f[F_DEFAULTS]; f[F_DEFAULTS] = NULL;
+    self->names = f[F_NAMES]; f[F_NAMES] = NULL;
     self->required = f[F_REQUIRED]; f[F_REQUIRED] = NULL;
     self->slow = f[F_SLOW]; f[F_SLOW] = NULL;
     self->fail = f[F_FAIL]; f[F_FAIL] = NULL;
@@ -1497,6 +1542,7 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->extras);
     Py_VISIT(self->defaults);
+    Py_VISIT(self->names);
     Py_VISIT(self->required);
     Py_VISIT(self->slow);
     Py_VISIT(self->fail);
@@ -1534,6 +1580,7 @@ Launcher_clear(Launcher *self)
 {
     Py_CLEAR(self->extras);
     Py_CLEAR(self->defaults);
+    Py_CLEAR(self->names);
     Py_CLEAR(self->required);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->fail);
@@ -1576,6 +1623,7 @@ Launcher_dealloc(Launcher *self)
     PyMem_Free(self->cls);
     PyMem_Free(self->off);
     PyMem_Free(self->held);
+    PyMem_Free(self->byname);
     if (self->tensors) {
         for (Py_ssize_t i = 0; i < self->n; i++) free_tensor_spec(self->tensors[i]);
         PyMem_Free(self->tensors);

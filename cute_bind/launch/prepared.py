@@ -206,8 +206,27 @@ class _Shared:
         self.extra_pointers = entry.extra_pointers
         self.wheres = tuple(Where(kernel, n) for n in names)
         self.hints = {n: s.expected() + (_STREAM_HINT if s.kind == "stream" else "") for n, s in zip(names, slots)}
+        #: the pure-Python launch's keyword placement (the C launcher places them itself)
+        self.place = functools.partial(_place_keywords, {n: i for i, n in enumerate(names)}, tuple(n in defaults for n in names))
         # the DSL's re-entry check, run before every launch (DSL 4.8, PyIR-compiled functions only)
         self.guard: Callable[[], None] | None = None
+
+
+def _place_keywords(
+    index: dict[str, int], has_default: tuple[bool, ...], given: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[Any] | None:
+    """A keyword call's values in slot order (NOT_GIVEN where left to a default), or None where the
+    slow path must decide: a name of no parameter, one given twice, a required parameter left out."""
+    placed = list(given)
+    for name, value in kwargs.items():
+        i = index.get(name)
+        if i is None or placed[i] is not NOT_GIVEN:
+            return None
+        placed[i] = value
+    for value, default in zip(placed, has_default):
+        if value is NOT_GIVEN and not default:
+            return None
+    return placed
 
 
 class _Pin:
@@ -267,6 +286,7 @@ class _Gen:
         "_cb_enter",
         LEAVE,
         "_cb_busy",
+        "_cb_kw",
     )
 
 
@@ -305,13 +325,17 @@ def _fast_source(
     free += [f"{x}f{i}" for i, f in enumerate(fell) if f]
     sep = "/, " if args else ""
     check = f"            if {x}res[0]:\n                {x}fail()\n" if has_result else ""
-    # Keywords and extra positionals go to the slow path before defaults are
+    # Keywords are placed by name (``_cb_kw``: the call's positions, NOT_GIVEN where left out) and the
+    # launch called again with them; what it cannot place (an unknown or repeated name, a required
+    # parameter left out) and extra positionals go to the slow path as given, before defaults are
     # substituted, so it can still tell a defaulted parameter from a given one.
     guard_check = f"        if {bad}:\n            return {x}slow({tup}, (), {{}})\n" if bad else ""
     return (
         f"def factory({', '.join(free)}):\n"
         f"    def launch({params}{', ' if args else ''}{sep}*{x}x, **{x}k):\n"
         f"        if {x}x or {x}k:\n"
+        f"            if not {x}x and (p := {x}kw({tup}, {x}k)) is not None:\n"
+        f"                return launch(*p)\n"
         f"            return {x}slow({tup}, {x}x, {x}k)\n"
         f"{defaults}"
         f"{guard_check}"
@@ -346,9 +370,11 @@ def _fast_factory(
     For ``(out: Pointer, alpha: Float16, n: Int32 = 64)`` with a result slot
     (Float16 has a converter, ``n`` a default), the generated source is::
 
-        def factory(_cb_M, _cb_pack, _cb_buf, _cb_gate, _cb_argv, _cb_res, _cb_slow, _cb_fail, _cb_ret, _cb_enter, _cb_leave, _cb_busy, _cb_V2, _cb_c1):
+        def factory(_cb_M, _cb_pack, _cb_buf, _cb_gate, _cb_argv, _cb_res, _cb_slow, _cb_fail, _cb_ret, _cb_enter, _cb_leave, _cb_busy, _cb_kw, _cb_V2, _cb_c1):
             def launch(a0=_cb_M, a1=_cb_M, a2=_cb_M, /, *_cb_x, **_cb_k):
                 if _cb_x or _cb_k:
+                    if not _cb_x and (p := _cb_kw((a0, a1, a2, ), _cb_k)) is not None:
+                        return launch(*p)
                     return _cb_slow((a0, a1, a2, ), _cb_x, _cb_k)
                 v2 = _cb_V2 if a2 is _cb_M else a2
                 if not (a0.__class__ is int):
@@ -378,7 +404,7 @@ def _fast_factory(
     ``_cb_M`` is :data:`NOT_GIVEN`, ``_cb_pack`` the layout's
     ``struct.pack_into``, ``_cb_gate`` the handle's gate (``[entry point]``
     while open, ``[refusal]`` once closed or unloaded), ``_cb_enter``/``_cb_leave`` take and give back the
-    handle's one launch token (``_cb_busy`` raises CB403 when it is taken), ``_cb_V2`` the pre-coerced default of slot 2,
+    handle's one launch token (``_cb_busy`` raises CB403 when it is taken), ``_cb_kw`` places keywords by name (:func:`_place_keywords`), ``_cb_V2`` the pre-coerced default of slot 2,
     ``_cb_c1`` slot 1's converter. Anything the fast path does not take as is
     goes to ``_cb_slow``, which raises the catalog error. The closure names
     live in :class:`_Gen` (``tests/launch/test_prepared.py`` checks this sample
@@ -518,6 +544,7 @@ class PreparedLaunch(Lifecycle, Generic[P]):
                     sizes=tuple(lay.sizes),
                     extras=tuple(self._c_extra(i, s) for i, s in enumerate(sh.slots)),
                     defaults=tuple(sh.defaults.get(n, NOT_GIVEN) for n in sh.names),
+                    names=sh.names,
                     required=NOT_GIVEN,
                     slow=self._slow,
                     fail=self._fail,
@@ -554,6 +581,7 @@ class PreparedLaunch(Lifecycle, Generic[P]):
             self._token.pop,
             self._leave,
             self._busy,
+            sh.place,
             *(sh.defaults[n] for n in sh.names if n in sh.defaults),
             *(c for c in converters if c is not None),
             *(f for f in fallbacks if f is not None),
@@ -615,12 +643,17 @@ class PreparedLaunch(Lifecycle, Generic[P]):
         if positional_raw:  # checked mode: plain *args
             given, extra = given[: len(sh.names)], given[len(sh.names) :]
         # The fast paths pass the positionals they got, padded with NOT_GIVEN
-        # for parameters not given (compared by identity: values may be arrays).
+        # for parameters not given (compared by identity: values may be arrays);
+        # a value after a gap was placed there by keyword, and is one again.
         args = []
-        for v in given:
+        gap = False
+        for name, v in zip(sh.names, given):
             if v is NOT_GIVEN:
-                break
-            args.append(v)
+                gap = True
+            elif gap:
+                kwargs = {**kwargs, name: v}
+            else:
+                args.append(v)
         values = bind_arguments(sh.kernel, sh.names, frozenset(), sh.defaults, (*args, *extra), kwargs, sh.hints, sh.constexpr_names)
         # ``coerced`` holds what the values were read through (DLPack capsules,
         # list snapshots) until the entry point returns

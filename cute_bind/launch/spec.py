@@ -96,7 +96,7 @@ class LaunchSpec:
     """The C fast path of one prepared handle: addresses, slot layout, callbacks (see the module docstring).
 
     ``n`` slots: ``fmts`` and ``classes`` hold one byte per slot, ``offsets``,
-    ``sizes``, ``extras`` and ``defaults`` one item per slot.
+    ``sizes``, ``extras``, ``defaults`` and ``names`` one item per slot.
     """
 
     entry: int
@@ -121,6 +121,8 @@ class LaunchSpec:
     """per slot: a tensor or pointer spec record, a tuple of :class:`SeqLeaf`, a writer (class "X") or None"""
     defaults: tuple[Any, ...]
     """per slot: its pre-coerced default, or ``required``"""
+    names: tuple[str, ...]
+    """per slot: its parameter's name (a keyword argument is placed by it)"""
     required: object
     """the sentinel of a parameter without default"""
     slow: Callable[[tuple[Any, ...], tuple[Any, ...], dict[str, Any]], Any]
@@ -142,9 +144,10 @@ class LaunchSpec:
             isinstance(self.fmts, bytes) and isinstance(self.classes, bytes) and len(self.fmts) == n,
             "fmts and classes are bytes of one length",
         )
-        for name in ("offsets", "sizes", "extras", "defaults"):
+        for name in ("offsets", "sizes", "extras", "defaults", "names"):
             value = getattr(self, name)
             _check(isinstance(value, tuple) and len(value) == n, f"{name} is a tuple of {n} items (one per slot)")
+        _check(all(type(v) is str for v in self.names) and len(set(self.names)) == n, "names are distinct str")
         for name in ("entry", "argv", "storage"):
             value = getattr(self, name)
             _check(type(value) is int and 0 < value < 1 << 64, f"{name} is a non-null address")

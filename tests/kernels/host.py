@@ -95,6 +95,13 @@ def with_default(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32, ex
 
 
 @cute.jit
+def two_defaults(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32, a: cutlass.Int32 = 1, b: cutlass.Int32 = 2):
+    """out[0] = value * 100 + a * 10 + b (two defaults: a keyword call may give b and leave a out)."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    o[0] = value * 100 + a * 10 + b
+
+
+@cute.jit
 def spin(out: cute_bind.Pointer[cutlass.Int64], n: cutlass.Int64):
     """A slow host function: counts to n into out[0] (for concurrency tests)."""
     o = cute.make_tensor(out, cute.make_layout(1))

@@ -697,3 +697,89 @@ def test_scalar_values_the_kind_refuses_still_raise_their_codes(path: str, index
     with pytest.raises(cute_bind.CuteBindError) as info:
         h.launch(*args)
     assert info.value.code == code, str(info.value)
+
+
+# ------------------------------------------------------------------ keywords: placed by name on the fast path
+from tests.kernels.host import two_defaults  # noqa: E402
+
+# (call shape, positionals, keywords, out[0]) for two_defaults(out, value, a=1, b=2): value*100 + a*10 + b
+KEYWORD_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], int]] = [
+    ("positional (reference)", (3, 4, 5), {}, 345),
+    ("every argument by keyword", (), {"value": 3, "a": 4, "b": 5}, 345),
+    ("every argument by keyword, reversed", (), {"b": 5, "a": 4, "value": 3}, 345),
+    ("the last by keyword", (3, 4), {"b": 5}, 345),
+    ("a middle default left out, a later one given", (3,), {"b": 7}, 317),
+    ("both defaults left out, value by keyword", (), {"value": 6}, 612),
+    ("an empty keyword dict", (3, 4, 5), {}, 345),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs,want", KEYWORD_CALLS, ids=[c[0] for c in KEYWORD_CALLS])
+def test_keyword_arguments_take_the_fast_path(
+    path: str, slow: list[Any], name: str, args: tuple[Any, ...], kwargs: dict[str, Any], want: int
+) -> None:
+    """Keywords are placed by parameter name in C and in the generated launch: they took the slow
+    path (4.6 us per handle.launch on the CPU machine against 0.18 positionally)."""
+    out = np.zeros(1, np.int32)
+    h = cute_bind.kernel(two_defaults).bind(out.ctypes.data, 0)
+    addr = out.ctypes.data
+    given_out = {"out": addr} if "value" in kwargs else {}
+    call_args = () if given_out else (addr, *args)
+    h.launch(*call_args, **given_out, **kwargs)
+    assert out[0] == want, name
+    assert slow == [], f"{name}: the launch went to the slow path"
+    # the same bytes as the positional call of the same values
+    keyword_bytes = h.storage_bytes()
+    values = {"value": None, "a": 1, "b": 2, **dict(zip(("value", "a", "b"), args)), **kwargs}
+    h.launch(addr, values["value"], values["a"], values["b"])
+    assert h.storage_bytes() == keyword_bytes
+
+
+# (call shape, positionals after out, keywords, the code the slow path raises, its parameter)
+KEYWORD_ERRORS: list[tuple[str, tuple[Any, ...], dict[str, Any], str, str]] = [
+    ("an unknown keyword", (3,), {"c": 1}, "CB202", "c"),
+    ("a misspelt keyword", (3,), {"vlaue": 1}, "CB202", "vlaue"),
+    ("a keyword repeating a positional", (3,), {"value": 4}, "CB203", "value"),
+    ("a required parameter left out", (), {"a": 4}, "CB201", "value"),
+    ("an extra positional with a keyword", (3, 4, 5, 6), {"b": 1}, "CB202", "#5"),
+    ("a wrong kind by keyword", (3,), {"b": "5"}, "CB204", "b"),
+    ("out of range by keyword", (), {"value": 1 << 40}, "CB205", "value"),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs,code,parameter", KEYWORD_ERRORS, ids=[c[0] for c in KEYWORD_ERRORS])
+def test_keyword_calls_the_fast_path_cannot_place_raise_their_codes(
+    path: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], code: str, parameter: str
+) -> None:
+    """What the fast path cannot place or write goes to the slow path as given, which raises the catalog's code."""
+    out = np.zeros(1, np.int32)
+    h = cute_bind.kernel(two_defaults).bind(out.ctypes.data, 0)
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        h.launch(out.ctypes.data, *args, **kwargs)
+    assert info.value.code == code and info.value.parameter == parameter, (name, str(info.value))
+    if name == "a misspelt keyword":
+        assert "did you mean 'value'" in str(info.value)
+    h.launch(out.ctypes.data, 3, b=9)  # and the handle still launches
+    assert out[0] == 319
+
+
+def test_keywords_on_every_slot_kind_write_the_positional_bytes(path: str, slow: list[Any]) -> None:
+    """Pointer, scalar and stream slots given by keyword: the same storage as the positional call."""
+    x, out = _f32(), np.zeros(64, np.float32)
+    h = cute_bind.kernel(scale).bind(out.ctypes.data, x.ctypes.data, 2.0, 64, 0)
+    h.launch(out, x, np.float32(3.0), 64, cuda.CUstream(0))
+    want = h.storage_bytes()
+    slow.clear()
+    h.launch(stream=cuda.CUstream(0), n=np.int64(64), alpha=np.float32(3.0), inp=x, out=out)
+    assert h.storage_bytes() == want and slow == []
+    np.testing.assert_array_equal(out, x * np.float32(3.0))
+
+
+def test_a_keyword_stream_object_read_by_python_code_takes_the_fast_path(path: str, slow: list[Any]) -> None:
+    """A keyword value whose reader runs Python code (an object with ``cuda_stream`` that is not torch's):
+    placed by name, then read by the kind's conversion, on the fast path."""
+    x, out = _f32(), np.zeros(64, np.float32)
+    h = cute_bind.kernel(scale).bind(out.ctypes.data, x.ctypes.data, 2.0, 64, 0)
+    for _ in range(3):
+        h.launch(out.ctypes.data, x.ctypes.data, 2.0, 64, stream=_TorchLikeStream(0))
+    assert slow == [] and h.slot_bytes("stream") == bytes(8)

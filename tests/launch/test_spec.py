@@ -39,6 +39,7 @@ def raw_spec(**fields: Any) -> Any:
         keep=KeepAlive(bytearray(), buf, None, bytearray(), None, None), release_gil=True,
     )  # fmt: skip
     base.update(fields)
+    base.setdefault("names", tuple(f"p{i}" for i in range(len(base["fmts"]) if isinstance(base["fmts"], bytes) else 0)))
     return types.SimpleNamespace(**base)
 
 
@@ -126,6 +127,7 @@ WRONG_TYPES = [
     ("sizes", None, TypeError),
     ("extras", [], TypeError),
     ("defaults", {}, TypeError),
+    ("names", ["x"], TypeError),
     ("slow", None, TypeError),
     ("fail", 1, TypeError),
     ("busy_error", "x", TypeError),
@@ -169,6 +171,8 @@ BAD_SPECS = [
     ("a sequence leaf of a writer class", dict(classes=b"S", extras=((SeqLeaf("X", "Q", 0, 8, None),),))),
     ("keep as a bare tuple", dict(keep=(None,) * 6)),
     ("extras of another length", dict(extras=(None, None))),
+    ("names of another length", dict(names=("x", "y"))),
+    ("a name that is not a str", dict(names=(b"x",))),
     ("a writer that is not callable", dict(classes=b"X", extras=(3,))),
 ]
 
