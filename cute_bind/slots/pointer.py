@@ -95,7 +95,11 @@ class PointerKind(SlotKind):
     def describe(self) -> str:
         if self.dtype is None and self.spec.dtype is None:
             return "cute.Pointer"
-        return PointerSpec(self.dtype or self.spec.dtype, self.align or self.spec.align, self.space or self.spec.space).describe()
+        dtype = self.dtype or self.spec.dtype
+        align = self.spec.align
+        if align is None and self.align is not None and self.align * 8 != getattr(dtype, "width", None):
+            align = self.align  # an alignment beyond the element's own (the default) is part of what was compiled
+        return PointerSpec(dtype, align, self.space or self.spec.space).describe()
 
     @classmethod
     def recognize(cls, annotation: Any) -> PointerKind | None:

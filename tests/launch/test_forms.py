@@ -783,3 +783,35 @@ def test_a_keyword_stream_object_read_by_python_code_takes_the_fast_path(path: s
     for _ in range(3):
         h.launch(out.ctypes.data, x.ctypes.data, 2.0, 64, stream=_TorchLikeStream(0))
     assert slow == [] and h.slot_bytes("stream") == bytes(8)
+
+
+# what prepared-launch.md says a scalar slot takes: (index in all_scalars' arguments, value, taken)
+SCALAR_RULES = [
+    (4, True, True),  # an integer slot: a bool is 1 or 0, as in the direct call
+    (4, 2.0, False),  # never a float
+    (10, 3, True),  # a float slot: int
+    (10, True, True),  # and bool
+    (1, 1, True),  # a Boolean slot: the integers 0 and 1
+    (1, 2, False),
+    (1, 0.0, False),
+    (6, 256, False),  # out of Uint8's range: refused, not truncated
+]
+
+
+@pytest.mark.parametrize("index,value,taken", SCALAR_RULES, ids=[f"{i}={v!r}" for i, v, _ in SCALAR_RULES])
+def test_scalar_slots_take_what_the_docs_say(path: str, index: int, value: Any, taken: bool) -> None:
+    out = np.zeros(16, np.float64)
+    h = cute_bind.kernel(all_scalars).bind(out.ctypes.data, *PLAIN)
+    args = [out.ctypes.data, *PLAIN]
+    args[index] = value
+    if taken:
+        h.launch(*args)
+        want = [out.ctypes.data, *PLAIN]
+        want[index] = int(value) if isinstance(value, bool) and index != 1 else value
+        written = h.storage_bytes()
+        h.launch(*want)
+        assert h.storage_bytes() == written
+    else:
+        with pytest.raises(cute_bind.CuteBindError) as info:
+            h.launch(*args)
+        assert info.value.code in ("CB204", "CB205"), str(info.value)

@@ -125,7 +125,7 @@ MEMBERS = [
     (Int32 | int | None, "5", "CB230"),
     (Optional[Float32 | cute.Pointer], Float32(0.5), "cutlass.Float32"),
     (Optional[Float32 | cute.Pointer], 0.5, "cutlass.Float32"),  # a float: the Float32 member's own slot takes it
-    (Optional[Float32 | cute.Pointer], "_cell", "Pointer[Float32, align=4]"),
+    (Optional[Float32 | cute.Pointer], "_cell", "Pointer[Float32]"),  # the element's own alignment goes unsaid
     (Optional[Float32 | cute.Pointer], 3, "CB230"),  # an int beside a pointer member: a number or an address?
     # of no member's own kind: the first scalar member whose slot takes it
     (Optional[Int32 | Float32], True, "cutlass.Int32"),
