@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cute_bind
@@ -690,3 +690,40 @@ def test_the_c_call_path_refuses_malformed_parameter_records(params):
     k._set_params((("out", "value", "extra"), 2, (5,)))
     k(out.ctypes.data, value=4, extra=1)
     assert out[0] == 5
+
+
+def _two_defaults_reference(out, value, a=1, b=2):
+    return value * 100 + a * 10 + b
+
+
+_KERNELS: dict[str, object] = {}  # one kernel per call path, kept across the examples
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    npos=st.integers(0, 5),
+    named=st.lists(st.sampled_from(("out", "value", "a", "b", "c")), max_size=5, unique=True),
+    values=st.lists(st.integers(-9, 9), min_size=6, max_size=6),
+)
+def test_kernel_calls_with_any_mix_of_keywords_bind_as_python_does(make, request, npos, named, values):
+    """kernel(...) with any mix of positionals and keywords writes what Python's own binding gives, or
+    raises CB201/CB202/CB203 where that binding raises TypeError, on both call paths."""
+    import inspect
+
+    from tests.kernels.host import two_defaults
+
+    k = _KERNELS.setdefault(request.node.callspec.id, make(two_defaults))
+    target = np.zeros(1, np.int32)
+    addr = target.ctypes.data
+    pos = [addr, *values][:npos]
+    kw = {n: (addr if n == "out" else values[i]) for i, n in enumerate(named)}
+    try:
+        want = inspect.signature(_two_defaults_reference).bind(*pos, **kw)
+    except TypeError:
+        with pytest.raises(cute_bind.CuteBindError) as info:
+            k(*pos, **kw)
+        assert info.value.code in ("CB201", "CB202", "CB203"), str(info.value)
+        return
+    want.apply_defaults()
+    k(*pos, **kw)
+    assert target[0] == _two_defaults_reference(*want.args)
