@@ -105,27 +105,20 @@ typedef struct {
     PyObject *other_reader; /* value -> int address, or None when it is not taken as is (owned), or NULL */
 } PtrSpec;
 
-/* A stream slot (class "Z"): an exact int is the handle; an object of one of `attr_types`
- * gives it as its `cuda_stream` attribute (torch.cuda.Stream), one of `int_types` as int(v)
- * (cuda.CUstream), and any other object is given to `reader` (the kind's Python reader, which
- * raises where the value is not a stream). Each read must give an exact int in [0, 2**64), as
- * the slow path's own conversion does; anything else is left to the slow path. */
+/* An object spec: how a stream slot (class "Z") or a number slot (classes "I", "R", "h", "g",
+ * "B") reads values past the exact ones its class writes itself. One record for both: an object
+ * of one of `types` is read by the class's own conversion (a stream: int(v), cuda.CUstream; an
+ * integer slot: operator.index(v); a float slot: float(v); NumPy's scalar types), one of
+ * `attr_types` (streams only) through its `cuda_stream` attribute (torch.cuda.Stream), and any
+ * other object is given to `reader` (the kind's Python reading, which returns the value or
+ * raises). What is read must be the exact value the class writes (an int in [0, 2**64) for a
+ * stream; an int, bool, or int or float for a number slot, by class) and is then written as
+ * that value is; anything else is left to the slow path, as is a read that raises. */
 typedef struct {
-    PyObject *attr_types; /* tuple of exact types (owned) */
-    PyObject *int_types;  /* tuple of exact types (owned) */
-    PyObject *reader;     /* value -> int (owned), or NULL */
-} StreamSpec;
-
-/* A number slot (classes "I", "R", "h", "g", "B") past exact ints, floats and bools: an object
- * of one of `types` (NumPy's scalar types) is read as operator.index(v) for class "I", float(v)
- * for the float classes; any other object is given to `reader` (the kind's Python reading,
- * which returns the number or raises). The result must be an exact int ("I"), bool ("B"), or
- * int or float (the float classes), and is then written as that value is; anything else is
- * left to the slow path. */
-typedef struct {
-    PyObject *types;  /* tuple of exact types (owned) */
-    PyObject *reader; /* value -> number (owned), or NULL */
-} NumSpec;
+    PyObject *types;      /* tuple of exact types (owned) */
+    PyObject *attr_types; /* tuple of exact types (owned); empty for number slots */
+    PyObject *reader;     /* value -> value (owned), or NULL */
+} ObjSpec;
 
 /* NumPy's ndarray object layout (PyArrayObject_fields, NumPy's public C ABI), as
  * cute_bind.slots.dlpack.array_layout() verified it against real arrays before
@@ -179,8 +172,7 @@ typedef struct {
     Py_ssize_t *off;
     TensorSpec **tensors; /* per slot: the tensor spec of class "T", else NULL */
     PtrSpec **ptrs;       /* per slot: the pointer spec of class "P" (tensors and arrays taken too), else NULL */
-    StreamSpec **streams; /* per slot: the stream spec of class "Z" (stream objects taken too), else NULL */
-    NumSpec **nums;       /* per slot: the number spec of classes "I", "R", "h", "g" (NumPy scalars...), else NULL */
+    ObjSpec **objs;       /* per slot: the object spec of class "Z" or a number class (stream objects, NumPy scalars...), else NULL */
     struct SeqSpec **seqs; /* per slot: the element leaves of class "S", else NULL */
     PyObject *extras;     /* tuple: per slot, the C spec data or the writer of class "X" */
     PyObject *defaults; /* tuple: pre-coerced default per slot, or `required` */
@@ -730,7 +722,7 @@ typedef struct SeqSpec {
     TensorSpec **tensors;
 } SeqSpec;
 
-static int pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, StreamSpec *sp, NumSpec *ns, PyObject *writer,
+static int pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, ObjSpec *os, PyObject *writer,
                       PyObject *v, PyObject **held);
 
 /* Exact tuples and lists only: a subclass may override __iter__, and a sequence
@@ -753,7 +745,7 @@ pack_sequence(char *storage, const SeqSpec *ss, PyObject *v, PyObject **held)
     for (Py_ssize_t k = 0; k < ss->n; k++) {
         PyObject *item = PyTuple_GetItem(items, k);
         if (!item) return soft_fail();
-        int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, NULL, NULL, NULL, item, NULL);
+        int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, NULL, NULL, item, NULL);
         if (r <= 0) return r;
     }
     return 1;
@@ -766,56 +758,56 @@ pack_one(Launcher *self, Py_ssize_t i, PyObject *v)
 {
     if (self->cls[i] == C_SEQ) return self->seqs[i] ? pack_sequence(self->storage, self->seqs[i], v, &self->held[i]) : 0;
     PyObject *writer = self->cls[i] == C_WRITER ? PyTuple_GetItem(self->extras, i) : NULL;
-    return pack_value(self->cls[i], self->fmt[i], self->storage + self->off[i], self->tensors[i], self->ptrs[i], self->streams[i],
-                      self->nums[i], writer, v, &self->held[i]);
+    return pack_value(self->cls[i], self->fmt[i], self->storage + self->off[i], self->tensors[i], self->ptrs[i], self->objs[i], writer, v,
+                      &self->held[i]);
 }
 
-/* A stream object of class "Z" (see StreamSpec): 1 written, 0 not taken as is, -1 propagate. */
+/* A stream object of class "Z" (see ObjSpec): 1 written, 0 not taken as is, -1 propagate. */
 static int
-pack_stream(StreamSpec *sp, char *dst, PyObject *v)
+pack_stream(ObjSpec *os, char *dst, PyObject *v)
 {
     PyTypeObject *tp = Py_TYPE(v);
     PyObject *h;
-    if (!sp) return 0;
-    if (type_in(sp->attr_types, tp)) h = PyObject_GetAttr(v, s_cuda_stream);
-    else if (type_in(sp->int_types, tp)) h = PyNumber_Long(v);
-    else if (sp->reader) h = PyObject_CallFunctionObjArgs(sp->reader, v, NULL);
+    if (!os) return 0;
+    if (type_in(os->attr_types, tp)) h = PyObject_GetAttr(v, s_cuda_stream);
+    else if (type_in(os->types, tp)) h = PyNumber_Long(v);
+    else if (os->reader) h = PyObject_CallFunctionObjArgs(os->reader, v, NULL);
     else return 0;
     if (!h) return soft_fail();
     /* written as that exact int is (outside [0, 2**64): CB205 from the slow path); a bool or an
      * int subclass: the slow path decides */
-    int r = Py_TYPE(h) == &PyLong_Type ? pack_value(C_STREAM, 'Q', dst, NULL, NULL, NULL, NULL, NULL, h, NULL) : 0;
+    int r = Py_TYPE(h) == &PyLong_Type ? pack_value(C_STREAM, 'Q', dst, NULL, NULL, NULL, NULL, h, NULL) : 0;
     Py_DECREF(h);
     return r;
 }
 
-/* A number object of class "I", "R", "h", "g" or "B" (see NumSpec): read as the exact int or float it
+/* A number object of class "I", "R", "h", "g" or "B" (see ObjSpec): read as the exact int or float it
  * stands for, then written as that value is. 1 written, 0 not taken as is, -1 propagate. */
 static int
-pack_number(char cls, char fmt, char *dst, NumSpec *ns, PyObject *v)
+pack_number(char cls, char fmt, char *dst, ObjSpec *os, PyObject *v)
 {
     PyObject *n;
-    if (!ns) return 0;
-    if (cls != C_EXACT_BOOL && type_in(ns->types, Py_TYPE(v))) n = cls == C_INT ? PyNumber_Index(v) : PyNumber_Float(v);
-    else if (ns->reader) n = PyObject_CallFunctionObjArgs(ns->reader, v, NULL);
+    if (!os) return 0;
+    if (cls != C_EXACT_BOOL && type_in(os->types, Py_TYPE(v))) n = cls == C_INT ? PyNumber_Index(v) : PyNumber_Float(v);
+    else if (os->reader) n = PyObject_CallFunctionObjArgs(os->reader, v, NULL);
     else return 0;
     if (!n) return soft_fail();
     int r = 0, exact = cls == C_EXACT_BOOL ? Py_TYPE(n) == &PyBool_Type
                      : cls == C_INT       ? Py_TYPE(n) == &PyLong_Type
                                           : Py_TYPE(n) == &PyLong_Type || Py_TYPE(n) == &PyFloat_Type;
-    if (exact) r = pack_value(cls, fmt, dst, NULL, NULL, NULL, NULL, NULL, n, NULL); /* as that exact value is written */
+    if (exact) r = pack_value(cls, fmt, dst, NULL, NULL, NULL, NULL, n, NULL); /* as that exact value is written */
     Py_DECREF(n);
     return r;
 }
 
 static int
-pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, StreamSpec *sp, NumSpec *ns, PyObject *writer, PyObject *v,
+pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, ObjSpec *os, PyObject *writer, PyObject *v,
            PyObject **held)
 {
     switch (cls) {
     case C_STREAM:
     case C_EXACT_INT: {
-        if (Py_TYPE(v) != &PyLong_Type) return cls == C_STREAM ? pack_stream(sp, dst, v) : ps ? pack_pointer(ps, dst, v) : 0;
+        if (Py_TYPE(v) != &PyLong_Type) return cls == C_STREAM ? pack_stream(os, dst, v) : ps ? pack_pointer(ps, dst, v) : 0;
         unsigned long long u = PyLong_AsUnsignedLongLong(v);
         if (u == (unsigned long long)-1 && PyErr_Occurred()) return soft_fail();
         memcpy(dst, &u, 8);
@@ -825,17 +817,17 @@ pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, StreamSpe
         uint8_t b;
         if (v == Py_True) b = 1;
         else if (v == Py_False) b = 0;
-        else return pack_number(cls, fmt, dst, ns, v);
+        else return pack_number(cls, fmt, dst, os, v);
         memcpy(dst, &b, 1);
         return 1;
     }
     case C_INT:
-        if (!PyLong_Check(v)) return pack_number(cls, fmt, dst, ns, v); /* int and bool as struct packs them; else NumSpec */
+        if (!PyLong_Check(v)) return pack_number(cls, fmt, dst, os, v); /* int and bool as struct packs them; else ObjSpec */
         return pack_int(dst, fmt, v);
     case C_REAL: {
         double d;
         int r = get_real(v, &d);
-        if (r == 0) return pack_number(cls, fmt, dst, ns, v);
+        if (r == 0) return pack_number(cls, fmt, dst, os, v);
         if (r < 0) return r;
         if (fmt == 'f') { float f = (float)d; memcpy(dst, &f, 4); }
         else memcpy(dst, &d, 8);
@@ -845,7 +837,7 @@ pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, StreamSpe
     case C_BF16: {
         double d;
         int r = get_real(v, &d);
-        if (r == 0) return pack_number(cls, fmt, dst, ns, v);
+        if (r == 0) return pack_number(cls, fmt, dst, os, v);
         if (r < 0) return r;
         uint16_t h = cls == C_F16 ? f16_bits(d) : bf16_bits(d);
         memcpy(dst, &h, 2);
@@ -1195,99 +1187,65 @@ parse_ptr_spec(PyObject *spec, PtrSpec **out)
     return 0;
 }
 
-/* A stream slot's spec (cute_bind.slots.stream.CStreamSpec): (attr_types, int_types, reader);
- * None: exact ints only. */
-#define STREAM_SPEC_FIELDS 3
-
+/* A slot's object spec from its record, or NULL for None (exact values only):
+ *   a stream slot's cute_bind.slots.stream.CStreamSpec (attr_types, int_types, reader);
+ *   a number slot's cute_bind.slots.scalar.CNumberSpec (types, reader).
+ * Every group of types holds types only, and none of `exact` (the class writes those itself). */
 static int
-parse_stream_spec(PyObject *spec, StreamSpec **out)
+parse_object_spec(PyObject *spec, int stream, ObjSpec **out)
 {
+    const char *what = stream ? "stream spec" : "number spec";
+    const char *record = stream ? "CStreamSpec" : "CNumberSpec";
+    Py_ssize_t nfields = stream ? 3 : 2;
+    PyObject *const exact[] = {(PyObject *)&PyLong_Type, stream ? NULL : (PyObject *)&PyFloat_Type, stream ? NULL : (PyObject *)&PyBool_Type};
     *out = NULL;
     if (spec == Py_None) return 0;
-    if (!PyTuple_Check(spec) || PyTuple_Size(spec) != STREAM_SPEC_FIELDS) {
-        PyErr_Format(PyExc_TypeError, "stream spec must be a CStreamSpec record of %d fields", STREAM_SPEC_FIELDS);
+    if (!PyTuple_Check(spec) || PyTuple_Size(spec) != nfields) {
+        PyErr_Format(PyExc_TypeError, "%s must be a %s record of %zd fields", what, record, nfields);
         return -1;
     }
-    PyObject *attr_types = PyTuple_GetItem(spec, 0), *int_types = PyTuple_GetItem(spec, 1), *reader = PyTuple_GetItem(spec, 2);
-    if (!PyTuple_Check(attr_types) || !PyTuple_Check(int_types) || (reader != Py_None && !PyCallable_Check(reader))) {
-        PyErr_SetString(PyExc_TypeError, "stream spec: attr_types and int_types must be tuples of types, reader callable or None");
+    PyObject *attr_types = stream ? PyTuple_GetItem(spec, 0) : NULL;
+    PyObject *types = PyTuple_GetItem(spec, stream ? 1 : 0), *reader = PyTuple_GetItem(spec, nfields - 1);
+    if (!PyTuple_Check(types) || (attr_types && !PyTuple_Check(attr_types)) || (reader != Py_None && !PyCallable_Check(reader))) {
+        PyErr_Format(PyExc_TypeError, "%s: its types must be tuples of types, its reader callable or None", what);
         return -1;
     }
     for (int g = 0; g < 2; g++) {
-        PyObject *types = g ? int_types : attr_types;
-        for (Py_ssize_t k = 0; k < PyTuple_Size(types); k++)
-            if (!PyType_Check(PyTuple_GetItem(types, k)) || PyTuple_GetItem(types, k) == (PyObject *)&PyLong_Type) {
-                PyErr_SetString(PyExc_TypeError, "stream spec: attr_types and int_types must be tuples of types other than int");
+        PyObject *group = g ? types : attr_types;
+        for (Py_ssize_t k = 0; group && k < PyTuple_Size(group); k++) {
+            PyObject *tp = PyTuple_GetItem(group, k);
+            int bad = !PyType_Check(tp);
+            for (int e = 0; e < 3; e++) bad |= exact[e] && tp == exact[e];
+            if (bad) {
+                PyErr_Format(PyExc_TypeError, "%s: its types must be tuples of types other than %s", what,
+                             stream ? "int" : "int, float and bool");
                 return -1;
             }
-    }
-    StreamSpec *sp = PyMem_Calloc(1, sizeof(StreamSpec));
-    if (!sp) { PyErr_NoMemory(); return -1; }
-    Py_INCREF(attr_types);
-    Py_INCREF(int_types);
-    sp->attr_types = attr_types;
-    sp->int_types = int_types;
-    if (reader != Py_None) {
-        Py_INCREF(reader);
-        sp->reader = reader;
-    }
-    *out = sp;
-    return 0;
-}
-
-/* A number slot's spec (cute_bind.slots.scalar.CNumberSpec): (types, reader); None: exact values only. */
-#define NUMBER_SPEC_FIELDS 2
-
-static int
-parse_number_spec(PyObject *spec, NumSpec **out)
-{
-    *out = NULL;
-    if (spec == Py_None) return 0;
-    if (!PyTuple_Check(spec) || PyTuple_Size(spec) != NUMBER_SPEC_FIELDS) {
-        PyErr_Format(PyExc_TypeError, "number spec must be a CNumberSpec record of %d fields", NUMBER_SPEC_FIELDS);
-        return -1;
-    }
-    PyObject *types = PyTuple_GetItem(spec, 0), *reader = PyTuple_GetItem(spec, 1);
-    if (!PyTuple_Check(types) || (reader != Py_None && !PyCallable_Check(reader))) {
-        PyErr_SetString(PyExc_TypeError, "number spec: types must be a tuple of types, reader callable or None");
-        return -1;
-    }
-    for (Py_ssize_t k = 0; k < PyTuple_Size(types); k++) {
-        PyObject *tp = PyTuple_GetItem(types, k);
-        if (!PyType_Check(tp) || tp == (PyObject *)&PyLong_Type || tp == (PyObject *)&PyFloat_Type || tp == (PyObject *)&PyBool_Type) {
-            PyErr_SetString(PyExc_TypeError, "number spec: types must be types other than int, float and bool");
-            return -1;
         }
     }
-    NumSpec *ns = PyMem_Calloc(1, sizeof(NumSpec));
-    if (!ns) { PyErr_NoMemory(); return -1; }
+    ObjSpec *os = PyMem_Calloc(1, sizeof(ObjSpec));
+    if (!os) { PyErr_NoMemory(); return -1; }
+    os->attr_types = attr_types ? attr_types : PyTuple_New(0);
+    if (!os->attr_types) { PyMem_Free(os); return -1; }
+    if (attr_types) Py_INCREF(attr_types);
     Py_INCREF(types);
-    ns->types = types;
+    os->types = types;
     if (reader != Py_None) {
         Py_INCREF(reader);
-        ns->reader = reader;
+        os->reader = reader;
     }
-    *out = ns;
+    *out = os;
     return 0;
 }
 
 static void
-free_number_spec(NumSpec *ns)
+free_object_spec(ObjSpec *os)
 {
-    if (!ns) return;
-    Py_XDECREF(ns->types);
-    Py_XDECREF(ns->reader);
-    PyMem_Free(ns);
-}
-
-static void
-free_stream_spec(StreamSpec *sp)
-{
-    if (!sp) return;
-    Py_XDECREF(sp->attr_types);
-    Py_XDECREF(sp->int_types);
-    Py_XDECREF(sp->reader);
-    PyMem_Free(sp);
+    if (!os) return;
+    Py_XDECREF(os->types);
+    Py_XDECREF(os->attr_types);
+    Py_XDECREF(os->reader);
+    PyMem_Free(os);
 }
 
 static void
@@ -1464,12 +1422,11 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     self->off = PyMem_Calloc(nfmt + 1, sizeof(Py_ssize_t));
     self->tensors = PyMem_Calloc(nfmt + 1, sizeof(TensorSpec *));
     self->ptrs = PyMem_Calloc(nfmt + 1, sizeof(PtrSpec *));
-    self->streams = PyMem_Calloc(nfmt + 1, sizeof(StreamSpec *));
-    self->nums = PyMem_Calloc(nfmt + 1, sizeof(NumSpec *));
+    self->objs = PyMem_Calloc(nfmt + 1, sizeof(ObjSpec *));
     self->seqs = PyMem_Calloc(nfmt + 1, sizeof(SeqSpec *));
     self->held = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
     self->byname = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
-    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->ptrs || !self->streams || !self->nums || !self->seqs || !self->held ||
+    if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->ptrs || !self->objs || !self->seqs || !self->held ||
         !self->byname) {
         PyErr_NoMemory();
         goto done;
@@ -1483,9 +1440,8 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
         if (check_class(cls[i], fmt[i], self->off[i], size, storage_size) < 0) goto done;
         if (cls[i] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(extras, i), size, &self->tensors[i]) < 0) goto done;
         if (cls[i] == C_EXACT_INT && parse_ptr_spec(PyTuple_GetItem(extras, i), &self->ptrs[i]) < 0) goto done;
-        if (cls[i] == C_STREAM && parse_stream_spec(PyTuple_GetItem(extras, i), &self->streams[i]) < 0) goto done;
-        if ((cls[i] == C_INT || cls[i] == C_REAL || cls[i] == C_F16 || cls[i] == C_BF16 || cls[i] == C_EXACT_BOOL) &&
-            parse_number_spec(PyTuple_GetItem(extras, i), &self->nums[i]) < 0)
+        if ((cls[i] == C_STREAM || cls[i] == C_INT || cls[i] == C_REAL || cls[i] == C_F16 || cls[i] == C_BF16 || cls[i] == C_EXACT_BOOL) &&
+            parse_object_spec(PyTuple_GetItem(extras, i), cls[i] == C_STREAM, &self->objs[i]) < 0)
             goto done;
         if (cls[i] == C_SEQ && parse_seq_spec(PyTuple_GetItem(extras, i), storage_size, &self->seqs[i]) < 0) goto done;
     }
@@ -1559,14 +1515,10 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
             Py_VISIT(self->ptrs[i]->other_type);
             Py_VISIT(self->ptrs[i]->other_reader);
         }
-        if (self->streams && self->streams[i]) {
-            Py_VISIT(self->streams[i]->attr_types);
-            Py_VISIT(self->streams[i]->int_types);
-            Py_VISIT(self->streams[i]->reader);
-        }
-        if (self->nums && self->nums[i]) {
-            Py_VISIT(self->nums[i]->types);
-            Py_VISIT(self->nums[i]->reader);
+        if (self->objs && self->objs[i]) {
+            Py_VISIT(self->objs[i]->types);
+            Py_VISIT(self->objs[i]->attr_types);
+            Py_VISIT(self->objs[i]->reader);
         }
         if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
             for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++)
@@ -1598,14 +1550,10 @@ Launcher_clear(Launcher *self)
             Py_CLEAR(self->ptrs[i]->other_type);
             Py_CLEAR(self->ptrs[i]->other_reader);
         }
-        if (self->streams && self->streams[i]) { /* type_in and pack_stream read NULL as "none" */
-            Py_CLEAR(self->streams[i]->attr_types);
-            Py_CLEAR(self->streams[i]->int_types);
-            Py_CLEAR(self->streams[i]->reader);
-        }
-        if (self->nums && self->nums[i]) {
-            Py_CLEAR(self->nums[i]->types);
-            Py_CLEAR(self->nums[i]->reader);
+        if (self->objs && self->objs[i]) { /* type_in, pack_stream and pack_number read NULL as "none" */
+            Py_CLEAR(self->objs[i]->types);
+            Py_CLEAR(self->objs[i]->attr_types);
+            Py_CLEAR(self->objs[i]->reader);
         }
         if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
             for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++) clear_tensor_spec(self->seqs[i]->tensors[k]);
@@ -1632,13 +1580,9 @@ Launcher_dealloc(Launcher *self)
         for (Py_ssize_t i = 0; i < self->n; i++) free_ptr_spec(self->ptrs[i]);
         PyMem_Free(self->ptrs);
     }
-    if (self->streams) {
-        for (Py_ssize_t i = 0; i < self->n; i++) free_stream_spec(self->streams[i]);
-        PyMem_Free(self->streams);
-    }
-    if (self->nums) {
-        for (Py_ssize_t i = 0; i < self->n; i++) free_number_spec(self->nums[i]);
-        PyMem_Free(self->nums);
+    if (self->objs) {
+        for (Py_ssize_t i = 0; i < self->n; i++) free_object_spec(self->objs[i]);
+        PyMem_Free(self->objs);
     }
     if (self->seqs) {
         for (Py_ssize_t i = 0; i < self->n; i++) free_seq_spec(self->seqs[i]);
