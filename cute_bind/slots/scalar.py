@@ -23,7 +23,7 @@ _INT_RANGES.update({fmt: (0, (1 << (8 * struct.calcsize(fmt))) - 1) for fmt in "
 
 class CNumberSpec(NamedTuple):
     """What the C fast path's number classes need to take more than exact ints and floats
-    (``_claunch.c``'s ``NumSpec``): ``types`` are read in C with ``operator.index`` (integer
+    (``_claunch.c``'s ``ObjSpec``): ``types`` are read in C with ``operator.index`` (integer
     slots) or ``float()`` (float slots), and any other value is given to ``reader``, which
     returns the Python number (an exact int or float) or raises; the slow path takes what
     either refuses (and raises its catalog error)."""

@@ -17,7 +17,7 @@ __all__ = ["StreamKind", "CStreamSpec"]
 
 class CStreamSpec(NamedTuple):
     """What the C fast path's class "Z" needs to take a stream object as is (``_claunch.c``'s
-    ``StreamSpec``): exact ints are handles; an object of an ``attr_types`` type gives its
+    ``ObjSpec``): exact ints are handles; an object of an ``attr_types`` type gives its
     ``cuda_stream`` attribute, one of an ``int_types`` type ``int(value)``, and anything else
     goes to ``reader`` (:meth:`StreamKind.coerce`), each answer an exact int in [0, 2**64) or
     the slow path decides."""
