@@ -213,17 +213,21 @@ class _Gpu:
             "rerecords": g.stats.rerecords,
             "pieces": pieces,
         }
-        # bitwise: the replayed chain against the same launches one by one, fresh input
+        # bitwise: the replayed chain against the same launches one by one, fresh input. The fills run
+        # on torch's current stream and the chain on `s` (a non-blocking stream: no implicit order with
+        # the default one), so each side waits for the other before it starts
         bufs[0].copy_(torch.randn(N, device="cuda"))
         for i, st in enumerate(steps):
             g.update(st, out=bufs[i + 1], inp=bufs[i], alpha=0.5 + i, n=N)
         for b in bufs[1:]:
             b.fill_(float("nan"))
+        torch.cuda.synchronize()
         g.replay()
         s.synchronize()
         replayed = [b.clone() for b in bufs[1:]]
         for b in bufs[1:]:
             b.fill_(float("nan"))
+        torch.cuda.synchronize()
         for i, launch in enumerate(launches):
             launch(ptr[i + 1], ptr[i], 0.5 + i, N, stream)
         s.synchronize()

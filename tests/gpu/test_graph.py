@@ -79,11 +79,13 @@ def test_chain_replay_bitwise_equal_to_one_by_one(k):
         alphas = [0.5 + r + i for i in range(k)]
         n = N - 37 * r
         chain_in = [src] + outs[:-1]
+        torch.cuda.synchronize()  # made on torch's current stream; `s` does not wait for it by itself
         g.replay({st: {"out": outs[i], "inp": chain_in[i], "alpha": alphas[i], "n": n} for i, st in enumerate(steps)})
         s.synchronize()
         replayed = [o.clone() for o in outs]
         for o in outs:
             o.fill_(float("nan"))
+        torch.cuda.synchronize()
         for i, h in enumerate(hs):
             h.launch(outs[i], chain_in[i], alphas[i], n, s)
         s.synchronize()
