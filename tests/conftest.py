@@ -41,3 +41,22 @@ def _private_compile_cache(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CUTE_BIND_CACHE_DIR", str(tmp_path_factory.mktemp("cute_bind_cache")))
         yield
+
+
+def _forget_cache_history():
+    # cute_bind.cache.history() keeps the last 1024 events: tests count the events since len(history()),
+    # which stops growing once the suite has made 1024 (a long run: the ASan job's), so each module and
+    # each test starts from an empty history
+    from cute_bind.cache import lookup
+
+    lookup._HISTORY.clear()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cache_history_per_module():
+    _forget_cache_history()
+
+
+@pytest.fixture(autouse=True)
+def _cache_history_per_test():
+    _forget_cache_history()
