@@ -613,10 +613,13 @@ static PyObject *positional_call(CallBase *self, PyObject *args, PyObject *kwarg
     PyObject *key, *value;
     while (PyDict_Next(kwargs, &pos, &key, &value)) {
         Py_ssize_t i = 0;
-        for (; i < npos; i++) { /* identifiers are interned: identity first, then by value */
-            PyObject *name = PyTuple_GetItem(names, i);
-            if (name == key || (PyUnicode_Check(key) && PyUnicode_Compare(name, key) == 0)) {
-                break;
+        /* both sides are interned identifiers (the names are interned by the dispatcher): identity
+           finds them; a name built at run time (**{...}) is then compared by value */
+        while (i < npos && PyTuple_GetItem(names, i) != key) {
+            i++;
+        }
+        if (i == npos && PyUnicode_Check(key)) {
+            for (i = 0; i < npos && PyUnicode_Compare(PyTuple_GetItem(names, i), key) != 0; i++) {
             }
         }
         if (PyErr_Occurred()) {

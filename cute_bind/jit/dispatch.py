@@ -483,7 +483,7 @@ class Dispatcher:
         #: the kernel's C base keeps each thread's caller and hits (else the threading.local does)
         self._c = CallBase is not PythonCallBase and getattr(type(kernel), "__call__", None) is getattr(CallBase, "__call__", None)
         if self._c:
-            names = tuple(p.name for p in positional)
+            names = tuple(sys.intern(p.name) for p in positional)  # a call's keywords are interned: C finds them by identity
             kernel._set_params((names, required, self._tail or ()) if self._simple else None)
         self._reset()
 

@@ -921,11 +921,11 @@ place_keywords(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject
     for (Py_ssize_t j = 0; j < nkw; j++) {
         PyObject *key = PyTuple_GetItem(kwnames, j);
         Py_ssize_t i = 0;
-        for (; i < n; i++) { /* identifiers are interned: identity first, then by value */
-            PyObject *name = PyTuple_GetItem(self->names, i);
-            if (name == key) break;
-            if (PyUnicode_Check(key) && PyUnicode_Compare(name, key) == 0) break;
-        }
+        /* both sides are interned identifiers (the names are interned at bind): identity finds them;
+           a name built at run time (**{...}) is then compared by value */
+        while (i < n && PyTuple_GetItem(self->names, i) != key) i++;
+        if (i == n && PyUnicode_Check(key))
+            for (i = 0; i < n && PyUnicode_Compare(PyTuple_GetItem(self->names, i), key) != 0; i++) {}
         if (PyErr_Occurred()) PyErr_Clear();
         if (i == n || self->byname[i] != NULL) return 0;
         self->byname[i] = args[nargs + j];

@@ -544,7 +544,7 @@ class PreparedLaunch(Lifecycle, Generic[P]):
                     sizes=tuple(lay.sizes),
                     extras=tuple(self._c_extra(i, s) for i, s in enumerate(sh.slots)),
                     defaults=tuple(sh.defaults.get(n, NOT_GIVEN) for n in sh.names),
-                    names=sh.names,
+                    names=tuple(sys.intern(n) for n in sh.names),  # a call's keywords are interned: C finds them by identity
                     required=NOT_GIVEN,
                     slow=self._slow,
                     fail=self._fail,

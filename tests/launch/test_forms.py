@@ -858,3 +858,16 @@ def test_any_mix_of_positionals_and_keywords_binds_as_python_does(path: str, npo
     want.apply_defaults()
     h.launch(*pos, **kw)
     assert target[0] == _two_defaults_reference(*want.args)
+
+
+def test_keyword_names_built_at_run_time_are_placed_too(path: str, slow: list[Any]) -> None:
+    """Names a call builds itself (not interned, unlike the identifiers in source) are compared by value."""
+    out = np.zeros(1, np.int32)
+    h = cute_bind.kernel(two_defaults).bind(out.ctypes.data, 0)
+    names = ["".join(reversed(n[::-1])) for n in ("value", "b")]  # equal strings, new objects
+    assert names[0] is not "value"  # noqa: F632 - the point: not the interned literal
+    h.launch(out.ctypes.data, **{names[0]: 3, names[1]: 7})
+    assert out[0] == 317 and slow == []
+    k = cute_bind.kernel(two_defaults)
+    k(out.ctypes.data, **{names[0]: 4, names[1]: 8})
+    assert out[0] == 418
