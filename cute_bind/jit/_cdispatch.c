@@ -592,8 +592,8 @@ static PyObject *call_with(CallBase *self, PyObject *args, PyObject *kwargs, PyO
 #define CB_MAX_PARAMS 64
 
 /* A keyword call as the positional call it stands for (a new tuple: given values, and the defaults of
- * parameters left out before the last one given), or NULL with no error set where the dispatch path
- * must bind it: a name of no positional parameter, one given twice, a required parameter left out.
+ * parameters left out before the last one given), or NULL with an error set (no memory), or NULL
+ * with no error set where the dispatch path must bind it: a name of no positional parameter, one given twice, a required parameter left out.
  * No Python code runs here (names are compared as str), so `kwargs` cannot change under the loop. */
 static PyObject *positional_call(CallBase *self, PyObject *args, PyObject *kwargs) {
     PyObject *names = PyTuple_GetItem(self->params, 0), *tail = PyTuple_GetItem(self->params, 2);
@@ -622,9 +622,6 @@ static PyObject *positional_call(CallBase *self, PyObject *args, PyObject *kwarg
             for (i = 0; i < npos && PyUnicode_Compare(PyTuple_GetItem(names, i), key) != 0; i++) {
             }
         }
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
-        }
         if (i == npos || placed[i] != NULL) {
             return NULL;
         }
@@ -643,8 +640,7 @@ static PyObject *positional_call(CallBase *self, PyObject *args, PyObject *kwarg
     }
     PyObject *out = PyTuple_New(top);
     if (out == NULL) {
-        PyErr_Clear(); /* the dispatch path will say it */
-        return NULL;
+        return NULL; /* MemoryError: the caller propagates it */
     }
     for (Py_ssize_t i = 0; i < top; i++) {
         Py_INCREF(placed[i]);
@@ -656,8 +652,8 @@ static PyObject *positional_call(CallBase *self, PyObject *args, PyObject *kwarg
 static PyObject *CallBase_call(PyObject *self_, PyObject *args, PyObject *kwargs) {
     CallBase *self = (CallBase *)self_;
     if (kwargs != NULL && PyDict_Size(kwargs) > 0) {
-        if (self->params == NULL) {
-            return call_dispatch(self, args, kwargs);
+        if (self->params == NULL) { /* keyword-only parameters: the caller binds the call as given */
+            return call_with(self, args, kwargs, args, kwargs);
         }
         /* the call's keywords placed by name: the same routes and caller as a positional call */
         PyObject *given = positional_call(self, args, kwargs);

@@ -644,12 +644,32 @@ class Dispatcher:
                     entry.proto = self._compiler.env_handle(entry, values)  # bind()'s handle, built once
                 except D.CuteBindError:
                     return  # calls keep the dispatch path, as before
-            launch = entry.proto.clone().launch  # one handle per thread: the handle contract
+            launch = self._env_caller(entry, entry.proto.clone().launch)  # one handle per thread: the handle contract
             local.env[entry] = launch
         if self._c:
             self.kernel._set_call(launch)
         else:
             local.call = launch
+
+    def _env_caller(self, entry: EnvCompile, launch: Callable[..., Any]) -> Callable[..., Any]:
+        """The caller of an environment-stream handle: the entry's parameters are the kernel's
+        without the streams it leaves out. Where a left-out stream comes before another positional
+        parameter, a positional call (a keyword call placed by name is one) holds it (None) at its
+        position: the caller drops it there, and refuses one given a stream (FALLBACK: dispatch)."""
+        positions = self._positions or {}
+        drop = frozenset(positions[n] for n in entry.streams if n in positions)
+        if not drop or max(drop) == self._npos - 1 and len(drop) == 1:
+            return launch  # the stream last: a call leaving it out is the entry's call as it is
+        first = min(drop)
+
+        def env_call(*args: Any, **kwargs: Any) -> Any:
+            if len(args) <= first:
+                return launch(*args, **kwargs)
+            if any(args[i] is not None for i in drop if i < len(args)):
+                raise _Miss  # a stream given: another compile's call
+            return launch(*(a for i, a in enumerate(args) if i not in drop), **kwargs)
+
+        return env_call
 
     @staticmethod
     def _track(local: _Local, spec: _Spec) -> bool:

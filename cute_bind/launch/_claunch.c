@@ -911,8 +911,8 @@ call_entry(Launcher *self)
 
 /* Place a keyword call's values by slot: byname[i] is the positional or keyword value of slot i
  * (borrowed from the call), or NULL for a parameter left to its default. 1: placed; 0: a keyword
- * that names no slot or one given twice (the slow path raises the catalog error); nothing here
- * runs Python code (names are compared as str). */
+ * that names no slot or one given twice, or a required parameter left out (the slow path raises
+ * the catalog error); nothing here runs Python code (names are compared as str). */
 static int
 place_keywords(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -926,10 +926,12 @@ place_keywords(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject
         while (i < n && PyTuple_GetItem(self->names, i) != key) i++;
         if (i == n && PyUnicode_Check(key))
             for (i = 0; i < n && PyUnicode_Compare(PyTuple_GetItem(self->names, i), key) != 0; i++) {}
-        if (PyErr_Occurred()) PyErr_Clear();
         if (i == n || self->byname[i] != NULL) return 0;
         self->byname[i] = args[nargs + j];
     }
+    /* a required parameter left out: the slow path raises CB201 before any value is read */
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!self->byname[i] && PyTuple_GetItem(self->defaults, i) == self->required) return 0;
     return 1;
 }
 

@@ -360,3 +360,44 @@ def test_a_constant_structure_compiles_without_the_dsls_annotate_it_warning() ->
 
         cute.compile(host.topt, from_dlpack(out), from_dlpack(x), None, 2.0)
     assert any("JitArgument" in str(w.message) for w in direct)
+
+
+class MidStream:
+    """A stream declared ``= None`` before other defaulted parameters (FlashAttention-style hosts)."""
+
+    @cute.jit
+    def __call__(
+        self, out: cute.Tensor, inp: cute.Tensor, stream: cuda.CUstream = None, scale: cutlass.Float32 = 2.0, shift: cutlass.Float32 = 0.0
+    ):
+        for i in range(cute.size(out, mode=[0])):
+            for j in range(cute.size(out, mode=[1])):
+                out[i, j] = inp[i, j] * scale + shift
+
+
+@pytest.mark.parametrize(
+    "call, want",
+    [
+        (lambda k, out, x: k(out, x, shift=1.0), (2.0, 1.0)),
+        (lambda k, out, x: k(out, x, scale=3.0), (3.0, 0.0)),
+        (lambda k, out, x: k(out, x, None, 4.0), (4.0, 0.0)),
+        (lambda k, out, x: k(out, x, stream=None, shift=5.0, scale=6.0), (6.0, 5.0)),
+        (lambda k, out, x: k(out, x), (2.0, 0.0)),
+    ],
+)
+def test_an_env_stream_handle_gets_the_entrys_own_parameters(call: Any, want: tuple[float, float]) -> None:
+    """The environment-stream entry leaves the stream out: a call holding it at its position (None, or
+    a keyword call placed by name) reaches the entry without it, every later value in its own place."""
+    batch = cute.sym_int()
+    k = cute_bind.kernel(MidStream(), compile_options=TVM)
+    k.compile(_fake(batch), _fake(batch), make_fake_stream(use_tvm_ffi_env_stream=True), cutlass.Float32(2.0), cutlass.Float32(0.0))
+    entry = next(iter(k.compiler.env.values()))
+    seen: list[tuple[Any, ...]] = []
+
+    def entry_fn(out: Any, inp: Any, scale: Any, shift: Any) -> None:  # the entry's own parameters: the stream left out
+        seen.append((scale, shift))
+
+    entry.compiled, entry.call = entry_fn, type(entry.call)(k.name, entry_fn)
+    out, x = torch.zeros(2, 64), torch.randn(2, 64)
+    for _ in range(3):  # the first call installs the handle; the next ones take it
+        call(k, out, x)
+    assert seen == [want] * 3

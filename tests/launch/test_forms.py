@@ -871,3 +871,21 @@ def test_keyword_names_built_at_run_time_are_placed_too(path: str, slow: list[An
     k = cute_bind.kernel(two_defaults)
     k(out.ctypes.data, **{names[0]: 4, names[1]: 8})
     assert out[0] == 418
+
+
+def test_a_keyword_call_missing_a_required_parameter_reads_no_value_before_cb201(path: str) -> None:
+    """As Python's own binding, a call that leaves a required parameter out is refused before any value
+    is read (a value's reader may run code: here a stream object counting its reads)."""
+    reads: list[int] = []
+
+    class Counting:
+        @property
+        def cuda_stream(self) -> int:
+            reads.append(1)
+            return 0
+
+    x, out = _f32(), np.zeros(64, np.float32)
+    h = cute_bind.kernel(scale).bind(out.ctypes.data, x.ctypes.data, 2.0, 64, 0)
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        h.launch(out.ctypes.data, alpha=2.0, n=64, stream=Counting())
+    assert (info.value.code, info.value.parameter, reads) == ("CB201", "inp", [])
