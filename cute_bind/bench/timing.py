@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from .._generated import compile_source
+
 __all__ = ["Row", "Report", "TimedPath", "fast_path_words", "fixed_loop", "legend", "machine", "time_rows"]
 
 
@@ -65,13 +67,25 @@ def _loop(fn: Callable[..., Any], args: tuple[Any, ...], iters: int) -> float:
     return (time.perf_counter() - t0) / iters * 1e6
 
 
-def _kw_loop(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], iters: int) -> float:
-    # _loop's body with the call's keywords
-    it = range(iters)
-    t0 = time.perf_counter()
-    for _ in it:
-        fn(*args, **kwargs)
-    return (time.perf_counter() - t0) / iters * 1e6
+def _keyword_loop(names: tuple[str, ...]) -> Callable[..., float]:
+    """_loop's body with these keyword names written in the call (a ``**kwargs`` call would time
+    the dict's unpacking too, which a call written with its keywords does not pay)."""
+    if not all(n.isidentifier() for n in names):
+        raise ValueError(f"keyword names must be identifiers: {names!r}")
+    call = ", ".join(f"{n}=v{i}" for i, n in enumerate(names))
+    unpack = "".join(f"v{i}, " for i in range(len(names)))
+    src = (
+        "def loop(fn, args, values, iters):\n"
+        f"    {unpack}= values\n"
+        "    it = range(iters)\n"
+        "    t0 = perf_counter()\n"
+        "    for _ in it:\n"
+        f"        fn(*args, {call})\n"
+        "    return (perf_counter() - t0) / iters * 1e6\n"
+    )
+    namespace: dict[str, Any] = {"perf_counter": time.perf_counter}
+    exec(compile_source(src, "bench keyword loop"), namespace)  # noqa: S102 - generated from identifiers only
+    return namespace["loop"]  # type: ignore[no-any-return]
 
 
 def machine() -> str:
@@ -103,9 +117,12 @@ class TimedPath:
 
 
 def fixed_loop(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Callable[[int], float]:
-    """A loop of ``fn(*args)`` (or ``fn(*args, **kwargs)`` when keywords are given) that returns us per call."""
+    """A loop of ``fn(*args)`` (or, with keywords, ``fn(*args, name=value, ...)`` written out as user code
+    writes it) that returns us per call."""
     if kwargs:
-        return lambda iters: _kw_loop(fn, args, kwargs, iters)
+        loop = _keyword_loop(tuple(kwargs))
+        values = tuple(kwargs.values())
+        return lambda iters: loop(fn, args, values, iters)
     return lambda iters: _loop(fn, args, iters)
 
 
