@@ -565,7 +565,10 @@ static PyObject *call_with(CallBase *self, PyObject *args, PyObject *kwargs, PyO
             if (full == NULL) {
                 Py_DECREF(call);
                 Py_DECREF(st);
-                PyErr_Clear();
+                if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+                    return NULL; /* KeyboardInterrupt, SystemExit: propagate, as the routes do (stream_failed) */
+                }
+                PyErr_Clear(); /* the stream getter raised: the dispatch path reports it (CB221) */
                 return call_dispatch(self, dargs, dkwargs);
             }
             result = PyObject_Call(call, full, NULL);

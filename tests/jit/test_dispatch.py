@@ -727,3 +727,25 @@ def test_kernel_calls_with_any_mix_of_keywords_bind_as_python_does(make, request
     want.apply_defaults()
     k(*pos, **kw)
     assert target[0] == _two_defaults_reference(*want.args)
+
+
+def test_a_keyboard_interrupt_from_the_stream_getter_propagates_on_the_c_path():
+    """The thread's caller appends a left-out stream from its getter: an Exception there goes to the
+    dispatch path (CB221), a KeyboardInterrupt propagates as it does on the routes."""
+    if dispatch_mod.call_path() != "c":
+        pytest.skip("the C call path is not built")
+    k = cute_bind.kernel(scale_stream_default)
+    y, x = np.zeros(64, np.float32), _f32()
+    k(y, x, 2.0, 64)
+    h = k.bind(y, x, 2.0, 64, 0)
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    k._set_routes(None)
+    k._set_call(h.launch, 4, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        k(y, x, 3.0, 64)
+    k._set_call(h.launch, 4, lambda: 0)
+    k(y, x, 3.0, 64)
+    assert np.array_equal(y, x * np.float32(3.0))
