@@ -692,10 +692,6 @@ def test_the_c_call_path_refuses_malformed_parameter_records(params):
     assert out[0] == 5
 
 
-def _two_defaults_reference(out, value, a=1, b=2):
-    return value * 100 + a * 10 + b
-
-
 _KERNELS: dict[str, object] = {}  # one kernel per call path, kept across the examples
 
 
@@ -708,25 +704,11 @@ _KERNELS: dict[str, object] = {}  # one kernel per call path, kept across the ex
 def test_kernel_calls_with_any_mix_of_keywords_bind_as_python_does(make, request, npos, named, values):
     """kernel(...) with any mix of positionals and keywords writes what Python's own binding gives, or
     raises CB201/CB202/CB203 where that binding raises TypeError, on both call paths."""
-    import inspect
-
+    from tests.binding import binds_as_python_does
     from tests.kernels.host import two_defaults
 
     k = _KERNELS.setdefault(request.node.callspec.id, make(two_defaults))
-    target = np.zeros(1, np.int32)
-    addr = target.ctypes.data
-    pos = [addr, *values][:npos]
-    kw = {n: (addr if n == "out" else values[i]) for i, n in enumerate(named)}
-    try:
-        want = inspect.signature(_two_defaults_reference).bind(*pos, **kw)
-    except TypeError:
-        with pytest.raises(cute_bind.CuteBindError) as info:
-            k(*pos, **kw)
-        assert info.value.code in ("CB201", "CB202", "CB203"), str(info.value)
-        return
-    want.apply_defaults()
-    k(*pos, **kw)
-    assert target[0] == _two_defaults_reference(*want.args)
+    binds_as_python_does(k, npos, named, values)
 
 
 def test_a_keyboard_interrupt_from_the_stream_getter_propagates_on_the_c_path():

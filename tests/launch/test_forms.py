@@ -818,14 +818,8 @@ def test_scalar_slots_take_what_the_docs_say(path: str, index: int, value: Any, 
 
 
 # ------------------------------------------------------------------ keywords: any mix, against Python's own binding
-import inspect  # noqa: E402
-
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-
-def _two_defaults_reference(out: int, value: int, a: int = 1, b: int = 2) -> int:
-    return value * 100 + a * 10 + b
 
 
 _NAMES = ("out", "value", "a", "b", "c", "vlaue")
@@ -842,22 +836,11 @@ def test_any_mix_of_positionals_and_keywords_binds_as_python_does(path: str, npo
     """Whatever mix of positionals and keywords a launch gets (unknown, repeated, missing, extra included),
     it writes what Python's own binding of the same call gives, or raises CB201/CB202/CB203 where that
     binding raises TypeError, on both fast paths."""
+    from tests.binding import binds_as_python_does
+
     out = np.zeros(1, np.int32)
     h = _BOUND.setdefault(path, cute_bind.kernel(two_defaults).bind(out.ctypes.data, 0))
-    target = np.zeros(1, np.int32)
-    addr = target.ctypes.data
-    pos = [addr, *values][:npos]
-    kw = {n: (addr if n == "out" else values[i]) for i, n in enumerate(named)}
-    try:
-        want = inspect.signature(_two_defaults_reference).bind(*pos, **kw)
-    except TypeError:
-        with pytest.raises(cute_bind.CuteBindError) as info:
-            h.launch(*pos, **kw)
-        assert info.value.code in ("CB201", "CB202", "CB203"), str(info.value)
-        return
-    want.apply_defaults()
-    h.launch(*pos, **kw)
-    assert target[0] == _two_defaults_reference(*want.args)
+    binds_as_python_does(h.launch, npos, named, values)
 
 
 def test_keyword_names_built_at_run_time_are_placed_too(path: str, slow: list[Any]) -> None:
