@@ -116,7 +116,7 @@ ALLOWED = {
     "mypy": {"static"},
     "lsp": {"diagnostics", "settings", "static"},
     "graph": {"diagnostics", "settings", "dsl", "slots", "launch"},
-    "bench": {"diagnostics", "dsl", "_types", "slots", "launch", "jit", "torch"},
+    "bench": {"diagnostics", "_generated", "dsl", "_types", "slots", "launch", "jit", "torch"},
     "torch": {"diagnostics", "settings", "_generated", "dsl", "slots", "launch", "jit"},
 }
 
