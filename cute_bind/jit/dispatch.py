@@ -484,7 +484,7 @@ class Dispatcher:
         self._c = CallBase is not PythonCallBase and getattr(type(kernel), "__call__", None) is getattr(CallBase, "__call__", None)
         if self._c:
             names = tuple(sys.intern(p.name) for p in positional)  # a call's keywords are interned: C finds them by identity
-            kernel._set_params((names, required, self._tail or ()) if self._simple else None)
+            kernel._set_params((names, required, self._tail_values) if self._simple else None)
         self._reset()
 
     def _reset(self) -> None:
