@@ -8,7 +8,9 @@ repeats of the mean time per call in microseconds. Each form is first checked
 to write the same output as the int-address launch. Rows:
 
 - pointer slot (``tests.kernels.host.scale``): int addresses, torch tensors,
-  NumPy arrays, ctypes ``c_void_p``, int subclasses and ``make_ptr`` pointers;
+  NumPy arrays, ctypes ``c_void_p``, int subclasses and ``make_ptr`` pointers,
+  then two forms the slow path reads: ``memoryview`` (the buffer protocol) and
+  an object offering only ``__dlpack__``;
 - scalar slots (the same kernel, int addresses): NumPy scalars and ``cutlass``
   numerics for ``alpha`` and ``n``;
 - stream slot (the same kernel, int addresses): a ``cuda.CUstream``, an object
@@ -105,12 +107,16 @@ def main() -> int:
     import cuda.bindings.driver as cuda
 
     cs, ts, ps = cuda.CUstream(0), _TorchLikeStream(), _CoreStream()
+    mo, mi = memoryview(out), memoryview(x)
+    dlo, dli = _Dlpack(out), _Dlpack(x)
     f32, i64, dsl_f, dsl_i = np.float32(2.0), np.int64(64), cutlass.Float32(2.0), cutlass.Int32(64)
     rows += [
         ("pointer", "NumPy arrays", lambda: ph.launch(out, x, 2.0, 64, 0)),
         ("pointer", "ctypes c_void_p", lambda: ph.launch(co, ci, 2.0, 64, 0)),
         ("pointer", "int subclasses (IntEnum...)", lambda: ph.launch(ao, ai, 2.0, 64, 0)),
         ("pointer", "make_ptr pointers", lambda: ph.launch(po, pi, 2.0, 64, 0)),
+        ("pointer", "memoryviews (buffer protocol; slow path)", lambda: ph.launch(mo, mi, 2.0, 64, 0)),
+        ("pointer", "only __dlpack__ (an export per launch; slow path)", lambda: ph.launch(dlo, dli, 2.0, 64, 0)),
         ("scalar", "NumPy scalars: np.float32 alpha, np.int64 n", lambda: ph.launch(oa, ia, f32, i64, 0)),
         ("scalar", "DSL numerics: cutlass.Float32 alpha, cutlass.Int32 n", lambda: ph.launch(oa, ia, dsl_f, dsl_i, 0)),
         ("stream", "cuda.CUstream (int addresses)", lambda: ph.launch(oa, ia, 2.0, 64, cs)),
@@ -123,7 +129,6 @@ def main() -> int:
         rows.append(("tensor", "torch tensors", lambda: th.launch(to, ti, 2.0, 0)))
     fo, fi = from_dlpack(out), from_dlpack(x)
     cao, cai = _InterfaceArray.of(out, False), _InterfaceArray.of(x, False)  # the bench's stand-in: it says it is on the CPU
-    dlo, dli = _Dlpack(out), _Dlpack(x)
     rows += [
         ("tensor", "NumPy arrays", lambda: th.launch(out, x, 2.0, 0)),
         ("tensor", "__cuda_array_interface__ (stand-in, dict made once)", lambda: th.launch(cao, cai, 2.0, 0)),

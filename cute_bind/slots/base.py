@@ -43,6 +43,8 @@ __all__ = [
     "wrong_kind",
     "item_ranges",
     "Held",
+    "HeldAddress",
+    "invalid_dlpack",
 ]
 
 U64 = 1 << 64
@@ -137,6 +139,35 @@ class Held(tuple):  # type: ignore[type-arg]
         self = super().__new__(cls, items)
         self.owner = owner
         return self
+
+
+class HeldAddress(int):
+    """An address a pointer slot's ``coerce`` returns with ``owner``, what keeps its memory valid.
+
+    A pointer read through a new object (a DLPack capsule, a buffer export)
+    returns the address as a ``HeldAddress``: an ``int`` for every writer, which
+    every launch path keeps until the entry point returns, as it keeps a
+    :class:`Held` tuple.
+    """
+
+    owner: Any
+
+    def __new__(cls, address: int, owner: Any) -> HeldAddress:
+        self = super().__new__(cls, address)
+        self.owner = owner
+        return self
+
+
+def invalid_dlpack(where: Where, detail: str, got: str) -> Exception:
+    """CB218 for the value of ``where``: a DLPack description that cannot be read safely (``detail`` says why)."""
+    return D.error(
+        D.INVALID_DLPACK,
+        kernel=where.kernel,
+        parameter=where.parameter,
+        detail=detail,
+        expected="a tensor a DLPack producer can describe",
+        got=got,
+    )
 
 
 def item_ranges(fmt: str) -> list[tuple[int, int]]:

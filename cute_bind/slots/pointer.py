@@ -13,7 +13,7 @@ from .. import dsl
 from .. import diagnostics as D
 from .._types import PointerSpec, pointer_spec_of
 from . import dlpack as _dlpack
-from .base import U64, Bound, SlotKind, Where, describe_value
+from .base import U64, Bound, HeldAddress, SlotKind, Where, describe_value, invalid_dlpack
 from .registry import register
 
 __all__ = ["PointerKind", "CPointerSpec"]
@@ -52,6 +52,11 @@ class _PointerValue:
     align: int | None
     host: bool = False  # pageable host memory: never valid for a gmem slot
     device: tuple[int, int] | None = None  # (DLPack device type, id) when the value says (tensors, arrays)
+    owner: Any = None  # what the address was read through (a DLPack capsule, a buffer export): held until the launch returns
+
+    def held(self) -> int:
+        """The address, holding ``owner`` where there is one."""
+        return self.address if self.owner is None else HeldAddress(self.address, self.owner)
 
 
 def _dtype_name(dtype: Any) -> str | None:
@@ -63,7 +68,11 @@ class PointerKind(SlotKind):
 
     Accepts ``int`` addresses, ``make_ptr`` pointers, objects with an integer
     ``data_ptr()`` (torch tensors), ``__cuda_array_interface__`` /
-    ``__array_interface__`` exporters (CuPy, NumPy) and ctypes pointers.
+    ``__array_interface__`` exporters (CuPy, NumPy) and ctypes pointers; on the
+    checked path only, writable buffer-protocol objects (``memoryview``,
+    ``array.array``, ctypes arrays: the buffer's format is the element type)
+    and other ``__dlpack__`` exporters (JAX, MLX: an export per launch), each
+    held until the launch returns (:class:`~cute_bind.slots.base.HeldAddress`).
     """
 
     kind = "pointer"
@@ -163,13 +172,7 @@ class PointerKind(SlotKind):
                     raise self.refusal(where, value, f"{self.expected()} (its {attr}['data'] is {data!r}, not (address, read_only))")
                 address, read_only = data
                 if read_only:
-                    raise D.error(
-                        D.READ_ONLY_BUFFER,
-                        kernel=where.kernel,
-                        parameter=where.parameter,
-                        expected="a writable array (a kernel may store through the pointer)",
-                        got=f"{describe_value(value)} (read-only)",
-                    )
+                    raise self._read_only(value, where)
                 if address == 0 and not _is_empty(value):
                     raise _null_data(where, value)
                 typestr = str(iface.get("typestr", ""))[1:]
@@ -178,11 +181,96 @@ class PointerKind(SlotKind):
                 return _PointerValue(self._check_range(address, where), _NUMPY_TYPESTR.get(typestr), space, None, not on_device, device)
         if isinstance(value, (ctypes.c_void_p, ctypes._Pointer)):
             return _PointerValue(self._check_range(ctypes.cast(value, ctypes.c_void_p).value or 0, where), None, None, None)
+        if hasattr(value, "__dlpack__"):
+            return self._read_dlpack(value, where)
+        if _has_buffer(value):
+            return self._read_buffer(value, where)
         try:
             address = operator.index(value)  # numpy integer scalars and the like
         except Exception as exc:  # not an integer, or a hostile __index__ that raised: a typed error
             raise self.refusal(where, value) from exc
         return _PointerValue(self._check_range(address, where), None, None, None)
+
+    def _read_dlpack(self, value: Any, where: Where) -> _PointerValue:
+        """A ``__dlpack__`` object that offers no address otherwise (JAX, MLX...): its export's data
+        address, element type and device; the export is held until the launch returns."""
+        try:
+            view = _dlpack.read(value)
+        except _dlpack.InvalidDLPack as exc:
+            raise invalid_dlpack(where, str(exc), describe_value(value)) from None
+        except _dlpack.ReadOnlyDLPack:
+            raise self._read_only(value, where) from None
+        except Exception as exc:  # a producer that cannot export in place, or a hostile __dlpack__
+            raise self.refusal(
+                where, value, f"{self.expected()} (its __dlpack__() raised {type(exc).__name__}: {_first_line(exc)})"
+            ) from None
+        device_type = view.device[0]
+        if device_type not in _POINTER_DEVICES:
+            raise self.refusal(
+                where,
+                value,
+                f"{self.expected()} (its memory is on {_dlpack.describe_device(view.device)}, which a CUDA kernel does not address)",
+            )
+        if view.address == 0 and all(view.shape):
+            raise _null_data(where, value)
+        dtype = _dlpack.describe_dtype(view.dtype) if _dlpack.is_cute_dtype(view.dtype) else None
+        if dtype is None:
+            raise D.error(
+                D.POINTER_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=self.describe(),
+                got=f"a pointer to {_dlpack.describe_dtype(view.dtype)} data",
+            )
+        on_device = device_type == _DL_CUDA
+        return _PointerValue(
+            self._check_range(view.address, where),
+            dtype,
+            dsl.dsl().cute.AddressSpace.gmem if on_device else None,
+            None,
+            host=device_type == _DL_CPU,
+            device=view.device if on_device else None,
+            owner=view.owner,
+        )
+
+    def _read_buffer(self, value: Any, where: Where) -> _PointerValue:
+        """A buffer-protocol object (a ``memoryview``, ``bytearray``, ``array.array``, ctypes array):
+        the address of its first byte, its element type from the buffer's format; host memory.
+        The export is held until the launch returns (a ``bytearray`` cannot be resized meanwhile)."""
+        try:
+            view = memoryview(value)
+        except Exception as exc:  # a hostile __buffer__ that raised
+            raise self.refusal(where, value) from exc
+        if view.readonly:
+            raise self._read_only(value, where)
+        if not view.c_contiguous:
+            raise self.refusal(where, value, f"{self.expected()} (a buffer that is not contiguous: pass its base object)")
+        dtype = _buffer_dtype(view.format, view.itemsize)
+        if dtype is None:
+            raise D.error(
+                D.POINTER_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=self.describe(),
+                got=f"a buffer of format {view.format!r} ({view.itemsize}-byte items), not one element type in native byte order",
+            )
+        if view.nbytes == 0:
+            return _PointerValue(0, dtype, None, None, host=True, owner=view)
+        try:
+            first = ctypes.c_char.from_buffer(view)  # holds its own export of the buffer
+        except Exception as exc:  # noqa: BLE001 - not a plain writable buffer after all
+            raise self.refusal(where, value, f"{self.expected()} ({type(exc).__name__}: {_first_line(exc)})") from None
+        return _PointerValue(self._check_range(ctypes.addressof(first), where), dtype, None, None, host=True, owner=first)
+
+    @staticmethod
+    def _read_only(value: Any, where: Where) -> Exception:
+        return D.error(
+            D.READ_ONLY_BUFFER,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            expected="a writable array (a kernel may store through the pointer)",
+            got=f"{describe_value(value)} (read-only)",
+        )
 
     def _torch_dtype(self, value: Any) -> str | None:
         dtype = getattr(value, "dtype", None)
@@ -389,7 +477,7 @@ class PointerKind(SlotKind):
             raise self.refusal(where, value) from exc
         self._check_matches(pv, where)
         self._check_alignment(pv.address, where)
-        return pv.address
+        return pv.held()
 
     def bind(self, value: Any, where: Where) -> Bound:
         pv = self._read(value, where)
@@ -422,7 +510,7 @@ class PointerKind(SlotKind):
         bound = PointerKind(spec, dtype=dtype, space=space, align=align, device=pv.device)
         bound._check_alignment(pv.address, where)
         dsl_value = dsl.make_pointer(dtype, pv.address, space, align)
-        return Bound(packed=pv.address, dsl_value=dsl_value, key=(dtype_name, int(getattr(space, "value", 0)), align), slot=bound)
+        return Bound(packed=pv.held(), dsl_value=dsl_value, key=(dtype_name, int(getattr(space, "value", 0)), align), slot=bound)
 
     def prepare(self, value: Any, where: Where) -> Bound:
         """Bind for an already compiled function: learn what the value says, compile nothing."""
@@ -436,7 +524,7 @@ class PointerKind(SlotKind):
             dsl_value = value
         else:
             dsl_value = dsl.make_pointer(dsl.dsl().cutlass.Uint8, pv.address, space or _generic(), 1)
-        return Bound(packed=pv.address, dsl_value=dsl_value, key=None, slot=bound)
+        return Bound(packed=pv.held(), dsl_value=dsl_value, key=None, slot=bound)
 
 
 def _first_line(exc: Exception) -> str:
@@ -481,6 +569,37 @@ def _cuda_device(value: Any) -> tuple[int, int] | None:
         if isinstance(index, int) and not isinstance(index, bool) and index >= 0:
             return (2, index)
     return None
+
+
+#: DLPack device types a pointer slot takes: host (kDLCPU), CUDA, pinned host, managed
+_DL_CPU, _DL_CUDA = 1, 2
+_POINTER_DEVICES = frozenset((_DL_CPU, _DL_CUDA, 3, 13))
+#: struct format codes (byte order taken off) -> array-interface kind; the size comes from the buffer's itemsize
+_FORMAT_KINDS = {"f": "f", "d": "f", "e": "f", "b": "i", "h": "i", "i": "i", "l": "i", "q": "i", "n": "i",
+                 "B": "u", "H": "u", "I": "u", "L": "u", "Q": "u", "N": "u", "c": "u", "?": "b"}  # fmt: skip
+
+
+def _has_buffer(value: Any) -> bool:
+    """Whether ``value`` exports the buffer protocol (``memoryview(value)`` would work)."""
+    if isinstance(value, (memoryview, bytearray)):
+        return True
+    if isinstance(value, ctypes._SimpleCData):
+        return False  # a ctypes number (c_uint64(address)) is a value, not memory to point into
+    try:
+        memoryview(value).release()
+    except Exception:  # noqa: BLE001 - no buffer (TypeError), or a hostile one: not this reader's
+        return False
+    return True
+
+
+def _buffer_dtype(fmt: str, itemsize: int) -> str | None:
+    """The CuTe element type a native-order buffer format says (``"f"`` -> Float32), or None: a
+    format of structures, big-endian data or anything else says nothing a pointer checks."""
+    code = fmt[1:] if fmt[:1] in "@=<" else fmt
+    if fmt[:1] == "<" and sys.byteorder != "little":
+        return None
+    kind = _FORMAT_KINDS.get(code)
+    return _NUMPY_TYPESTR.get(f"{kind}{itemsize}") if kind else None
 
 
 def _generic() -> Any:

@@ -28,7 +28,7 @@ from .. import diagnostics as D
 from .._generated import compile_source
 from .._types import TensorSpec, tensor_spec_of
 from . import dlpack as _dlpack
-from .base import Bound, Held, SlotKind, Where, describe_value, item_ranges
+from .base import Bound, Held, SlotKind, Where, describe_value, invalid_dlpack, item_ranges
 from .registry import register
 
 __all__ = ["TensorKind", "CTensorSpec", "CMode"]
@@ -200,14 +200,7 @@ class TensorKind(SlotKind):
         try:
             return _dlpack.read(value)
         except _dlpack.InvalidDLPack as exc:
-            raise D.error(
-                D.INVALID_DLPACK,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                detail=str(exc),
-                expected="a tensor a DLPack producer can describe",
-                got=describe_value(value),
-            ) from None
+            raise invalid_dlpack(where, str(exc), describe_value(value)) from None
         except Exception as exc:  # not readable, or a hostile __dlpack__ that raised: a typed error
             # a read-only capsule, or NumPy refusing to export a read-only array through unversioned DLPack
             if isinstance(exc, _dlpack.ReadOnlyDLPack) or (
@@ -452,14 +445,7 @@ class TensorKind(SlotKind):
             raise RuntimeError("an unbound tensor slot has no layout")
         empty = _empty(view)
         if not 0 <= view.address < _U64 or any(e < 0 for e in view.shape):
-            raise D.error(
-                D.INVALID_DLPACK,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                detail="an address beyond 64 bits or a negative extent",
-                expected="a tensor a DLPack producer can describe",
-                got=f"address {view.address:#x}, shape {view.shape}",
-            )
+            raise invalid_dlpack(where, "an address beyond 64 bits or a negative extent", f"address {view.address:#x}, shape {view.shape}")
         if view.address == 0 and not empty:
             raise D.error(
                 D.NULL_DATA,

@@ -25,7 +25,8 @@ __all__ = ["ParameterFacts", "describe_parameter", "describe_kernel", "KIND_FACT
 #: kind -> (what launch() accepts, compile-key part or None when the value is not in the key)
 KIND_FACTS: dict[str, tuple[str, str | None]] = {
     "pointer": (
-        "an `int` address, a `make_ptr` pointer, a torch tensor (its `data_ptr()`), a CuPy/NumPy array, a ctypes pointer",
+        "an `int` address, a `make_ptr` pointer, a torch tensor (its `data_ptr()`), a CuPy/NumPy array, a ctypes pointer, "
+        "a `memoryview` or other buffer, a `__dlpack__` object",
         "its dtype, alignment and address space (from the annotation, or from the value given to `bind()` for a bare "
         "`cute.Pointer`); the address itself is written at each launch",
     ),

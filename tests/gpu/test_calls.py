@@ -146,10 +146,12 @@ def test_cuda_array_interface_on_tensor_and_pointer_slots(n):
     before = _counts()
     for alpha in (1.5, 2.5):
         y.fill_(float("nan"))
+        side.wait_stream(torch.cuda.current_stream())  # the fill (torch's stream) before the launch (side)
         th.launch(_CudaArray(y), _CudaArray(x), alpha, side.cuda_stream)
         side.synchronize()
         assert torch.equal(y, x * alpha)
         y.fill_(float("nan"))
+        side.wait_stream(torch.cuda.current_stream())
         ph.launch(_CudaArray(y), _CudaArray(x), alpha, n, side.cuda_stream)
         side.synchronize()
         assert torch.equal(y, x * alpha)
@@ -158,3 +160,39 @@ def test_cuda_array_interface_on_tensor_and_pointer_slots(n):
         assert _counts()["cai"] - before["cai"] == 8  # two slots, two kernels, two launches: all read in C
     th.close()
     ph.close()
+
+
+class _DlpackOnly:
+    """A CUDA array offering only ``__dlpack__`` (as a JAX array may): no data_ptr, no interface."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __dlpack__(self, **kwargs):
+        return self.t.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+
+def test_dlpack_only_arrays_on_a_pointer_slot():
+    """CUDA memory given only through ``__dlpack__``: read from its export (the checked path) on a
+    pointer slot, bitwise against torch's arithmetic; host memory that way is refused for gmem."""
+    side = torch.cuda.Stream()
+    x = torch.randn(4096, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    k = cute_bind.kernel(scale)
+    side.wait_stream(torch.cuda.current_stream())
+    k(_DlpackOnly(y), _DlpackOnly(x), 2.0, x.numel(), side)
+    side.synchronize()
+    assert torch.equal(y, x * 2.0)
+    h = k.bind(y, x, 1.0, x.numel(), side.cuda_stream)
+    y.fill_(float("nan"))
+    side.wait_stream(torch.cuda.current_stream())
+    h.launch(_DlpackOnly(y), _DlpackOnly(x), 3.0, x.numel(), side.cuda_stream)
+    side.synchronize()
+    assert torch.equal(y, x * 3.0)
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        h.launch(_DlpackOnly(y.cpu()), x, 3.0, x.numel(), side.cuda_stream)
+    assert info.value.code == "CB210"
+    h.close()
