@@ -44,9 +44,8 @@ def _private_compile_cache(tmp_path_factory):
 
 
 def _forget_cache_history():
-    # cute_bind.cache.history() keeps the last 1024 events: tests count the events since len(history()),
-    # which stops growing once the suite has made 1024 (a long run: the ASan job's), so each module and
-    # each test starts from an empty history
+    # each module and each test starts from an empty history: its history() holds its own events
+    # (tests count events with cache.mark() / history(since=...), which a full history does not stop)
     from cute_bind.cache import lookup
 
     lookup._HISTORY.clear()

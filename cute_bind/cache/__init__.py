@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import settings
 from .key import FORMAT, Uncacheable, canonical, entry_key, environment
-from .lookup import Claim, Event, claim, history
+from .lookup import HISTORY_SIZE, Claim, Event, claim, history, mark
 from .settings import cache_dir, default_dir, enabled, size_limit
 from .store import EntryInfo, Store, UntrustedPath, load_key
 from .warm import Args, WarmResult, warm
@@ -46,6 +46,8 @@ __all__ = [
     "entry_key",
     "environment",
     "history",
+    "mark",
+    "HISTORY_SIZE",
     "info",
     "prune",
     "settings",

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import os
 import re
 import threading
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import dsl
@@ -29,20 +30,31 @@ from . import settings
 from .key import Uncacheable, entry_key, environment
 from .store import Store, UntrustedPath, load_key
 
-__all__ = ["Claim", "Event", "claim", "history", "load_payload"]
+__all__ = ["Claim", "Event", "HISTORY_SIZE", "claim", "history", "load_payload", "mark"]
+
+
+#: the process's event numbers: 1, 2, ... (``next`` on a count is atomic under the GIL)
+_SEQ = itertools.count(1)
 
 
 @dataclass(frozen=True)
 class Event:
-    """One consultation of the disk cache: ``outcome`` is ``"hit"`` (loaded), ``"compiled"`` (and stored) or ``"uncached"``."""
+    """One consultation of the disk cache: ``outcome`` is ``"hit"`` (loaded), ``"compiled"`` (and stored) or ``"uncached"``.
+
+    ``seq`` numbers the process's events from 1, never reused: ``history(since=e.seq)`` is what
+    happened after ``e``, however many events the history has dropped since.
+    """
 
     kernel: str
     key: str | None
     outcome: str
     seconds: float
+    seq: int = field(default_factory=lambda: next(_SEQ))
 
 
-_HISTORY: collections.deque[Event] = collections.deque(maxlen=1024)
+#: how many events :func:`history` keeps
+HISTORY_SIZE = 1024
+_HISTORY: collections.deque[Event] = collections.deque(maxlen=HISTORY_SIZE)
 _WARNED: set[tuple[str, str]] = set()
 _WARN_LOCK = threading.Lock()
 
@@ -57,9 +69,25 @@ if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
     os.register_at_fork(after_in_child=_reset_warn_lock)
 
 
-def history() -> list[Event]:
-    """This process's recent cache consultations, oldest first (the last 1024)."""
-    return list(_HISTORY)
+def mark() -> int:
+    """The number of the last event so far (0: none yet): ``history(since=mark())``, asked later,
+    lists what came after this call."""
+    try:
+        return _HISTORY[-1].seq
+    except IndexError:
+        return 0
+
+
+def history(since: int = 0) -> list[Event]:
+    """This process's recent cache consultations, oldest first: the last :data:`HISTORY_SIZE` (1024),
+    and of those only the ones numbered after ``since`` (an :attr:`Event.seq`; 0: all kept).
+
+    To see what one piece of code did, take :func:`mark` before it and ask for the events since:
+    a count by ``len(history())`` stops growing at the cap."""
+    events = list(_HISTORY)
+    if since:
+        events = [e for e in events if e.seq > since]
+    return events
 
 
 def _warn_once(diagnostic: D.Diagnostic, about: str, **fields: Any) -> None:

@@ -75,7 +75,7 @@ def modules(tmp_path, monkeypatch):
 
 
 def outcomes_since(before):
-    return [e.outcome for e in cute_bind.cache.history()[before:]]
+    return [e.outcome for e in cute_bind.cache.history(since=before)]
 
 
 # ------------------------------------------------------------------ the trust model's tests (test_trust.py, test_hostile_cache.py)
@@ -130,7 +130,7 @@ def affine(bias=1, value=4):
     from tests.kernels import cached
 
     buf = (ctypes.c_int32 * 1)()
-    before = len(cute_bind.cache.history())
+    before = cute_bind.cache.mark()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always", cute_bind.CacheWarning)
         handle = cached.affine.bind(ctypes.addressof(buf), value, bias)

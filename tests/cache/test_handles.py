@@ -33,13 +33,13 @@ def pair(cache_dir):
     x, y = _buffers([float(i) * 0.37 for i in range(N)])
     o1, o2 = (ctypes.c_float * N)(), (ctypes.c_float * N)()
     fresh = cute_bind.kernel(cached.saxpy.fn, cache=False, name="saxpy")
-    before = len(cute_bind.cache.history())
+    before = cute_bind.cache.mark()
     h_fresh = fresh.bind(ctypes.addressof(o1), ctypes.addressof(x), ctypes.addressof(y), 1.5, N)
     assert outcomes_since(before) == []  # cache=False: the disk is not consulted
     cached.saxpy.clear_cache()
     cached.saxpy.bind(ctypes.addressof(o2), ctypes.addressof(x), ctypes.addressof(y), 1.5, N)  # stores the entry
     cached.saxpy.clear_cache()
-    before = len(cute_bind.cache.history())
+    before = cute_bind.cache.mark()
     h_loaded = cached.saxpy.bind(ctypes.addressof(o2), ctypes.addressof(x), ctypes.addressof(y), 1.5, N)
     assert outcomes_since(before) == ["hit"]
     assert dsl.is_loaded_from_binary(h_loaded.compiled) and not dsl.is_loaded_from_binary(h_fresh.compiled)
@@ -139,7 +139,7 @@ def test_warm_in_worker_processes(cache_dir):
     assert [r.example for r in results] == [0, 1, 2]
     assert [r.outcome for r in results] == ["compiled"] * 3
     assert len({r.key for r in results}) == 3
-    before = len(cute_bind.cache.history())
+    before = cute_bind.cache.mark()
     buf = (ctypes.c_int32 * 1)()
     cached.affine.bind(ctypes.addressof(buf), 5, 21).launch(ctypes.addressof(buf), 5)
     assert buf[0] == 10 + 21 + cached.STEP and outcomes_since(before) == ["hit"]
@@ -159,7 +159,7 @@ def test_turning_the_cache_off(cache_dir, monkeypatch, how):
         k = cute_bind.kernel(cached.affine.fn, name="affine_off")
     else:
         k = cute_bind.kernel(cached.affine.fn, name="affine_off", cache=False)
-    before = len(cute_bind.cache.history())
+    before = cute_bind.cache.mark()
     buf = (ctypes.c_int32 * 1)()
     k.bind(ctypes.addressof(buf), 1, 2).launch(ctypes.addressof(buf), 1)
     assert buf[0] == 2 + 2 + cached.STEP
@@ -191,7 +191,7 @@ def k(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
 def test_a_value_the_key_cannot_spell(cache_dir, modules, cache_key, outcome, code):
     mod = modules.load("cb_opaque", OPAQUE.format(cache_key=cache_key))
     buf = (ctypes.c_int32 * 1)()
-    before = len(cute_bind.cache.history())
+    before = cute_bind.cache.mark()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         mod.k.bind(ctypes.addressof(buf), 1).launch(ctypes.addressof(buf), 1)
@@ -242,7 +242,7 @@ def test_every_slot_kind_round_trips(cache_dir, case):
     k = cute_bind.kernel(fn)
     k.bind(*bind_args)
     k.clear_cache()
-    before = len(cute_bind.cache.history())
+    before = cute_bind.cache.mark()
     loaded = k.bind(*bind_args)
     assert outcomes_since(before) == ["hit"]
     results = []

@@ -100,10 +100,10 @@ def _patch(monkeypatch, what):
 def _run(modules, p):
     mod = modules.load("cb_kernel", KERNEL.format(**p), cb_helpers=HELPERS.format(**p))
     buf = (ctypes.c_int32 * 1)()
-    before = len(cute_bind.cache.history())
+    before = cute_bind.cache.mark()
     handle = mod.k.bind(ctypes.addressof(buf), 5, p["bias"])
     handle.launch(ctypes.addressof(buf), 5)
-    events = cute_bind.cache.history()[before:]
+    events = cute_bind.cache.history(since=before)
     return buf[0], [e.outcome for e in events], events[-1].key if events else None
 
 
@@ -146,14 +146,14 @@ def test_the_key_is_the_same_after_the_dsl_rewrote_the_functions(cache_dir, modu
     original): a second bind in the same process, after clear_cache(), still finds the stored entry."""
     mod = modules.load("cb_kernel", KERNEL.format(**BASE), cb_helpers=HELPERS.format(**BASE))
     buf = (ctypes.c_int32 * 1)()
-    before = len(cute_bind.cache.history())
+    before = cute_bind.cache.mark()
     mod.k.bind(ctypes.addressof(buf), 5, BASE["bias"])
-    first = cute_bind.cache.history()[before:]
+    first = cute_bind.cache.history(since=before)
     mod.k.clear_cache()  # the next bind computes the key again, over the rewritten functions
-    again = len(cute_bind.cache.history())
+    again = cute_bind.cache.mark()
     handle = mod.k.bind(ctypes.addressof(buf), 5, BASE["bias"])
     handle.launch(ctypes.addressof(buf), 5)
-    second = cute_bind.cache.history()[again:]
+    second = cute_bind.cache.history(since=again)
     assert [e.outcome for e in first] == ["compiled"] and [e.outcome for e in second] == ["hit"]
     assert first[0].key == second[0].key
     assert buf[0] == expected(BASE, 5)
@@ -247,9 +247,9 @@ def k(out: cute_bind.Pointer[cutlass.Float64]):
 
 
 def _bind_and_launch(mod, buf, *args):
-    before = len(cute_bind.cache.history())
+    before = cute_bind.cache.mark()
     mod.k.bind(ctypes.addressof(buf), *args).launch(ctypes.addressof(buf))
-    events = cute_bind.cache.history()[before:]
+    events = cute_bind.cache.history(since=before)
     return [e.outcome for e in events], events[-1].key
 
 
