@@ -41,9 +41,11 @@ ROWS = [
     (4, 2.5, "Pass a bool (or 0/1) for a Boolean slot", ("bool(x)",), "boolean"),
     (5, "s", "Pass a stream handle (int)", ("torch.cuda.current_stream()",), "stream"),
     (6, {1, 2}, "Pass a tuple or list of 2 elements", ("not a string, a set",), "sequence"),
+    (3, np.ones(3, np.float32), "Pass a real number (float or int) for a Float32 slot", ("x.item()",), "float"),
+    (1, np.ones(2, np.int32), "Pass an int in [-2147483648, 2147483647] for an Int32 slot", ("x.item()",), "integer"),
 ]
 IDS = ["list-for-tensor", "address-for-tensor", "float-for-int", "str-for-pointer", "list-for-pointer"]
-IDS += ["str-for-float", "float-for-bool", "str-for-stream", "set-for-tuple"]
+IDS += ["str-for-float", "float-for-bool", "str-for-stream", "set-for-tuple", "array-for-float", "array-for-int"]
 
 
 @pytest.fixture(scope="module")

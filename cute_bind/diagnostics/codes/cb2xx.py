@@ -71,9 +71,13 @@ handle.launch(addr, 2, value=3)   # 'value' twice -> CB203
 WRONG_KIND_CONVERSIONS = {
     "integer": (
         "Where a conversion is meant, make it explicit with `int(x)`: a float is never truncated silently; "
-        "NumPy integers and objects with `__index__` are taken as they are."
+        "NumPy integers and objects with `__index__` are taken as they are; a tensor or array is not a number "
+        "(`x.item()` for one element, which waits for a CUDA tensor)."
     ),
-    "float": "Where a conversion is meant, make it explicit with `float(x)`: a string is not parsed.",
+    "float": (
+        "Where a conversion is meant, make it explicit with `float(x)`: a string is not parsed, and a tensor or "
+        "array is not a number (`x.item()` for one element, which waits for a CUDA tensor)."
+    ),
     "boolean": "Pass `True`, `False`, 0 or 1; where a truth value is meant, `bool(x)`.",
     "pointer": (
         "An address is an int (`t.data_ptr()`, `a.ctypes.data`), never a float or a bool; a list is not memory: "
