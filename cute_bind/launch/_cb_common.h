@@ -92,4 +92,36 @@ cb_names(const char *const *names)
     return t;
 }
 
+/* A keyword call's values in parameter order, for both launchers: out[i] (i < n) is parameter i's
+ * value, borrowed from `args` (nargs positionals, then one value per name of `kwnames`), or NULL
+ * where it is left to its default. `names` is a tuple of n interned str (None for a parameter
+ * that takes no keyword); `defaults[i]` is `required` for a parameter without a default. The
+ * caller has checked nargs <= n. 1: placed; 0: a name of no parameter, a value given twice or a
+ * required parameter left out (the caller's slow path decides). Runs no Python code. */
+static inline int
+cb_place_keywords(PyObject *names, PyObject *defaults, PyObject *required, Py_ssize_t n, PyObject *const *args,
+                  Py_ssize_t nargs, PyObject *kwnames, PyObject **out)
+{
+    Py_ssize_t nkw = PyTuple_Size(kwnames);
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = i < nargs ? args[i] : NULL;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *key = PyTuple_GetItem(kwnames, j);
+        Py_ssize_t i = 0;
+        /* both sides are interned identifiers (the names are interned when the record is made):
+           identity finds them; a name built at run time (**{...}) is then compared by value */
+        while (i < n && PyTuple_GetItem(names, i) != key) i++;
+        if (i == n && PyUnicode_Check(key)) {
+            for (i = 0; i < n; i++) {
+                PyObject *name = PyTuple_GetItem(names, i);
+                if (PyUnicode_Check(name) && PyUnicode_Compare(name, key) == 0) break;
+            }
+        }
+        if (i == n || out[i] != NULL) return 0;
+        out[i] = args[nargs + j];
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!out[i] && PyTuple_GetItem(defaults, i) == required) return 0;
+    return 1;
+}
+
 #endif /* CUTE_BIND_CB_COMMON_H */

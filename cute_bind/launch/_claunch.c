@@ -916,23 +916,8 @@ call_entry(Launcher *self)
 static int
 place_keywords(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t n = self->n, nkw = PyTuple_Size(kwnames);
-    for (Py_ssize_t i = 0; i < n; i++) self->byname[i] = i < nargs ? args[i] : NULL;
-    for (Py_ssize_t j = 0; j < nkw; j++) {
-        PyObject *key = PyTuple_GetItem(kwnames, j);
-        Py_ssize_t i = 0;
-        /* both sides are interned identifiers (the names are interned at bind): identity finds them;
-           a name built at run time (**{...}) is then compared by value */
-        while (i < n && PyTuple_GetItem(self->names, i) != key) i++;
-        if (i == n && PyUnicode_Check(key))
-            for (i = 0; i < n && PyUnicode_Compare(PyTuple_GetItem(self->names, i), key) != 0; i++) {}
-        if (i == n || self->byname[i] != NULL) return 0;
-        self->byname[i] = args[nargs + j];
-    }
     /* a required parameter left out: the slow path raises CB201 before any value is read */
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (!self->byname[i] && PyTuple_GetItem(self->defaults, i) == self->required) return 0;
-    return 1;
+    return cb_place_keywords(self->names, self->defaults, self->required, self->n, args, nargs, kwnames, self->byname);
 }
 
 /* `try_only`: what the fast path does not take as is returns NotImplemented instead of going to

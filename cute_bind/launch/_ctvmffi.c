@@ -31,8 +31,12 @@
  *     leaf for leaf with the same types (float bits compared), so TVM-FFI's
  *     call would build an equal array from it.
  *
- * The argument array is built once and rewritten in place. Anything else (a
- * keyword, another type, an int outside int64) goes to `slow(args, kwargs)`,
+ * Keyword arguments are placed by parameter name first (cb_place_keywords, as
+ * the prepared launcher places them; `names` is None for a bare tvm_ffi.Function,
+ * whose call is positional only), parameters left out of a keyword call taking
+ * their defaults. The argument array is built once and rewritten in place.
+ * Anything else (an unknown or repeated keyword, a required argument left out,
+ * another type, an int outside int64) goes to `slow(args, kwargs)`,
  * the compiled function's own call, so behaviour is the direct call's. A
  * non-zero return is the entry's error: it is moved out of TVM-FFI's
  * thread-local slot and handed to `fail(kind, message, backtrace)`, which
@@ -94,11 +98,13 @@ typedef struct {
     int32_t *type_indices; /* per constant argument: the array's type index */
     PyObject *classify;   /* classify(type) -> "i", "f" or "": how TVM-FFI writes that type through its protocol */
     PyObject *defaults;   /* tuple: per argument its default, or `required` */
+    PyObject *names;      /* tuple: per argument its keyword name (interned str) or None; or None: no keywords */
     PyObject *required;
     PyObject *slow;
     PyObject *fail;
     PyObject *keep;
     PyObject *refuse;     /* poison(refuse) was called: every launch calls refuse() (closed handle) */
+    int busy;             /* inside a launch through the argument array */
 } Launcher;
 
 static PyObject *
@@ -274,24 +280,32 @@ raise_entry_error(Launcher *self)
     return res; /* fail() raises: NULL */
 }
 
+/* One launch through the handle's argument array (Launcher_launch holds `busy` around it). */
 static PyObject *
-Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+launch_array(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t nkw)
 {
-    if (!self->entry || !self->slow) {
-        PyErr_SetString(PyExc_RuntimeError, "TVM-FFI launcher not initialised");
-        return NULL;
-    }
-    /* refused whatever the arguments (a function without parameters has no argument to refuse) */
-    if (self->refuse) return PyObject_CallObject(self->refuse, NULL);
-    if (nargs > self->n || kwnames != NULL) {
-        return go_slow(self, args, nargs + (kwnames ? PyTuple_Size(kwnames) : 0), kwnames);
+    if (nargs > self->n || (nkw && self->names == Py_None)) return go_slow(self, args, nargs + nkw, nkw ? kwnames : NULL);
+    /* a keyword call's values by parameter (borrowed from the call) */
+    PyObject *local[16], **placed = NULL;
+    if (nkw) {
+        placed = self->n <= 16 ? local : PyMem_Malloc((size_t)self->n * sizeof(PyObject *));
+        if (placed == NULL) return PyErr_NoMemory();
+        if (!cb_place_keywords(self->names, self->defaults, self->required, self->n, args, nargs, kwnames, placed)) {
+            if (placed != local) PyMem_Free(placed);
+            return go_slow(self, args, nargs + nkw, kwnames);
+        }
     }
     int32_t dev_type = -1, dev_id = 0;
     void *stream = NULL;
     for (Py_ssize_t i = 0; i < self->n; i++) {
-        PyObject *v = i < nargs ? args[i] : PyTuple_GetItem(self->defaults, i);
-        if (v == self->required || !write_one(self, i, v, &dev_type, &dev_id, &stream)) return go_slow(self, args, nargs, NULL);
+        PyObject *v = placed ? placed[i] : i < nargs ? args[i] : NULL;
+        if (v == NULL) v = PyTuple_GetItem(self->defaults, i);
+        if (v == self->required || !write_one(self, i, v, &dev_type, &dev_id, &stream)) {
+            if (placed && placed != local) PyMem_Free(placed);
+            return go_slow(self, args, nargs + nkw, nkw ? kwnames : NULL);
+        }
     }
+    if (placed && placed != local) PyMem_Free(placed);
     /* a protocol method or classify() ran Python code, which may have closed the handle */
     if (self->refuse) return PyObject_CallObject(self->refuse, NULL);
     void *prev = NULL;
@@ -316,6 +330,25 @@ Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObjec
     }
 }
 
+static PyObject *
+Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (!self->entry || !self->slow) {
+        PyErr_SetString(PyExc_RuntimeError, "TVM-FFI launcher not initialised");
+        return NULL;
+    }
+    /* refused whatever the arguments (a function without parameters has no argument to refuse) */
+    if (self->refuse) return PyObject_CallObject(self->refuse, NULL);
+    Py_ssize_t nkw = kwnames != NULL ? PyTuple_Size(kwnames) : 0;
+    /* a launch from inside this one (a protocol method write_one called launching the handle again)
+     * would rewrite the argument array under it: that launch is the compiled function's own call */
+    if (self->busy) return go_slow(self, args, nargs + nkw, nkw ? kwnames : NULL);
+    self->busy = 1;
+    PyObject *res = launch_array(self, args, nargs, kwnames, nkw);
+    self->busy = 0;
+    return res;
+}
+
 static void *
 as_pointer(PyObject *v, int *ok)
 {
@@ -328,12 +361,13 @@ as_pointer(PyObject *v, int *ok)
  * argument's spec is a TvmTensorArg (TENSOR_ARG_FIELDS), a constant's a TvmConstantArg (CONSTANT_ARG_FIELDS),
  * both read by position. */
 enum { F_ENTRY, F_SELF_HANDLE, F_SET_STREAM, F_MOVE_ERROR, F_DEC_REF, F_KINDS, F_SPECS, F_DEFAULTS, F_REQUIRED, F_SLOW, F_FAIL,
-       F_CLASSIFY, F_KEEP, N_SPEC_FIELDS };
+       F_CLASSIFY, F_KEEP, F_NAMES, N_SPEC_FIELDS };
 static const char *const spec_fields[N_SPEC_FIELDS + 1] = {
     "entry", "self_handle", "set_stream", "move_error", "dec_ref", "kinds", "specs", "defaults", "required", "slow", "fail",
-    "classify", "keep", NULL};
+    "classify", "keep", "names", NULL};
 static const int spec_kinds[N_SPEC_FIELDS] = {
-    CB_INT, CB_INT, CB_INT, CB_INT, CB_INT, CB_BYTES, CB_TUPLE, CB_TUPLE, CB_ANY, CB_CALLABLE, CB_CALLABLE, CB_CALLABLE, CB_TUPLE};
+    CB_INT, CB_INT, CB_INT, CB_INT, CB_INT, CB_BYTES, CB_TUPLE, CB_TUPLE, CB_ANY, CB_CALLABLE, CB_CALLABLE, CB_CALLABLE, CB_TUPLE,
+    CB_ANY};
 static const char *const tensor_arg_fields[] = {"reader", "work_stream", "type", NULL};
 static const char *const constant_arg_fields[] = {"structure", "array", "handle", "type_index", NULL};
 
@@ -360,6 +394,18 @@ Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
     if (PyTuple_Size(specs) != n || PyTuple_Size(defaults) != n) {
         PyErr_SetString(PyExc_ValueError, "TvmFfiLaunchSpec: kinds, specs and defaults differ in length");
         goto done;
+    }
+    PyObject *names = f[F_NAMES];
+    if (names != Py_None) {
+        int names_ok = PyTuple_Check(names) && PyTuple_Size(names) == n;
+        for (Py_ssize_t i = 0; names_ok && i < n; i++) {
+            PyObject *name = PyTuple_GetItem(names, i);
+            names_ok = name == Py_None || PyUnicode_CheckExact(name);
+        }
+        if (!names_ok) {
+            PyErr_SetString(PyExc_TypeError, "TvmFfiLaunchSpec: names must be None or a tuple of one str or None per argument");
+            goto done;
+        }
     }
     Py_ssize_t m = n ? n : 1;
     self->kinds = PyMem_Calloc((size_t)m, 1);
@@ -422,6 +468,7 @@ Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
     self->dec_ref = (dec_ref_t)(uintptr_t)dr;
     /* the launcher keeps what it read (the references cb_field returned) */
     self->defaults = f[F_DEFAULTS]; f[F_DEFAULTS] = NULL;
+    self->names = f[F_NAMES]; f[F_NAMES] = NULL;
     self->required = f[F_REQUIRED]; f[F_REQUIRED] = NULL;
     self->slow = f[F_SLOW]; f[F_SLOW] = NULL;
     self->fail = f[F_FAIL]; f[F_FAIL] = NULL;
@@ -438,6 +485,7 @@ static int
 Launcher_traverse(Launcher *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->defaults);
+    Py_VISIT(self->names);
     Py_VISIT(self->required);
     Py_VISIT(self->slow);
     Py_VISIT(self->fail);
@@ -454,6 +502,7 @@ Launcher_clear(Launcher *self)
 {
     self->entry = NULL;
     Py_CLEAR(self->defaults);
+    Py_CLEAR(self->names);
     Py_CLEAR(self->required);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->fail);

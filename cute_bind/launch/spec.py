@@ -259,9 +259,19 @@ class TvmFfiLaunchSpec:
     """``"i"``/``"f"`` for a type TVM-FFI writes through its int/float protocol, else ``""``"""
     keep: TvmKeepAlive
     """what the addresses point into"""
+    names: tuple[str | None, ...] | None
+    """per argument its keyword name (None: positional only), or None: the function takes no keywords
+    (a bare ``tvm_ffi.Function``); a keyword call is placed by these before it is written"""
 
     def __post_init__(self) -> None:
         n = len(self.kinds)
+        if self.names is not None:
+            _check(
+                isinstance(self.names, tuple) and len(self.names) == n and all(v is None or type(v) is str for v in self.names),
+                f"names is None or a tuple of {n} items, each a str or None",
+            )
+            given = [v for v in self.names if v is not None]
+            _check(len(set(given)) == len(given), "names are distinct")
         _check(isinstance(self.kinds, bytes), "kinds is bytes")
         for name in ("specs", "defaults"):
             value = getattr(self, name)

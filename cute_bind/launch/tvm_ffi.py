@@ -45,6 +45,8 @@ own call (correct, no faster).
 
 from __future__ import annotations
 
+import inspect
+import sys
 from typing import Any, Callable
 
 from .. import diagnostics as D
@@ -182,6 +184,7 @@ class PreparedTvmFfiLaunch(Lifecycle):
                 fail=self._fail,
                 classify=_protocol_kind,
                 keep=TvmKeepAlive(entry.function, compiled),
+                names=_keyword_names(compiled, entry),
             )
         )
         self.launch = self._launcher.launch
@@ -276,9 +279,18 @@ class PreparedTvmFfiLaunch(Lifecycle):
         return f"<PreparedTvmFfiLaunch {self._kernel}({params}){' closed' if self.closed else ''}>"
 
 
+def _keyword_names(compiled: Any, entry: dsl.TvmFfiEntry) -> tuple[str | None, ...] | None:
+    """Per entry argument the keyword the compiled call takes for it (None: positional only); None
+    for a bare ``tvm_ffi.Function``, whose call takes no keywords. Interned: a call's keywords are
+    interned, so the C launcher finds them by identity."""
+    if not dsl.is_compiled(compiled):
+        return None
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(sys.intern(p.name) if p.kind in keyword else None for p in entry.parameters)
+
+
 def _bind(entry: dsl.TvmFfiEntry, kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``args``/``kwargs`` bound to the entry's parameters; CB202 for a wrong count or keyword."""
-    import inspect
 
     try:
         return inspect.Signature(list(entry.parameters)).bind(*args, **kwargs)
@@ -313,7 +325,6 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
             expected="tensors, int, bool, float or None (a sequence of pointers is rewritten by the DSL before each TVM-FFI call)",
             got="a function with a sequence of pointers",
         )
-    import inspect
 
     bound = _bind(entry, kernel, args, kwargs)
     missing = dsl.tvm_ffi_missing()

@@ -162,6 +162,31 @@ def test_a_number_the_entry_refuses_is_refused_as_the_call_refuses_it(compiled: 
     assert type(info.value.__cause__) is type(direct.value) and str(info.value.__cause__) == str(direct.value)
 
 
+class Reentrant:
+    """A number whose ``__tvm_ffi_int__`` first launches the same handle (as hostile or careless
+    code may): that inner launch must not rewrite the outer one's arguments."""
+
+    def __init__(self, value: int, launch: Any, out: Any) -> None:
+        self.value, self.launch, self.out = value, launch, out
+
+    def __tvm_ffi_int__(self) -> int:
+        if self.launch is not None:
+            launch, self.launch = self.launch, None
+            launch(self.out, _x(5), shift=9, scale=F32(3.0), aux=Aux())  # other values, by keyword
+        return self.value
+
+
+def test_a_launch_from_inside_a_launch_leaves_the_outer_ones_arguments(compiled: Any, tvm_path: str) -> None:
+    h = cute_bind.prepare(compiled, torch.zeros(8), _x(), I32(-100), F32(0.0), Aux())
+    mine, inner = torch.zeros(8), torch.zeros(5)
+    theirs, inner_theirs = torch.full((8,), float("nan")), torch.full((5,), float("nan"))
+    compiled(theirs, _x(), 2, F32(0.5), Aux())
+    compiled(inner_theirs, _x(5), 9, F32(3.0), Aux())
+    h.launch(mine, _x(), Reentrant(2, h.launch, inner), F32(0.5), Aux())
+    assert mine.numpy().tobytes() == theirs.numpy().tobytes()
+    assert inner.numpy().tobytes() == inner_theirs.numpy().tobytes()
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     shift=st.integers(-(2**31), 2**31 - 1),

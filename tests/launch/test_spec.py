@@ -66,7 +66,7 @@ def raw_tvm_spec(**fields: Any) -> Any:
     """A record with TvmFfiLaunchSpec's fields and none of its checks; no arguments by default."""
     base: dict[str, Any] = dict(
         entry=1, self_handle=0, set_stream=1, move_error=1, dec_ref=1, kinds=b"", specs=(), defaults=(), required=object(),
-        slow=print, fail=print, classify=print, keep=TvmKeepAlive(None, None),
+        slow=print, fail=print, classify=print, keep=TvmKeepAlive(None, None), names=None,
     )  # fmt: skip
     base.update(fields)
     return types.SimpleNamespace(**base)
@@ -81,6 +81,8 @@ TVM_WRONG = [
     ("keep", None, TypeError),
     ("kinds", b"Z", ValueError),
     ("kinds", b"i", ValueError),  # one kind, no spec or default
+    ("names", ("a",), TypeError),  # one name, no argument
+    ("names", ["a"], TypeError),
 ]
 
 

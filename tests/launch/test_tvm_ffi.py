@@ -70,6 +70,62 @@ def test_launch_matches_the_direct_call(windowed: Any, name: str, make: Any, tvm
         assert not torch.equal(mine[0], torch.zeros(n))  # the function did write
 
 
+# keyword calls of the compiled function (out, inp, window_left, window_right, stream, softcap=0.0)
+KEYWORD_CALLS = [
+    ("last four by keyword", 2, {"window_left": None, "window_right": 7, "stream": 0, "softcap": 1.5}),
+    ("every argument by keyword", 0, {"out": 0, "inp": 1, "window_left": None, "window_right": 3, "stream": 0, "softcap": 0.5}),
+    ("out of order", 2, {"softcap": 2.5, "stream": 0, "window_right": 4, "window_left": None}),
+    ("a default left out", 2, {"window_right": 6, "window_left": None, "stream": 0}),
+    ("positional to the stream, softcap by keyword", 5, {"softcap": 1.25}),
+    ("names made at run time", 2, {"".join(["window", "_left"]): None, "window_right": 2, "stream": 0}),
+]
+
+
+@pytest.mark.parametrize("name, npos, kwargs", KEYWORD_CALLS, ids=[c[0] for c in KEYWORD_CALLS])
+def test_keyword_calls_are_placed_and_launched_without_the_compiled_call(
+    windowed: Any, tvm_path: str, name: str, npos: int, kwargs: dict[str, Any]
+) -> None:
+    h = cute_bind.prepare(windowed, torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5)
+    calls: list[Any] = []
+    compiled = h._compiled
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        calls.append(kw)
+        return compiled(*args, **kw)
+
+    h._compiled = counting
+    for seed in (1, 2):
+        out, inp = torch.zeros(13), _r(seed, 13)
+        full = [out, inp, None, 3, 0, 0.0][:npos]
+        given = {k: ((out, inp)[v] if k in ("out", "inp") else v) for k, v in kwargs.items()}
+        ref = torch.zeros(13)
+        swap = {id(out): ref}
+        windowed(*[swap.get(id(a), a) for a in full], **{k: swap.get(id(v), v) for k, v in given.items()})
+        assert h.launch(*full, **given) is None
+        assert out.numpy().tobytes() == ref.numpy().tobytes()
+        assert not torch.equal(ref, torch.zeros(13))
+    # on the C launcher nothing reaches the compiled call; without it every launch is that call
+    assert len(calls) == (0 if tvm_path == "c" else 2)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"nonsense": 1, "window_right": 3, "window_left": None, "stream": 0},
+        {"inp": torch.zeros(8), "window_right": 3, "window_left": None, "stream": 0},
+        {"window_left": None, "stream": 0},
+    ],
+    ids=["unknown name", "given twice", "required left out"],
+)
+def test_keyword_calls_that_cannot_be_placed_are_refused_as_the_compiled_call_refuses_them(
+    windowed: Any, tvm_path: str, kwargs: dict[str, Any]
+) -> None:
+    h = cute_bind.prepare(windowed, torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5)
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        h.launch(torch.zeros(8), torch.zeros(8), **kwargs)
+    assert info.value.code == "CB202"
+
+
 def test_entry_errors_are_cb309_chained_to_the_direct_calls(windowed: Any, tvm_path: str) -> None:
     h = cute_bind.prepare(windowed, torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5)
     bad = (torch.zeros(8), torch.zeros(8, dtype=torch.float64), None, 3, 0, 0.5)
