@@ -129,6 +129,22 @@ def test_tvm_ffi_prepared_matches_the_tvm_ffi_call(tvm_axpby: Any, on: str) -> N
         assert not torch.isnan(out).any()
 
 
+def test_tvm_ffi_prepared_keyword_launches_match_the_tvm_ffi_call(tvm_axpby: Any) -> None:
+    """Keywords placed by the C launcher (the environment stream left out, alpha by name), on a side stream."""
+    x, y = fresh(54, 4096), fresh(55, 4096)
+    handle = cute_bind.prepare(tvm_axpby, x, y, nan_like(x), None)
+    side = torch.cuda.Stream()
+    for alpha in (0.75, -3.0):
+        ref, out = nan_like(x), nan_like(x)
+        torch.cuda.synchronize()
+        with torch.cuda.stream(side):
+            tvm_axpby(x, y, ref, None, alpha)
+            handle.launch(x, y, out=out, alpha=alpha, shift=None)
+        side.synchronize()
+        assert torch.equal(out.view(torch.int32), ref.view(torch.int32))
+        assert not torch.isnan(out).any()
+
+
 def test_tvm_ffi_entry_refusal_is_cb309(tvm_axpby: Any) -> None:
     if os.environ.get("CUTE_BIND_PURE_PYTHON", "") not in ("", "0"):
         pytest.skip("CB309 wraps the C fast path's refusal; the pure-Python handle raises the function's own error")
