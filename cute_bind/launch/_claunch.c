@@ -149,6 +149,8 @@ typedef struct {
     dltensor_from_pyobject fn;
     PyObject *types;    /* owned */
     PyObject *capsule;  /* owned */
+    PyObject *streams;  /* owned: torch's stream classes read through `cuda_stream` (torch.cuda.Stream...), or NULL;
+                           stream slots whose own spec predates torch's import read them too */
 } TorchReader;
 static TorchReader torch_reader;
 
@@ -769,7 +771,8 @@ pack_stream(ObjSpec *os, char *dst, PyObject *v)
     PyTypeObject *tp = Py_TYPE(v);
     PyObject *h;
     if (!os) return 0;
-    if (type_in(os->attr_types, tp)) h = PyObject_GetAttr(v, s_cuda_stream);
+    if (type_in(os->attr_types, tp) || (torch_reader.streams && type_in(torch_reader.streams, tp)))
+        h = PyObject_GetAttr(v, s_cuda_stream);
     else if (type_in(os->types, tp)) h = PyNumber_Long(v);
     else if (os->reader) h = PyObject_CallFunctionObjArgs(os->reader, v, NULL);
     else return 0;
@@ -1624,11 +1627,16 @@ mod_configure(PyObject *mod, PyObject *args)
     if (!PyArg_ParseTuple(args, "OO|O:configure", &arr, &ct, &tr)) return NULL;
     if (tr != Py_None) {
         unsigned long long fn;
-        PyObject *types, *capsule;
-        if (!PyArg_ParseTuple(tr, "KO!O:configure", &fn, &PyTuple_Type, &types, &capsule)) return NULL;
+        PyObject *types, *capsule, *streams = NULL;
+        if (!PyArg_ParseTuple(tr, "KO!O|O!:configure", &fn, &PyTuple_Type, &types, &capsule, &PyTuple_Type, &streams)) return NULL;
         for (Py_ssize_t k = 0; k < PyTuple_Size(types); k++)
             if (!PyType_Check(PyTuple_GetItem(types, k))) {
                 PyErr_SetString(PyExc_TypeError, "configure: torch reader types must be types");
+                return NULL;
+            }
+        for (Py_ssize_t k = 0; streams && k < PyTuple_Size(streams); k++)
+            if (!PyType_Check(PyTuple_GetItem(streams, k))) {
+                PyErr_SetString(PyExc_TypeError, "configure: torch stream classes must be types");
                 return NULL;
             }
         if (!fn) {
@@ -1637,12 +1645,15 @@ mod_configure(PyObject *mod, PyObject *args)
         }
         Py_INCREF(types);
         Py_INCREF(capsule);
-        PyObject *old_t = torch_reader.types, *old_c = torch_reader.capsule;
+        Py_XINCREF(streams);
+        PyObject *old_t = torch_reader.types, *old_c = torch_reader.capsule, *old_s = torch_reader.streams;
         torch_reader.types = types;
         torch_reader.capsule = capsule;
+        torch_reader.streams = streams;
         torch_reader.fn = (dltensor_from_pyobject)(uintptr_t)fn;
         Py_XDECREF(old_t);
         Py_XDECREF(old_c);
+        Py_XDECREF(old_s);
     }
     if (arr != Py_None) {
         PyObject *tp, *dtypes;
@@ -1702,7 +1713,8 @@ mod_counts(PyObject *mod, PyObject *unused)
 static PyMethodDef module_methods[] = {
     {"configure", mod_configure, METH_VARARGS,
      "configure(array_layout, ctypes_layout, torch_reader=None, /)\n--\n\n"
-     "The verified NumPy ndarray and ctypes object layouts and torch's reader (None: leave as is)."},
+     "The verified NumPy ndarray and ctypes object layouts and torch's reader (None: leave as is): "
+     "(exchange function, tensor types, capsule[, stream classes read through cuda_stream])."},
     {"counts", mod_counts, METH_NOARGS,
      "counts($module, /)\n--\n\n{reader: values taken as is}: exchange (torch), ndarray (NumPy), ctypes, cai (__cuda_array_interface__)."},
     {NULL, NULL, 0, NULL},

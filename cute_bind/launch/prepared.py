@@ -34,6 +34,7 @@ from .. import diagnostics as D
 from .. import dsl, settings
 from .._generated import compile_source
 from ..slots import Bound, SlotKind, Where, item_ranges
+from ..slots.stream import CStreamSpec, stream_types
 from .arguments import bind_arguments
 from .lifecycle import HandleState, Lifecycle
 from .spec import CLASS_FORMATS, KeepAlive, LaunchSpec, SeqLeaf
@@ -82,8 +83,9 @@ def _c_launcher_class() -> Any:
 _C_LAYOUTS: list[Any] = [None, None, None]
 
 
-def _torch_reader() -> tuple[int, tuple[type, ...], Any] | None:
-    """torch's exchange function with the exact types pointer slots read through it, once torch is imported."""
+def _torch_reader() -> tuple[int, tuple[type, ...], Any, tuple[type, ...]] | None:
+    """torch's exchange function with the exact types pointer slots read through it, and torch's stream
+    classes stream slots read through ``cuda_stream``, once torch is imported."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None
@@ -93,7 +95,19 @@ def _torch_reader() -> tuple[int, tuple[type, ...], Any] | None:
     if found is None:
         return None
     types = tuple(t for t in (torch.Tensor, getattr(getattr(torch, "nn", None), "Parameter", None)) if isinstance(t, type))
-    return (found.address, types, found.capsule)
+    return (found.address, types, found.capsule, stream_types()[0])
+
+
+def _learning_stream_reader(reader: Callable[[Any], int]) -> Callable[[Any], int]:
+    """A stream slot's C reader for a handle bound before torch was imported: once torch is, the C
+    fast path is configured with torch's stream classes (read in C from the next launch on)."""
+
+    def read(value: Any) -> int:
+        if _C_LAYOUTS[2] is None and "torch" in sys.modules:
+            _configure_c()
+        return reader(value)
+
+    return read
 
 
 def _configure_c() -> None:
@@ -595,7 +609,11 @@ class PreparedLaunch(Lifecycle, Generic[P]):
         if slot.fast not in ("S", "X"):
             # the kind's own: a CTensorSpec ("T"), a CPointerSpec ("P"), a CStreamSpec ("Z"), a
             # CNumberSpec (the number classes and "B"), or None (exact values only)
-            return slot.c_spec()
+            spec = slot.c_spec()
+            if isinstance(spec, CStreamSpec) and spec.reader is not None and _C_LAYOUTS[2] is None:
+                # bound before torch was imported: a torch stream reaches the reader until C learns torch's classes
+                spec = spec._replace(reader=_learning_stream_reader(spec.reader))
+            return spec
         if slot.fast == "S":
             # one leaf per element: each element kind is one part at its own offset
             elements = getattr(slot, "elements", None) or ()

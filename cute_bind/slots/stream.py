@@ -94,14 +94,20 @@ class StreamKind(SlotKind):
         its catalog error): a stream object never takes the slow path."""
         coerce = self.coerce
         attr, ints = stream_types()
+        learned = bool(attr)  # torch's classes known; else learned once torch is imported
 
         def read_stream(value: Any) -> int:
+            nonlocal attr, learned
             cls = value.__class__
             if cls in attr:
                 handle = value.cuda_stream
             elif cls in ints:
                 handle = int(value)
             else:
+                if not learned and "torch" in sys.modules:
+                    attr, learned = stream_types()[0], True  # bound before torch was imported
+                    if cls in attr:
+                        return read_stream(value)
                 return coerce(value, where)
             if handle.__class__ is int and 0 <= handle < U64:
                 return handle

@@ -623,6 +623,55 @@ def test_stream_objects_the_kind_refuses_still_raise_their_codes(path: str) -> N
     h.launch(out.ctypes.data, x.ctypes.data, 2.0, 64, 0)  # and the handle still launches
 
 
+class _FakeTorchStream:
+    """Stands in for ``torch.cuda.Stream`` (patched in as it): a ``cuda_stream`` property, no ``getPtr``."""
+
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
+
+    @property
+    def cuda_stream(self) -> int:
+        return self.handle
+
+
+def test_torch_streams_after_a_bind_before_torch_are_read_without_the_full_check(path: str, slow: list[Any], monkeypatch: Any) -> None:
+    """A handle bound before torch was imported reads torch's stream objects as one bound after does:
+    after the first, through ``cuda_stream`` (C: torch's classes configured once; Python: learned), not
+    through the stream kind's full conversion (about 0.6 us more per launch on the CPU machine)."""
+    import sys
+
+    from cute_bind.launch import _claunch
+    from cute_bind.slots.stream import StreamKind
+
+    monkeypatch.setattr(torch.cuda, "Stream", _FakeTorchStream)
+    monkeypatch.setattr(_prepared, "_C_LAYOUTS", [*_prepared._C_LAYOUTS[:2], None])  # as if torch was never seen
+    converted: list[Any] = []
+    original = StreamKind.coerce
+
+    def counting(self: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+        converted.append(value)
+        return original(self, value, *args, **kwargs)
+
+    monkeypatch.setattr(StreamKind, "coerce", counting)
+    x, out = _f32(), np.zeros(64, np.float32)
+    with monkeypatch.context() as m:
+        m.delitem(sys.modules, "torch")
+        h = cute_bind.kernel(scale).bind(out.ctypes.data, x.ctypes.data, 2.0, 64, 0)
+    try:
+        h.launch(out.ctypes.data, x.ctypes.data, 2.0, 64, _FakeTorchStream(7))  # the first one may learn
+        converted.clear()
+        for handle in (0x7F00_1234_5678, 5):
+            out[:] = np.nan
+            h.launch(out.ctypes.data, x.ctypes.data, 2.0, 64, _FakeTorchStream(handle))
+            assert h.slot_bytes("stream") == handle.to_bytes(8, "little")
+            np.testing.assert_array_equal(out, x * np.float32(2.0))
+        assert converted == [] and slow == []
+    finally:
+        if path == "c":  # torch's real classes again for the rest of the process
+            monkeypatch.undo()
+            _claunch.configure(None, None, _prepared._torch_reader())
+
+
 def test_kernel_call_with_a_stream_object_takes_the_handles_fast_path(path: str, slow: list[Any]) -> None:
     x, out = _f32(), np.zeros(64, np.float32)
     k = cute_bind.kernel(scale)
