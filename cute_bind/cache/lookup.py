@@ -21,7 +21,7 @@ import re
 import threading
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .. import dsl
@@ -33,7 +33,7 @@ from .store import Store, UntrustedPath, load_key
 __all__ = ["Claim", "Event", "HISTORY_SIZE", "claim", "history", "load_payload", "mark"]
 
 
-#: the process's event numbers: 1, 2, ... (``next`` on a count is atomic under the GIL)
+#: the process's event numbers: 1, 2, ..., taken under _RECORD_LOCK with the append (see _record)
 _SEQ = itertools.count(1)
 
 
@@ -41,15 +41,15 @@ _SEQ = itertools.count(1)
 class Event:
     """One consultation of the disk cache: ``outcome`` is ``"hit"`` (loaded), ``"compiled"`` (and stored) or ``"uncached"``.
 
-    ``seq`` numbers the process's events from 1, never reused: ``history(since=e.seq)`` is what
-    happened after ``e``, however many events the history has dropped since.
+    ``seq`` numbers the process's events from 1 in the order they were recorded, never reused:
+    ``history(since=e.seq)`` is what was recorded after ``e`` (of the events still kept).
     """
 
     kernel: str
     key: str | None
     outcome: str
     seconds: float
-    seq: int = field(default_factory=lambda: next(_SEQ))
+    seq: int
 
 
 #: how many events :func:`history` keeps
@@ -57,12 +57,23 @@ HISTORY_SIZE = 1024
 _HISTORY: collections.deque[Event] = collections.deque(maxlen=HISTORY_SIZE)
 _WARNED: set[tuple[str, str]] = set()
 _WARN_LOCK = threading.Lock()
+#: numbering and appending are one step: the history is in ``seq`` order, and mark() the highest
+_RECORD_LOCK = threading.Lock()
 
 
 def _reset_warn_lock() -> None:
-    """After ``os.fork()``: a new lock in the child (one held by another thread at the fork stays held)."""
-    global _WARN_LOCK
+    """After ``os.fork()``: new locks in the child (one held by another thread at the fork stays held)."""
+    global _WARN_LOCK, _RECORD_LOCK
     _WARN_LOCK = threading.Lock()
+    _RECORD_LOCK = threading.Lock()
+
+
+def _record(kernel: str, key: str | None, outcome: str, seconds: float) -> Event:
+    """Number an event and append it to the history, as one step."""
+    with _RECORD_LOCK:
+        event = Event(kernel, key, outcome, seconds, next(_SEQ))
+        _HISTORY.append(event)
+    return event
 
 
 if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
@@ -72,10 +83,8 @@ if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
 def mark() -> int:
     """The number of the last event so far (0: none yet): ``history(since=mark())``, asked later,
     lists what came after this call."""
-    try:
-        return _HISTORY[-1].seq
-    except IndexError:
-        return 0
+    with _RECORD_LOCK:
+        return _HISTORY[-1].seq if _HISTORY else 0
 
 
 def history(since: int = 0) -> list[Event]:
@@ -83,7 +92,9 @@ def history(since: int = 0) -> list[Event]:
     and of those only the ones numbered after ``since`` (an :attr:`Event.seq`; 0: all kept).
 
     To see what one piece of code did, take :func:`mark` before it and ask for the events since:
-    a count by ``len(history())`` stops growing at the cap."""
+    a count by ``len(history())`` stops growing at the cap. Only the last :data:`HISTORY_SIZE`
+    events are kept: where more came after ``since``, the oldest of them are gone (the first
+    event listed then has a ``seq`` above ``since + 1``)."""
     events = list(_HISTORY)
     if since:
         events = [e for e in events if e.seq > since]
@@ -258,7 +269,7 @@ class Claim:
             return None
         store.touch(self.key)
         self.outcome = "hit"
-        _HISTORY.append(Event(name, self.key, "hit", time.perf_counter() - self._started))
+        _record(name, self.key, "hit", time.perf_counter() - self._started)
         return compiled
 
     def store(self, compiled: Any) -> None:
@@ -267,7 +278,7 @@ class Claim:
         name = str(getattr(self.kernel, "name", "kernel"))
         if self.key is None or self._store is None:
             if self.outcome == "uncached":
-                _HISTORY.append(Event(name, None, "uncached", seconds))
+                _record(name, None, "uncached", seconds)
             return
         prefix = f"cute_bind_{self.key[:24]}"
         try:
@@ -282,7 +293,7 @@ class Claim:
                 got=f"{type(exc).__name__}: {first}",
             )
             self.outcome = "uncached"
-            _HISTORY.append(Event(name, self.key, "uncached", seconds))
+            _record(name, self.key, "uncached", seconds)
             return
         fn = getattr(self.kernel, "fn", None)
         header = {
@@ -307,7 +318,7 @@ class Claim:
             self.outcome = "uncached"
         else:
             self.outcome = "compiled"
-        _HISTORY.append(Event(name, self.key, self.outcome, seconds))
+        _record(name, self.key, self.outcome, seconds)
 
 
 def claim(kernel: Any, compile_key: Any) -> Claim:

@@ -35,6 +35,7 @@ from ..launch import PreparedLaunch
 from ..launch.lifecycle import HandleState, Lifecycle, Refusal
 from ..launch.arguments import bind_arguments
 from ..slots import StreamKind, Where
+from ..slots.base import Held, HeldAddress
 from .driver import CudaDriver, Driver, KernelParams, Node
 from .mapping import LAUNCH_EFFECTS, Capture, Effect, Item, classify, combine, items_of, noise_mask, probe_values
 
@@ -167,6 +168,9 @@ class Step:
         self.nodes: list[int] = []  # graph node index of each of the step's kernel nodes
         self.plan: dict[Item, list[tuple[_NodeBuffer, int]]] = {}
         self.fast: dict[Item, list[Any]] = {}  # the pointer fast paths' targets (see Graph.updater)
+        #: per slot, what its last staged value was read through (a DLPack capsule, a buffer export):
+        #: the nodes use addresses into it until the slot's next update or the graph's end
+        self.owners: dict[int, Any] = {}
         # per parameter: (item, effect, node locations) of each non-stream item, for updates
         self.state: list[list[tuple[Item, Effect, list[tuple[_NodeBuffer, int]]]]] = []
 
@@ -634,6 +638,7 @@ class Graph(Lifecycle):
             for buf, off in where:
                 buf.buf[off : off + len(new)] = new
                 dirty[buf.key] = buf.pair
+        st.owners[j] = packed if isinstance(packed, (Held, HeldAddress)) else None
 
     def updater(self, step: Step | int | PreparedLaunch[Any], parameter: str) -> Callable[[Any], None]:
         """A function that stages a new value of ``parameter`` of ``step`` (the replay loop's fast path).

@@ -328,8 +328,12 @@ def _fast_source(
     # converted values are bound to locals: what they hold (a DLPack capsule, a
     # list's snapshot) lives until the entry point returns
     converts = "".join(f"            c{i} = {x}c{i}({v})\n" for i, (v, c) in enumerate(zip(vals, converted)) if c)
+    # so are the values a fallback reads (a pointer read through a buffer export holds it)
+    converts += "".join(
+        f"            f{i} = {v} if {s.guard(v)} else {x}f{i}({v})\n" for i, (s, v, f) in enumerate(zip(slots, vals, fell)) if f
+    )
     items = [
-        (f"*c{i}" if s.packs_tuple else f"c{i}") if c else (f"({v} if {s.guard(v)} else {x}f{i}({v}))" if f else v)
+        (f"*c{i}" if s.packs_tuple else f"c{i}") if c else (f"f{i}" if f else v)
         for i, (s, v, c, f) in enumerate(zip(slots, vals, converted, fell))
     ]
     tup = "(" + "".join(f"{a}, " for a in args) + ")"

@@ -175,12 +175,27 @@ class PointerKind(SlotKind):
                     raise self._read_only(value, where)
                 if address == 0 and not _is_empty(value):
                     raise _null_data(where, value)
-                typestr = str(iface.get("typestr", ""))[1:]
+                order, typestr = str(iface.get("typestr", ""))[:1], str(iface.get("typestr", ""))[1:]
+                if order not in ("<", "|", "=") or (order == "=" and sys.byteorder != "little"):
+                    raise D.error(
+                        D.POINTER_MISMATCH,
+                        kernel=where.kernel,
+                        parameter=where.parameter,
+                        expected=self.describe(),
+                        got=f"{attr} typestr {order + typestr!r}, not little-endian data",
+                    )
                 space = dsl.dsl().cute.AddressSpace.gmem if on_device else None
                 device = _cuda_device(value) if on_device else None
                 return _PointerValue(self._check_range(address, where), _NUMPY_TYPESTR.get(typestr), space, None, not on_device, device)
         if isinstance(value, (ctypes.c_void_p, ctypes._Pointer)):
             return _PointerValue(self._check_range(ctypes.cast(value, ctypes.c_void_p).value or 0, where), None, None, None)
+        if hasattr(type(value), "__index__"):
+            try:  # an integer object (a 0-d array holding an address) is that address, as it always was
+                return _PointerValue(self._check_range(operator.index(value), where), None, None, None)
+            except D.CuteBindError:
+                raise
+            except Exception:  # noqa: BLE001 - not an integer after all (an array of several elements)
+                pass
         if hasattr(value, "__dlpack__"):
             return self._read_dlpack(value, where)
         if _has_buffer(value):

@@ -11,14 +11,8 @@ from tests.kernels import cached
 N = 64
 
 
-def _event(i: int) -> lookup.Event:
-    return lookup.Event(f"k{i}", None, "uncached", 0.0)
-
-
 def _record(n: int) -> list[lookup.Event]:
-    events = [_event(i) for i in range(n)]
-    lookup._HISTORY.extend(events)  # as the lookups record them: appended in the order made
-    return events
+    return [lookup._record(f"k{i}", None, "uncached", 0.0) for i in range(n)]  # as the lookups record them
 
 
 def test_events_are_numbered_in_order_and_never_reused() -> None:
@@ -46,6 +40,28 @@ def test_since_is_exact_past_the_history_cap() -> None:
     assert cute_bind.cache.history(since=after[0].seq) == after[1:]
     more = _record(2)
     assert cute_bind.cache.history(since=after[-1].seq) == more  # the oldest dropped, the new ones listed
+
+
+def test_events_recorded_from_threads_are_in_seq_order(monkeypatch: object) -> None:
+    import threading
+    import time
+
+    class Yielding(lookup.Event):
+        """Gives the other threads the interpreter between an event's numbering and its append."""
+
+        def __init__(self, *args: object) -> None:
+            super().__init__(*args)  # type: ignore[arg-type]
+            time.sleep(0.0005)
+
+    monkeypatch.setattr(lookup, "Event", Yielding)  # type: ignore[attr-defined]
+    workers = [threading.Thread(target=_record, args=(25,)) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    seqs = [e.seq for e in cute_bind.cache.history()]
+    assert len(seqs) == 100 and seqs == sorted(seqs) and len(set(seqs)) == 100
+    assert cute_bind.cache.mark() == max(seqs)
 
 
 def test_a_real_bind_records_an_event_after_the_mark(cache_dir: object) -> None:

@@ -228,6 +228,45 @@ def test_only_changed_nodes_are_rewritten(replay_loop):
     g.close()
 
 
+class _DLCopy:
+    """A ``__dlpack__``-only array whose export owns a fresh copy (``alive`` cleared when it is freed)."""
+
+    def __init__(self, a):
+        self.a, self.alive = a, []
+
+    def __dlpack__(self, **kwargs):
+        import weakref
+
+        copy = self.a.copy()
+        flag = [True]
+        weakref.finalize(copy, flag.clear)
+        self.alive = flag
+        return copy.__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_a_staged_value_read_through_an_export_lives_until_the_next_update(replay_loop):
+    handles = _chain_handles()
+    g, steps = record(list(zip(handles, _chain_args(((0, 2.0, N), (1.0, N), (1.0, N))))))
+    src = _DLCopy(INS[2])
+    g.update(steps[0], inp=src)
+    import gc
+
+    gc.collect()
+    assert src.alive == [True]  # the node holds an address into the copy: the copy is held
+    for _ in range(2):
+        g.replay()
+        assert np.array_equal(OUTS[0], INS[2] * np.float32(2.0))
+    g.updater(steps[0], "inp")(INS[1])  # a new value through the checked path: the old copy may go
+    gc.collect()
+    assert src.alive == []
+    g.replay()
+    assert np.array_equal(OUTS[0], INS[1] * np.float32(2.0))
+    g.close()
+
+
 def test_updater_writes_like_update(replay_loop):
     handles = _chain_handles()
     g, steps = record(list(zip(handles, _chain_args(((0, 2.0, N), (1.0, N), (1.0, N))))))

@@ -150,6 +150,37 @@ def test_a_capsule_owning_its_memory_is_held_until_the_launch_returns(path: str)
     h.close()
 
 
+def test_the_owner_is_alive_when_the_entry_point_is_called(path: str, monkeypatch: Any) -> None:
+    """Observed at the call itself: the generated Python launch's gate, the C launcher's slow route
+    (a freed copy may still hold the old bytes, so the output alone cannot tell)."""
+    x = _f32()
+    out = np.zeros(N, np.float32)
+    h = cute_bind.kernel(scale).bind(out, x, 1.0, N, 0)
+    src = DLCopy(x)
+    seen: list[list[bool]] = []
+    if h._launcher is None:
+        entry = h._gate[0]
+
+        def gate(argv: Any) -> Any:
+            seen.append(list(src.alive))
+            return entry(argv)
+
+        h._gate[0] = gate
+        h.launch = h._make_launch()
+    else:
+        original = _prepared.PreparedLaunch._write_and_call
+
+        def write_and_call(self: Any, packed: Any) -> Any:
+            seen.append(list(src.alive))
+            return original(self, packed)
+
+        monkeypatch.setattr(_prepared.PreparedLaunch, "_write_and_call", write_and_call)
+    h.launch(out, src, 2.0, N, 0)
+    assert seen == [[True]]
+    assert np.array_equal(out, x * np.float32(2.0))
+    h.close()
+
+
 def test_a_buffer_export_is_held_until_the_launch_returns() -> None:
     buf = bytearray(np.zeros(N, np.float32).tobytes())
     held = PointerKind().coerce(memoryview(buf).cast("f"), W)
@@ -182,7 +213,19 @@ REFUSED: list[tuple[str, Callable[[], Any], str]] = [
     ("__dlpack__ that raises", Hostile, "CB204"),
     ("__dlpack__ of float64", lambda: DLOnly(np.zeros(N)), "CB210"),
     ("__dlpack__ of a read-only array", lambda: DLOnly(np.frombuffer(bytes(N * 4), np.float32)), "CB204"),
+    ("big-endian NumPy array", lambda: np.zeros(N, ">f4"), "CB210"),
 ]
+
+
+class _IntArray(DLOnly):
+    """A 0-d integer array holding an address (``__index__``) that also exports itself: the address it holds."""
+
+    def __index__(self) -> int:
+        return int(self.a)
+
+
+def test_an_integer_object_is_the_address_it_holds_not_its_storage() -> None:
+    assert PointerKind().coerce(_IntArray(np.int64(4096)), W) == 4096
 
 
 @pytest.mark.parametrize("name,make,code", REFUSED, ids=[r[0] for r in REFUSED])
