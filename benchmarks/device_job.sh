@@ -17,7 +17,8 @@ PART=${1:-all}
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
 source .device/bootstrap.sh || exit 1
-export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+# faulthandler: a step that aborts (session 21: "free(): invalid pointer" at exit, rc 134) prints every thread's Python stack
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PYTHONFAULTHANDLER=1
 R=${BENCH_REPEATS:-21} I=${BENCH_ITERS:-2000}
 T=${STEP_TIMEOUT:-540}
 run() { local name=$1; shift; timeout "$T" "$@" > "$OUT/$name.txt" 2>&1; echo "$?" > "$OUT/$name.rc"; }
