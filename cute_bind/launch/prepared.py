@@ -103,11 +103,17 @@ def _learning_stream_reader(reader: Callable[[Any], int]) -> Callable[[Any], int
     fast path is configured with torch's stream classes (read in C from the next launch on)."""
 
     def read(value: Any) -> int:
-        if _C_LAYOUTS[2] is None and "torch" in sys.modules:
-            _configure_c()
+        _learn_torch_in_c()
         return reader(value)
 
     return read
+
+
+def _learn_torch_in_c() -> None:
+    """Configure the C fast path with torch's reader and stream classes if torch has been imported
+    since it was configured (a handle bound before ``import torch``)."""
+    if _C_LAYOUTS[2] is None and "torch" in sys.modules:
+        _configure_c()
 
 
 def _configure_c() -> None:
@@ -660,8 +666,8 @@ class PreparedLaunch(Lifecycle, Generic[P]):
 
     def _slow(self, given: tuple[Any, ...], extra: tuple[Any, ...], kwargs: dict[str, Any], positional_raw: bool = False) -> int | None:
         sh = self._shared
-        if self._launcher is not None and _C_LAYOUTS[2] is None and "torch" in sys.modules:
-            _configure_c()  # torch imported since: its tensors are read in C from the next launch on
+        if self._launcher is not None:
+            _learn_torch_in_c()  # torch imported since: its tensors are read in C from the next launch on
         if positional_raw:  # checked mode: plain *args
             given, extra = given[: len(sh.names)], given[len(sh.names) :]
         # The fast paths pass the positionals they got, padded with NOT_GIVEN

@@ -291,7 +291,6 @@ def _keyword_names(compiled: Any, entry: dsl.TvmFfiEntry) -> tuple[str | None, .
 
 def _bind(entry: dsl.TvmFfiEntry, kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``args``/``kwargs`` bound to the entry's parameters; CB202 for a wrong count or keyword."""
-
     try:
         return inspect.Signature(list(entry.parameters)).bind(*args, **kwargs)
     except TypeError as exc:
@@ -325,7 +324,6 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
             expected="tensors, int, bool, float or None (a sequence of pointers is rewritten by the DSL before each TVM-FFI call)",
             got="a function with a sequence of pointers",
         )
-
     bound = _bind(entry, kernel, args, kwargs)
     missing = dsl.tvm_ffi_missing()
     defaults_given = {} if bare else dsl.runtime_signature(compiled).defaults

@@ -175,36 +175,34 @@ class PointerKind(SlotKind):
                     raise self._read_only(value, where)
                 if address == 0 and not _is_empty(value):
                     raise _null_data(where, value)
-                order, typestr = str(iface.get("typestr", ""))[:1], str(iface.get("typestr", ""))[1:]
+                spelled = str(iface.get("typestr", ""))
+                order, typestr = spelled[:1], spelled[1:]
                 if order not in ("<", "|", "=") or (order == "=" and sys.byteorder != "little"):
-                    raise D.error(
-                        D.POINTER_MISMATCH,
-                        kernel=where.kernel,
-                        parameter=where.parameter,
-                        expected=self.describe(),
-                        got=f"{attr} typestr {order + typestr!r}, not little-endian data",
-                    )
+                    raise _mismatch(where, self.describe(), f"{attr} typestr {spelled!r}, not little-endian data")
                 space = dsl.dsl().cute.AddressSpace.gmem if on_device else None
                 device = _cuda_device(value) if on_device else None
                 return _PointerValue(self._check_range(address, where), _NUMPY_TYPESTR.get(typestr), space, None, not on_device, device)
         if isinstance(value, (ctypes.c_void_p, ctypes._Pointer)):
             return _PointerValue(self._check_range(ctypes.cast(value, ctypes.c_void_p).value or 0, where), None, None, None)
-        if hasattr(type(value), "__index__"):
-            try:  # an integer object (a 0-d array holding an address) is that address, as it always was
-                return _PointerValue(self._check_range(operator.index(value), where), None, None, None)
-            except D.CuteBindError:
-                raise
-            except Exception:  # noqa: BLE001 - not an integer after all (an array of several elements)
-                pass
+        not_an_integer: Exception | None = None
+        if hasattr(type(value), "__index__"):  # numpy integer scalars, a 0-d array holding an address...
+            try:
+                address = operator.index(value)
+            except Exception as exc:  # not an integer after all, or a hostile __index__ that raised
+                not_an_integer = exc
+            else:
+                return _PointerValue(self._check_range(address, where), None, None, None)
+        # memory the value exports (an array offering only __dlpack__, a buffer), else a typed error
         if hasattr(value, "__dlpack__"):
             return self._read_dlpack(value, where)
         if _has_buffer(value):
             return self._read_buffer(value, where)
-        try:
-            address = operator.index(value)  # numpy integer scalars and the like
-        except Exception as exc:  # not an integer, or a hostile __index__ that raised: a typed error
-            raise self.refusal(where, value) from exc
-        return _PointerValue(self._check_range(address, where), None, None, None)
+        if not_an_integer is None:
+            try:
+                operator.index(value)  # no __index__: raises the TypeError the refusal is chained to
+            except Exception as exc:
+                not_an_integer = exc
+        raise self.refusal(where, value) from not_an_integer
 
     def _read_dlpack(self, value: Any, where: Where) -> _PointerValue:
         """A ``__dlpack__`` object that offers no address otherwise (JAX, MLX...): its export's data
@@ -230,13 +228,7 @@ class PointerKind(SlotKind):
             raise _null_data(where, value)
         dtype = _dlpack.describe_dtype(view.dtype) if _dlpack.is_cute_dtype(view.dtype) else None
         if dtype is None:
-            raise D.error(
-                D.POINTER_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=self.describe(),
-                got=f"a pointer to {_dlpack.describe_dtype(view.dtype)} data",
-            )
+            raise _mismatch(where, self.describe(), f"a pointer to {_dlpack.describe_dtype(view.dtype)} data")
         on_device = device_type == _DL_CUDA
         return _PointerValue(
             self._check_range(view.address, where),
@@ -262,12 +254,10 @@ class PointerKind(SlotKind):
             raise self.refusal(where, value, f"{self.expected()} (a buffer that is not contiguous: pass its base object)")
         dtype = _buffer_dtype(view.format, view.itemsize)
         if dtype is None:
-            raise D.error(
-                D.POINTER_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=self.describe(),
-                got=f"a buffer of format {view.format!r} ({view.itemsize}-byte items), not one element type in native byte order",
+            raise _mismatch(
+                where,
+                self.describe(),
+                f"a buffer of format {view.format!r} ({view.itemsize}-byte items), not one element type in native byte order",
             )
         if view.nbytes == 0:
             return _PointerValue(0, dtype, None, None, host=True, owner=view)
@@ -312,12 +302,8 @@ class PointerKind(SlotKind):
     @staticmethod
     def _check_not_host(pv: _PointerValue, space: Any, expected: str, where: Where) -> None:
         if pv.host and space is not None and space == dsl.dsl().cute.AddressSpace.gmem:
-            raise D.error(
-                D.POINTER_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=expected,
-                got="pageable host memory (a CPU tensor or array), which a kernel cannot read through a gmem pointer",
+            raise _mismatch(
+                where, expected, "pageable host memory (a CPU tensor or array), which a kernel cannot read through a gmem pointer"
             )
 
     def _check_device(self, pv: _PointerValue, where: Where) -> None:
@@ -334,21 +320,9 @@ class PointerKind(SlotKind):
         self._check_not_host(pv, self.space, self.describe(), where)
         self._check_device(pv, where)
         if pv.dtype_name is not None and self._dtype_name is not None and pv.dtype_name != self._dtype_name:
-            raise D.error(
-                D.POINTER_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=self.describe(),
-                got=f"a pointer to {pv.dtype_name} data",
-            )
+            raise _mismatch(where, self.describe(), f"a pointer to {pv.dtype_name} data")
         if pv.space is not None and self.space is not None and pv.space != self.space and pv.space != _generic():
-            raise D.error(
-                D.POINTER_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=self.describe(),
-                got=f"a pointer in address space {getattr(pv.space, 'name', pv.space)}",
-            )
+            raise _mismatch(where, self.describe(), f"a pointer in address space {getattr(pv.space, 'name', pv.space)}")
 
     # -- the fast paths for values other than int addresses
     def _accepts(self) -> tuple[bool, bool]:
@@ -499,13 +473,7 @@ class PointerKind(SlotKind):
         spec = self.spec
         dtype_name = _dtype_name(spec.dtype) or pv.dtype_name
         if spec.dtype is not None and pv.dtype_name is not None and pv.dtype_name != _dtype_name(spec.dtype):
-            raise D.error(
-                D.POINTER_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=spec.describe(),
-                got=f"a pointer to {pv.dtype_name} data",
-            )
+            raise _mismatch(where, spec.describe(), f"a pointer to {pv.dtype_name} data")
         if dtype_name is None:
             raise D.error(
                 D.POINTER_DTYPE_UNKNOWN, kernel=where.kernel, parameter=where.parameter, expected="cute.Pointer", got=describe_value(value)
@@ -513,13 +481,7 @@ class PointerKind(SlotKind):
         dtype = getattr(dsl.dsl().cutlass, dtype_name)
         space = spec.space if spec.space is not None else (pv.space if pv.space is not None else _generic())
         if spec.space is not None and pv.space is not None and pv.space != spec.space:
-            raise D.error(
-                D.POINTER_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=spec.describe(),
-                got=f"a pointer in address space {getattr(pv.space, 'name', pv.space)}",
-            )
+            raise _mismatch(where, spec.describe(), f"a pointer in address space {getattr(pv.space, 'name', pv.space)}")
         align = spec.align or pv.align or max(1, int(getattr(dtype, "width", 8)) // 8)
         self._check_not_host(pv, space, spec.describe(), where)
         bound = PointerKind(spec, dtype=dtype, space=space, align=align, device=pv.device)
@@ -558,6 +520,11 @@ def _is_empty(value: Any) -> bool:
         if isinstance(n, int) and not isinstance(n, bool):
             return n == 0
     return False
+
+
+def _mismatch(where: Where, expected: str, got: str) -> Exception:
+    """CB210 for the value of ``where``: memory of another element type, address space or byte order."""
+    return D.error(D.POINTER_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=expected, got=got)
 
 
 def _null_data(where: Where, value: Any) -> Exception:
