@@ -161,7 +161,12 @@ class PointerKind(SlotKind):
             pinned = getattr(value, "is_pinned", None)
             host = not is_cuda and not (callable(pinned) and bool(pinned()))
             return _PointerValue(
-                self._check_range(address, where), self._torch_dtype(value), space, None, host, _cuda_device(value) if is_cuda else None
+                self._check_range(address, where),
+                self._torch_dtype(value, where),
+                space,
+                None,
+                host,
+                _cuda_device(value) if is_cuda else None,
             )
         for attr, on_device in (("__cuda_array_interface__", True), ("__array_interface__", False)):
             iface = getattr(value, attr, None)
@@ -175,13 +180,18 @@ class PointerKind(SlotKind):
                     raise self._read_only(value, where)
                 if address == 0 and not _is_empty(value):
                     raise _null_data(where, value)
-                spelled = str(iface.get("typestr", ""))
-                order, typestr = spelled[:1], spelled[1:]
+                spelled = iface.get("typestr")
+                order, typestr = (spelled[:1], spelled[1:]) if isinstance(spelled, str) else ("", "")
+                if not typestr or not typestr[0].isalpha():
+                    raise _mismatch(where, self.describe(), f"{attr} typestr {spelled!r}, which names no element type")
                 if order not in ("<", "|", "=") or (order == "=" and sys.byteorder != "little"):
                     raise _mismatch(where, self.describe(), f"{attr} typestr {spelled!r}, not little-endian data")
                 space = dsl.dsl().cute.AddressSpace.gmem if on_device else None
                 device = _cuda_device(value) if on_device else None
-                return _PointerValue(self._check_range(address, where), _NUMPY_TYPESTR.get(typestr), space, None, not on_device, device)
+                dtype = _NUMPY_TYPESTR.get(typestr)
+                if dtype is None:  # an element type CuTe has none of (complex, object, datetime, records...)
+                    self._refuse_foreign_elements(f"{attr} typestr {spelled!r}", typestr[0] == "O", where)
+                return _PointerValue(self._check_range(address, where), dtype, space, None, not on_device, device)
         if isinstance(value, (ctypes.c_void_p, ctypes._Pointer)):
             return _PointerValue(self._check_range(ctypes.cast(value, ctypes.c_void_p).value or 0, where), None, None, None)
         not_an_integer: Exception | None = None
@@ -277,9 +287,23 @@ class PointerKind(SlotKind):
             got=f"{describe_value(value)} (read-only)",
         )
 
-    def _torch_dtype(self, value: Any) -> str | None:
+    def _torch_dtype(self, value: Any, where: Where) -> str | None:
         dtype = getattr(value, "dtype", None)
-        return _TORCH_DTYPES.get(str(dtype)) if dtype is not None else None
+        if dtype is None:
+            return None
+        name = _TORCH_DTYPES.get(str(dtype))
+        if name is None and str(dtype).startswith("torch."):  # complex, quantized, sub-byte...: no CuTe element type
+            self._refuse_foreign_elements(f"a torch tensor of dtype {dtype}", False, where)
+        return name
+
+    def _refuse_foreign_elements(self, got: str, python_objects: bool, where: Where) -> None:
+        """CB210 for memory whose element type CuTe has none of, where the slot names an element
+        type; an array of Python object references is refused by every pointer slot (a kernel
+        storing through it would corrupt the interpreter's objects)."""
+        if python_objects:
+            raise _mismatch(where, self.describe(), f"{got}: an array of Python object references, not data a kernel can use")
+        if self._dtype_name is not None:
+            raise _mismatch(where, self.describe(), f"{got}, an element type cute_bind maps to no CuTe type")
 
     @staticmethod
     def _check_range(address: int, where: Where) -> int:

@@ -239,6 +239,68 @@ def test_what_a_pointer_slot_refuses_keeps_its_code(path: str, name: str, make: 
     h.close()
 
 
+class _Interface:
+    """An ``__array_interface__`` exporter of ``a``'s memory that states ``typestr`` for it."""
+
+    def __init__(self, a: np.ndarray, typestr: Any) -> None:
+        self.a, self.typestr = a, typestr
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        return {**self.a.__array_interface__, "typestr": self.typestr}
+
+
+def _torch_tensor(dtype_name: str) -> Callable[[], Any]:
+    def make() -> Any:
+        torch = pytest.importorskip("torch")
+        dtype = getattr(torch, dtype_name, None)
+        if dtype is None:
+            pytest.skip(f"this torch has no {dtype_name}")
+        return torch.zeros(N, dtype=dtype)
+
+    return make
+
+
+# (name, make() -> a value whose elements CuTe has no type for, what the message says): every path
+# read such memory as "does not say its type" and launched (an object array's references overwritten)
+FOREIGN: list[tuple[str, Callable[[], Any], str]] = [
+    ("NumPy object array", lambda: np.empty(N, dtype=object), "Python object references"),
+    ("NumPy complex64", lambda: np.zeros(N // 2, np.complex64), "'<c8'"),
+    ("NumPy datetime64", lambda: np.zeros(N, "M8[s]"), "'<M8[s]'"),
+    ("NumPy void", lambda: np.zeros(N, "V4"), "'|V4'"),
+    ("NumPy structured", lambda: np.zeros(N, [("a", "<f4")]), "'|V4'"),
+    ("NumPy unicode", lambda: np.zeros(N, "U1"), "'<U1'"),
+    ("typestr ''", lambda: _Interface(np.zeros(N, np.float32), ""), "names no element type"),
+    ("typestr '<'", lambda: _Interface(np.zeros(N, np.float32), "<"), "names no element type"),
+    ("typestr None", lambda: _Interface(np.zeros(N, np.float32), None), "names no element type"),
+    ("torch complex64", _torch_tensor("complex64"), "torch.complex64"),
+    ("torch float8_e4m3fnuz", _torch_tensor("float8_e4m3fnuz"), "torch.float8_e4m3fnuz"),
+]
+
+
+@pytest.mark.parametrize("name,make,says", FOREIGN, ids=[f[0] for f in FOREIGN])
+def test_memory_of_an_element_type_cute_has_none_of_is_refused(path: str, name: str, make: Any, says: str) -> None:
+    x, out = _f32(), np.zeros(N, np.float32)
+    value = make()
+    k = cute_bind.kernel(scale)
+    h = k.bind(out, x, 2.0, N, 0)
+    for call in (h.launch, k):
+        with pytest.raises(cute_bind.CuteBindError) as info:
+            call(out, value, 2.0, N, 0)
+        assert info.value.code == "CB210", str(info.value)
+        assert says in str(info.value) and "'inp'" in str(info.value)
+    h.close()
+
+
+def test_a_slot_without_element_type_takes_foreign_elements_but_not_object_references() -> None:
+    untyped = PointerKind()
+    a = np.zeros(N // 2, np.complex64)
+    assert untyped.coerce(a, W) == a.ctypes.data  # an untyped pointer: the kernel decides what it reads
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        untyped.coerce(np.empty(N, dtype=object), W)
+    assert info.value.code == "CB210" and "Python object references" in str(info.value)
+
+
 def test_dlpack_memory_a_kernel_cannot_address_is_refused(monkeypatch: Any) -> None:
     view = _dlpack.DLView(4096, (8, 0), (2, 32, 1), (N,), (1,))  # Metal memory
 

@@ -254,7 +254,11 @@ POINTER_MISMATCH = _entry(
     space and alignment seen at `bind()`. A pointer object (or tensor) with a
     different element type, or a weaker alignment, needs a different compiled
     function. Raw integer addresses carry no type and are not checked for
-    this.
+    this. Memory whose element type has no CuTe counterpart (a complex,
+    datetime or structured array, a torch `complex64` tensor) is refused by a
+    slot that names an element type, and an array of Python object
+    references (NumPy's `dtype=object`) by every pointer slot: a kernel
+    storing through it would overwrite the interpreter's objects.
     """,
     example=_FILL
     + """
