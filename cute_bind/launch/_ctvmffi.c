@@ -280,32 +280,42 @@ raise_entry_error(Launcher *self)
     return res; /* fail() raises: NULL */
 }
 
+/* Every argument (placed by parameter where keywords are given) written into the handle's array:
+ * 1; 0 where one needs the compiled function's own call; -1 with MemoryError. The placement
+ * array (on the stack up to 16 parameters) is freed on every return. */
+static int
+write_all(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t nkw,
+          int32_t *dev_type, int32_t *dev_id, void **stream)
+{
+    PyObject *local[16], **placed = NULL; /* a keyword call's values by parameter (borrowed from the call) */
+    int ok = 1;
+    if (nkw) {
+        placed = self->n <= 16 ? local : PyMem_Malloc((size_t)self->n * sizeof(PyObject *));
+        if (placed == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        ok = cb_place_keywords(self->names, self->defaults, self->required, self->n, args, nargs, kwnames, placed);
+    }
+    for (Py_ssize_t i = 0; ok && i < self->n; i++) {
+        PyObject *v = placed ? placed[i] : i < nargs ? args[i] : NULL;
+        if (v == NULL) v = PyTuple_GetItem(self->defaults, i);
+        ok = v != self->required && write_one(self, i, v, dev_type, dev_id, stream);
+    }
+    if (placed != local) PyMem_Free(placed); /* NULL where no keywords: a no-op */
+    return ok;
+}
+
 /* One launch through the handle's argument array (Launcher_launch holds `busy` around it). */
 static PyObject *
 launch_array(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t nkw)
 {
     if (nargs > self->n || (nkw && self->names == Py_None)) return go_slow(self, args, nargs + nkw, nkw ? kwnames : NULL);
-    /* a keyword call's values by parameter (borrowed from the call) */
-    PyObject *local[16], **placed = NULL;
-    if (nkw) {
-        placed = self->n <= 16 ? local : PyMem_Malloc((size_t)self->n * sizeof(PyObject *));
-        if (placed == NULL) return PyErr_NoMemory();
-        if (!cb_place_keywords(self->names, self->defaults, self->required, self->n, args, nargs, kwnames, placed)) {
-            if (placed != local) PyMem_Free(placed);
-            return go_slow(self, args, nargs + nkw, kwnames);
-        }
-    }
     int32_t dev_type = -1, dev_id = 0;
     void *stream = NULL;
-    for (Py_ssize_t i = 0; i < self->n; i++) {
-        PyObject *v = placed ? placed[i] : i < nargs ? args[i] : NULL;
-        if (v == NULL) v = PyTuple_GetItem(self->defaults, i);
-        if (v == self->required || !write_one(self, i, v, &dev_type, &dev_id, &stream)) {
-            if (placed && placed != local) PyMem_Free(placed);
-            return go_slow(self, args, nargs + nkw, nkw ? kwnames : NULL);
-        }
-    }
-    if (placed && placed != local) PyMem_Free(placed);
+    int ok = write_all(self, args, nargs, kwnames, nkw, &dev_type, &dev_id, &stream);
+    if (ok < 0) return NULL;
+    if (!ok) return go_slow(self, args, nargs + nkw, nkw ? kwnames : NULL);
     /* a protocol method or classify() ran Python code, which may have closed the handle */
     if (self->refuse) return PyObject_CallObject(self->refuse, NULL);
     void *prev = NULL;
