@@ -11,6 +11,8 @@ interleaved, medians of rounds:
 - the same Python call as a ``functools.partial`` (the op object's kind now);
 - the op's Python call with the C checks (``EagerCheck``), as a partial;
 - the op itself: a partial of its C call (``EagerCall``) where built;
+- the op's C call in pieces: its checks alone, the version bump alone, an
+  empty C call;
 - the same C call with the device and stream read through Python calls
   (``get_device``, the raw stream) and grad mode through ``is_grad_enabled``,
   then through the DLPack exchange API, then with libtorch's grad-mode function
@@ -69,6 +71,19 @@ def _c_call_variants(op: Any, rt: Any, k: Any, args: tuple[Any, ...]) -> dict[st
     return out
 
 
+def _pieces(rt: Any, y: Any, x: Any, bump: Callable[[Any], Any]) -> dict[str, Callable[[], Any]]:
+    """The op's C call in pieces, each called alone: its checks (``EagerCheck.check``, which return
+    the stream), the version bump, and an empty C call (what calling anything costs here)."""
+    from cute_bind.torch import eager
+
+    out: dict[str, Callable[[], Any]] = {"piece: an empty C call, len(())": functools.partial(len, ())}
+    checker = eager.checker(rt, rt.several_devices())  # the op's own kind of checks (None: not built)
+    if checker is not None:
+        out["piece: the checks, EagerCheck.check(y, x)"] = functools.partial(checker.check, y, x)
+    out["piece: the version bump, _increment_version((y,))"] = functools.partial(bump, (y,))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21)
@@ -111,6 +126,7 @@ def main() -> None:
             ),
         }
         paths.update(_c_call_variants(op, rt, k, (y, x, 2.0)))
+        paths.update(_pieces(rt, y, x, bump))
         for call in paths.values():
             call()
         ref = torch.empty_like(y)
