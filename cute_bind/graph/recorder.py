@@ -301,8 +301,22 @@ class Graph(Lifecycle):
         for it in step.items:
             if it.role == "stream":  # the step runs on the graph's stream, whatever it named
                 step.data[it.start : it.end] = self._stream_handle.to_bytes(it.end - it.start, "little")
+        self._hold_recorded(step, args, kwargs)
         self._steps.append(step)
         return step
+
+    @staticmethod
+    def _hold_recorded(step: Step, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Hold the objects a step was recorded with (a tensor, an array, a buffer) until each slot's
+        next update, as a staged value is held: the nodes keep their addresses, so a temporary
+        (``g.launch(h, torch.empty(n, device="cuda"), ...)``) must not be freed while the graph
+        can replay it. Numbers and int addresses hold nothing."""
+        sh = step.handle._shared
+        bound = bind_arguments(sh.kernel, sh.names, frozenset(), sh.defaults, args, kwargs, sh.hints, sh.constexpr_names)
+        for j, name in enumerate(step.names):
+            value = bound.get(name)
+            if value is not None and type(value) not in (int, float, bool):
+                step.owners[j] = value
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if self._state is not HandleState.OPEN:  # closed inside the block: close() ended the capture already
@@ -877,6 +891,8 @@ class Graph(Lifecycle):
         for step in self._steps:  # saved pointer updaters now take the checked path (CB806)
             for ref in step.fast.values():
                 ref[:] = [None, 0, 0, None]
+            if self._torch_graph is None:  # nothing replays the nodes now (a torch graph still can: it keeps them)
+                step.owners.clear()
 
     def _release_pins(self) -> None:
         """Let the recorded launches' modules go, once nothing can launch the graph's nodes any more."""

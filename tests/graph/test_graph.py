@@ -267,6 +267,37 @@ def test_a_staged_value_read_through_an_export_lives_until_the_next_update(repla
     g.close()
 
 
+def test_what_a_step_was_recorded_with_lives_until_the_slot_is_updated(replay_loop):
+    """A temporary given to g.launch (an array no one else holds) stays alive while the nodes hold its
+    address: before, it was freed when g.launch returned and a replay read freed memory."""
+    import gc
+    import weakref
+
+    handles = _chain_handles()
+    temp = INS[2].copy()
+    gone = weakref.ref(temp)
+    with cute_bind.graph(0, driver=FAKE) as g:
+        steps = [g.launch(handles[0], addr(OUTS[0]), temp, 2.0, N, stream=0)]  # the array itself, a keyword too
+    del temp
+    gc.collect()
+    assert gone() is not None
+    g.replay()
+    assert np.array_equal(OUTS[0], INS[2] * np.float32(2.0))
+    g.update(steps[0], inp=addr(INS[1]))  # a new value: the recorded array may go
+    gc.collect()
+    assert gone() is None
+    g.replay()
+    assert np.array_equal(OUTS[0], INS[1] * np.float32(2.0))
+    g.close()
+    temp = INS[2].copy()
+    gone = weakref.ref(temp)
+    g, _ = record([(handles[0], (addr(OUTS[0]), temp, 2.0, N, 0))])
+    del temp
+    g.close()  # nothing can replay the nodes any more: what they were recorded with is let go
+    gc.collect()
+    assert gone() is None
+
+
 def test_updater_writes_like_update(replay_loop):
     handles = _chain_handles()
     g, steps = record(list(zip(handles, _chain_args(((0, 2.0, N), (1.0, N), (1.0, N))))))
