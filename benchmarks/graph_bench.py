@@ -9,7 +9,8 @@ the repeats of the mean host time per kernel, in microseconds:
 - ``launch``: K individual ``handle.launch`` calls,
 - ``replay``: ``g.replay()`` with no updates,
 - ``replay+1 ptr``: one pointer per kernel updated (``g.updater(step, "out")``, one call per
-  kernel), then ``g.replay()``,
+  kernel, in the loop a user writes: ``for set_out, value in zip(setters, values)``), then
+  ``g.replay()``,
 - ``+1 ptr batched``: the same pointers staged by one batched updater
   (``g.updaters([(step, "out"), ...])``, one call for all K), then ``g.replay()``,
 - ``replay+all``: every runtime value of every kernel (out, inp, alpha, n) updated through
@@ -136,7 +137,6 @@ class _Gpu:
                 launch(ptr[i + 1], ptr[i], 1.0, N, stream)
         setters = [g.updater(st, "out") for st in steps]
         set_all = g.updaters([(st, "out") for st in steps])
-        targets = (ptr, sptr)
         batches = ([ptr[i + 1] for i in range(k)], [sptr[i] for i in range(k)])
         full = [
             {
@@ -170,9 +170,8 @@ class _Gpu:
                 launches[i](ptr[i + 1], ptr[i], 1.0, N, stream)
 
         def one_pointer(it: int) -> None:
-            src = targets[it & 1]
-            for i in range(k):
-                setters[i](src[i + 1] if src is ptr else src[i])
+            for set_out, value in zip(setters, batches[it & 1]):  # the loop a user writes: one call per kernel
+                set_out(value)
             g.replay()
 
         def one_pointer_batched(it: int) -> None:
@@ -183,9 +182,8 @@ class _Gpu:
         # executable graph always holds what the node buffers hold), and the replay of nodes
         # staged outside the timed call
         def stage_updaters(it: int) -> None:
-            src = targets[it & 1]
-            for i in range(k):
-                setters[i](src[i + 1] if src is ptr else src[i])
+            for set_out, value in zip(setters, batches[it & 1]):
+                set_out(value)
 
         def stage_batched(it: int) -> None:
             set_all(batches[it & 1])
@@ -277,8 +275,8 @@ class _Fake:
                     total += time.perf_counter() - t
                     if after is not None:
                         after()
+                    fake.synchronize()  # untimed: the fake driver's mailbox holds 4096 launches
                 out.append(total / iters)
-                fake.synchronize()
             return out
 
         flip = [0]
@@ -288,8 +286,8 @@ class _Fake:
             set_all(batches[flip[0]])
 
         def stage_updaters(it: int) -> None:
-            for i in range(k):
-                setters[i]((ptr[i + 1], sptr[i])[it & 1])
+            for set_out, value in zip(setters, batches[it & 1]):
+                set_out(value)
 
         def stage_batched(it: int) -> None:
             set_all(batches[it & 1])
@@ -299,8 +297,8 @@ class _Fake:
                 hs[i].launch(ptr[i + 1], ptr[i], 1.0, 64, 0)
 
         def one_pointer(it: int) -> None:
-            for i in range(k):
-                setters[i]((ptr[i + 1], sptr[i])[it & 1])
+            for set_out, value in zip(setters, batches[it & 1]):
+                set_out(value)
             g.replay()
 
         def one_pointer_batched(it: int) -> None:
