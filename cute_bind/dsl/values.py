@@ -83,7 +83,10 @@ def dsl_tensor(value: Any, align: int | None, layout: str | int) -> Any:
     """The DSL tensor for a DLPack value: ``from_dlpack`` plus the layout marking of a tensor annotation."""
     t = dsl().runtime.from_dlpack(value, assumed_align=align)
     if layout == "dynamic":
-        t = t.mark_layout_dynamic()
+        # a 0-d tensor has no mode to mark: the DSL's marking looks for a leading dimension in
+        # NumPy's 0-d export all the same (IndexError), where a torch 0-d tensor's comes out ():()
+        # unmarked or marked alike
+        t = t.mark_layout_dynamic() if len(t.shape) else t
     elif not isinstance(layout, str):
         t = t.mark_layout_dynamic(leading_dim=layout)
     return t

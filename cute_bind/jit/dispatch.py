@@ -699,7 +699,7 @@ class Dispatcher:
             return None
         try:
             return (_ARCH.now(), *(fn(values[name]) for name, fn in self._probes))
-        except (_Unprobeable, TypeError):
+        except Exception:  # unprobeable, unhashable, or a hostile attribute that raised: the full path decides (and reports)
             return None
 
     def _runtime_values(self, spec: _Spec, values: dict[str, Any]) -> list[Any]:

@@ -40,6 +40,9 @@ def bind_arguments(
             expected=f"at most {len(positional)} positional argument(s) ({', '.join(positional)}){fixed}",
             got=f"{len(args)} positional arguments",
         )
+    for key in kwargs:
+        if not isinstance(key, str):  # f(**{1: 0}): what Python says of a function's own call
+            raise TypeError(f"{kernel}() keywords must be strings, got {key!r}")
     values = dict(zip(positional, args))
     for key, value in kwargs.items():
         if key in constexpr_names:

@@ -59,19 +59,46 @@ class Where:
 
 
 def describe_value(value: Any) -> str:
-    """A value as a message's ``got`` shows it: one short line (an array by its shape and dtype, not its items)."""
-    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
-    if shape is not None and dtype is not None and not isinstance(value, (bool, int, float)):
-        try:
-            dims = tuple(int(d) for d in shape)
-        except (TypeError, ValueError):
-            dims = None
-        if dims:  # an array or tensor (a 0-d NumPy scalar shows its value below)
-            return f"{type(value).__name__} of shape {dims} and dtype {dtype}"
-    text = " ".join(repr(value).split())
+    """A value as a message's ``got`` shows it: one short line (an array by its shape and dtype, not its items).
+
+    Never raises: it describes values a slot refuses, hostile ones included (a ``__repr__``, a
+    ``shape`` or an ``__getattr__`` that raises, a nested tensor whose sizes are symbolic), so
+    what fails is left out and the type's name stays."""
+    name = type(value).__name__
+    try:
+        shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+        dims = (
+            tuple(int(d) for d in shape) if shape is not None and dtype is not None and not isinstance(value, (bool, int, float)) else None
+        )
+    except Exception:  # noqa: BLE001 - whatever a hostile or unusual attribute raises: no shape to show
+        dims = None
+    if dims:  # an array or tensor (a 0-d NumPy scalar shows its value below)
+        return f"{name} of shape {dims} and dtype {dtype}"
+    try:
+        text = " ".join(repr(value).split())
+    except Exception:  # noqa: BLE001 - a __repr__ that raises
+        return f"{name} object (its repr() raised)"
     if len(text) > 60:
         text = text[:57] + "..."
-    return f"{type(value).__name__} {text}"
+    return f"{name} {text}"
+
+
+#: the fix for a tensor with torch's negative bit set (see :func:`negative_view`)
+NEGATIVE_FIX = "its memory holds the values un-negated; pass t.resolve_neg()"
+
+
+def negative_view(value: Any) -> bool:
+    """Whether ``value`` is a torch tensor with its negative bit set (``complex_t.conj().imag``,
+    ``torch._neg_view(t)``): torch negates its elements lazily, so a kernel reading its memory
+    reads the values un-negated. torch's DLPack export takes it as it is; the checked paths
+    refuse it (the fast paths read no such bit, as they read no strides of a pointer)."""
+    is_neg = getattr(type(value), "is_neg", None)
+    if is_neg is None or not callable(is_neg):
+        return False
+    try:
+        return is_neg(value) is True
+    except Exception:  # noqa: BLE001 - not torch's method after all: nothing to say
+        return False
 
 
 #: Public packages a DSL type is spelled from in messages, as the static tools

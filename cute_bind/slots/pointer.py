@@ -13,7 +13,7 @@ from .. import dsl
 from .. import diagnostics as D
 from .._types import PointerSpec, pointer_spec_of
 from . import dlpack as _dlpack
-from .base import U64, Bound, HeldAddress, SlotKind, Where, describe_value, invalid_dlpack
+from .base import NEGATIVE_FIX, U64, Bound, HeldAddress, SlotKind, Where, describe_value, invalid_dlpack, negative_view
 from .registry import register
 
 __all__ = ["PointerKind", "CPointerSpec"]
@@ -139,8 +139,10 @@ class PointerKind(SlotKind):
         if dsl.is_runtime_pointer(value):
             address, dtype, space, align = dsl.runtime_pointer_fields(value)
             return _PointerValue(self._check_range(address, where), _dtype_name(dtype), space, align)
-        if type(value).__module__ == "numpy" and type(value).__name__ != "ndarray":
-            # a NumPy scalar is a number, not an array to take the address of
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(value, np.generic):
+            # a NumPy scalar is a number, not an array to take the address of (an ndarray subclass,
+            # np.memmap or np.matrix, is an array: read below through its interface)
             if isinstance(value, (float, complex)) or not hasattr(value, "__index__") or type(value).__name__ in ("bool_", "bool"):
                 raise self.refusal(where, value)
             return _PointerValue(self._check_range(operator.index(value), where), None, None, None)
@@ -156,6 +158,8 @@ class PointerKind(SlotKind):
                 raise self.refusal(where, value)
             if address == 0 and not _is_empty(value):
                 raise _null_data(where, value)
+            if negative_view(value):
+                raise self.refusal(where, value, f"{self.expected()} (a tensor with its negative bit set: {NEGATIVE_FIX})")
             is_cuda = bool(getattr(value, "is_cuda", False))
             space = dsl.dsl().cute.AddressSpace.gmem if is_cuda else None
             pinned = getattr(value, "is_pinned", None)
@@ -302,7 +306,7 @@ class PointerKind(SlotKind):
         storing through it would corrupt the interpreter's objects)."""
         if python_objects:
             raise _mismatch(where, self.describe(), f"{got}: an array of Python object references, not data a kernel can use")
-        if self._dtype_name is not None:
+        if self._dtype_name is not None or self.spec.dtype is not None:  # bound, or annotated with one
             raise _mismatch(where, self.describe(), f"{got}, an element type cute_bind maps to no CuTe type")
 
     @staticmethod
@@ -482,18 +486,22 @@ class PointerKind(SlotKind):
             if checked:
                 self._check_alignment(address, where)
             return address
-        try:
-            pv = self._read(value, where)
-        except D.CuteBindError:
-            raise
-        except Exception as exc:  # a hostile attribute or protocol method raised: a typed error
-            raise self.refusal(where, value) from exc
+        pv = self._read_checked(value, where)
         self._check_matches(pv, where)
         self._check_alignment(pv.address, where)
         return pv.held()
 
+    def _read_checked(self, value: Any, where: Where) -> _PointerValue:
+        """:meth:`_read`, where whatever a hostile attribute or protocol method raises is a typed error."""
+        try:
+            return self._read(value, where)
+        except D.CuteBindError:
+            raise
+        except Exception as exc:
+            raise self.refusal(where, value) from exc
+
     def bind(self, value: Any, where: Where) -> Bound:
-        pv = self._read(value, where)
+        pv = self._read_checked(value, where)
         spec = self.spec
         dtype_name = _dtype_name(spec.dtype) or pv.dtype_name
         if spec.dtype is not None and pv.dtype_name is not None and pv.dtype_name != _dtype_name(spec.dtype):
@@ -515,7 +523,7 @@ class PointerKind(SlotKind):
 
     def prepare(self, value: Any, where: Where) -> Bound:
         """Bind for an already compiled function: learn what the value says, compile nothing."""
-        pv = self._read(value, where)
+        pv = self._read_checked(value, where)
         dtype = getattr(dsl.dsl().cutlass, pv.dtype_name) if pv.dtype_name else self.spec.dtype
         space = pv.space if pv.space is not None else self.spec.space
         align = pv.align or self.spec.align

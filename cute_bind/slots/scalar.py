@@ -203,7 +203,10 @@ class ScalarKind(SlotKind):
         return as_int
 
     def _coerce_float(self, value: Any, where: Where) -> float:
-        if isinstance(value, (str, bytes)) or value is None:
+        if isinstance(value, (str, bytes, complex)) or value is None:
+            raise self.refusal(where, value)
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(value, np.complexfloating):  # float() would drop the imaginary part
             raise self.refusal(where, value)
         try:
             return float(value)

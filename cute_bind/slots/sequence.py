@@ -18,7 +18,6 @@ thread empties the list meanwhile.
 
 from __future__ import annotations
 
-import collections.abc
 import typing
 from typing import Any
 
@@ -134,9 +133,14 @@ class SequenceKind(SlotKind):
         return f"a tuple or list for a {self.describe()} slot"
 
     def _items(self, value: Any, where: Where) -> list[Any]:
-        if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list, collections.abc.Sequence)):
+        # a tuple or a list (or a subclass: torch.Size), as the message says: a range or another
+        # Sequence would give its elements as values (range(2): the addresses 0 and 1)
+        if not isinstance(value, (tuple, list)):
             raise self.refusal(where, value)
-        items = list(value)
+        try:
+            items = list(value)
+        except Exception as exc:  # a subclass whose __iter__ or __len__ raises: a typed error
+            raise self.refusal(where, value) from exc
         if self.elements is not None and len(items) != len(self.elements):
             raise D.error(
                 D.SEQUENCE_LENGTH_MISMATCH,

@@ -44,6 +44,10 @@ def stream_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
     return tuple(attr), tuple(t for t in ints if t is not int and t.__module__.startswith("cuda") and hasattr(t, "getPtr"))
 
 
+#: the cuda-python classes that are stream handles (driver and runtime API)
+_CUDA_STREAM_CLASSES = frozenset({"CUstream", "cudaStream_t"})
+
+
 # --------------------------------------------------------------------------- streams
 class StreamKind(SlotKind):
     """A CUDA stream handle: 64-bit storage.
@@ -130,7 +134,11 @@ class StreamKind(SlotKind):
         if isinstance(value, int):
             handle = value
         elif hasattr(value, "getPtr") and type(value).__module__.startswith("cuda"):
-            handle = int(value)  # cuda.CUstream / cudaStream_t
+            # cuda.CUstream / cudaStream_t; every other cuda-python handle (CUevent, CUdeviceptr,
+            # CUcontext...) has getPtr too, and its int() is no stream
+            if not any(c.__name__ in _CUDA_STREAM_CLASSES and c.__module__.startswith("cuda") for c in type(value).__mro__):
+                raise self.refusal(where, value, f"{self.expected()} (a cuda-python {type(value).__name__} is not a stream)")
+            handle = int(value)
         elif hasattr(value, "cuda_stream"):
             handle = value.cuda_stream
         elif hasattr(value, "__cuda_stream__"):

@@ -28,7 +28,7 @@ from .. import diagnostics as D
 from .._generated import compile_source
 from .._types import TensorSpec, tensor_spec_of
 from . import dlpack as _dlpack
-from .base import Bound, Held, SlotKind, Where, describe_value, invalid_dlpack, item_ranges
+from .base import NEGATIVE_FIX, Bound, Held, SlotKind, Where, describe_value, invalid_dlpack, item_ranges, negative_view
 from .registry import register
 
 __all__ = ["TensorKind", "CTensorSpec", "CMode"]
@@ -191,6 +191,8 @@ class TensorKind(SlotKind):
             return _dlpack.read_capsule(dsl.dsl_tensor_capsule(value), consumed=True)
         if isinstance(value, (bool, int, float, str, bytes)) or value is None:
             raise self.refusal(where, value)
+        if negative_view(value):
+            raise self.refusal(where, value, f"{self.expected()} (a tensor with its negative bit set: {NEGATIVE_FIX})")
         if self.device is not None and _dlpack.reader_for(type(value)) is None:
             # an export-free device check first, so a foreign device is
             # reported as such and never exported

@@ -403,3 +403,186 @@ def test_marshal_keepalive_holds_the_arguments() -> None:
     args = (ty, tx, 2.0)
     _, keepalive = dsl.marshal(compiled, args, {})
     assert any(k is args for k in keepalive)
+
+
+# ------------------------------------------------------------------ found probing every path with odd values
+# Each of these was accepted (a wrong launch) or escaped as an untyped exception before.
+N64 = 64
+
+
+def _scale_kernel() -> Any:
+    from tests.kernels.host import scale
+
+    return cute_bind.kernel(scale)
+
+
+def test_numpy_array_subclasses_are_arrays_not_scalars(path: str, tmp_path: Any) -> None:
+    """np.memmap and np.matrix are ndarrays: read as the array they are (they were taken for NumPy
+    scalars: a TypeError from kernel(...), CB204 from launch, and a 0-d integer memmap's contents used
+    as the address)."""
+    x = np.arange(N64, dtype=np.float32)
+    mm = np.memmap(tmp_path / "out.bin", dtype=np.float32, mode="w+", shape=(N64,))
+    k = _scale_kernel()
+    k(mm, x, 2.0, N64, 0)
+    assert np.array_equal(np.asarray(mm), x * 2)
+    h = k.bind(mm, x, 1.0, N64, 0)
+    with pytest.warns(PendingDeprecationWarning):  # NumPy discourages np.matrix; users still pass it
+        out = np.matrix(np.zeros((1, N64), np.float32))
+    h.launch(out, x, 3.0, N64, 0)
+    assert np.array_equal(np.asarray(out).ravel(), x * 3)
+    target = np.zeros(N64, np.float32)
+    m0 = np.memmap(tmp_path / "addr.bin", dtype=np.int64, mode="w+", shape=())
+    m0[()] = target.ctypes.data  # an address stored in the file: not a pointer to follow
+    assert code_of(h.launch, m0, x, 1.0, 4, 0) == "CB210"
+    assert not target.any()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: np.zeros(N64 // 2, np.complex64),
+        lambda: np.zeros(N64, "M8[s]"),
+        lambda: np.zeros(N64, [("a", "<f4")]),
+        lambda: __import__("torch").zeros(N64 // 2, dtype=__import__("torch").complex64),
+    ],
+    ids=["complex64", "datetime64", "structured", "torch-complex64"],
+)
+def test_memory_of_a_foreign_element_type_is_refused_at_bind(path: str, make: Any) -> None:
+    """bind() of a Pointer[Float32] slot (the annotation's type, before any handle) refuses it as launch does."""
+    if "torch" in repr(make.__code__.co_names):
+        torch_or_skip()
+    x = np.zeros(N64, np.float32)
+    assert code_of(_scale_kernel().bind, make(), x, 1.0, N64, 0) == "CB210"
+    assert code_of(_scale_kernel(), make(), x, 1.0, N64, 0) == "CB210"
+
+
+def test_tensors_with_the_negative_bit_are_refused_on_the_checked_paths(path: str) -> None:
+    """torch negates such a tensor's elements lazily: its memory holds them un-negated."""
+    torch = torch_or_skip()
+    x = torch.arange(float(N64))
+    neg = torch._neg_view(x)
+    user_reachable = torch.complex(x, x).conj().imag  # the negative bit without a private call
+    for value in (neg, user_reachable):
+        assert value.is_neg()
+        for call in (_scale_kernel().bind, _scale_kernel()):
+            with pytest.raises(cute_bind.LaunchArgumentError) as info:
+                call(torch.zeros(N64), value, 1.0, N64, 0)
+            assert info.value.code == "CB204" and "resolve_neg()" in str(info.value)
+        with pytest.raises(cute_bind.LaunchArgumentError) as info:
+            cute_bind.kernel(tscale)(torch.zeros(N64), value, 1.0)
+        assert info.value.code == "CB204" and "resolve_neg()" in str(info.value)
+    out = torch.zeros(N64)
+    cute_bind.kernel(tscale)(out, neg.resolve_neg(), 1.0)  # the fix the message gives
+    assert torch.equal(out, neg)
+
+
+@pytest.mark.parametrize("name", ["CUevent", "CUdeviceptr", "CUcontext", "CUmodule"])
+def test_cuda_handles_other_than_streams_are_not_streams(path: str, name: str) -> None:
+    driver = pytest.importorskip("cuda.bindings.driver")
+    x, out = np.zeros(N64, np.float32), np.zeros(N64, np.float32)
+    k = _scale_kernel()
+    value = getattr(driver, name)(1234)
+    for h in handles(k.bind(out, x, 1.0, N64, 0)):
+        with pytest.raises(cute_bind.LaunchArgumentError) as info:
+            h.launch(out, x, 1.0, N64, value)
+        assert info.value.code == "CB204" and f"{name} is not a stream" in str(info.value)
+    assert code_of(k, out, x, 1.0, N64, value) == "CB204"
+    k.bind(out, x, 1.0, N64, driver.CUstream(0)).launch(out, x, 1.0, N64, driver.CUstream(0))  # a stream still is
+
+
+@pytest.mark.parametrize("value", [np.complex64(3 + 4j), np.complex128(3 + 4j), 3 + 4j], ids=["c64", "c128", "complex"])
+def test_complex_numbers_are_refused_by_real_slots(path: str, value: Any) -> None:
+    """float(np.complex64(3+4j)) is 3.0 with a warning: the imaginary part was dropped silently."""
+    from tests.kernels.host import halves
+
+    out = np.zeros(3, np.float32)
+    k = cute_bind.kernel(halves)
+    for h in handles(k.bind(out, 1.0, 1.0, 1.0)):
+        assert code_of(h.launch, out, 1.0, 1.0, value) == "CB204"
+    assert code_of(k, out, 1.0, 1.0, value) == "CB204"
+    assert not out.any()
+
+
+class _RaisingInterface:
+    @property
+    def __array_interface__(self) -> Any:
+        raise KeyError("hostile")
+
+
+class _RaisingRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("repr")
+
+
+class _RaisingShape:
+    dtype = "float32"
+
+    @property
+    def shape(self) -> Any:
+        raise RuntimeError("shape")
+
+
+class _RaisingGetattr:
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(name)
+
+
+@pytest.mark.parametrize("make", [_RaisingInterface, _RaisingRepr, _RaisingShape, _RaisingGetattr])
+def test_hostile_pointer_values_are_typed_errors_on_every_entry(path: str, make: Any) -> None:
+    """kernel(...) and bind() let what a hostile attribute raised escape (launch wrapped it), and a
+    refusal's own description raised for a value whose repr or shape raises."""
+    x = np.zeros(N64, np.float32)
+    k = _scale_kernel()
+    assert code_of(k, make(), x, 1.0, N64, 0) == "CB204"
+    assert code_of(k.bind, make(), x, 1.0, N64, 0) == "CB204"
+    for h in handles(k.bind(np.zeros(N64, np.float32), x, 1.0, N64, 0)):
+        assert code_of(h.launch, make(), x, 1.0, N64, 0) == "CB204"
+
+
+def test_describe_value_never_raises() -> None:
+    from cute_bind.slots.base import describe_value
+
+    assert describe_value(_RaisingRepr()) == "_RaisingRepr object (its repr() raised)"
+    assert describe_value(_RaisingShape()).startswith("_RaisingShape ")
+    assert describe_value(_RaisingGetattr()).startswith("_RaisingGetattr ")
+    assert describe_value(np.zeros((2, 3), np.float32)) == "ndarray of shape (2, 3) and dtype float32"
+
+
+@pytest.mark.parametrize("kwargs", [{1: 0}, {b"stream": 0}], ids=["int-key", "bytes-key"])
+def test_keyword_names_must_be_strings(path: str, kwargs: dict[Any, Any]) -> None:
+    x = np.zeros(N64, np.float32)
+    k = _scale_kernel()
+    with pytest.raises(TypeError, match="keywords must be strings"):
+        k(x, x, 1.0, N64, **kwargs)
+    with pytest.raises(TypeError, match="keywords must be strings"):
+        k.bind(x, x, 1.0, N64, 0).launch(x, x, 1.0, N64, **kwargs)
+
+
+class _LenRaises(tuple):  # type: ignore[type-arg]
+    def __len__(self) -> int:
+        raise RuntimeError("len")
+
+    def __iter__(self) -> Any:
+        raise RuntimeError("iter")
+
+
+@pytest.mark.parametrize("make", [lambda: range(2), lambda: _LenRaises((0, 0))], ids=["range", "tuple-raising-len"])
+def test_sequence_slots_take_tuples_and_lists(path: str, make: Any) -> None:
+    """range(2) was read as the addresses 0 and 1 (a segfault at n > 0), a subclass whose __len__ raises escaped."""
+    from tests.kernels.host import seq_sum
+
+    x, out = np.zeros(N64, np.float32), np.zeros(N64, np.float32)
+    k = cute_bind.kernel(seq_sum)
+    for h in handles(k.bind(out, (x, x), (1.0, 2.0), 4)):
+        assert code_of(h.launch, out, make(), (1.0, 2.0), 4) == "CB204"
+    assert code_of(k, out, make(), (1.0, 2.0), 4) == "CB204"
+
+
+def test_a_0d_numpy_array_binds_a_dynamic_tensor_slot(path: str) -> None:
+    """The DSL's dynamic marking raised IndexError for NumPy's 0-d export (a torch 0-d tensor bound)."""
+    out, x = np.zeros((), np.float32), np.full((), 3.0, np.float32)
+    k = cute_bind.kernel(tscale)
+    k(out, x, 2.0)
+    assert out == 6.0
+    k.bind(out, x, 1.0).launch(out, np.full((), 5.0, np.float32), 2.0)
+    assert out == 10.0
