@@ -178,6 +178,21 @@ class Step:
     def parameters(self) -> tuple[str, ...]:
         return tuple(self.names)
 
+    # A step names a recorded launch of one graph: a copy is the same name (a copy with its own
+    # buffers would drift from the nodes), and it means nothing in another process.
+    def __copy__(self) -> Step:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Step:
+        return self
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        graph = self._graph()
+        detail = "a step cannot be pickled: it names a launch recorded in this process's graph"
+        if graph is not None:
+            raise graph._misuse(detail, "the graph's own step object (g.launch's result) in this process", repr(self))
+        raise D.error(D.GRAPH_MISUSE, kernel=self.kernel, detail=detail, expected="a step of a live graph", got=repr(self))
+
     def effect(self, parameter: str) -> dict[str, str]:
         """What each item of ``parameter`` does in the graph: ``{"address": "in place", ...}``."""
         return {it.label: self.effects[it].how for it in self.items if it.parameter == parameter and it in self.effects}
@@ -563,7 +578,7 @@ class Graph(Lifecycle):
             raise self._misuse(detail, "a recorded graph", f"a graph that is {self._phase}")
 
     def _misuse(self, detail: str, expected: str, got: str) -> CuteBindError:
-        kernel = self._steps[0].kernel if self._steps else "graph"
+        kernel = self._steps[0].kernel if self._steps else "(none recorded yet)"
         return D.error(D.GRAPH_MISUSE, kernel=kernel, detail=detail, expected=expected, got=got)
 
     def _step(self, key: Step | int | PreparedLaunch[Any]) -> Step:
@@ -590,6 +605,18 @@ class Graph(Lifecycle):
                 f"step {step.index} has no runtime parameter '{parameter}'", ", ".join(step.names), repr(parameter)
             ) from None
 
+    def _updatable(self, step: Step, parameter: str) -> int:
+        """The slot index of a parameter an update names; a stream is refused (it was accepted and
+        did nothing: every step runs on the replay's stream)."""
+        j = self._slot_index(step, parameter)
+        if step.slots[j].kind == "stream":
+            raise self._misuse(
+                f"step {step.index}'s stream '{parameter}' is not updated: the graph runs on the replay's stream",
+                "g.replay(stream=s) to run the graph on another stream",
+                f"an update of '{parameter}'",
+            )
+        return j
+
     @staticmethod
     def _bind_all(st: Step, args: Sequence[Any]) -> dict[str, Any]:
         sh = st.handle._shared
@@ -600,7 +627,7 @@ class Graph(Lifecycle):
         self._require_ready("updates apply to a recorded graph")
         st = self._step(step)
         for name, value in values.items():
-            self._set(st, self._slot_index(st, name), value)
+            self._set(st, self._updatable(st, name), value)
 
     @staticmethod
     def _sync(st: Step, items: Sequence[Item]) -> None:
@@ -662,7 +689,7 @@ class Graph(Lifecycle):
         """
         self._require_ready("updaters belong to a recorded graph (after the with block)")
         st = self._step(step)
-        j = self._slot_index(st, parameter)
+        j = self._updatable(st, parameter)
         items = st.slot_items[j]
         set_slow = self._set
         if st.slots[j].kind == "pointer" and len(items) == 1 and st.effects[items[0]].in_place:
@@ -791,9 +818,12 @@ class Graph(Lifecycle):
                         f"the update of step {st.index} is its parameters by name or its whole argument list",
                         "a mapping {parameter: value} or a tuple/list of arguments", type(values).__name__,
                     )  # fmt: skip
-                named = values if isinstance(values, abc.Mapping) else self._bind_all(st, values)
-                for name, value in named.items():
-                    self._set(st, self._slot_index(st, name), value)
+                if isinstance(values, abc.Mapping):
+                    for name, value in values.items():
+                        self._set(st, self._updatable(st, name), value)
+                else:  # the whole argument list: its stream is the handle's own argument, not updated
+                    for name, value in self._bind_all(st, values).items():
+                        self._set(st, self._slot_index(st, name), value)
         if self._pending:
             self._rerecord()
         dirty = self._dirty
@@ -914,6 +944,24 @@ class Graph(Lifecycle):
 
     def __repr__(self) -> str:
         return f"<cute_bind graph: {len(self._steps)} steps, {len(self._buffers)} kernel nodes mapped, {self._phase}>"
+
+    def _not_copied(self, how: str) -> CuteBindError:
+        return self._misuse(
+            f"a graph cannot be {how}: it owns driver objects (the executable graph) that exactly one object releases",
+            "one graph per recording (record another with cute_bind.graph(...) for a second one)",
+            f"{how.split()[0]} of {self!r}",
+        )
+
+    def __copy__(self) -> Graph:
+        # a copy would share the executable graph and its release: collecting the copy destroyed
+        # the original's driver objects while the original still reported itself ready
+        raise self._not_copied("copied")
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Graph:
+        raise self._not_copied("deep-copied")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise self._not_copied("pickled")
 
 
 def graph(stream: Any = None, *, derived: Policy = "fixed", pool: Any = None, driver: Driver | None = None) -> Graph:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import pickle
+import sys
 from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, overload
 
 from .. import dsl
@@ -97,6 +99,29 @@ class Kernel(_CallBase, Generic[P]):
         #: binding, the compile key, the in-process and disk caches, the compile lock
         self.compiler = Compiler(self, fn, self.signature, self.name, compile_options, self.tvm_ffi, checked)
         self._calls = Dispatcher(self, self.compiler, max_specializations, on_limit)
+
+    # A kernel is a function with state (its compiles, specializations, counters): a copy is the
+    # kernel itself, as copying a function gives the function (a second object sharing that state
+    # would count and clear the first's), and pickling is by reference, as a function's is.
+    def __copy__(self) -> Kernel[P]:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Kernel[P]:
+        return self
+
+    def __reduce_ex__(self, protocol: Any) -> str:
+        module = sys.modules.get(str(getattr(self, "__module__", "")))
+        qualname = str(getattr(self, "__qualname__", ""))
+        found: Any = module
+        for part in qualname.split("."):
+            found = getattr(found, part, None)
+        if found is not self:
+            raise pickle.PicklingError(
+                f"cannot pickle kernel '{self.name}': a kernel is pickled by reference, as a function is, and "
+                f"{getattr(module, '__name__', '?')}.{qualname} is not this kernel; decorate a module-level function "
+                "(@cute_bind.kernel) to pickle it, or pickle the function and wrap it again after loading"
+            )
+        return qualname  # pickle looks the name up in the kernel's module (as it does a function's)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.slot.describe() if p.slot else 'Constexpr'}" for p in self.signature.params)

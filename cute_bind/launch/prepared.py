@@ -802,7 +802,16 @@ class PreparedLaunch(Lifecycle, Generic[P]):
     def slot_bytes(self, name: str) -> bytes:
         """The bytes of one slot, as last written."""
         lay = self._shared.layout
-        i = self._shared.names.index(name)
+        names = self._shared.names
+        if name not in names:
+            raise D.error(
+                D.UNEXPECTED_ARGUMENT,
+                kernel=self._shared.kernel,
+                parameter=str(name),
+                expected=f"a runtime parameter of the handle ({', '.join(names)})",
+                got=repr(name),
+            )
+        i = names.index(name)
         return bytes(self._storage[lay.offsets[i] : lay.offsets[i] + lay.sizes[i]])
 
     def clone(self) -> PreparedLaunch[P]:

@@ -785,3 +785,52 @@ def test_updaters_and_policies_need_a_recorded_open_graph():
             misuse()
         assert info.value.code == "CB806"
     assert o.tobytes() == before.tobytes()
+
+
+def test_a_graph_is_neither_copied_nor_pickled_and_stays_usable(replay_loop):
+    """copy.copy shared the executable graph and its release: collecting the copy destroyed the original's
+    driver objects while it still reported itself ready (CB804 INVALID_HANDLE at the next replay)."""
+    import copy
+    import gc
+    import pickle
+
+    handles = _chain_handles()
+    g, steps = record(list(zip(handles, _chain_args(((0, 2.0, N), (1.0, N), (1.0, N))))))
+    for attempt in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(cute_bind.CuteBindError) as info:
+            attempt(g)
+        assert info.value.code == "CB806" and "cannot be" in str(info.value)
+    gc.collect()
+    g.replay({steps[0]: {"alpha": 3.0}})  # the original is whole
+    assert np.array_equal(OUTS[0], INS[0] * np.float32(3.0))
+    # a step names a recorded launch: its copy is the step itself; pickling it means nothing elsewhere
+    assert copy.copy(steps[0]) is steps[0] and copy.deepcopy(steps[0]) is steps[0]
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        pickle.dumps(steps[0])
+    assert info.value.code == "CB806"
+    g.close()
+
+
+def test_a_stream_is_not_an_updatable_parameter(replay_loop):
+    """g.update(step, stream=s) and g.updater(step, "stream") were accepted and did nothing."""
+    handles = _chain_handles()
+    args = _chain_args(((0, 2.0, N), (1.0, N), (1.0, N)))
+    g, steps = record(list(zip(handles, args)))
+    for attempt in (
+        lambda: g.update(steps[0], stream=5),
+        lambda: g.updater(steps[0], "stream"),
+        lambda: g.replay({steps[0]: {"stream": 5}}),
+    ):
+        with pytest.raises(cute_bind.CuteBindError) as info:
+            attempt()
+        assert info.value.code == "CB806" and "replay's stream" in str(info.value)
+    g.replay({steps[0]: args[0]})  # the whole argument list, its stream included, still replays
+    g.close()
+
+
+def test_misuse_of_an_empty_graph_does_not_name_a_kernel_graph():
+    g = cute_bind.graph(0, driver=FAKE)
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        g.replay()
+    assert "kernel 'graph'" not in str(info.value) and "none recorded yet" in str(info.value)
+    g.close()

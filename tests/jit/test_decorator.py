@@ -183,3 +183,39 @@ def test_tvm_ffi_compile_option_is_taken(options):
     k = cute_bind.kernel(compile_options=options)(scale)
     assert k.compile_options == options
     assert cute_bind.CATALOG["CB115"].retired
+
+
+@pytest.mark.parametrize("path", ["c", "python"])
+def test_a_kernel_copies_to_itself_and_pickles_by_reference(path):
+    """Copying gave a raw TypeError on the C path and, on the pure-Python one, a second object sharing the
+    first's compiles and counters; a kernel is a function: copies are itself, pickling is by name. In a
+    fresh process per path (the call base is chosen at import)."""
+    from tests.child import run_isolated
+
+    run_isolated(
+        """
+        import copy, pickle
+        import cute_bind
+        from tests.kernels.host import scale, scale_plain
+        k = cute_bind.kernel(scale)
+        assert copy.copy(k) is k and copy.deepcopy(k) is k
+        try:
+            pickle.dumps(k)  # not reachable by its name: tests.kernels.host.scale is the undecorated function
+        except pickle.PicklingError as e:
+            assert "pickled by reference" in str(e), e
+        else:
+            raise AssertionError("pickled a kernel no name reaches")
+        assert pickle.loads(pickle.dumps(scale_plain)) is scale_plain  # a module-level @cute_bind.kernel
+        """,
+        path,
+    )
+
+
+def test_slot_bytes_of_an_unknown_parameter_is_cb202():
+    out = np.zeros(4, np.float32)
+    h = cute_bind.kernel(scale).bind(out, out, 1.0, 4, 0)
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        h.slot_bytes("nope")
+    assert info.value.code == "CB202" and "'nope'" in str(info.value)
+    assert len(h.slot_bytes("alpha")) == 4
+    h.close()
