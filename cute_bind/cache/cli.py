@@ -84,6 +84,15 @@ def main(args: argparse.Namespace) -> int:
         first = exc.args[0].splitlines()[0].replace(" (kernel '?')", "")  # a setting, not a kernel's
         print(f"cute-bind cache {args.action}: {first}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        raise  # the reader went away: the entry point's own quiet stop
+    except OSError as exc:  # --dir a file, a folder this user cannot read...: one line, not a traceback
+        where = exc.filename if exc.filename is not None else (args.dir or str(cache_dir()))
+        print(
+            f"cute-bind cache {args.action}: cannot use {where} as a cache folder: {exc.strerror or exc}; fix: pass --dir a cache folder (or none: {cache_dir()})",
+            file=sys.stderr,
+        )
+        return 2
 
 
 def _main(args: argparse.Namespace) -> int:

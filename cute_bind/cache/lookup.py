@@ -310,6 +310,10 @@ class Claim:
         try:
             self._store.write(self.key, header, payload)
             self._store.evict(settings.size_limit(name), keep=self.key)
+        except IsADirectoryError:
+            # a folder planted under this entry's name (CB611 said so at the lookup): the one entry
+            # cannot be stored, the cache works for every other, and the folder is never removed
+            self.outcome = "uncached"
         except OSError as exc:
             root = self._store.root
             _warn_once(

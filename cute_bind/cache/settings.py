@@ -15,6 +15,8 @@ its settings (:mod:`cute_bind.settings`), read on each use and checked (CB609).
 
 from __future__ import annotations
 
+import math
+
 import os
 import sys
 from pathlib import Path
@@ -94,7 +96,8 @@ def parse_size(text: str, parameter: str = ENV_SIZE, kernel: str | None = None) 
         number = float(digits)
     except ValueError:
         number = -1.0
-    if number < 0 or unit not in _UNITS:
+    # float() takes "nan", "inf" and "1e400" (inf): no size (int() of them raised ValueError/OverflowError)
+    if not math.isfinite(number) or number < 0 or unit not in _UNITS or not math.isfinite(number * _UNITS[unit]):
         raise D.error(
             D.CACHE_SETTING_INVALID, kernel=kernel, parameter=parameter, expected="a size such as 1073741824, 512M or 2G", got=repr(text)
         )

@@ -740,14 +740,22 @@ class Store:
             out.append((used, st.st_size, key))
         return out
 
-    def remove(self, key: str) -> None:
-        """Remove an entry and its hit count (names only: a link is removed, never its target)."""
+    def remove(self, key: str) -> bool:
+        """Remove an entry and its hit count (names only: a link is removed, never its target).
+        Whether the entry's name is gone (a folder planted under it stays: never removed)."""
         # the lock file stays: a process may be waiting on it (prune removes idle ones)
         if not self._open(create=False):
-            return
+            return False
+        gone = False
         for name in (f"{key}.entry", f"{key}.hits"):
-            with contextlib.suppress(OSError):
+            try:
                 os.unlink(name, dir_fd=self._fds[_ENTRIES])
+                gone = gone or name.endswith(".entry")
+            except FileNotFoundError:
+                gone = gone or name.endswith(".entry")
+            except OSError:
+                pass
+        return gone
 
     def evict(self, limit: int, keep: str | None = None) -> list[str]:
         """Remove least recently used entries until the folder holds at most ``limit`` bytes (``keep`` stays)."""
@@ -759,9 +767,9 @@ class Store:
                 break
             if key == keep:
                 continue
-            self.remove(key)
-            total -= size
-            removed.append(key)
+            if self.remove(key):
+                total -= size
+                removed.append(key)
         return removed
 
     def prune(
@@ -777,9 +785,8 @@ class Store:
         removed = []
         for e in self.scan(expected):
             stale = older_than_s is not None and now - e.last_used > older_than_s
-            if e.status in ("corrupt", "unsafe", "unsigned") or (other and e.status.startswith("other-")) or stale:
-                self.remove(e.key)
-                removed.append(e.key)
+            if (e.status in ("corrupt", "unsafe", "unsigned") or (other and e.status.startswith("other-")) or stale) and self.remove(e.key):
+                removed.append(e.key)  # only what is gone: a folder under an entry's name is listed, not removed
         entries = self._fds[_ENTRIES]
         names = set(self._names(_ENTRIES))
         for name in names:

@@ -193,7 +193,17 @@ def test_the_size_limit_applies_when_storing(cache_dir, monkeypatch):
 
 @pytest.mark.parametrize(
     "setting, value",
-    [("CUTE_BIND_CACHE", "maybe"), ("CUTE_BIND_CACHE_SIZE", "lots"), ("CUTE_BIND_CACHE_SIZE", "-5M")],
+    [
+        ("CUTE_BIND_CACHE", "maybe"),
+        ("CUTE_BIND_CACHE_SIZE", "lots"),
+        ("CUTE_BIND_CACHE_SIZE", "-5M"),
+        # float() takes these: bind() raised a raw ValueError/OverflowError
+        ("CUTE_BIND_CACHE_SIZE", "nan"),
+        ("CUTE_BIND_CACHE_SIZE", "inf"),
+        ("CUTE_BIND_CACHE_SIZE", "1e400"),
+        ("CUTE_BIND_CACHE_SIZE", "NaNG"),
+        ("CUTE_BIND_CACHE_SIZE", "1e308G"),
+    ],
 )
 def test_invalid_settings_raise_cb609(cache_dir, monkeypatch, setting, value):
     monkeypatch.setenv(setting, value)
@@ -258,8 +268,10 @@ def test_cli_info_clear_prune(cache_dir, capsys):
         (["cache", "prune", "--max-size", "banana"], "the disk cache setting --max-size is invalid: expected a size"),
         (["cache", "prune", "--older-than", "-3"], "the age must be 0 days or more"),
         (["cache", "prune", "--older-than", "soon"], "is not a number of days"),
+        (["cache", "prune", "--max-size", "nan"], "the disk cache setting --max-size is invalid: expected a size"),
+        (["cache", "prune", "--max-size", "inf"], "the disk cache setting --max-size is invalid: expected a size"),
     ],
-    ids=["size", "negative age", "not a number"],
+    ids=["size", "negative age", "not a number", "nan size", "infinite size"],
 )
 def test_cli_refuses_nonsense_in_one_line(tmp_path, monkeypatch, capsys, argv, fragment):
     from cute_bind.__main__ import main
@@ -307,4 +319,55 @@ def test_entries_and_folders_are_private_whatever_the_umask(cache_dir, umask):
         assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700, folder
     for file in (entry.path, entry.path.with_suffix(".hits"), base / "locks" / f"{entry.key}.lock"):
         assert stat.S_IMODE(os.stat(file).st_mode) == 0o600, file
+    cached.affine.clear_cache()
+
+
+@pytest.mark.parametrize("action", ["info", "clear", "prune"])
+def test_cli_on_a_file_instead_of_a_folder_says_so_in_one_line(tmp_path, capsys, action):
+    """info and clear printed a NotADirectoryError traceback for --dir naming a file."""
+    from cute_bind.__main__ import main
+
+    not_a_folder = tmp_path / "f"
+    not_a_folder.write_text("hi")
+    code = main(["cache", action, "--dir", str(not_a_folder)])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    if action != "prune":  # prune finds no cache there (nothing to remove) and says so on stdout
+        assert code == 2 and str(not_a_folder) in err and "cannot use" in err
+    assert not_a_folder.read_text() == "hi"
+
+
+def test_prune_counts_only_what_it_removed(cache_dir, capsys):
+    """A folder planted under an entry's name is never removed (cute_bind removes no tree it did not make):
+    prune said "removed 1 entries" on every run while the folder stayed."""
+    from cute_bind.__main__ import main
+
+    cached.affine.clear_cache()
+    _bind(bias=1)
+    planted = cache_dir / "v1" / "entries" / ("e" * 64 + ".entry")
+    planted.mkdir()
+    for _ in range(2):
+        assert main(["cache", "prune"]) == 0
+        assert "removed 0 entries" in capsys.readouterr().out
+    assert planted.is_dir()
+    assert main(["cache", "info"]) == 0
+    assert "unsafe" in capsys.readouterr().out  # still listed, as what it is
+    cached.affine.clear_cache()
+
+
+def test_a_folder_under_an_entry_name_is_reported_once_not_as_an_unusable_cache(cache_dir):
+    """The lookup warns CB611 (a folder, not read); storing the fresh compile then failed with IsADirectoryError,
+    reported as CB607 "the disk compile cache is unavailable", though every other entry still worked."""
+    cached.affine.clear_cache()
+    _bind(bias=11)
+    (entry,) = [p for p in (cache_dir / "v1" / "entries").iterdir() if p.suffix == ".entry"]
+    entry.unlink()
+    entry.mkdir()
+    cached.affine.clear_cache()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        _bind(bias=11)
+    codes = [getattr(w.message, "code", None) for w in seen]
+    assert "CB611" in codes and "CB607" not in codes, codes
+    assert entry.is_dir()
     cached.affine.clear_cache()

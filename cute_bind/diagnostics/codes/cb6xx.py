@@ -251,8 +251,9 @@ CACHE_SETTING_INVALID = _entry(
     message="the disk cache setting {parameter} is invalid (kernel '{kernel}'): expected {expected}, got {got}",
     explanation="""
     `CUTE_BIND_CACHE` is `1` or `0`; `CUTE_BIND_CACHE_SIZE` (and
-    `cache prune --max-size`) is a size in bytes with an optional
-    `K`/`M`/`G` suffix; `cute_bind.cache.warm(..., workers=N)` needs a
+    `cache prune --max-size`) is a finite size in bytes with an optional
+    `K`/`M`/`G` suffix; `CUTE_BIND_CACHE_SHARED` is the absolute path of a
+    team cache's key file; `cute_bind.cache.warm(..., workers=N)` needs a
     kernel that worker processes can import by module and name. Any other
     value is refused rather than guessed.
     """,
@@ -263,7 +264,9 @@ import os
 os.environ["CUTE_BIND_CACHE_SIZE"] = "lots"
 fill.bind(addr, 1)                 # -> CB609
 """,
-    fix="Set `CUTE_BIND_CACHE=0|1` and `CUTE_BIND_CACHE_SIZE` to a size such as `512M` or `2G`.",
+    fix="Give the setting the message names a value of the form it expects: `CUTE_BIND_CACHE=0|1`, "
+    "`CUTE_BIND_CACHE_SIZE` a size such as `512M` or `2G`, `CUTE_BIND_CACHE_SHARED` an absolute path, "
+    "`warm(workers=N)` a kernel importable by module and name.",
 )
 
 
@@ -325,7 +328,9 @@ CACHE_ENTRY_UNTRUSTED = _entry(
     a file of another user or one the group can write, planted under an
     entry's, hit counter's or lock's name, is refused: nothing is read from
     it or written through it, and the kernel compiles (a fresh entry then
-    replaces the name). Issued once per file and process.
+    replaces the name, except a folder: cute_bind never removes a tree it
+    did not make, so that kernel's compiles are not stored until the
+    folder is gone). Issued once per file and process.
     """,
     example=_CACHE_PRELUDE
     + """
@@ -333,10 +338,11 @@ os.chmod(entry.path, 0o666)              # an entry every user could have writte
 fill.bind(addr, 1)                       # -> CB611 (then recompiled and replaced)
 """,
     fix="""
-    Nothing is required: the name is replaced by a fresh entry (or, for a
-    lock, the compile goes on without it). Find out who planted it: in a
-    private cache only you and root can. `python -m cute_bind cache prune`
-    removes unsafe files.
+    Nothing is required for a file: the name is replaced by a fresh entry
+    (or, for a lock, the compile goes on without it). A folder stays:
+    remove it by hand. Find out who planted it: in a private cache only you
+    and root can. `python -m cute_bind cache prune` removes unsafe files
+    (and lists a folder it leaves).
     """,
 )
 
