@@ -29,6 +29,7 @@ from cute_bind.slots import PointerKind, Where
 from cute_bind.slots import dlpack as _dlpack
 from cute_bind.slots.base import HeldAddress
 from tests.kernels.host import scale
+from tests.optional import torch_or_skip
 
 N = 64
 W = Where("scale", "inp")
@@ -252,7 +253,7 @@ class _Interface:
 
 def _torch_tensor(dtype_name: str) -> Callable[[], Any]:
     def make() -> Any:
-        torch = pytest.importorskip("torch")
+        torch = torch_or_skip()  # not importorskip: the DSL's own base_dsl/torch.py can shadow a missing torch
         dtype = getattr(torch, dtype_name, None)
         if dtype is None:
             pytest.skip(f"this torch has no {dtype_name}")
