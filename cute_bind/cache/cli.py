@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -86,10 +87,16 @@ def main(args: argparse.Namespace) -> int:
         return 2
     except BrokenPipeError:
         raise  # the reader went away: the entry point's own quiet stop
-    except OSError as exc:  # --dir a file, a folder this user cannot read...: one line, not a traceback
-        where = exc.filename if exc.filename is not None else (args.dir or str(cache_dir()))
+    except OSError as exc:
+        # the folder (--dir a file, a folder this user cannot read): one line, not a traceback;
+        # any other I/O error (writing the output, say) is not the folder's and propagates
+        root = os.path.abspath(args.dir or str(cache_dir()))
+        named = os.fspath(exc.filename) if isinstance(exc.filename, (str, os.PathLike)) else None
+        if named is None or os.path.commonpath([root, os.path.abspath(os.path.join(root, named))]) != root:
+            raise
         print(
-            f"cute-bind cache {args.action}: cannot use {where} as a cache folder: {exc.strerror or exc}; fix: pass --dir a cache folder (or none: {cache_dir()})",
+            f"cute-bind cache {args.action}: cannot use {root} as a cache folder ({named}: {exc.strerror or exc}); "
+            f"fix: pass --dir a cache folder (or none: {cache_dir()})",
             file=sys.stderr,
         )
         return 2

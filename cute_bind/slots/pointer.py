@@ -193,8 +193,10 @@ class PointerKind(SlotKind):
                 space = dsl.dsl().cute.AddressSpace.gmem if on_device else None
                 device = _cuda_device(value) if on_device else None
                 dtype = _NUMPY_TYPESTR.get(typestr)
-                if dtype is None:  # an element type CuTe has none of (complex, object, datetime, records...)
+                if dtype is None and _foreign_typestr(typestr, iface.get("descr")):
                     self._refuse_foreign_elements(f"{attr} typestr {spelled!r}", typestr[0] == "O", where)
+                # else a type cute_bind's table does not name (ml_dtypes' bfloat16 is '<V2', float8_e5m2
+                # '<f1'): the value does not say, as an int address does not
                 return _PointerValue(self._check_range(address, where), dtype, space, None, not on_device, device)
         if isinstance(value, (ctypes.c_void_p, ctypes._Pointer)):
             return _PointerValue(self._check_range(ctypes.cast(value, ctypes.c_void_p).value or 0, where), None, None, None)
@@ -296,7 +298,9 @@ class PointerKind(SlotKind):
         if dtype is None:
             return None
         name = _TORCH_DTYPES.get(str(dtype))
-        if name is None and str(dtype).startswith("torch."):  # complex, quantized, sub-byte...: no CuTe element type
+        if name is None and (getattr(dtype, "is_complex", False) is True or str(dtype).startswith("torch.q")):
+            # complex and quantized: no CuTe element type holds them; another dtype the table does
+            # not name (float8_e8m0fnu, float4_e2m1fn_x2...) does not say, as before
             self._refuse_foreign_elements(f"a torch tensor of dtype {dtype}", False, where)
         return name
 
@@ -307,7 +311,9 @@ class PointerKind(SlotKind):
         if python_objects:
             raise _mismatch(where, self.describe(), f"{got}: an array of Python object references, not data a kernel can use")
         if self._dtype_name is not None or self.spec.dtype is not None:  # bound, or annotated with one
-            raise _mismatch(where, self.describe(), f"{got}, an element type cute_bind maps to no CuTe type")
+            raise _mismatch(
+                where, self.describe(), f"{got}: complex, date, text, record or quantized data, which no CuTe element type holds"
+            )
 
     @staticmethod
     def _check_range(address: int, where: Where) -> int:
@@ -440,6 +446,7 @@ class PointerKind(SlotKind):
             typestr = {v: k for k, v in _NUMPY_TYPESTR.items()}.get(self._dtype_name)
             want_np = sys.modules["numpy"].dtype(typestr) if typestr else None
         np_data = layout.data if layout is not None else 0
+        untyped = self._dtype_name is None  # the value says the type (prepare() of an untyped pointer)
         ct = _dlpack.ctypes_layout()
         void_p, ptr_base, b_ptr = (ct.void_p, ct.pointer, ct.b_ptr) if ct is not None else (None, None, 0)
         at = ctypes.c_void_p.from_address
@@ -448,14 +455,21 @@ class PointerKind(SlotKind):
         def read(value: Any) -> int:
             tp = type(value)
             if tp in ttypes:
-                if want_t is None or value.dtype is want_t:
+                # a slot of a type torch has none of: the slow path decides (it compares what each says)
+                if value.dtype is want_t if want_t is not None else untyped and not value.dtype.is_complex:
                     ok = (cuda_ok and (device is None or device == (2, value.get_device()))) if value.is_cuda else cpu_ok
                     if ok:
                         a: int = value.data_ptr()
                         if a and not a % align:
                             return a
             elif tp is np_type:
-                if (want_np is None or value.dtype is want_np) and cpu_ok and value.flags.writeable:
+                # a slot of a type NumPy has none of (BFloat16, Float8...): the slow path decides, as in C
+                # (an ml_dtypes array may hold it); an untyped slot takes any array of plain data
+                if want_np is not None:
+                    taken = value.dtype is want_np
+                else:
+                    taken = untyped and value.dtype.kind not in _FOREIGN_KINDS and value.dtype.fields is None
+                if taken and cpu_ok and value.flags.writeable:
                     a = at(id(value) + np_data).value or 0
                     if a and not a % align:
                         return a
@@ -534,6 +548,21 @@ class PointerKind(SlotKind):
         else:
             dsl_value = dsl.make_pointer(dsl.dsl().cutlass.Uint8, pv.address, space or _generic(), 1)
         return Bound(packed=pv.held(), dsl_value=dsl_value, key=None, slot=bound)
+
+
+#: NumPy dtype kinds no CuTe element type holds: objects, complex, datetime/timedelta, text
+_FOREIGN_KINDS = frozenset("OcMmUS")
+
+
+def _foreign_typestr(typestr: str, descr: Any) -> bool:
+    """Whether an array-interface typestr (its byte order removed) names data no CuTe element type
+    holds: objects, complex, dates, text, or a record (a void type whose ``descr`` names fields; an
+    unnamed one, as ml_dtypes' bfloat16 '<V2', may be any 2-byte type)."""
+    if typestr[0] in _FOREIGN_KINDS:
+        return True
+    if typestr[0] == "V" and isinstance(descr, list):
+        return any(isinstance(d, tuple) and d and d[0] not in ("", None) for d in descr)
+    return False
 
 
 def _first_line(exc: Exception) -> str:
