@@ -124,4 +124,24 @@ cb_place_keywords(PyObject *names, PyObject *defaults, PyObject *required, Py_ss
     return 1;
 }
 
+/* Whether `ndim` extents and element strides (NULL: compact) lay the elements out one after the
+ * other in row-major order, as a pointer slot reads them: a mode of extent 1 may have any stride,
+ * an empty one makes every stride irrelevant. A strided view (t[::2]), a stride 0 (expand) or a
+ * transposed one is not. Runs no Python code. */
+static inline int
+cb_row_major(int ndim, const int64_t *shape, const int64_t *strides)
+{
+    if (!strides || ndim <= 0) return 1;
+    if (!shape) return 0;
+    for (int k = 0; k < ndim; k++)
+        if (shape[k] == 0) return 1;
+    int64_t expect = 1;
+    for (int k = ndim - 1; k >= 0; k--) {
+        if (shape[k] == 1) continue;
+        if (strides[k] != expect) return 0;
+        if (__builtin_mul_overflow(expect, shape[k], &expect)) return 0;
+    }
+    return 1;
+}
+
 #endif /* CUTE_BIND_CB_COMMON_H */

@@ -58,6 +58,19 @@ typedef void (*entry_fn)(void **);
 /* Py_XSETREF is not in the limited API */
 #define Py_XSETREF_CB(dst, src) do { PyObject *_old = (PyObject *)(dst); (dst) = (src); Py_XDECREF(_old); } while (0)
 
+/* How a pack reads memory-owning values (arguments' lifetime rule, docs/concepts/safety.md):
+ * a launch converts every value whose reading runs Python code (numbers' __index__/__float__,
+ * streams, writers, __cuda_array_interface__ exporters) first (PACK_DEFER: a value whose address
+ * is read without running Python code, a torch tensor through the exchange function, a NumPy
+ * array, a ctypes pointer, returns DEFERRED unread), then reads the deferred addresses
+ * (PACK_PURE: nothing that runs Python code is taken then). Writers (class "X": structures,
+ * unions) run Python code and read addresses: they run between the two (PACK_WRITE), after every
+ * number's and stream's conversion. So no user code runs between reading
+ * an address and calling the entry point: a __float__ that frees an earlier tensor's storage
+ * (out.set_()) or resizes an array runs before that tensor's address is read. */
+enum { PACK_DEFER = 1, PACK_WRITE = 2, PACK_PURE = 3 };
+#define DEFERRED 2
+
 /* Fast classes: which values a slot takes as they are (see SlotKind.fast). */
 enum { C_EXACT_INT = 'P', C_EXACT_BOOL = 'B', C_INT = 'I', C_REAL = 'R', C_F16 = 'h', C_BF16 = 'g', C_TENSOR = 'T', C_SEQ = 'S', C_WRITER = 'X', C_STREAM = 'Z' };
 
@@ -185,6 +198,7 @@ typedef struct {
     PyObject *fail;   /* fail(): raises the CUDA error */
     PyObject *busy_error; /* busy_error(): raises CB403 (the handle is already launching) */
     PyObject **held;  /* per slot: an object this launch owns until the call returns, or NULL */
+    Py_ssize_t *deferred; /* the slots whose addresses the second pass reads (while busy) */
     int busy;         /* a launch is writing the storage or running the entry point */
     PyObject *refuse; /* when set: refuse() raises (unloaded module, closed handle) */
     PyObject *ret;
@@ -428,6 +442,13 @@ pack_cai(PtrSpec *ps, char *dst, PyObject *v)
     unsigned long long addr = PyLong_AsUnsignedLongLong(a);
     if (addr == (unsigned long long)-1 && PyErr_Occurred()) { r = soft_fail(); goto done; }
     if (!addr || (ps->align > 1 && addr % ps->align)) goto done; /* NULL (empty?) or misaligned: the slow path decides */
+    {   /* strides None: C-contiguous (the interface's rule); any stride tuple: the slow path checks it (CB219) */
+        PyObject *st = dict_item(iface, s_strides);
+        if (!st && PyErr_Occurred()) { r = soft_fail(); goto done; }
+        int strided = st && st != Py_None;
+        Py_XDECREF(st);
+        if (strided) goto done;
+    }
     if (!ps->any_dtype) {
         typestr = dict_item(iface, s_typestr);
         if (!typestr && PyErr_Occurred()) { r = soft_fail(); goto done; }
@@ -461,20 +482,24 @@ done:
  * What it points into belongs to `v`, which the caller holds until the call returns.
  * 1: written; 0: not taken as is (the slow path decides); -1: propagate. */
 static int
-pack_pointer(PtrSpec *ps, char *dst, PyObject *v)
+pack_pointer(PtrSpec *ps, char *dst, PyObject *v, int mode)
 {
     PyTypeObject *tp = Py_TYPE(v);
     DLTensorC dl;
+    int64_t np_strides[64];
     uint64_t addr;
     dltensor_from_pyobject fn = ps->fn ? ps->fn : torch_reader.fn;
     if (fn && type_in(ps->fn ? ps->types : torch_reader.types, tp)) {
+        if (mode == PACK_DEFER) return DEFERRED;
         if (fn((void *)v, &dl) != 0) return soft_fail();
         n_exchange++;
     } else if (np_layout.type && (PyObject *)tp == np_layout.type) {
+        if (mode == PACK_DEFER) return DEFERRED;
         int writeable;
-        if (!read_ndarray(v, &dl, NULL, &writeable) || !writeable) return 0; /* read-only: CB217 from the slow path */
+        if (!read_ndarray(v, &dl, np_strides, &writeable) || !writeable) return 0; /* read-only: CB217 from the slow path */
         n_ndarray++;
     } else if (ct_layout.void_p && ((PyObject *)tp == ct_layout.void_p || PyType_IsSubtype(tp, (PyTypeObject *)ct_layout.pointer))) {
+        if (mode == PACK_DEFER) return DEFERRED; /* a POINTER(T)'s contents can be rebound by Python code */
         char *b;
         memcpy(&b, (const char *)v + ct_layout.b_ptr, sizeof b);
         if (!b) return 0;
@@ -495,6 +520,8 @@ pack_pointer(PtrSpec *ps, char *dst, PyObject *v)
         return 1;
     } else if (PyLong_Check(v) || PyFloat_Check(v) || v == Py_None) {
         return 0; /* a bool, a number, None: the slow path's rules */
+    } else if (mode == PACK_PURE) {
+        return 0; /* read by Python code: not after the other conversions (the value changed type?) */
     } else if (ps->other_reader && (PyObject *)tp == ps->other_type) {
         /* the DSL's own pointer object: its reader makes the slot's checks and gives the address,
          * or None (the slow path raises the catalog error) */
@@ -511,6 +538,7 @@ pack_pointer(PtrSpec *ps, char *dst, PyObject *v)
         return pack_cai(ps, dst, v);
     }
     if (!ps->any_dtype && (dl.code != ps->code || dl.bits != ps->bits || dl.lanes != ps->lanes)) return 0;
+    if (!cb_row_major(dl.ndim, dl.shape, dl.strides)) return 0; /* a strided view (t[::2], expand): CB219 from the slow path */
     if (dl.device_type == 2) { /* kDLCUDA */
         if (!ps->cuda_ok || (ps->device_type && (ps->device_type != 2 || dl.device_id != ps->device_id))) return 0;
     } else if (dl.device_type != 1 || !ps->cpu_ok) return 0; /* host memory (pinned or not: the slow path asks) */
@@ -635,15 +663,18 @@ has_cai(PyObject *tp)
 }
 
 static int
-pack_tensor(TensorSpec *ts, char *dst, PyObject *v)
+pack_tensor(TensorSpec *ts, char *dst, PyObject *v, int mode)
 {
     DLTensorC dl;
     int64_t np_strides[64], cai_shape[64];
     PyObject *tp = (PyObject *)Py_TYPE(v);
     if (tp != ts->type && np_layout.type && tp == np_layout.type) {
+        if (mode == PACK_DEFER) return DEFERRED;
         int writeable;
         if (!read_ndarray(v, &dl, np_strides, &writeable) || !writeable) return 0; /* read-only: CB217 from the slow path */
         n_ndarray++;
+    } else if (tp != ts->type && mode == PACK_PURE) {
+        return 0; /* learning a type or reading an exporter runs Python code */
     } else if (tp != ts->type && tp == ts->cai_type) {
         int r = read_cai_tensor(v, &dl, cai_shape, np_strides);
         if (r <= 0) return r;
@@ -666,6 +697,7 @@ pack_tensor(TensorSpec *ts, char *dst, PyObject *v)
                 goto check;
             }
         }
+        if (mode == PACK_DEFER) return DEFERRED; /* learned (Python code ran now): read with the others */
         if (ts->fn((void *)v, &dl) != 0) return soft_fail();
         n_exchange++;
     }
@@ -725,16 +757,26 @@ typedef struct SeqSpec {
 } SeqSpec;
 
 static int pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, ObjSpec *os, PyObject *writer,
-                      PyObject *v, PyObject **held);
+                      PyObject *v, PyObject **held, int mode);
 
 /* Exact tuples and lists only: a subclass may override __iter__, and a sequence
  * is read by iterating it (the slow path's list(value)), never by its raw items.
  * A list is read from a snapshot tuple the launch holds until the call returns,
  * so another thread emptying the list cannot free an element under the call. */
 static int
-pack_sequence(char *storage, const SeqSpec *ss, PyObject *v, PyObject **held)
+pack_sequence(char *storage, const SeqSpec *ss, PyObject *v, PyObject **held, int mode)
 {
     PyObject *items;
+    if (mode == PACK_PURE) { /* the deferred leaves of the snapshot taken before (held until the call returns) */
+        items = *held;
+        if (!items || PyTuple_Size(items) != ss->n) return 0;
+        for (Py_ssize_t k = 0; k < ss->n; k++) {
+            if (ss->cls[k] != C_TENSOR) continue;
+            int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, NULL, NULL, PyTuple_GetItem(items, k), NULL, mode);
+            if (r <= 0) return r;
+        }
+        return 1;
+    }
     if (Py_TYPE(v) == &PyTuple_Type) {
         Py_INCREF(v);
         items = v;
@@ -744,24 +786,26 @@ pack_sequence(char *storage, const SeqSpec *ss, PyObject *v, PyObject **held)
     } else return 0;
     { PyObject *old = *held; *held = items; Py_XDECREF(old); }
     if (PyTuple_Size(items) != ss->n) return 0;
+    int deferred = 0;
     for (Py_ssize_t k = 0; k < ss->n; k++) {
         PyObject *item = PyTuple_GetItem(items, k);
         if (!item) return soft_fail();
-        int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, NULL, NULL, item, NULL);
-        if (r <= 0) return r;
+        int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, NULL, NULL, item, NULL, mode);
+        if (r == DEFERRED) deferred = 1;
+        else if (r <= 0) return r;
     }
-    return 1;
+    return deferred ? DEFERRED : 1;
 }
 
 /* 1: written; 0: not taken as is (the slow path decides; no exception set);
  * -1: an exception that must propagate (KeyboardInterrupt...). */
 static int
-pack_one(Launcher *self, Py_ssize_t i, PyObject *v)
+pack_one(Launcher *self, Py_ssize_t i, PyObject *v, int mode)
 {
-    if (self->cls[i] == C_SEQ) return self->seqs[i] ? pack_sequence(self->storage, self->seqs[i], v, &self->held[i]) : 0;
+    if (self->cls[i] == C_SEQ) return self->seqs[i] ? pack_sequence(self->storage, self->seqs[i], v, &self->held[i], mode) : 0;
     PyObject *writer = self->cls[i] == C_WRITER ? PyTuple_GetItem(self->extras, i) : NULL;
     return pack_value(self->cls[i], self->fmt[i], self->storage + self->off[i], self->tensors[i], self->ptrs[i], self->objs[i], writer, v,
-                      &self->held[i]);
+                      &self->held[i], mode);
 }
 
 /* A stream object of class "Z" (see ObjSpec): 1 written, 0 not taken as is, -1 propagate. */
@@ -779,7 +823,7 @@ pack_stream(ObjSpec *os, char *dst, PyObject *v)
     if (!h) return soft_fail();
     /* written as that exact int is (outside [0, 2**64): CB205 from the slow path); a bool or an
      * int subclass: the slow path decides */
-    int r = Py_TYPE(h) == &PyLong_Type ? pack_value(C_STREAM, 'Q', dst, NULL, NULL, NULL, NULL, h, NULL) : 0;
+    int r = Py_TYPE(h) == &PyLong_Type ? pack_value(C_STREAM, 'Q', dst, NULL, NULL, NULL, NULL, h, NULL, PACK_DEFER) : 0;
     Py_DECREF(h);
     return r;
 }
@@ -798,19 +842,19 @@ pack_number(char cls, char fmt, char *dst, ObjSpec *os, PyObject *v)
     int r = 0, exact = cls == C_EXACT_BOOL ? Py_TYPE(n) == &PyBool_Type
                      : cls == C_INT       ? Py_TYPE(n) == &PyLong_Type
                                           : Py_TYPE(n) == &PyLong_Type || Py_TYPE(n) == &PyFloat_Type;
-    if (exact) r = pack_value(cls, fmt, dst, NULL, NULL, NULL, NULL, n, NULL); /* as that exact value is written */
+    if (exact) r = pack_value(cls, fmt, dst, NULL, NULL, NULL, NULL, n, NULL, PACK_DEFER); /* as that exact value is written */
     Py_DECREF(n);
     return r;
 }
 
 static int
 pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, ObjSpec *os, PyObject *writer, PyObject *v,
-           PyObject **held)
+           PyObject **held, int mode)
 {
     switch (cls) {
     case C_STREAM:
     case C_EXACT_INT: {
-        if (Py_TYPE(v) != &PyLong_Type) return cls == C_STREAM ? pack_stream(os, dst, v) : ps ? pack_pointer(ps, dst, v) : 0;
+        if (Py_TYPE(v) != &PyLong_Type) return cls == C_STREAM ? pack_stream(os, dst, v) : ps ? pack_pointer(ps, dst, v, mode) : 0;
         unsigned long long u = PyLong_AsUnsignedLongLong(v);
         if (u == (unsigned long long)-1 && PyErr_Occurred()) return soft_fail();
         memcpy(dst, &u, 8);
@@ -847,9 +891,10 @@ pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, ObjSpec *
         return 1;
     }
     case C_TENSOR:
-        return ts ? pack_tensor(ts, dst, v) : 0;
+        return ts ? pack_tensor(ts, dst, v, mode) : 0;
     case C_WRITER: {
-        if (!writer || writer == Py_None || !held) return 0;
+        if (mode == PACK_DEFER) return DEFERRED;
+        if (!writer || writer == Py_None || !held || mode == PACK_PURE) return 0;
         PyObject *r = PyObject_CallFunctionObjArgs(writer, v, NULL);
         if (!r) return soft_fail();
         { PyObject *old = *held; *held = r; Py_XDECREF(old); } /* what the writer read from (e.g. a DLPack capsule) lives until the call returns */
@@ -949,18 +994,30 @@ do_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
         if (try_only) Py_RETURN_NOTIMPLEMENTED;
         return go_slow(self, args, nargs, kwnames);
     }
-    for (Py_ssize_t i = 0; i < self->n; i++) {
-        int r;
-        PyObject *v = kwnames != NULL ? self->byname[i] : (i < nargs ? args[i] : NULL);
-        if (v != NULL) r = pack_one(self, i, v);
-        else { /* a parameter left to its default */
-            PyObject *d = PyTuple_GetItem(self->defaults, i);
-            r = d == self->required ? 0 : pack_one(self, i, d);
-        }
-        if (r <= 0) {
-            leave(self, pin);
-            if (r == 0 && try_only) Py_RETURN_NOTIMPLEMENTED;
-            return r < 0 ? NULL : go_slow(self, args, nargs, kwnames);
+    /* three passes (PACK_DEFER, PACK_WRITE, PACK_PURE above): the conversions that run Python code,
+     * then the writers (structures, unions: Python code that reads addresses too), then the addresses
+     * read without running Python code, so nothing frees a read address before the entry point runs */
+    Py_ssize_t ndeferred = 0;
+    for (int mode = PACK_DEFER; mode <= PACK_PURE; mode++) {
+        Py_ssize_t count = mode == PACK_DEFER ? self->n : ndeferred;
+        for (Py_ssize_t j = 0; j < count; j++) {
+            Py_ssize_t i = mode == PACK_DEFER ? j : self->deferred[j];
+            if (mode != PACK_DEFER && (self->cls[i] == C_WRITER) != (mode == PACK_WRITE)) continue;
+            PyObject *v = kwnames != NULL ? self->byname[i] : (i < nargs ? args[i] : NULL);
+            if (v == NULL) { /* a parameter left to its default */
+                v = PyTuple_GetItem(self->defaults, i);
+                if (v == self->required) v = NULL;
+            }
+            int r = v == NULL ? 0 : pack_one(self, i, v, mode);
+            if (r == DEFERRED && mode == PACK_DEFER) {
+                self->deferred[ndeferred++] = i;
+                continue;
+            }
+            if (r <= 0 || r == DEFERRED) {
+                leave(self, pin);
+                if (r >= 0 && try_only) Py_RETURN_NOTIMPLEMENTED;
+                return r < 0 ? NULL : go_slow(self, args, nargs, kwnames);
+            }
         }
     }
     if (self->refuse) { /* closed or unloaded by code a conversion ran */
@@ -1416,8 +1473,9 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     self->seqs = PyMem_Calloc(nfmt + 1, sizeof(SeqSpec *));
     self->held = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
     self->byname = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
+    self->deferred = PyMem_Calloc(nfmt + 1, sizeof(Py_ssize_t));
     if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->ptrs || !self->objs || !self->seqs || !self->held ||
-        !self->byname) {
+        !self->byname || !self->deferred) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1562,6 +1620,7 @@ Launcher_dealloc(Launcher *self)
     PyMem_Free(self->off);
     PyMem_Free(self->held);
     PyMem_Free(self->byname);
+    PyMem_Free(self->deferred);
     if (self->tensors) {
         for (Py_ssize_t i = 0; i < self->n; i++) free_tensor_spec(self->tensors[i]);
         PyMem_Free(self->tensors);

@@ -34,6 +34,7 @@ from .. import diagnostics as D
 from .. import dsl, settings
 from .._generated import compile_source
 from ..slots import Bound, SlotKind, Where, item_ranges
+from ..slots.base import conversion_order
 from ..slots.stream import CStreamSpec, stream_types
 from .arguments import bind_arguments
 from .lifecycle import HandleState, Lifecycle
@@ -225,6 +226,8 @@ class _Shared:
         self.has_result = entry.result_ctype is not None
         self.extra_pointers = entry.extra_pointers
         self.wheres = tuple(Where(kernel, n) for n in names)
+        #: per slot: whether it reads an address (converted after the others: the lifetime rule)
+        self.reads = tuple(s.reads_address for s in slots)
         self.hints = {n: s.expected() + (_STREAM_HINT if s.kind == "stream" else "") for n, s in zip(names, slots)}
         #: the pure-Python launch's keyword placement (the C launcher places them itself)
         self.place = functools.partial(_place_keywords, {n: i for i, n in enumerate(names)}, tuple(n in defaults for n in names))
@@ -331,13 +334,13 @@ def _fast_source(
     guards = [g for s, v, c, f in zip(slots, vals, converted, fell) if not c and not f and (g := s.guard(v)) is not None]
     bad = " or ".join(f"not ({g})" for g in guards)
     defaults = "".join(f"        v{i} = {x}V{i} if {a} is {x}M else {a}\n" for i, (a, d) in enumerate(zip(args, has_defaults)) if d)
-    # converted values are bound to locals: what they hold (a DLPack capsule, a
-    # list's snapshot) lives until the entry point returns
-    converts = "".join(f"            c{i} = {x}c{i}({v})\n" for i, (v, c) in enumerate(zip(vals, converted)) if c)
-    # so are the values a fallback reads (a pointer read through a buffer export holds it)
-    converts += "".join(
-        f"            f{i} = {v} if {s.guard(v)} else {x}f{i}({v})\n" for i, (s, v, f) in enumerate(zip(slots, vals, fell)) if f
-    )
+    # converted values are bound to locals: what they hold (a DLPack capsule, a list's snapshot)
+    # lives until the entry point returns; so are the values a fallback reads (a pointer read
+    # through a buffer export holds it). Every number is converted before any address is read
+    # (the lifetime rule: a __float__ or a structure's property may free another argument's memory).
+    steps = {i: f"            c{i} = {x}c{i}({vals[i]})\n" for i in range(len(slots)) if converted[i]}
+    steps.update({i: f"            f{i} = {vals[i]} if {slots[i].guard(vals[i])} else {x}f{i}({vals[i]})\n" for i in range(len(slots)) if fell[i]})
+    converts = "".join(steps[i] for i in sorted(steps, key=lambda i: slots[i].reads_address))
     items = [
         (f"*c{i}" if s.packs_tuple else f"c{i}") if c else (f"f{i}" if f else v)
         for i, (s, v, c, f) in enumerate(zip(slots, vals, converted, fell))
@@ -401,7 +404,7 @@ def _fast_factory(
                         return launch(*p)
                     return _cb_slow((a0, a1, a2, ), _cb_x, _cb_k)
                 v2 = _cb_V2 if a2 is _cb_M else a2
-                if not (a0.__class__ is int):
+                if not (a0.__class__ is int) or not (v2.__class__ is int):
                     return _cb_slow((a0, a1, a2, ), (), {})
                 try:
                     _cb_enter()
@@ -435,7 +438,7 @@ def _fast_factory(
     against the generator).
     """
     key = (
-        tuple((s.fmt, s.guard("v"), s.packs_tuple, c) for s, c in zip(slots, converted)),
+        tuple((s.fmt, s.guard("v"), s.packs_tuple, c, s.reads_address) for s, c in zip(slots, converted)),
         tuple(has_defaults),
         has_result,
         tuple(fallbacks),
@@ -684,8 +687,12 @@ class PreparedLaunch(Lifecycle, Generic[P]):
                 args.append(v)
         values = bind_arguments(sh.kernel, sh.names, frozenset(), sh.defaults, (*args, *extra), kwargs, sh.hints, sh.constexpr_names)
         # ``coerced`` holds what the values were read through (DLPack capsules,
-        # list snapshots) until the entry point returns
-        coerced = [slot.coerce(values[w.parameter], w, self._checked) for slot, w in zip(sh.slots, sh.wheres)]
+        # list snapshots) until the entry point returns; numbers are converted before any
+        # address is read (the lifetime rule: a __float__ may free another argument's memory)
+        given = [values[w.parameter] for w in sh.wheres]
+        coerced: list[Any] = [None] * len(given)
+        for i in conversion_order(sh.reads, given):
+            coerced[i] = sh.slots[i].coerce(given[i], sh.wheres[i], self._checked)
         packed = _flatten(sh.slots, coerced)
         if self._checked:
             return self._checked_call(packed)

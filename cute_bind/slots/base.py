@@ -27,7 +27,7 @@ import struct
 import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 from .. import diagnostics as D
 
@@ -45,6 +45,8 @@ __all__ = [
     "Held",
     "HeldAddress",
     "invalid_dlpack",
+    "conversion_order",
+    "read_without_code",
 ]
 
 U64 = 1 << 64
@@ -243,6 +245,12 @@ class SlotKind(ABC):
     #: whether ``coerce`` returns a tuple of items (composite kinds) rather than one item
     packs_tuple: ClassVar[bool] = False
 
+    #: whether ``coerce`` reads a memory address from the value (a pointer, a tensor, or a
+    #: composite holding one): such slots are converted after every other slot of a launch, so no
+    #: user code (a ``__float__``, an ``__index__``) runs between reading an address and the entry
+    #: point (:func:`conversion_order`); composite kinds set it per instance from their members
+    reads_address: bool = False
+
     def converter(self, where: Where) -> Any:
         """For the Python fast path: a function turning a value into what ``coerce`` returns
         (raising on anything it does not take as is), or ``None`` to pack values as they are."""
@@ -334,3 +342,34 @@ class Rejected:
     diagnostic: D.Diagnostic
     got: str
     detail: str | None = None
+
+
+def read_without_code(value: Any) -> bool:
+    """Whether a pointer or tensor slot reads ``value``'s address without running Python code of
+    the value's own: exactly a NumPy array or a torch tensor (not a subclass, whose methods may be
+    overridden). Such values are read last of all (:func:`conversion_order`)."""
+    tp = value.__class__
+    if tp.__module__ == "numpy" and tp.__name__ == "ndarray":
+        return True
+    torch = sys.modules.get("torch")
+    return torch is not None and (tp is getattr(torch, "Tensor", None) or tp is getattr(getattr(torch, "nn", None), "Parameter", None))
+
+
+def conversion_order(reads: Sequence[bool], values: Sequence[Any]) -> list[int]:
+    """The order in which a launch converts ``values`` (``reads[i]``: whether value ``i``'s slot
+    :attr:`~SlotKind.reads_address`): the arguments' lifetime rule (docs/concepts/safety.md).
+
+    First every slot that reads no address (numbers and streams, whose ``__float__`` /
+    ``__index__`` may run any code, even code that frees another argument's memory with
+    ``out.set_()`` or ``a.resize()``), then the address-reading slots whose values run code of
+    their own as they are read (array-interface exporters, tensor subclasses, structures), then
+    the plain NumPy arrays and torch tensors, whose addresses are read without running any code:
+    so every address is read after all user code of the conversion has run.
+    """
+    def rank(i: int) -> int:
+        if not reads[i]:
+            return 0
+        return 2 if read_without_code(values[i]) else 1
+
+    return sorted(range(len(reads)), key=rank)
+

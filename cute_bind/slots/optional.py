@@ -133,6 +133,7 @@ class OptionalKind(SlotKind):
         self.present = present
         #: the bound member slot, when present
         self.inner = inner
+        self.reads_address = inner.reads_address if inner is not None else any(m.reads_address for m in self.members)
         if inner is not None:
             # a bound value: exactly the member slot's storage (and, for one member, its fast path)
             self.fmt = inner.fmt

@@ -76,6 +76,8 @@ class PointerKind(SlotKind):
     """
 
     kind = "pointer"
+    #: its value's address is read by ``coerce`` (read after the other slots': the lifetime rule)
+    reads_address = True
     fmt = "Q"
     fast = "P"
 

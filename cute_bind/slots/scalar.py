@@ -121,6 +121,11 @@ class ScalarKind(SlotKind):
         # only exact floats and ints take the fast path
         if self.is_float and not self.is_half:
             return f"({var}.__class__ is float or {var}.__class__ is int)"
+        # struct's integer codes call a non-int's __index__ while packing, after every address of
+        # the launch was read (the lifetime rule): only exact ints are packed as they are, anything
+        # else is read by the fallback with the other numbers, before any address
+        if not self.is_half:
+            return f"{var}.__class__ is int"
         return None
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
@@ -147,10 +152,10 @@ class ScalarKind(SlotKind):
         return CNumberSpec(types, functools.partial(self.number, where=Where("?", "?")))
 
     def fallback(self, where: Where) -> Any:
-        """For the Python fast path of a float or Boolean slot (whose guard takes exact floats and
-        ints, or exact bools): any other value through :meth:`number` (NumPy scalars,
-        ``cutlass.Float32(...)``), never the slow path."""
-        if self.is_half or not (self.is_float or self.is_bool):
+        """For the Python fast path of a float, integer or Boolean slot (whose guard takes exact
+        floats and ints, exact ints, or exact bools): any other value through :meth:`number` (NumPy
+        scalars, ``cutlass.Float32(...)``, an object with ``__index__``), never the slow path."""
+        if self.is_half:
             return None
         return functools.partial(self.number, where=where)
 

@@ -89,6 +89,7 @@ class SequenceKind(SlotKind):
         self.homogeneous = homogeneous
         self.bound = bound
         self.fmt = "".join(e.fmt for e in elements) if bound and elements is not None else ""
+        self.reads_address = any(e.reads_address for e in (*(elements or ()), *((homogeneous,) if homogeneous else ())))
 
     def __repr__(self) -> str:
         return f"SequenceKind({self.describe()})"

@@ -37,11 +37,11 @@ import enum
 import struct
 import threading
 import typing
-from typing import Any
+from typing import Any, Callable
 
 from .. import dsl
 from .. import diagnostics as D
-from .base import Bound, Held, Rejected, SlotKind, Where, describe_annotation, describe_value, qualname, wrong_kind
+from .base import Bound, Held, Rejected, SlotKind, Where, conversion_order, describe_annotation, describe_value, qualname, wrong_kind
 from .optional import OptionalKind
 from .registry import classify, infer_slot, register
 
@@ -193,6 +193,10 @@ class StructureKind(SlotKind):
         slots = [s for _, s, _ in bound or () if s is not None]
         self.fmt = "".join(s.fmt for s in slots)
         self._slots = slots
+        # an unannotated field's kind comes from its value at bind: it may read one
+        self.reads_address = any(s.reads_address for s in slots) if bound is not None else any(
+            how == _INFER or (k is not None and k.reads_address) for _, how, k in fields
+        )
         #: the single-part kinds behind each C argument, in order (for device lookups)
         self.elements: tuple[SlotKind, ...] | None = tuple(a for s in slots for a in _atoms(s)) if bound is not None else None
 
@@ -303,18 +307,21 @@ class StructureKind(SlotKind):
             object.__setattr__(out, name, v)  # frozen dataclasses too: this is our own copy
         return out
 
-    def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
-        self._check_type(value, where)
+    def _fields(self, value: Any, convert: Callable[[int, Any], Any]) -> Held:
+        """Every field of ``value`` read first (a property may build a fresh tensor), then each
+        converted by ``convert(k, v)`` in the launch's :func:`conversion_order` (numbers before
+        addresses); what is packed, in field order, with what keeps it valid: the structure and
+        every field value read (so a later field's conversion cannot free an earlier one)."""
+        bound = self.bound or ()
+        values = [getattr(value, name) for name, _, _ in bound]
+        converted: list[Any] = [None] * len(bound)
+        for k in conversion_order([slot is not None and slot.reads_address for _, slot, _ in bound], values):
+            converted[k] = convert(k, values[k])
         out: list[Any] = []
-        owners: list[Any] = [value]
-        for name, slot, held in self.bound or ():
-            v = getattr(value, name)
-            w = self._where(where, name)
+        owners: list[Any] = [value, *values]
+        for (_, slot, _), c in zip(bound, converted):
             if slot is None:
-                if not _same_constant(v, held):
-                    raise self._constant_error(v, held, w)
                 continue
-            c = slot.coerce(v, w, checked)
             if slot.packs_tuple:
                 out.extend(c)
                 if isinstance(c, Held):
@@ -323,45 +330,52 @@ class StructureKind(SlotKind):
                 out.append(c)
         return Held(out, owners)
 
+    def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
+        self._check_type(value, where)
+        bound = self.bound or ()
+
+        def convert(k: int, v: Any) -> Any:
+            name, slot, held = bound[k]
+            w = self._where(where, name)
+            if slot is None:
+                if not _same_constant(v, held):
+                    raise self._constant_error(v, held, w)
+                return None
+            return slot.coerce(v, w, checked)
+
+        return self._fields(value, convert)
+
     def converter(self, where: Where) -> Any:
         """Each field through its own converter, taken as it is where its guard allows, else coerced."""
-        plan: list[tuple[str, SlotKind | None, Any, Where, Any, Any, bool]] = []
+        plan: list[tuple[SlotKind | None, Any, Where, Any, Any]] = []
         for name, slot, held in self.bound or ():
             w = self._where(where, name)
             if slot is None:
-                plan.append((name, None, held, w, None, None, False))
+                plan.append((None, held, w, None, None))
                 continue
             convert = slot.converter(w)
             guard = slot.guard("v") if convert is None else None
             # guard expressions come from the slot kinds themselves (e.g. "v.__class__ is int")
             check = eval(f"lambda v: {guard}") if guard else None  # noqa: S307
-            plan.append((name, slot, held, w, convert, check, slot.packs_tuple))
-        cls, type_error, constant_error = self.cls, self._check_type, self._constant_error
+            plan.append((slot, held, w, convert, check))
+        cls, type_error, constant_error, fields = self.cls, self._check_type, self._constant_error, self._fields
+
+        def convert_field(k: int, v: Any) -> Any:
+            slot, held, w, convert, check = plan[k]
+            if slot is None:
+                if v is not held and not _same_constant(v, held):
+                    raise constant_error(v, held, w)
+                return None
+            if convert is not None:
+                return convert(v)
+            if check is not None and check(v):
+                return v
+            return slot.coerce(v, w)
 
         def convert_structure(value: Any) -> Any:
             if value.__class__ is not cls:
                 type_error(value, where)  # a subclass is taken, anything else refused
-            out: list[Any] = []
-            owners: list[Any] = [value]
-            for name, slot, held, w, convert, check, multi in plan:
-                v = getattr(value, name)
-                if slot is None:
-                    if v is not held and not _same_constant(v, held):
-                        raise constant_error(v, held, w)
-                    continue
-                if convert is not None:
-                    c = convert(v)
-                elif check is not None and check(v):
-                    c = v
-                else:
-                    c = slot.coerce(v, w)
-                if multi:
-                    out.extend(c)
-                    if isinstance(c, Held):
-                        owners.append(c.owner)
-                else:
-                    out.append(c)
-            return Held(out, owners)
+            return fields(value, convert_field)
 
         return convert_structure
 

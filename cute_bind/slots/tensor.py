@@ -107,6 +107,8 @@ class TensorKind(SlotKind):
     """A tensor: its memref descriptor (data address, dynamic extents and strides)."""
 
     kind = "tensor"
+    #: its value's address is read by ``coerce`` (read after the other slots': the lifetime rule)
+    reads_address = True
     fast = "T"
     packs_tuple = True
 

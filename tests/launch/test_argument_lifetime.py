@@ -1,0 +1,176 @@
+"""The arguments' lifetime rule (issue 39 rows 1 and 3, docs/concepts/safety.md): every address a
+launch writes is read after all user code of the conversion has run, and what it was read from is
+held until the entry point returns.
+
+Each case gives a number whose ``__float__``/``__index__`` frees or moves the memory of an argument
+read before it in parameter order (``out.set_()``, ``ndarray.resize``, a structure field rebound):
+the kernel must write into the memory the argument holds when the entry point runs. Before the rule
+the launch wrote through the freed address (a segfault, a glibc abort, or another tensor overwritten).
+Run on both fast paths, through ``handle.launch``, ``kernel(...)`` reusing a specialization, a
+keyword call and checked mode.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import cute_bind
+from tests.child import run_isolated
+from tests.kernels.host import scale, tscale, tsum_list
+from tests.kernels.lifetime import Scaled, struct_scale
+from tests.optional import torch_or_skip
+
+
+class Moves:
+    """A number that runs ``action`` when it is converted (``float()`` or ``operator.index()``)."""
+
+    def __init__(self, value: float, action: Callable[[], None]) -> None:
+        self.value, self.action, self.ran = value, action, 0
+
+    def __float__(self) -> float:
+        self.ran += 1
+        self.action()
+        return float(self.value)
+
+    def __index__(self) -> int:
+        self.ran += 1
+        self.action()
+        return int(self.value)
+
+
+def _launchers(kernel: Any, bound_args: tuple[Any, ...]) -> dict[str, Callable[..., Any]]:
+    """The doors a launch goes through, each already bound/compiled with ``bound_args``."""
+    k = cute_bind.kernel(kernel)
+    h = k.bind(*bound_args)
+    k(*bound_args)  # the specialization kernel(...) reuses
+    return {"launch": h.launch, "checked": h.with_checks().launch, "kernel": k}
+
+
+DOORS = ["launch", "checked", "kernel"]
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_pointer_slot_read_after_a_float_moves_its_tensor(door: str, path: str) -> None:
+    torch = torch_or_skip()
+    out, inp = torch.zeros(64), torch.arange(64, dtype=torch.float32)
+    go = _launchers(scale, (out, inp, 1.0, 4, 0))[door]
+    moved = torch.zeros(64)
+    alpha = Moves(3.0, lambda: out.set_(moved))  # out's first storage freed here
+    go(out, inp, alpha, 4, 0)
+    assert alpha.ran >= 1
+    assert moved[:5].tolist() == [0.0, 3.0, 6.0, 9.0, 0.0]  # written where out points at the call
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_pointer_slot_read_after_an_index_moves_its_tensor(door: str, path: str) -> None:
+    torch = torch_or_skip()
+    out, inp = torch.zeros(64), torch.arange(64, dtype=torch.float32)
+    go = _launchers(scale, (out, inp, 1.0, 4, 0))[door]
+    moved = torch.zeros(64)
+    n = Moves(4, lambda: out.set_(moved))
+    go(out, inp, 2.0, n, 0)
+    assert moved[:5].tolist() == [0.0, 2.0, 4.0, 6.0, 0.0]
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_pointer_slot_read_after_a_float_resizes_its_array(door: str, path: str) -> None:
+    out, inp = np.zeros(64, np.float32), np.arange(64, dtype=np.float32)
+    go = _launchers(scale, (out, inp, 1.0, 4, 0))[door]
+    before = out.ctypes.data
+    alpha = Moves(3.0, lambda: out.resize(1 << 16, refcheck=False))  # a new buffer; the old one freed
+    go(out, inp, alpha, 4, 0)
+    assert out.ctypes.data != before
+    assert out[:5].tolist() == [0.0, 3.0, 6.0, 9.0, 0.0]
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_tensor_slot_read_after_a_float_moves_its_tensor(door: str, path: str) -> None:
+    torch = torch_or_skip()
+    out, inp = torch.zeros(4), torch.arange(4, dtype=torch.float32)
+    go = _launchers(tscale, (out, inp, 1.0))[door]
+    moved = torch.zeros(4)
+    go(out, inp, Moves(3.0, lambda: out.set_(moved)))
+    assert moved.tolist() == [0.0, 3.0, 6.0, 9.0]
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_keyword_call_reads_addresses_last(door: str, path: str) -> None:
+    torch = torch_or_skip()
+    out, inp = torch.zeros(4), torch.arange(4, dtype=torch.float32)
+    go = _launchers(tscale, (out, inp, 1.0))[door]
+    moved = torch.zeros(4)
+    go(alpha=Moves(3.0, lambda: out.set_(moved)), inp=inp, out=out)
+    assert moved.tolist() == [0.0, 3.0, 6.0, 9.0]
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_sequence_of_tensors_read_after_its_own_numbers(door: str, path: str) -> None:
+    torch = torch_or_skip()
+    out, a, b = torch.zeros(4), torch.ones(4), torch.ones(4)
+    go = _launchers(tsum_list, (out, (a, b), (1.0, 1.0)))[door]
+    moved = torch.full((4,), 10.0)
+    go(out, (a, b), (Moves(1.0, lambda: a.set_(moved)), 2.0))
+    assert out.tolist() == [12.0] * 4  # a's new storage (10) read, b * 2
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_structure_tensor_field_read_after_a_later_number_field(door: str, path: str) -> None:
+    torch = torch_or_skip()
+    out, inp = torch.zeros(4), torch.arange(4, dtype=torch.float32)
+    go = _launchers(struct_scale, (Scaled(out, 1.0), inp))[door]
+    moved = torch.zeros(4)
+    go(Scaled(out, Moves(3.0, lambda: out.set_(moved))), inp)
+    assert moved.tolist() == [0.0, 3.0, 6.0, 9.0]
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_structure_field_rebound_by_a_later_field_is_held(door: str, path: str) -> None:
+    torch = torch_or_skip()
+    inp = torch.arange(4, dtype=torch.float32)
+    go = _launchers(struct_scale, (Scaled(torch.zeros(4), 1.0), inp))[door]
+    s = Scaled(torch.zeros(4), 1.0)
+    first = s.out
+    s.alpha = Moves(3.0, lambda: setattr(s, "out", torch.zeros(4)))
+    del first  # the structure's field was the tensor's last reference
+    import weakref
+
+    seen = weakref.ref(s.out)
+    go(s, inp)
+    # the tensor read (the field's value before the rebinding) was held through the call; nothing
+    # else refers to it now
+    assert seen() is None
+
+
+def test_a_fresh_tensor_from_a_structure_field_lives_through_the_call(path: str) -> None:
+    """A field whose getter builds a new tensor per read (64 MiB: unmapped when freed, so a write
+    through its address after it is freed faults): the launch holds what it read."""
+    torch_or_skip()
+    run_isolated(
+        """
+        import dataclasses, torch, cute_bind
+        from tests.kernels.lifetime import Scaled, struct_scale
+
+        class Fresh(Scaled):
+            pass
+
+        made = []
+
+        def fresh_out(self):
+            t = torch.zeros(16 << 20)  # 64 MiB
+            made.append(t.data_ptr())
+            return t
+
+        k = cute_bind.kernel(struct_scale)
+        inp = torch.arange(16 << 20, dtype=torch.float32)
+        h = k.bind(Scaled(torch.zeros(16 << 20), 1.0), inp)
+        s = Scaled(torch.zeros(16 << 20), 2.0)
+        Scaled.out = property(fresh_out, lambda self, v: None)  # every read of s.out is a new tensor
+        for go in (h.launch, h.with_checks().launch, k):
+            go(s, inp)
+        assert len(made) >= 3, made
+        """,
+        path,
+    )
