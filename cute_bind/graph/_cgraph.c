@@ -323,21 +323,21 @@ static PyObject *cg_set_pointers(PyObject *self, PyObject *const *args, Py_ssize
         Py_INCREF(Py_False);
         return Py_False; /* the caller raises its catalog error */
     }
-    /* a new reference to each value: a slow path may run Python code that changes the list */
+    /* the values as the call gave them: a list is read from a snapshot tuple, so a slow path's
+     * Python code that changes the list (or frees one of its values) changes nothing read here */
+    PyObject *items = is_list ? PyList_AsTuple(values) : values;
+    if (items == NULL)
+        return NULL;
+    if (!is_list)
+        Py_INCREF(items);
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (is_list && PyList_Size(values) != n) {
-            PyErr_SetString(PyExc_RuntimeError, "set_pointers: the list of values changed size while it was read");
+        int rc = setter_set_one((PointerSetter *)PyTuple_GetItem(setters, i), PyTuple_GetItem(items, i));
+        if (rc < 0) {
+            Py_DECREF(items);
             return NULL;
         }
-        PyObject *v = is_list ? PyList_GetItem(values, i) : PyTuple_GetItem(values, i);
-        if (v == NULL)
-            return NULL;
-        Py_INCREF(v);
-        int rc = setter_set_one((PointerSetter *)PyTuple_GetItem(setters, i), v);
-        Py_DECREF(v);
-        if (rc < 0)
-            return NULL;
     }
+    Py_DECREF(items);
     Py_RETURN_NONE;
 }
 

@@ -35,7 +35,6 @@ from ..launch import PreparedLaunch
 from ..launch.lifecycle import HandleState, Lifecycle, Refusal
 from ..launch.arguments import bind_arguments
 from ..slots import StreamKind, Where
-from ..slots.base import Held, HeldAddress
 from .driver import CudaDriver, Driver, KernelParams, Node
 from .mapping import LAUNCH_EFFECTS, Capture, Effect, Item, classify, combine, items_of, noise_mask, probe_values
 
@@ -657,8 +656,6 @@ class Graph(Lifecycle):
             cur = where[0][0].buf[where[0][1] : where[0][1] + b - a] if where else data[a:b]
             if new != cur:
                 changed.append((it, eff, where, new))
-        if not changed:
-            return
         derived = [c for c in changed if not c[1].in_place]
         if derived:
             policy = self._policy.get((st.index, j), "rerecord" if self._derived == "rerecord" else "fixed")
@@ -673,13 +670,16 @@ class Graph(Lifecycle):
                     got=repr(value),
                 )
             self._pending.add(st.index)
+        # the graph holds what it was given (the tensor, array or buffer itself, and what its address
+        # was read through) until the slot's next update or close(): the caller may drop it after
+        # update()/replay() returns while the nodes keep its address
+        st.owners[j] = None if type(value) in (int, float, bool) else (value, packed)
         dirty = self._dirty
         for it, _eff, where, new in changed:
             data[it.start : it.end] = new
             for buf, off in where:
                 buf.buf[off : off + len(new)] = new
                 dirty[buf.key] = buf.pair
-        st.owners[j] = packed if isinstance(packed, (Held, HeldAddress)) else None
 
     def updater(self, step: Step | int | PreparedLaunch[Any], parameter: str) -> Callable[[Any], None]:
         """A function that stages a new value of ``parameter`` of ``step`` (the replay loop's fast path).
@@ -788,7 +788,8 @@ class Graph(Lifecycle):
         def set_all(values: Sequence[Any]) -> None:
             if not isinstance(values, (list, tuple)) or len(values) != count:
                 raise wrong(values)
-            for f, v in zip(setters, values):
+            # a snapshot: a setter's conversion may change the list (the C batch reads one too)
+            for f, v in zip(setters, tuple(values)):
                 f(v)
 
         return set_all

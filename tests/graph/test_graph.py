@@ -834,3 +834,60 @@ def test_misuse_of_an_empty_graph_does_not_name_a_kernel_graph():
         g.replay()
     assert "kernel 'graph'" not in str(info.value) and "none recorded yet" in str(info.value)
     g.close()
+
+
+# ------------------------------------------------------------------ issue 39 row 2: staged values are held
+@pytest.mark.parametrize("door", ["update", "replay_by_name", "replay_whole", "updater"])
+def test_a_value_staged_by_update_or_replay_lives_until_the_next_update(door, replay_loop):
+    """An array given to g.update(...), g.replay({step: {...}}) or an updater, then dropped by the
+    caller, stays alive while the nodes hold its address (before: freed, the next replay read it)."""
+    import gc
+    import weakref
+
+    handles = _chain_handles()
+    g, steps = record(list(zip(handles, _chain_args(((0, 2.0, N), (1.0, N), (1.0, N))))))
+    temp = INS[3].copy()
+    gone = weakref.ref(temp)
+    if door == "update":
+        g.update(steps[0], inp=temp)
+    elif door == "replay_by_name":
+        g.replay({steps[0]: {"inp": temp}})
+    elif door == "replay_whole":
+        g.replay({steps[0]: (addr(OUTS[0]), temp, 2.0, N, 0)})
+    else:
+        g.updater(steps[0], "inp")(temp)
+    del temp
+    gc.collect()
+    assert gone() is not None  # held by the graph
+    g.replay()
+    assert np.array_equal(OUTS[0], INS[3] * np.float32(2.0))
+    g.update(steps[0], inp=addr(INS[1]))  # replaced: let go
+    gc.collect()
+    assert gone() is None
+    g.close()
+
+
+def test_a_batched_updater_reads_a_snapshot_of_a_list_a_setter_changes(setter_path):
+    """A value's conversion that empties the value list no longer raises a plain RuntimeError: the
+    batch reads the list as given (issue 39 row 15)."""
+    o, i, other, i2 = arr(370), arr(371), arr(372), arr(373)
+    h = bind(K.scale, addr(o), addr(i), 2.0, N, 0)
+    g, (s,) = record([(h, (addr(o), addr(i), 2.0, N, 0))])
+    set_both = g.updaters([(s, "out"), (s, "inp")])
+
+    class Shrinks:
+        """An array-like whose address is read through the checked path, which empties the list."""
+
+        def __init__(self, a):
+            self.a = a
+
+        @property
+        def __array_interface__(self):
+            values.clear()
+            return self.a.__array_interface__
+
+    values = [Shrinks(other), addr(i2)]
+    set_both(values)
+    g.replay()
+    assert np.array_equal(other, i2 * np.float32(2.0))  # both values of the call staged
+    g.close()
