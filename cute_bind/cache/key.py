@@ -24,13 +24,22 @@ What goes in (see docs/concepts/cache.md):
   process, kept in memory only), Python version, machine, CPU model and
   every ``CUTE_DSL_*`` setting.
 
-A name bound to an object whose state has no stable spelling (its ``repr``
-shows an address) cannot be seen: such a key raises :class:`Uncacheable`
-unless the kernel vouches for it with ``cache_key=``.
+Values are read by their exact type, never through the object's own code:
+no ``repr``, ``str``, ``==``, ``hash``, ``__getattr__``/``__getattribute__``
+or property of a value's class is called (a client's object may hold a
+``cute.Layout`` of a finished trace, whose ``repr`` crashes the process).
+A few standard library types whose ``repr`` is exact (``range``,
+``Decimal``, paths...) are spelled by it; DSL numbers made in Python
+(``cutlass.Int32(3)``) by their value. A name bound to any other object
+cannot be seen: such a key raises :class:`Uncacheable` (CB608, the compile
+is not stored) unless the kernel vouches for it with ``cache_key=``. So does
+any failure while spelling (an exception, a recursion too deep): the key
+never raises anything else into ``bind()``.
 """
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import enum
 import functools
@@ -43,6 +52,7 @@ import platform
 import struct
 import sys
 import types
+import typing
 from typing import Any, Hashable
 
 from .. import dsl
@@ -70,6 +80,108 @@ def _loaded(name: str) -> Any:
     """NumPy or torch if this process imported it, else None: never imported here (a value of one of
     their types, subclasses defined elsewhere included, means the module already is)."""
     return sys.modules.get(name)
+
+
+# ------------------------------------------------------------------ reading foreign objects without running their code
+# The key reads values the kernel's code names: any object at all, a client's operator class holding
+# ``cute.Layout`` values among them. Such an object's own methods (``repr``, ``str``, ``__eq__``,
+# ``__getattr__``, a property) may run anything, and a layout whose MLIR context is gone crashes the
+# process on ``repr``. So the key reads an object only through the machinery of ``type`` and ``object``
+# themselves (a class's own dictionary, its MRO, slot descriptors, the instance dictionary), and spells by
+# ``repr`` only values of a few types whose ``repr`` it knows; anything else it cannot spell is
+# :class:`Uncacheable` (CB608, not cached), never a call into the object.
+_TYPE_DICT = type.__dict__["__dict__"].__get__  # cls -> its own mappingproxy (no metaclass code)
+_TYPE_MRO = type.__dict__["__mro__"].__get__
+_TYPE_MODULE = type.__dict__["__module__"].__get__
+_TYPE_QUALNAME = type.__dict__["__qualname__"].__get__
+_OBJECT_GETATTRIBUTE = object.__dict__["__getattribute__"]
+_MODULE_DICT = _TYPE_DICT(types.ModuleType)["__dict__"].__get__  # a module's namespace, without its class's attribute hooks
+_MISSING = object()
+
+
+def _class_lookup(cls: type, name: str) -> Any:
+    """``name`` as found in ``cls``'s MRO dictionaries (no descriptor is called), or ``_MISSING``."""
+    for klass in _TYPE_MRO(cls):
+        d = _TYPE_DICT(klass)
+        if name in d:
+            return d[name]
+    return _MISSING
+
+
+def _type_name(cls: type) -> str:
+    """``module.qualname`` of a class, read from the class itself (a metaclass's attributes are not consulted)."""
+    try:
+        module, qualname = _TYPE_MODULE(cls), _TYPE_QUALNAME(cls)
+    except Exception:  # pragma: no cover - every class has both
+        return "?.?"
+    return f"{module if type(module) is str else '?'}.{qualname if type(qualname) is str else '?'}"
+
+
+def _instance_dict(obj: Any, cls: type) -> dict[str, Any] | None:
+    """The instance dictionary of ``obj`` when ``type``'s own ``__dict__`` descriptor gives it; None: it has none.
+
+    Raises :class:`Uncacheable` where a class redefines ``__dict__`` (reading it would run that code)."""
+    d = _class_lookup(cls, "__dict__")
+    if d is _MISSING:
+        return None
+    if type(d) is not types.GetSetDescriptorType:
+        raise Uncacheable(f"{_type_name(cls)} redefines __dict__ (reading its state would run its code)")
+    try:
+        value = d.__get__(obj, cls)
+    except AttributeError:  # pragma: no cover - a getset of a class without a dict
+        return None
+    return value if type(value) is dict else None
+
+
+def _is_data_descriptor(attr: Any) -> bool:
+    t = type(attr)
+    return _class_lookup(t, "__set__") is not _MISSING or _class_lookup(t, "__delete__") is not _MISSING
+
+
+def _read(obj: Any, cls: type, name: str) -> Any:
+    """``obj.name`` as a plain attribute read would give it, without running the class's code.
+
+    A slot, the instance dictionary and a plain class attribute are read; a class that redefines
+    ``__getattribute__`` or ``__getattr__`` (for a missing name), a property or any other descriptor
+    would run code: :class:`Uncacheable`."""
+    if _class_lookup(cls, "__getattribute__") is not _OBJECT_GETATTRIBUTE:
+        raise Uncacheable(f"{_type_name(cls)} defines __getattribute__ (reading .{name} would run its code)")
+    attr = _class_lookup(cls, name)
+    if attr is not _MISSING and _is_data_descriptor(attr):
+        if type(attr) is types.MemberDescriptorType:  # a __slots__ entry: read by the interpreter
+            try:
+                return attr.__get__(obj, cls)
+            except AttributeError:
+                raise Uncacheable(f"{_type_name(cls)}.{name} is not set") from None
+        raise Uncacheable(f"{_type_name(cls)}.{name} is a {_type_name(type(attr))} (reading it would run code)")
+    d = _instance_dict(obj, cls)
+    if d is not None and name in d:
+        return d[name]
+    if attr is _MISSING:
+        raise Uncacheable(f"{_type_name(cls)} has no attribute {name!r} of its own")
+    if _class_lookup(type(attr), "__get__") is not _MISSING:
+        raise Uncacheable(f"{_type_name(cls)}.{name} is a {_type_name(type(attr))} (reading it would run code)")
+    return attr
+
+
+def _state(obj: Any, cls: type) -> dict[str, Any]:
+    """An object's own attributes: its instance dictionary and its slots (an unset slot is left out).
+
+    What a traced method reads as ``self.x``; read without running the object's code (see :func:`_read`)."""
+    if _class_lookup(cls, "__getattribute__") is not _OBJECT_GETATTRIBUTE:
+        raise Uncacheable(f"{_type_name(cls)} defines __getattribute__ (reading its attributes would run its code)")
+    state: dict[str, Any] = {}
+    for klass in reversed(_TYPE_MRO(cls)):
+        for name, attr in _TYPE_DICT(klass).items():
+            if type(attr) is types.MemberDescriptorType and type(name) is str:
+                try:
+                    state[name] = attr.__get__(obj, cls)
+                except AttributeError:
+                    state.pop(name, None)
+    d = _instance_dict(obj, cls)
+    if d is not None:
+        state.update(d)
+    return state
 
 
 def exact_form(value: Any, depth: int = 0) -> Hashable:
@@ -189,8 +301,30 @@ def constexpr_value(key_part: Any) -> Any:
     return key_part.value if key_part.__class__ is Exact else key_part
 
 
+#: callables whose ``__module__``/``__qualname__`` are the interpreter's own fields (no class can override them)
+_PLAIN_CALLABLES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+    types.ClassMethodDescriptorType,
+)
+
+
 def _qualname(obj: Any) -> str:
-    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', getattr(obj, '__name__', '?'))}"
+    """``module.qualname`` of a class or a function; of anything else, its class's (never a foreign attribute read)."""
+    t = type(obj)
+    if issubclass(t, type):
+        return _type_name(obj)
+    if t in _PLAIN_CALLABLES:
+        module = getattr(obj, "__module__", None)
+        if module is None and t is not types.FunctionType:
+            objclass = getattr(obj, "__objclass__", None)  # a slot wrapper or method descriptor: its class's module
+            module = _TYPE_MODULE(objclass) if isinstance(objclass, type) else None
+        qualname = getattr(obj, "__qualname__", None)
+        return f"{module if type(module) is str else '?'}.{qualname if type(qualname) is str else '?'}"
+    return _type_name(t)
 
 
 def _covered_module(name: str | None) -> bool:
@@ -261,7 +395,7 @@ class _Hasher:
         self.depends.append(_qualname(fn))
         self.feed("function", _qualname(fn), _code_source(code))  # decorators included: the block starts at the first
         self.feed("defaults", self.canon(fn.__defaults__), self.canon(fn.__kwdefaults__))
-        self.feed("annotations", self.canon({k: _spell_annotation(v) for k, v in getattr(fn, "__annotations__", {}).items()}))
+        self.feed("annotations", self.canon({k: self.annotation(v) for k, v in fn.__annotations__.items()}))
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
             try:
                 contents = cell.cell_contents
@@ -277,55 +411,81 @@ class _Hasher:
 
     def named(self, label: str, value: Any, names: set[str]) -> None:
         """One name a traced function can read: recurse into code, spell values."""
-        if isinstance(value, types.ModuleType):
-            self.feed("module", label, value.__name__)
-            if not _covered_module(value.__name__) and id(value) not in self._seen:
+        t = type(value)
+        if issubclass(t, types.ModuleType):
+            if t is not types.ModuleType and _class_lookup(t, "__getattribute__") is not _class_lookup(
+                types.ModuleType, "__getattribute__"
+            ):
+                # a lazy module (importlib.util.LazyLoader) loads on an attribute read: that runs its code
+                raise Uncacheable(f"{label} is a module of class {_type_name(t)}, whose attribute reads run code")
+            contents = _MODULE_DICT(value)
+            module_name = contents.get("__name__")
+            module_name = module_name if type(module_name) is str else "?"
+            self.feed("module", label, module_name)
+            if not _covered_module(module_name) and id(value) not in self._seen:
                 self._seen.add(id(value))
                 for attr in sorted(names):
-                    if attr in value.__dict__:
-                        self.named(f"{value.__name__}.{attr}", value.__dict__[attr], names)
+                    if attr in contents:
+                        self.named(f"{module_name}.{attr}", contents[attr], names)
             return
-        self.feed("name", label, self.canon(value))
+        try:
+            spelled = self.canon(value)
+        except Uncacheable as exc:
+            raise Uncacheable(f"{label}: {exc}") from None
+        self.feed("name", label, spelled)
 
     def canon(self, v: Any, depth: int = 0) -> str:
-        """A stable spelling of a value; code is hashed recursively; raises :class:`Uncacheable`."""
+        """A stable spelling of a value; code is hashed recursively; raises :class:`Uncacheable`.
+
+        Only the value's exact type decides how it is read, and no method of the value's own class is
+        called (no ``repr``, ``str``, ``==``, ``hash``, attribute hook or property): see :func:`_read`.
+        """
         if depth > 12:
             raise Uncacheable("a value nested too deeply to spell")
         t = type(v)
-        if v is None or t in (bool, int, str, bytes):
+        if v is None or t is bool or t is str or t is bytes:
             return f"{t.__name__}:{v!r}"
+        if t is int:
+            try:
+                return f"int:{v!r}"
+            except ValueError:  # more digits than sys.get_int_max_str_digits() allows: hexadecimal is never limited
+                return f"int:{hex(v)}"
         if t is float:  # by its bits: repr gives -0.0 and 0.0 apart, but every NaN the same spelling
             return "float:" + _F64.pack(v).hex()
         if t is complex:
             return "complex:" + _F64.pack(v.real).hex() + _F64.pack(v.imag).hex()
         if t is Exact:  # a Constexpr value in a compile key
             return self.canon(v.value, depth)
-        if t in (tuple, list):
+        if t is tuple or t is list:
             return f"{t.__name__}(" + ",".join(self.canon(x, depth + 1) for x in v) + ")"
-        if isinstance(v, tuple):  # a named tuple: its repr would round nothing, but spell its items like a tuple's
-            return f"{self._class(t)}(" + ",".join(self.canon(x, depth + 1) for x in v) + ")"
+        if issubclass(t, tuple):  # a named tuple: its items, read by tuple's own methods (not an __iter__ of its class)
+            items = [tuple.__getitem__(v, i) for i in range(tuple.__len__(v))]
+            return f"{self._class(t)}(" + ",".join(self.canon(x, depth + 1) for x in items) + ")"
         array = self._array(v, t, depth)
         if array is not None:
             return array
-        if t in (set, frozenset):
+        if t is set or t is frozenset:
             return f"{t.__name__}(" + ",".join(sorted(self.canon(x, depth + 1) for x in v)) + ")"
         if t is dict:
             return "dict(" + ",".join(sorted(f"{self.canon(k, depth + 1)}={self.canon(x, depth + 1)}" for k, x in v.items())) + ")"
-        if isinstance(v, enum.Enum):
-            return f"enum:{_qualname(t)}.{v.name}"
-        if isinstance(v, type):
+        if issubclass(t, enum.Enum):
+            name = _read(v, t, "_name_")
+            if type(name) is not str:
+                raise Uncacheable(f"a member of {_type_name(t)} without a name")
+            return f"enum:{_type_name(t)}.{name}"
+        if issubclass(t, type):
             return self._class(v)
-        if isinstance(v, (staticmethod, classmethod)):
+        if t is staticmethod or t is classmethod:
             return self.canon(v.__func__, depth + 1)
-        if isinstance(v, property):
+        if t is property:
             return "property(" + ",".join(self.canon(f, depth + 1) for f in (v.fget, v.fset, v.fdel)) + ")"
-        if isinstance(v, functools.partial):
+        if t is functools.partial:
             return f"partial({self.canon(v.func, depth + 1)},{self.canon(v.args, depth + 1)},{self.canon(v.keywords, depth + 1)})"
-        if isinstance(v, (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType)):
+        if t in _PLAIN_CALLABLES and t is not types.FunctionType:
             return f"builtin:{_qualname(v)}"
-        if isinstance(v, types.MethodType):
+        if t is types.MethodType:
             return f"method({self.canon(v.__func__, depth + 1)},{self.canon(v.__self__, depth + 1)})"
-        if callable(v) and (inspect.isfunction(v) or hasattr(v, "__wrapped__")):
+        if t is types.FunctionType or (callable(v) and _has_wrapped(v, t)):
             chain = dsl.traced_functions(v)
             if chain:
                 for f in chain:
@@ -334,18 +494,60 @@ class _Hasher:
                     else:
                         self.function(f)
                 return "code:" + "|".join(_qualname(f) for f in chain)
-        if dataclasses.is_dataclass(v):
-            fields = ",".join(f"{f.name}={self.canon(getattr(v, f.name), depth + 1)}" for f in dataclasses.fields(v))
-            return f"{self._class(t)}({fields})"
-        text = repr(v)
-        if " at 0x" in text or " object at " in text:
-            if self.lenient:
-                return f"opaque:{_qualname(t)}"
-            raise Uncacheable(f"{_qualname(t)} {text[:80]} (its repr shows no state)")
-        return f"{_qualname(t)}:{text}"
+            if t is types.FunctionType and _covered_module(v.__module__ if type(v.__module__) is str else None):
+                return f"covered:{_qualname(v)}"  # the DSL's own function (or the standard library's): its version covers it
+        fields = _class_lookup(t, "__dataclass_fields__")
+        if fields is not _MISSING and type(fields) is dict:  # a dataclass instance: its fields, read as plain attributes
+            names = [f.name for f in fields.values() if type(f) is dataclasses.Field and f._field_type is dataclasses._FIELD]  # type: ignore[attr-defined]
+            try:
+                values = [_read(v, t, n) for n in names]
+            except Uncacheable:
+                if self.lenient:
+                    return f"opaque:{_type_name(t)}"
+                raise
+            spelled = ",".join(f"{n}={self.canon(x, depth + 1)}" for n, x in zip(names, values))
+            return f"{self._class(t)}({spelled})"
+        if t is slice:
+            return f"slice({self.canon((v.start, v.stop, v.step), depth + 1)})"
+        known = _known_value(v, t)
+        if known is not None:
+            return known
+        numeric = _dsl_number(v, t)
+        if numeric is not None:
+            return f"dsl-number:{_type_name(t)}:{self.canon(numeric, depth + 1)}"
+        if self.lenient:
+            return f"opaque:{_type_name(t)}"
+        raise Uncacheable(
+            f"a {_type_name(t)} value: the key spells numbers, strings, containers, enums, dataclasses, arrays, classes "
+            "and functions, and never calls an object's own repr or methods"
+        )
+
+    def annotation(self, annotation: Any) -> str:
+        """An annotation's spelling: as a value, where that is refused its type (annotations decide slot kinds,
+        which the compile key holds)."""
+        if type(annotation) is str:
+            return f"str:{annotation!r}"
+        t = type(annotation)
+        typing_module = _TYPE_MODULE(t) == "typing" or t is types.GenericAlias or t is types.UnionType
+        if typing_module:
+            origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+            if origin is None:  # TypeVar, ForwardRef, a special form: typing's own repr names them
+                return f"typing:{_type_name(t)}:{annotation!r}"
+            parts = [self.annotation(origin), *(self.annotation(a) for a in args)]  # Annotated's metadata among the args
+            return f"typing:{_type_name(t)}[" + ",".join(parts) + "]"
+        if type(annotation) is list:  # Callable[[...], ...]'s argument list
+            return "list[" + ",".join(self.annotation(a) for a in annotation) + "]"
+        try:
+            return self.canon(annotation)
+        except Uncacheable:
+            return f"opaque:{_type_name(t)}"
 
     def _array(self, v: Any, t: type, depth: int) -> str | None:
-        """Arrays by their bytes, dtype, shape and strides (a repr rounds values and elides long arrays); None: not one."""
+        """Arrays by their bytes, dtype, shape and strides (a repr rounds values and elides long arrays); None: not one.
+
+        A NumPy array (or scalar) is read through ``np.ndarray``'s (``np.generic``'s) own descriptors and
+        methods, so a subclass's overrides never run; a torch tensor only where its class adds nothing
+        that would run on the reads (see :meth:`_tensor`)."""
         if t is bytearray:
             return "bytearray:" + hashlib.sha256(v).hexdigest()
         if t is memoryview:
@@ -353,23 +555,29 @@ class _Hasher:
                 return f"memoryview:{v.format}:{v.shape}:" + hashlib.sha256(v.tobytes()).hexdigest()
             except ValueError:  # released
                 raise Uncacheable("a released memoryview") from None
-        if t.__module__ == "array" and t.__name__ == "array":
+        if t is array.array:
             return f"array:{v.typecode}:" + hashlib.sha256(v.tobytes()).hexdigest()
         np = _loaded("numpy")
-        if np is not None and isinstance(v, np.generic):  # np.float32(-0.0): by its bits
-            return f"numpy:{_qualname(t)}:{v.dtype.str}:{v.tobytes().hex()}"
-        if np is not None and isinstance(v, np.ndarray):
-            dtype = v.dtype.str + (repr(v.dtype.descr) if v.dtype.fields else "")
-            if v.dtype.hasobject:  # its bytes are addresses: spell the objects
-                body = self.canon(v.tolist(), depth + 1)
+        if np is not None and issubclass(t, np.generic):  # np.float32(-0.0): by its bits
+            g = np.generic
+            return f"numpy:{_type_name(t)}:{g.dtype.__get__(v).str}:{g.tobytes(v).hex()}"
+        if np is not None and issubclass(t, np.ndarray):
+            a = np.ndarray
+            dt = a.dtype.__get__(v)
+            dtype = dt.str + (repr(dt.descr) if dt.fields else "")
+            shape, strides = a.shape.__get__(v), a.strides.__get__(v)
+            if dt.hasobject:  # its bytes are addresses: spell the objects
+                body = self.canon(a.tolist(v), depth + 1)
             else:
-                body = hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()
+                body = hashlib.sha256(a.tobytes(v)).hexdigest()  # C order, whatever the strides
             extra = ""
-            if t is not np.ndarray and hasattr(v, "__dict__"):  # a subclass's own state (a masked array's mask)
-                extra = self.canon(dict(vars(v)), depth + 1)
-            return f"ndarray:{_qualname(t)}:{dtype}:{v.shape}:{v.strides}:{body}:{extra}"
+            if t is not np.ndarray:  # a subclass's own state (a masked array's mask)
+                state = _instance_dict(v, t)
+                if state is not None:
+                    extra = self.canon(dict(state), depth + 1)
+            return f"ndarray:{_type_name(t)}:{dtype}:{shape}:{strides}:{body}:{extra}"
         torch = _loaded("torch")
-        if torch is not None and isinstance(v, torch.Tensor):
+        if torch is not None and issubclass(t, torch.Tensor):
             return self._tensor(torch, v, t)
         return None
 
@@ -379,35 +587,99 @@ class _Hasher:
         Reading another device's tensor would copy it to the host and wait for
         the device on every key made, and a traced function that names a device
         tensor more likely bakes in its address, which no key can spell across
-        processes: it needs ``cache_key=`` (or to be a parameter).
+        processes: it needs ``cache_key=`` (or to be a parameter). A subclass is
+        read only when no class of its outside torch defines anything (methods,
+        ``__torch_function__``, properties): its reads would run that code.
         """
+        for klass in _TYPE_MRO(t):
+            module = _TYPE_MODULE(klass)
+            if klass is object or (type(module) is str and module.partition(".")[0] == "torch"):
+                continue
+            own = [n for n in _TYPE_DICT(klass) if n not in _INERT_CLASS_NAMES]
+            if own:
+                if self.lenient:
+                    return f"opaque:{_type_name(t)}"
+                raise Uncacheable(
+                    f"a torch tensor of class {_type_name(t)}, which defines {sorted(own)[:3]} (reading it would run that code)"
+                )
         if v.device.type != "cpu" or v.layout is not torch.strided or v.is_quantized:
             if self.lenient:
-                return f"opaque:{_qualname(t)}"
+                return f"opaque:{_type_name(t)}"
             raise Uncacheable(f"a torch tensor on {v.device} ({v.layout}): only a dense CPU tensor is spelled by its bytes")
         data = v.detach().resolve_conj().resolve_neg().contiguous()
         raw = data.reshape(-1).view(torch.uint8).numpy().tobytes() if data.numel() else b""
-        return f"tensor:{_qualname(t)}:{v.dtype}:{tuple(v.shape)}:{tuple(v.stride())}:" + hashlib.sha256(raw).hexdigest()
+        return f"tensor:{_type_name(t)}:{v.dtype}:{tuple(v.shape)}:{tuple(v.stride())}:" + hashlib.sha256(raw).hexdigest()
 
     def _class(self, cls: type) -> str:
-        if _covered_module(cls.__module__) or id(cls) in self._seen:
-            return f"type:{_qualname(cls)}"
+        name = _type_name(cls)
+        if _covered_module(_TYPE_MODULE(cls) if type(_TYPE_MODULE(cls)) is str else None) or id(cls) in self._seen:
+            return f"type:{name}"
         self._seen.add(id(cls))
         try:
             source = inspect.getsource(cls)
         except (OSError, TypeError):
             source = ""  # a class without Python source (an extension type): its module's version covers it
-        self.feed("class", _qualname(cls), source)
-        for name, member in sorted(vars(cls).items()):
-            if inspect.isfunction(member) or isinstance(member, (staticmethod, classmethod, property)):
-                self.feed("member", name, self.canon(member, 1))
-        return f"type:{_qualname(cls)}"
+        except Exception as exc:  # a source file changed into something ast cannot parse, a class that lies about itself
+            raise Uncacheable(f"the source of class {name} cannot be read ({_type_name(type(exc))})") from None
+        self.feed("class", name, source)
+        for member_name, member in sorted(_TYPE_DICT(cls).items(), key=lambda item: str(item[0])):
+            mt = type(member)
+            if mt is types.FunctionType or mt is staticmethod or mt is classmethod or mt is property:
+                self.feed("member", str(member_name), self.canon(member, 1))
+        return f"type:{name}"
 
 
-def _spell_annotation(annotation: Any) -> str:
-    # annotations decide slot kinds; their repr is stable for every eligible kind
-    text = repr(annotation)
-    return text if " at 0x" not in text else _qualname(type(annotation))
+#: what every class's own dictionary holds without defining behaviour
+_INERT_CLASS_NAMES = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__", "__slots__"})
+
+
+def _has_wrapped(v: Any, t: type) -> bool:
+    """Whether ``v`` carries ``__wrapped__`` (a decorator's wrapper) in its own dictionary or its class's, and
+    reading it runs no code of its class (no ``__getattribute__`` of its own)."""
+    if t is not types.FunctionType and _class_lookup(t, "__getattribute__") is not _OBJECT_GETATTRIBUTE:
+        return False
+    if _class_lookup(t, "__wrapped__") is not _MISSING:
+        return True
+    try:
+        d = _instance_dict(v, t)
+    except Uncacheable:
+        return False
+    return d is not None and "__wrapped__" in d
+
+
+def _known_value(v: Any, t: type) -> str | None:
+    """The spelling of a value of a standard library type whose ``repr`` is exact and runs no foreign code
+    (exact types only: a subclass may redefine it); None: not one."""
+    if t is range:
+        return f"range:{v.start!r}:{v.stop!r}:{v.step!r}"
+    if v is Ellipsis or v is NotImplemented:
+        return f"const:{v!r}"
+    decimal = sys.modules.get("decimal")
+    if decimal is not None and t is decimal.Decimal:
+        return f"decimal:{v!r}"
+    fractions = sys.modules.get("fractions")
+    if fractions is not None and t is fractions.Fraction and type(v.numerator) is int and type(v.denominator) is int:
+        return f"fraction:{hex(v.numerator)}/{hex(v.denominator)}"
+    pathlib = sys.modules.get("pathlib")
+    if pathlib is not None and t in (pathlib.PurePosixPath, pathlib.PureWindowsPath, pathlib.PosixPath, pathlib.WindowsPath):
+        return f"path:{t.__name__}:{os.fspath(v)!r}"
+    re = sys.modules.get("re")
+    if re is not None and t is re.Pattern:
+        return f"pattern:{v.flags}:{v.pattern!r}"
+    return None
+
+
+def _dsl_number(v: Any, t: type) -> Any:
+    """A DSL number made in Python (``cutlass.Int32(3)``): its plain Python value; None: not one (a number
+    that holds an MLIR value from a trace has no value to read)."""
+    if not dsl.is_numeric_type(t) or not _covered_module(_TYPE_MODULE(t) if type(_TYPE_MODULE(t)) is str else None):
+        return None
+    try:
+        d = _instance_dict(v, t)
+    except Uncacheable:
+        return None
+    value = None if d is None else d.get("value")
+    return value if type(value) in (int, float, bool) else None
 
 
 def canonical(value: Any) -> str:
@@ -484,25 +756,68 @@ def environment() -> dict[str, str]:
     }
 
 
+def _traced(obj: Any) -> list[Any]:
+    """:func:`dsl.traced_functions` of a function or a wrapper that carries ``__wrapped__`` (read without running
+    the object's code); ``[]`` for any other object (a callable object's attributes are never asked for)."""
+    t = type(obj)
+    if t is types.FunctionType or _has_wrapped(obj, t):
+        return dsl.traced_functions(obj)
+    return []
+
+
+def _first_unspelled(h: _Hasher, state: dict[Any, Any]) -> str | None:
+    """``"self.x: why"`` for the first attribute of a callable object the key cannot spell (for the message)."""
+    for name, value in state.items():
+        try:
+            h.canon(value)
+        except Uncacheable as exc:
+            return f"self.{name if type(name) is str else '?'}: {exc}"
+    return None
+
+
 def entry_key(kernel: Any, compile_key: Any) -> tuple[str, list[str]]:
     """``(key, functions hashed)`` for one compile of ``kernel`` (a :class:`cute_bind.Kernel`).
 
     Raises :class:`Uncacheable` when something the compile depends on has no
-    stable spelling and the kernel gives no ``cache_key=``.
+    stable spelling and the kernel gives no ``cache_key=``; also when spelling
+    it fails in any other way (an exception, a recursion too deep): the
+    compile is then not cached, and ``bind()`` goes on (CB608).
     """
+    try:
+        return _entry_key(kernel, compile_key)
+    except Uncacheable:
+        raise
+    except RecursionError:
+        raise Uncacheable("the functions and values the kernel reaches nest too deeply to spell") from None
+    except Exception as exc:
+        # never str() or repr() of the exception: it may come from (and be) a foreign object
+        raise Uncacheable(f"spelling the compile's inputs raised {_type_name(type(exc))}") from exc
+
+
+def _entry_key(kernel: Any, compile_key: Any) -> tuple[str, list[str]]:
     user_key = getattr(kernel, "cache_key", None)
     h = _Hasher(lenient=user_key is not None)
-    h.feed("format", str(FORMAT), "kernel", repr(kernel))
+    # the kernel by its name and class, never its repr (a callable object's repr is its client's code)
+    name = getattr(kernel, "name", None)
+    h.feed("format", str(FORMAT), "kernel", name if type(name) is str else "?", _type_name(type(kernel)))
     for k, v in environment().items():
         h.feed(k, v)
     h.feed("compile", h.canon(compile_key))
     if user_key is not None:
         h.feed("cache_key", h.canon(user_key))
-    for fn in dsl.traced_functions(kernel.fn) or [kernel.fn]:
-        if not hasattr(fn, "__code__") and callable(getattr(type(fn), "__call__", None)):
-            # a callable object whose __call__ is @cute.jit: its class's method, and the object's
-            # own attributes (read while tracing as self.x), spelled like any other data
-            h.feed("callable-object", _qualname(type(fn)), h.canon(dict(getattr(fn, "__dict__", {}))))
-            fn = inspect.unwrap(type(fn).__call__)
+    for fn in _traced(kernel.fn) or [kernel.fn]:
+        t = type(fn)
+        call = _class_lookup(t, "__call__") if t is not types.FunctionType else _MISSING
+        if call is not _MISSING:
+            # a callable object whose __call__ is @cute.jit: its class (source and methods) and the object's
+            # own attributes (read while tracing as self.x), spelled like any other data, read without
+            # running the object's code (a client's operator object may hold layouts of a dead MLIR context)
+            state = _state(fn, t)
+            try:
+                spelled = h.canon(state)
+            except Uncacheable as exc:
+                raise Uncacheable(f"{_type_name(t)} object: {_first_unspelled(h, state) or exc}") from None
+            h.feed("callable-object", h._class(t), spelled)
+            fn = inspect.unwrap(typing.cast(Any, call))
         h.function(fn)
     return h.hexdigest(), h.depends

@@ -202,10 +202,14 @@ CACHE_SKIPPED = _entry(
     explanation="""
     An entry may only be reused when everything its compile read is in its
     key. The key spells the values of the names the kernel and its helpers
-    read (numbers, strings, tuples, enums, dataclasses, functions by their
-    source); an object whose `repr` shows an address (its state invisible)
+    read (numbers, strings, tuples, enums, dataclasses, arrays, functions by
+    their source, a callable kernel object's attributes); any other object
     could change without the key changing, so such a compile is never
-    stored rather than risk loading a stale kernel. The same happens when
+    stored rather than risk loading a stale kernel. The key reads values
+    without calling their own code (no `repr`, `==` or attribute hooks: a
+    `cute.Layout` kept from a finished trace crashes the process on
+    `repr`), so an object it does not know is refused, not guessed at; so
+    is a value whose spelling fails in any other way. The same happens when
     the DSL cannot export the compiled function (e.g. TVM-FFI compile
     options). The kernel works as without the cache. Issued once per kernel
     and cause.
