@@ -122,11 +122,11 @@ def make_ops():
     # Mutating: the caller passes `out`; nothing else to declare.
     scale_add_ = cute_bind.torch.op("tutorial::scale_add_", fwd, mutates_args=("out",))
 
-    print(scale_add_op.schema)  # (Tensor x, Tensor res, float alpha) -> Tensor
-    print(scale_add_.schema)  # (Tensor(a0!) out, Tensor x, Tensor res, float alpha) -> ()
+    print(scale_add_op.schema)  # (Tensor x, Tensor res, Scalar alpha) -> Tensor
+    print(scale_add_.schema)  # (Tensor(a0!) out, Tensor x, Tensor res, Scalar alpha) -> ()
     # --8<-- [end:ops]
-    assert scale_add_op.schema == "(Tensor x, Tensor res, float alpha) -> Tensor"
-    assert scale_add_.schema == "(Tensor(a0!) out, Tensor x, Tensor res, float alpha) -> ()"
+    assert scale_add_op.schema == "(Tensor x, Tensor res, Scalar alpha) -> Tensor"
+    assert scale_add_.schema == "(Tensor(a0!) out, Tensor x, Tensor res, Scalar alpha) -> ()"
     return scale_add_op, scale_op, scale_add_
 
 

@@ -39,7 +39,7 @@ from .. import diagnostics as D
 from .._generated import compile_source
 from ..jit import Kernel
 from ..launch.arguments import bind_arguments
-from ..slots import Where, describe_value
+from ..slots import ScalarKind, SequenceKind, Where, describe_value
 from . import eager
 from .schema import OpParam, OpPlan, parse_name, plan_op
 
@@ -373,6 +373,62 @@ def _diagnoser(plan: OpPlan, kernel: Kernel[Any], rt: _Runtime) -> Callable[[Bas
     return diagnose
 
 
+def _number_converter(plan: OpPlan, kernel: Kernel[Any], p: OpParam, rt: _Runtime) -> Callable[[Any], Any]:
+    """A ``Scalar`` (or ``Scalar[]``, ``Scalar?``) input's value as a plain Python number, checked as ``kernel(...)`` checks it.
+
+    The generated call hands the dispatcher its number arguments through this
+    (for a value not exactly an ``int``, ``float`` or ``bool``), so that path
+    takes what the eager call takes (a NumPy scalar, a one-element integer
+    tensor for an integer slot, a 0-d tensor for a float slot: torch's
+    ``Scalar`` parser refuses them) and refuses the rest with the eager call's
+    code (CB204, CB205) before torch's parser sees it. A ``SymInt``/``SymFloat``/
+    ``SymBool`` (a traced size) goes through as it is.
+    """
+    slot = next(q.slot for q in kernel.signature.params if q.name == p.name)
+    where = Where(plan.kernel, p.name)
+    torch = rt.torch
+    symbolic = tuple(t for t in (getattr(torch, "SymInt", None), getattr(torch, "SymFloat", None), getattr(torch, "SymBool", None)) if t)
+    exact = (int, float, bool)
+
+    def one(kind: Any, value: Any) -> Any:
+        if isinstance(value, symbolic):
+            return value
+        if isinstance(kind, ScalarKind):
+            if value.__class__ is float if kind.is_float else value.__class__ in exact:
+                return value
+            return kind.number(value, where)  # a float slot's int as a float: 2**64 is past Scalar's 64 bits
+        if value.__class__ in exact:
+            return value
+        members = [m for m in getattr(kind, "members", ()) if isinstance(m, ScalarKind)]
+        for m in members:  # an optional number or a union of numbers: checked as a whole first (below)
+            try:
+                return m.number(value, where)
+            except D.CuteBindError:
+                continue
+        return value
+
+    if isinstance(slot, SequenceKind):
+        elements = slot.elements
+
+        def convert_seq(value: Any) -> Any:
+            if not isinstance(value, (list, tuple)) or any(isinstance(v, symbolic) for v in value):
+                return value
+            slot.bind(value, where)  # the sequence's own check (its length, each element): kernel(...)'s words
+            kinds = elements if elements is not None and len(elements) == len(value) else (slot.homogeneous,) * len(value)
+            return [one(k, v) for k, v in zip(kinds, value)]
+
+        return convert_seq
+
+    def convert(value: Any) -> Any:
+        if value is None or isinstance(value, symbolic):
+            return value
+        if not isinstance(slot, ScalarKind) and value.__class__ not in exact:
+            slot.bind(value, where)  # an optional number: the union's own check first
+        return one(slot, value)
+
+    return convert
+
+
 def _generate(
     plan: OpPlan, rt: _Runtime, kernel: Kernel[Any], allocs: dict[str, tuple[str, Any]], several: bool, checker: Any
 ) -> tuple[Callable[..., Any], Callable[..., Any], dict[str, Any]]:
@@ -521,16 +577,26 @@ def _generate(
     # the C checks (cute_bind.torch.eager) for an op whose tensor inputs are all plain and whose kernel takes
     # the stream: they give the stream, or None where the checks below decide (they run again, in full)
     fast = checker is not None and eager.checks_apply(plan, kernel)
+    # the number arguments as the eager call takes them (see _number_converter): the dispatcher's
+    # Scalar parser refuses a NumPy scalar or a tensor, and its implementation sees the rest as given
+    numbers = [p for p in inputs if p.schema_type in ("Scalar", "Scalar[]")]
+    to_numbers = [
+        f"if {p.name}.__class__ {'is not float' if p.number == 'float' else 'not in _cb_exact'}: {p.name} = _cb_number_{p.name}({p.name})"
+        for p in numbers
+    ]
     checks = []
-    checks.append("if _cb_compiling() or _cb_dispatch_modes() or _cb_function_modes() or _cb_functorch():")
+    checks.append("if _cb_compiling():")  # traced: values are the tracer's (SymInts, fake tensors); the graph's call checks them
     checks.append(f"{ind}return _cb_overload({schema_args})")
-    checks.append(f"if not ({eager_guard}):")
-    # the dispatcher's own argument parser refuses None or a number for a Tensor: say it as kernel(...) would
-    checks.append(f"{ind}try:")
-    checks.append(f"{ind * 2}return _cb_overload({schema_args})")
-    checks.append(f"{ind}except Exception as _cb_exc:")
-    checks.append(f"{ind * 2}_cb_diagnose(_cb_exc, {values})")
-    checks.append(f"{ind * 2}raise")
+    # the dispatcher's own argument parser refuses None or a number for a Tensor, an int past 64 bits
+    # for a Scalar: say it as kernel(...) would
+    for test in ("_cb_dispatch_modes() or _cb_function_modes() or _cb_functorch()", f"not ({eager_guard})"):
+        checks.append(f"if {test}:")
+        checks.append(f"{ind}try:")
+        checks += [ind * 2 + line for line in to_numbers]
+        checks.append(f"{ind * 2}return _cb_overload({schema_args})")
+        checks.append(f"{ind}except Exception as _cb_exc:")
+        checks.append(f"{ind * 2}_cb_diagnose(_cb_exc, {values})")
+        checks.append(f"{ind * 2}raise")
     checks += body[:1]
     if meta_check:
         checks.append(meta_check)
@@ -609,6 +675,9 @@ def _generate(
     for p in inputs:
         if p.has_default:
             namespace[f"_cb_default_{p.name}"] = p.default
+    namespace["_cb_exact"] = frozenset((int, float, bool))
+    for p in numbers:
+        namespace[f"_cb_number_{p.name}"] = _number_converter(plan, kernel, p, rt)
     for p in plan.params:
         if p.role == "fixed":
             namespace[f"_cb_fixed_{p.name}"] = p.default
@@ -781,7 +850,8 @@ def op(
     op passes torch's current stream for the device of its first tensor (a
     kernel compiled with the TVM-FFI environment stream is called without it,
     and TVM-FFI takes that same stream). ``Optional[X]`` parameters are ``X?``
-    in the schema (``Tensor? lse``, ``SymInt? window=None``); a parameter no
+    in the schema (``Tensor? lse``, ``Scalar? window=None``; every number is a
+    ``Scalar``, so torch hands the op the value as given and the kernel checks it); a parameter no
     schema type carries (a NamedTuple or dataclass structure) but that has a
     default is not an argument of the op: the op always passes the default.
     Definition errors are CB702-CB704; without torch, CB701.

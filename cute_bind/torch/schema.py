@@ -3,13 +3,12 @@
 Every runtime parameter of a :class:`cute_bind.Kernel` becomes one role:
 
 - an **input** of the op: tensors and pointers are ``Tensor`` (``Tensor(aN!)``
-  when listed in ``mutates_args``), integer scalars ``SymInt`` (so a size taken
-  from a dynamic shape stays symbolic under ``torch.compile``), float and half
-  scalars ``float``, booleans ``bool``, ``Constexpr[int|float|bool|str]`` the
+  when listed in ``mutates_args``), number scalars (integer, float, half and
+  Boolean slots) ``Scalar``, ``Constexpr[int|float|bool|str]`` the
   plain schema type (a compile-time value is always concrete), a
   homogeneous sequence the list of its element type, and ``Optional[X]``
   (``X | None``, and unions like ``Int32 | int | None`` whose members share
-  one schema type) the optional type ``X?`` (``Tensor?``, ``SymInt?``);
+  one schema type) the optional type ``X?`` (``Tensor?``, ``Scalar?``);
 - **fixed**: a parameter of a kind no schema type carries (a NamedTuple or
   dataclass structure, an optional structure) that has a default: the op
   always passes that default (FlashAttention-4's ``aux_data``), and it is not
@@ -17,6 +16,17 @@ Every runtime parameter of a :class:`cute_bind.Kernel` becomes one role:
 - an **output**: a tensor parameter named in ``outputs``, allocated by the op
   and returned, so it is not in the schema's arguments;
 - the **stream**: never in the schema; the op passes torch's current stream.
+
+Why ``Scalar`` for every number: torch's argument parser converts a value for
+``SymInt``, ``float`` or ``bool`` before the op's implementation sees it (a
+tensor ``2.5`` for an ``Int32`` becomes 2, ``2`` or ``None`` for a ``Boolean``
+becomes ``True`` or ``False``), so ``torch.ops.<ns>.<name>`` would take
+silently what the op's eager call refuses. ``Scalar`` hands the implementation
+the Python number as given (a ``bool``, ``int``, ``float`` or ``complex``, or a
+``SymInt`` from a dynamic shape, which stays symbolic under ``torch.compile``),
+and the kernel's own slot check refuses it there with the eager call's code
+(CB204, CB205). What ``Scalar`` itself refuses (a tensor, a NumPy scalar, a
+string, an int past 64 bits) is torch's own error on that door.
 
 Nothing here imports torch: the plan is plain data, and the schema a string.
 """
@@ -64,6 +74,7 @@ class OpParam:
     default: Any = _EMPTY
     keyword_only: bool = False
     optional: bool = False
+    number: str | None = None
 
     @property
     def has_default(self) -> bool:
@@ -96,7 +107,7 @@ class OpPlan:
         return next((p for p in self.params if p.role == "stream"), None)
 
     def schema(self) -> str:
-        """The schema without the op name, e.g. ``(Tensor(a0!) out, Tensor inp, float alpha) -> ()``."""
+        """The schema without the op name, e.g. ``(Tensor(a0!) out, Tensor inp, Scalar alpha) -> ()``."""
         args = []
         alias = 0
         star = False
@@ -112,7 +123,7 @@ class OpPlan:
                 t += "?"
             text = f"{t} {p.name}"
             if p.has_default:
-                text += "=" + _default_text(p.default, t)
+                text += "=" + _default_text(p.default, t, p.number)
             args.append(text)
         if not self.outputs:
             ret = "()"
@@ -123,17 +134,19 @@ class OpPlan:
         return "(" + ", ".join(args) + ") -> " + ret
 
 
-def _default_text(value: Any, schema_type: str) -> str:
-    """A default as the schema spells it for its type: torch reads ``bool b=1`` as the int 1, ``SymInt n=True`` as a bool."""
+def _default_text(value: Any, schema_type: str, number: str | None = None) -> str:
+    """A default as the schema spells it for its slot's kind: torch reads ``Scalar b=1`` as the int 1,
+    ``Scalar n=True`` as a bool, ``Scalar x=1`` as an int (``number``: the slot's kind, see :class:`OpParam`)."""
     if value is None:  # an optional input's
         return "None"
-    if schema_type == "bool":  # a Boolean slot also takes 0/1 as its default
+    if number is None:  # a Constexpr's plain type, or a union of several number kinds: the value's own
+        number = schema_type if schema_type in ("bool", "float", "int") else "bool" if isinstance(value, bool) else None
+        number = number or ("float" if isinstance(value, float) else "int")
+    if number == "bool":  # a Boolean slot also takes 0/1 as its default
         return "True" if value else "False"
-    if isinstance(value, bool):  # a number parameter's True/False default is 1/0
-        value = int(value)
-    if isinstance(value, float):
-        return repr(value)
-    return str(int(value))
+    if number == "float":  # a float slot's 1 is 1.0, as the kernel reads it
+        return repr(float(value))
+    return str(int(value))  # a number parameter's True/False default is 1/0
 
 
 def parse_name(name: Any, kernel: str) -> tuple[str, str]:
@@ -150,10 +163,16 @@ def parse_name(name: Any, kernel: str) -> tuple[str, str]:
     )
 
 
-def _scalar_type(slot: ScalarKind) -> str:
+def _number_kind(slot: ScalarKind) -> str:
     if slot.is_bool:
         return "bool"
-    return "float" if slot.is_float else "SymInt"
+    return "float" if slot.is_float else "int"
+
+
+def _kinds(slots: Iterable[SlotKind]) -> str | None:
+    """The one number kind of these slots, or None (several, or not all scalars)."""
+    kinds = {_number_kind(s) if isinstance(s, ScalarKind) else None for s in slots}
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 def _element_type(slot: SlotKind) -> tuple[str, bool] | None:
@@ -161,7 +180,7 @@ def _element_type(slot: SlotKind) -> tuple[str, bool] | None:
     if isinstance(slot, (TensorKind, PointerKind)):
         return "Tensor", True
     if isinstance(slot, ScalarKind):
-        return _scalar_type(slot), False
+        return "Scalar", False  # every number kind: see the module's docstring
     return None
 
 
@@ -180,6 +199,7 @@ def _input(kernel: str, p: Param) -> OpParam:
     """The schema view of one input parameter, or CB702."""
     slot = p.slot
     schema_type: str | None = None
+    number: str | None = None
     tensor = sequence = optional = False
     if slot is None:  # Constexpr
         args = typing.get_args(p.annotation)
@@ -202,6 +222,7 @@ def _input(kernel: str, p: Param) -> OpParam:
         ((schema_type, tensor),) = kinds  # type: ignore[misc]
         schema_type = f"{schema_type}[]"
         sequence = True
+        number = None if tensor else _kinds(((slot.homogeneous,) if slot.homogeneous is not None else ()) + tuple(slot.elements or ()))
     elif isinstance(slot, OptionalKind):
         optional = True
         members = {_element_type(m) for m in slot.members}
@@ -214,6 +235,7 @@ def _input(kernel: str, p: Param) -> OpParam:
             )
             raise _unsupported(kernel, p, slot.describe(), why + "; give it a default to have the op pass that value always")
         ((schema_type, tensor),) = members  # type: ignore[misc]
+        number = None if tensor else _kinds(slot.members)
     else:
         element = _element_type(slot)
         if element is None:
@@ -224,14 +246,15 @@ def _input(kernel: str, p: Param) -> OpParam:
                 f"the {slot.kind} slot kind has no torch schema type; give it a default to have the op pass that value always",
             )
         schema_type, tensor = element
+        number = None if tensor else _kinds((slot,))
     if p.keyword_only and tensor:
         raise _unsupported(
             kernel, p, "a keyword-only tensor parameter", "torch custom ops take tensors positionally; make it an ordinary parameter"
         )
     default = p.default
     if p.has_default:
-        number = isinstance(default, (bool, int, float)) and not (isinstance(default, float) and not math.isfinite(default))
-        ok = (optional and default is None) or (not tensor and not sequence and number)
+        finite = isinstance(default, (bool, int, float)) and not (isinstance(default, float) and not math.isfinite(default))
+        ok = (optional and default is None) or (not tensor and not sequence and finite)
         if not ok:
             raise _unsupported(
                 kernel,
@@ -248,6 +271,7 @@ def _input(kernel: str, p: Param) -> OpParam:
         default=default,
         keyword_only=p.keyword_only,
         optional=optional,
+        number=number,
     )
 
 

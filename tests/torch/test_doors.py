@@ -4,11 +4,17 @@ the same values with the same codes, and refuse the same written tensors."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 
 from tests.optional import torch_or_skip
 
 torch = torch_or_skip()
+
+import cutlass  # noqa: E402
+import cutlass.cute as cute  # noqa: E402
 
 import cute_bind  # noqa: E402
 import cute_bind.torch as cbt  # noqa: E402
@@ -74,4 +80,174 @@ def test_the_compiled_op_bumps_the_written_tensors_version():
     assert torch.equal(y, torch.full((4,), 3.0)) and y._version > before
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         z.backward()
+    torch._dynamo.reset()
+
+
+# ------------------------------------------------------------------ values: every door takes what the eager call takes
+@cute.jit
+def numbers(
+    out: cute.Tensor,
+    inp: cute.Tensor,
+    b: cutlass.Boolean,
+    i8: cutlass.Int8,
+    i32: cutlass.Int32,
+    u64: cutlass.Uint64,
+    f32: cutlass.Float32,
+    f16: cutlass.Float16,
+    pb: bool,
+    pi: int,
+    pf: float,
+):
+    """out[k] = the k-th number as Float64 (plus inp[0], 0 in the tests): what the kernel received."""
+    out[0] = cutlass.Float64(1.0) if b else cutlass.Float64(0.0)
+    out[1] = cutlass.Float64(i8)
+    out[2] = cutlass.Float64(i32)
+    out[3] = cutlass.Float64(u64)
+    out[4] = cutlass.Float64(f32)
+    out[5] = cutlass.Float64(f16)
+    out[6] = cutlass.Float64(1.0) if pb else cutlass.Float64(0.0)
+    out[7] = cutlass.Float64(pi)
+    out[8] = cutlass.Float64(pf) + inp[0]
+
+
+_BASE = {"b": True, "i8": 1, "i32": 3, "u64": 4, "f32": 1.5, "f16": 0.5, "pb": False, "pi": 7, "pf": 1.25}
+
+#: values of every kind a caller may pass for a number: plain numbers in and out of range, the wrong kind,
+#: NumPy scalars, 0-d and one-element tensors, nonsense
+VALUES = [
+    ("2", lambda: 2),
+    ("2.5", lambda: 2.5),
+    ("2.0", lambda: 2.0),
+    ("True", lambda: True),
+    ("-1", lambda: -1),
+    ("300", lambda: 300),
+    ("2**31", lambda: 2**31),
+    ("2**64-1", lambda: 2**64 - 1),
+    ("2**64", lambda: 2**64),
+    ("1+2j", lambda: 1 + 2j),
+    ("nan", lambda: math.nan),
+    ("tensor(2.5)", lambda: torch.tensor(2.5)),
+    ("tensor(2)", lambda: torch.tensor(2)),
+    ("tensor(2.0)", lambda: torch.tensor(2.0)),
+    ("tensor([2])", lambda: torch.tensor([2])),
+    ("tensor(True)", lambda: torch.tensor(True)),
+    ("np.int32(2)", lambda: np.int32(2)),
+    ("np.float32(2.5)", lambda: np.float32(2.5)),
+    ("'x'", lambda: "x"),
+    ("None", lambda: None),
+]
+
+
+@pytest.fixture(scope="module")
+def numbers_op():
+    return cbt.op("cbtest::door_numbers", numbers, mutates_args=("out",))
+
+
+def _passthrough_mode():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Passthrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    return Passthrough()
+
+
+def _through(op, door, out, inp, values):
+    if door == "eager":
+        return op(out, inp, **values)
+    if door == "an input requires grad":
+        return op(out, inp.requires_grad_(), **values)
+    if door == "a dispatch mode":
+        with _passthrough_mode():
+            return op(out, inp, **values)
+    if door == "torch.ops":
+        ns, name = op.name.split("::")
+        return getattr(getattr(torch.ops, ns), name)(out, inp, *values.values())
+    raise AssertionError(door)
+
+
+def _outcome(op, door, param, make):
+    """("ok", what the kernel received), ("code", CB code), or ("torch", exception type) for torch's own refusal."""
+    out = torch.zeros(9, dtype=torch.float64)
+    values = dict(_BASE, **{param: make()})
+    try:
+        with torch.enable_grad():
+            _through(op, door, out, torch.zeros(1, dtype=torch.float64), values)
+    except cute_bind.CuteBindError as err:
+        return ("code", err.code)
+    except (RuntimeError, OverflowError, TypeError) as err:
+        return ("torch", type(err).__name__)
+    return ("ok", tuple(map(repr, out.tolist())))  # NaN equals NaN
+
+
+def _plain_number(value):
+    """What torch's ``Scalar`` parser hands over unconverted: a Python number of at most 64 bits."""
+    if type(value) in (bool, float, complex):
+        return True
+    return type(value) is int and -(2**63) <= value < 2**64
+
+
+@pytest.mark.parametrize("param", list(_BASE))
+@pytest.mark.parametrize(("label", "make"), VALUES, ids=[v[0] for v in VALUES])
+def test_every_door_takes_and_refuses_what_the_eager_call_does(numbers_op, param, label, make):
+    """Before the number slots were ``Scalar``, torch's parser converted silently (a tensor 2.5 for an Int32
+    became 2, 2 or None for a Boolean became True/False) on every door but the eager one."""
+    eager = _outcome(numbers_op, "eager", param, make)
+    assert eager[0] in ("ok", "code"), (param, label, eager)  # the eager call's own verdict: a value or a catalog code
+    # the op's call taking torch's dispatcher: the same verdict, the same code, the same values received
+    for door in ("an input requires grad", "a dispatch mode"):
+        assert _outcome(numbers_op, door, param, make) == eager, (door, param, label)
+    # torch.ops: a plain number reaches the implementation unconverted (the same verdict and code); what torch's
+    # Scalar parser refuses itself is refused there with torch's own error, never taken as another value
+    ops = _outcome(numbers_op, "torch.ops", param, make)
+    if _plain_number(make()):
+        assert ops == eager, ("torch.ops", param, label)
+    else:
+        assert ops[0] == "torch", ("torch.ops", param, label, ops, eager)
+
+
+#: (param, value, the eager call's verdict): the issue's rows through torch.compile (aot_eager: dynamo, AOTAutograd)
+COMPILED = [
+    ("i32", 2.5, "CB204"),
+    ("i32", 2**31, "CB205"),
+    ("i8", 300, "CB205"),
+    ("b", 2, "CB205"),
+    ("pb", 2, "CB205"),
+    ("u64", -1, "CB205"),
+    ("f32", 1 + 2j, "CB204"),
+    ("i32", 5, None),
+]
+
+
+@pytest.mark.parametrize(("param", "value", "code"), COMPILED, ids=[f"{c[0]}={c[1]!r}" for c in COMPILED])
+def test_the_compiled_op_refuses_what_the_eager_call_refuses(numbers_op, param, value, code):
+    torch._dynamo.reset()
+    values = dict(_BASE, **{param: value})
+    assert _outcome(numbers_op, "eager", param, lambda: value)[0] == ("code" if code else "ok")
+    compiled = torch.compile(lambda out, inp: numbers_op(out, inp, **values), fullgraph=True, backend="aot_eager")
+    out = torch.zeros(9, dtype=torch.float64)
+    try:
+        if code is None:
+            compiled(out, torch.zeros(1, dtype=torch.float64))
+            ref = torch.zeros(9, dtype=torch.float64)
+            numbers_op(ref, torch.zeros(1, dtype=torch.float64), **values)
+            assert torch.equal(out, ref)
+        else:
+            with pytest.raises(cute_bind.CuteBindError) as info:
+                compiled(out, torch.zeros(1, dtype=torch.float64))
+            assert info.value.code == code and info.value.parameter == param
+    finally:
+        torch._dynamo.reset()
+
+
+def test_the_compiled_op_refuses_a_tensor_for_a_number(numbers_op):
+    """A tensor for a number inside a compiled function: refused at the trace (torch's Scalar), not converted."""
+    torch._dynamo.reset()
+    values = dict(_BASE, i32=torch.tensor(2.5))
+    compiled = torch.compile(lambda out, inp: numbers_op(out, inp, **values), fullgraph=True, backend="aot_eager")
+    out = torch.zeros(9, dtype=torch.float64)
+    with pytest.raises(Exception) as info:
+        compiled(out, torch.zeros(1, dtype=torch.float64))
+    assert "number" in str(info.value) and out[2].item() == 0.0
     torch._dynamo.reset()

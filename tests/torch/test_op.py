@@ -342,7 +342,7 @@ def tflag(out: cute.Tensor, inp: cute.Tensor, negate: cutlass.Boolean = 1, twice
 
 def test_bool_defaults_reach_the_kernel_eagerly_and_through_the_dispatcher(opname):
     op = cbt.op(opname("tflag"), tflag, mutates_args=("out",))
-    assert op.schema == "(Tensor(a0!) out, Tensor inp, bool negate=True, bool twice=False) -> ()"
+    assert op.schema == "(Tensor(a0!) out, Tensor inp, Scalar negate=True, bool twice=False) -> ()"
     x = arange(6)
     for args, expect in [((), -x), ((False,), x), ((True, True), -2 * x), ((0,), x)]:
         eager, dispatched = torch.zeros(6), torch.zeros(6)
@@ -355,7 +355,7 @@ def test_bool_defaults_reach_the_kernel_eagerly_and_through_the_dispatcher(opnam
 
 # ------------------------------------------------------------------ optional tensors, unions, fixed structures (FlashAttention-4's signature)
 def test_optional_tensors_unions_and_a_fixed_structure(opname):
-    """``Tensor?`` takes a tensor or None, ``SymInt?`` an int or None, the structure is passed as its default;
+    """``Tensor?`` takes a tensor or None, ``Scalar?`` an int or None, the structure is passed as its default;
     eager, through the dispatcher and ``kernel(...)`` write the same bytes."""
     k = cute_bind.kernel(host.topt)
     name = opname("topt")

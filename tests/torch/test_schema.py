@@ -104,41 +104,42 @@ def optional_structure(out: cute.Tensor, aux: Optional[host.OptAux] = None, stre
 
 #: (kernel, mutates_args, outputs, schema)
 SCHEMAS = [
-    (host.tscale, ("out",), (), "(Tensor(a0!) out, Tensor inp, float alpha) -> ()"),
-    (host.tscale, (), ("out",), "(Tensor inp, float alpha) -> Tensor"),
-    (host.tscale, "out", (), "(Tensor(a0!) out, Tensor inp, float alpha) -> ()"),
-    (host.scale, ("out",), (), "(Tensor(a0!) out, Tensor inp, float alpha, SymInt n) -> ()"),
-    (host.tscale_stream, ("out",), (), "(Tensor(a0!) out, Tensor inp, float alpha) -> ()"),
-    (host.with_default, ("out",), (), "(Tensor(a0!) out, SymInt value, SymInt extra=5) -> ()"),
-    (host.with_constexpr, ("out",), (), "(Tensor(a0!) out, SymInt value, int offset) -> ()"),
-    (host.thalf_default, ("out",), (), "(Tensor(a0!) out, float scale=0.5) -> ()"),
-    (host.seq_sum, ("out",), (), "(Tensor(a0!) out, Tensor[] ins, float[] scales, SymInt n) -> ()"),
-    (host.tsplit, (), ("lo", "hi"), "(Tensor inp, *, float cut=0.0) -> (Tensor, Tensor)"),
-    (host.tsplit, ("hi",), ("lo",), "(Tensor(a0!) hi, Tensor inp, *, float cut=0.0) -> Tensor"),
-    (host.tsum_list, ("out", "ins"), (), "(Tensor(a0!) out, Tensor(a1!)[] ins, float[] weights) -> ()"),
-    (list_ptrs, ("outs",), (), "(Tensor(a0!)[] outs, SymInt n, bool flag, float x, float half, float tf) -> ()"),
-    # bool defaults: torch's schema spells them True/False (a Boolean slot's 0/1 too), and a number's True/False as 1/0
-    (bool_defaults, ("out",), (), "(Tensor(a0!) out, bool flag=True, bool off=False, bool pb=False, bool pt=True) -> ()"),
+    (host.tscale, ("out",), (), "(Tensor(a0!) out, Tensor inp, Scalar alpha) -> ()"),
+    (host.tscale, (), ("out",), "(Tensor inp, Scalar alpha) -> Tensor"),
+    (host.tscale, "out", (), "(Tensor(a0!) out, Tensor inp, Scalar alpha) -> ()"),
+    (host.scale, ("out",), (), "(Tensor(a0!) out, Tensor inp, Scalar alpha, Scalar n) -> ()"),
+    (host.tscale_stream, ("out",), (), "(Tensor(a0!) out, Tensor inp, Scalar alpha) -> ()"),
+    (host.with_default, ("out",), (), "(Tensor(a0!) out, Scalar value, Scalar extra=5) -> ()"),
+    (host.with_constexpr, ("out",), (), "(Tensor(a0!) out, Scalar value, int offset) -> ()"),
+    (host.thalf_default, ("out",), (), "(Tensor(a0!) out, Scalar scale=0.5) -> ()"),
+    (host.seq_sum, ("out",), (), "(Tensor(a0!) out, Tensor[] ins, Scalar[] scales, Scalar n) -> ()"),
+    (host.tsplit, (), ("lo", "hi"), "(Tensor inp, *, Scalar cut=0.0) -> (Tensor, Tensor)"),
+    (host.tsplit, ("hi",), ("lo",), "(Tensor(a0!) hi, Tensor inp, *, Scalar cut=0.0) -> Tensor"),
+    (host.tsum_list, ("out", "ins"), (), "(Tensor(a0!) out, Tensor(a1!)[] ins, Scalar[] weights) -> ()"),
+    (list_ptrs, ("outs",), (), "(Tensor(a0!)[] outs, Scalar n, Scalar flag, Scalar x, Scalar half, Scalar tf) -> ()"),
+    # number slots are Scalar (torch hands the value over unconverted); defaults spelled for the slot's kind:
+    # True/False for a Boolean slot (its 0/1 too), a number's True/False as 1/0, a float slot's 1 as 1.0
+    (bool_defaults, ("out",), (), "(Tensor(a0!) out, Scalar flag=True, Scalar off=False, Scalar pb=False, Scalar pt=True) -> ()"),
     (bool_constexpr, ("out",), (), "(Tensor(a0!) out, bool c=True, bool d=False) -> ()"),
-    (bool_as_number, ("out",), (), "(Tensor(a0!) out, bool flag=True, bool off=False, SymInt n=1, int c=0, float x=1) -> ()"),
-    (bool_kwonly, (), ("out",), "(*, bool flag=False, bool c=True) -> Tensor"),
+    (bool_as_number, ("out",), (), "(Tensor(a0!) out, Scalar flag=True, Scalar off=False, Scalar n=1, int c=0, Scalar x=1.0) -> ()"),
+    (bool_kwonly, (), ("out",), "(*, Scalar flag=False, bool c=True) -> Tensor"),
     # Optional[X] and unions whose members share a schema type are X?; a structure with a default is fixed (no argument)
-    (host.topt, ("out",), (), "(Tensor(a0!) out, Tensor inp, Tensor? lse, float alpha, Tensor? bias=None, SymInt? shift=None) -> ()"),
+    (host.topt, ("out",), (), "(Tensor(a0!) out, Tensor inp, Tensor? lse, Scalar alpha, Tensor? bias=None, Scalar? shift=None) -> ()"),
     (
         host.topt,
         ("out", "lse"),
         (),
-        "(Tensor(a0!) out, Tensor inp, Tensor(a1!)? lse, float alpha, Tensor? bias=None, SymInt? shift=None) -> ()",
+        "(Tensor(a0!) out, Tensor inp, Tensor(a1!)? lse, Scalar alpha, Tensor? bias=None, Scalar? shift=None) -> ()",
     ),
-    (host.topt, (), ("out", "lse"), "(Tensor inp, float alpha, Tensor? bias=None, SymInt? shift=None) -> (Tensor, Tensor)"),
-    (optional_scalars, ("out",), (), "(Tensor(a0!) out, SymInt? n, float? x=None, bool? flag=None, SymInt? k=3) -> ()"),
+    (host.topt, (), ("out", "lse"), "(Tensor inp, Scalar alpha, Tensor? bias=None, Scalar? shift=None) -> (Tensor, Tensor)"),
+    (optional_scalars, ("out",), (), "(Tensor(a0!) out, Scalar? n, Scalar? x=None, Scalar? flag=None, Scalar? k=3) -> ()"),
     (optional_structure, ("out",), (), "(Tensor(a0!) out) -> ()"),
     (
         host.all_scalars,
         ("out",),
         (),
-        "(Tensor(a0!) out, bool b, SymInt i8, SymInt i16, SymInt i32, SymInt i64, SymInt u8, SymInt u16, SymInt u32, "
-        "SymInt u64, float f32, float f64, float tf32, bool pb, SymInt pi, float pf) -> ()",
+        "(Tensor(a0!) out, Scalar b, Scalar i8, Scalar i16, Scalar i32, Scalar i64, Scalar u8, Scalar u16, Scalar u32, "
+        "Scalar u64, Scalar f32, Scalar f64, Scalar tf32, Scalar pb, Scalar pi, Scalar pf) -> ()",
     ),
 ]
 
@@ -165,12 +166,15 @@ _PYTHON_TYPE = {
 
 @pytest.mark.parametrize(("fn", "mutates", "outputs", "schema"), SCHEMAS, ids=[f"{s[0].__name__}-{i}" for i, s in enumerate(SCHEMAS)])
 def test_torch_reads_each_default_as_the_kernel_default_of_its_type(fn, mutates, outputs, schema):
-    """torch's own schema parser: a default has its parameter's type and the kernel's value (``bool b=1`` would be an int)."""
+    """torch's own schema parser: a default has its parameter's type and the kernel's value (``bool b=1`` would be an int);
+    a ``Scalar``'s default has the type of its slot's kind (a Boolean slot's a bool, a float slot's a float)."""
     from tests.optional import torch_or_skip
 
     torch = torch_or_skip()
-    parsed = torch._C.parse_schema("lib::op" + plan_op("lib::op", _sig(fn), mutates, outputs).schema())
+    plan = plan_op("lib::op", _sig(fn), mutates, outputs)
+    parsed = torch._C.parse_schema("lib::op" + plan.schema())
     defaults = {p.name: p.default for p in _sig(fn).params if p.has_default}
+    numbers = {p.name: p.number for p in plan.inputs}
     for arg in parsed.arguments:
         if arg.name not in defaults:
             assert arg.default_value is None, arg.name
@@ -178,7 +182,10 @@ def test_torch_reads_each_default_as_the_kernel_default_of_its_type(fn, mutates,
         if defaults[arg.name] is None:  # an optional input's None
             assert str(arg.type).startswith("Optional[") and arg.default_value is None, arg.name
             continue
-        kind = _PYTHON_TYPE[str(arg.type)]
+        if str(arg.type).replace("Optional[", "").rstrip("]") == "number":  # torch spells Scalar so
+            kind = {"bool": bool, "int": int, "float": float}[numbers[arg.name]]
+        else:
+            kind = _PYTHON_TYPE[str(arg.type)]
         assert type(arg.default_value) is kind, (arg.name, str(arg.type), arg.default_value)
         assert arg.default_value == kind(defaults[arg.name]), arg.name
 

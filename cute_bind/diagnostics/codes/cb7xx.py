@@ -60,11 +60,12 @@ OP_PARAMETER_UNSUPPORTED = _entry(
     summary="A kernel parameter has no torch operator schema type.",
     message="kernel '{kernel}', parameter '{parameter}': {got} cannot be an argument of a torch op ({detail}); expected {expected}",
     explanation="""
-    A torch custom op has a schema: each argument is a `Tensor`, an integer
-    (`SymInt`), a `float`, a `bool`, a `str` or a list of one of them.
+    A torch custom op has a schema: each argument is a `Tensor`, a number
+    (`Scalar`, `int`, `float`, `bool`), a `str` or a list of one of them.
     `cute_bind.torch.op` writes that schema from the kernel's signature:
-    tensors and pointers become `Tensor`, integer scalars `SymInt`, float and
-    half scalars `float`, `Constexpr[int|float|bool|str]` the plain type, a
+    tensors and pointers become `Tensor`, number scalars (integer, float, half,
+    Boolean) `Scalar` (torch hands the value over as given, and the kernel
+    checks it as its own call does), `Constexpr[int|float|bool|str]` the plain type, a
     sequence the list of its one element type, `Optional[X]` (and a union with
     `None` whose members share one schema type, such as `Int32 | int | None`)
     `X?`; the stream is left out (the op passes torch's current stream), and so
