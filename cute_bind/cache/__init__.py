@@ -18,6 +18,7 @@ fills it ahead of time. Only a folder the trust model accepts is used
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from . import settings
@@ -58,7 +59,7 @@ __all__ = [
 
 def _store(root: str | Path | None) -> Store:
     """The folder as the settings make it: private, or shared under ``CUTE_BIND_CACHE_SHARED``'s key (checked first)."""
-    path = Path(root) if root is not None else cache_dir()
+    path = settings.folder_argument(os.fspath(root), "root") if root is not None else cache_dir()
     key_file = settings.shared_key_file()
     return Store(path, key=None if key_file is None else load_key(key_file, path))
 

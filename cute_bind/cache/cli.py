@@ -10,7 +10,7 @@ import time
 
 from ..diagnostics.errors import CuteBindError
 from . import cache_dir, clear, environment, info, prune, size_limit
-from .settings import parse_size
+from .settings import ENV_DIR, default_dir, folder_argument, parse_size
 from .store import STATUSES, EntryInfo, UntrustedPath
 
 __all__ = ["add_arguments", "main"]
@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=("info", "clear", "prune"),
         help="info: list entries; clear: remove all; prune: clean up and evict to the size limit",
     )
-    p.add_argument("--dir", help="cache folder (default: CUTE_BIND_CACHE_DIR or the user's cache folder)")
+    p.add_argument("--dir", help="cache folder (default: CUTE_BIND_CACHE_DIR, an absolute path, or the user's cache folder); never empty")
     p.add_argument("--max-size", help="prune: size limit such as 512M (default: CUTE_BIND_CACHE_SIZE or 1G)")
     p.add_argument("--older-than", type=_days, metavar="DAYS", help="prune: also remove entries unused for this many days")
     p.add_argument(
@@ -75,8 +75,12 @@ def _here() -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    root: str | None = None
     try:
-        return _main(args)
+        # --dir "" (a script's unset variable) is refused, never the default folder: clear would empty the
+        # user's cache; a relative CUTE_BIND_CACHE_DIR is refused too (CB609, settings.cache_dir)
+        root = str(folder_argument(args.dir) if args.dir is not None else cache_dir())
+        return _main(args, root)
     except UntrustedPath as exc:  # a folder or key the trust model refuses: one line, with the fix
         why = exc.problem if exc.what == "key" else f"{exc.path} is not trusted: it is {exc.problem}"
         print(f"cute-bind cache {args.action}: {why}; fix: {exc.fix}", file=sys.stderr)
@@ -90,25 +94,27 @@ def main(args: argparse.Namespace) -> int:
     except OSError as exc:
         # the folder (--dir a file, a folder this user cannot read): one line, not a traceback;
         # any other I/O error (writing the output, say) is not the folder's and propagates
-        root = os.path.abspath(args.dir or str(cache_dir()))
+        if root is None:
+            raise
+        root = os.path.abspath(root)
         named = os.fspath(exc.filename) if isinstance(exc.filename, (str, os.PathLike)) else None
         if named is None or os.path.commonpath([root, os.path.abspath(os.path.join(root, named))]) != root:
             raise
         print(
             f"cute-bind cache {args.action}: cannot use {root} as a cache folder ({named}: {exc.strerror or exc}); "
-            f"fix: pass --dir a cache folder (or none: {cache_dir()})",
+            f"fix: pass --dir a cache folder (or none: {ENV_DIR} or the default folder {default_dir()})",
             file=sys.stderr,
         )
         return 2
 
 
-def _main(args: argparse.Namespace) -> int:
-    root = args.dir or str(cache_dir())
+def _main(args: argparse.Namespace, root: str) -> int:
     if args.action == "clear":
         print(f"removed {clear(root)} entries from {root}")
         return 0
     if args.action == "prune":
-        limit = parse_size(args.max_size, "--max-size") if args.max_size else size_limit()
+        # --max-size "" is refused (CB609), not the default limit
+        limit = parse_size(args.max_size, "--max-size") if args.max_size is not None else size_limit()
         before = {e.key: e.status for e in info(root)}
         removed = prune(
             root, max_size=limit, older_than_s=args.older_than * 86400 if args.older_than is not None else None, other=args.other

@@ -177,6 +177,7 @@ class Claim:
         if not dsl.features().disk_cache:  # a DSL that cannot export and reload compiled functions
             return None
         settings.size_limit(name)  # a bad setting is reported before compiling, not after
+        root = settings.cache_dir(name)
         key_file = settings.shared_key_file(name)
         try:
             self.key, self._depends = entry_key(self.kernel, self.compile_key)
@@ -190,7 +191,6 @@ class Claim:
             )
             self.outcome = "uncached"
             return None
-        root = settings.cache_dir()
         mac_key = None
         if key_file is not None:
             try:

@@ -2,8 +2,8 @@
 its settings (:mod:`cute_bind.settings`), read on each use and checked (CB609).
 
 - ``CUTE_BIND_CACHE``: ``1`` (default) or ``0`` to turn the disk cache off;
-- ``CUTE_BIND_CACHE_DIR``: its folder (default: ``cute_bind`` under the
-  user's cache folder, see :func:`default_dir`);
+- ``CUTE_BIND_CACHE_DIR``: its folder, an absolute path (default:
+  ``cute_bind`` under the user's cache folder, see :func:`default_dir`);
 - ``CUTE_BIND_CACHE_SIZE``: the size limit, bytes or with a ``K``/``M``/``G``
   suffix (default 1G); least recently used entries are evicted beyond it;
 - ``CUTE_BIND_CACHE_SHARED``: the absolute path of a key file outside the
@@ -34,6 +34,7 @@ __all__ = [
     "enabled",
     "default_dir",
     "cache_dir",
+    "folder_argument",
     "size_limit",
     "parse_size",
     "shared_key_file",
@@ -81,10 +82,46 @@ def default_dir() -> Path:
     return base_path / "cute_bind"
 
 
-def cache_dir() -> Path:
-    """The cache folder: ``CUTE_BIND_CACHE_DIR`` when set, else :func:`default_dir`."""
-    given = CACHE_DIR.text().strip()
-    return Path(given).expanduser() if given else default_dir()
+def cache_dir(kernel: str | None = None) -> Path:
+    """The cache folder: ``CUTE_BIND_CACHE_DIR`` when set, else :func:`default_dir`.
+
+    The path must be absolute (``~`` expands): a relative one would name
+    another folder from each working directory, so the cache would move with
+    it. A value of blanks only is no path either. Both are CB609, never used
+    (an empty value is the variable unset: the default folder).
+    """
+    text = CACHE_DIR.text()
+    given = text.strip()
+    if not text:
+        return default_dir()
+    path = Path(given).expanduser() if given else None
+    if path is None or not path.is_absolute():
+        raise D.error(
+            D.CACHE_SETTING_INVALID,
+            kernel=kernel,
+            parameter=ENV_DIR,
+            expected=f"the absolute path of the cache folder (a relative one names another folder from each working "
+            f"directory); unset it for the default {default_dir()}",
+            got=repr(text),
+        )
+    return path
+
+
+def folder_argument(text: str, parameter: str = "--dir") -> Path:
+    """A cache folder given on the command line or to :func:`cute_bind.cache.clear` and the others.
+
+    An empty or blank one is CB609, never the default folder (a script's unset
+    variable, ``--dir "$CACHE"``, must not clear the user's cache); a relative
+    one is taken from the working directory now, as any path argument is.
+    """
+    if not text.strip():
+        raise D.error(
+            D.CACHE_SETTING_INVALID,
+            parameter=parameter,
+            expected=f"a cache folder's path (leave {parameter} out for {ENV_DIR} or the default folder)",
+            got=repr(text),
+        )
+    return Path(os.path.abspath(os.path.expanduser(text)))
 
 
 def parse_size(text: str, parameter: str = ENV_SIZE, kernel: str | None = None) -> int:

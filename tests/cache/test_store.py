@@ -213,6 +213,22 @@ def test_invalid_settings_raise_cb609(cache_dir, monkeypatch, setting, value):
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.parametrize("value", ["cache", "./cache", "sub/dir", "   "], ids=["bare name", "dot", "nested", "blanks"])
+def test_a_relative_cache_folder_setting_is_refused_not_used(cache_dir, tmp_path, monkeypatch, value):
+    """CUTE_BIND_CACHE_DIR=cache made a folder under each working directory: the cache moved with the cwd
+    (issue 39 row 15). CB609 names the setting and the fix, before compiling; nothing is created."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("CUTE_BIND_CACHE_DIR", value)
+    cached.affine.clear_cache()
+    with pytest.raises(cute_bind.CacheSettingError, match=r"\[CB609\].*CUTE_BIND_CACHE_DIR.*absolute path") as info:
+        _bind(bias=8)
+    assert "unset it for the default" in str(info.value)
+    assert os.listdir(work) == []  # no folder made under the working directory
+    cached.affine.clear_cache()
+
+
 @pytest.mark.parametrize(
     "text, size", [("0", 0), ("1024", 1024), ("4K", 4096), ("1.5M", 3 << 19), ("2G", 2 << 30), ("2GiB", 2 << 30), (" 8 kb ", 8192)]
 )
@@ -283,6 +299,76 @@ def test_cli_refuses_nonsense_in_one_line(tmp_path, monkeypatch, capsys, argv, f
         code = exc.code
     err = capsys.readouterr().err
     assert code == 2 and fragment in err and "Traceback" not in err
+
+
+def _cli(argv, capsys):
+    from cute_bind.__main__ import main
+
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own refusal
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# (row, argv after "cache ACTION", what stderr names): each refused in one line, exit 2, nothing removed
+EMPTY_ARGUMENTS = [
+    ("--dir empty", ["--dir", ""], "the disk cache setting --dir is invalid"),
+    ("--dir blanks", ["--dir", "  "], "the disk cache setting --dir is invalid"),
+]
+
+
+@pytest.mark.parametrize("action", ["info", "clear", "prune"])
+@pytest.mark.parametrize("row, extra, fragment", EMPTY_ARGUMENTS, ids=[r[0] for r in EMPTY_ARGUMENTS])
+def test_an_empty_dir_argument_is_refused_not_the_default_folder(cache_dir, capsys, action, row, extra, fragment):
+    """``cute-bind cache clear --dir "$CACHE"`` with CACHE unset cleared the default folder (issue 39 row 15)."""
+    cached.affine.clear_cache()
+    _bind(bias=21)  # an entry in the folder an empty --dir fell back to
+    code, out, err = _cli(["cache", action, *extra], capsys)
+    assert code == 2 and fragment in err and "Traceback" not in err, (row, code, err)
+    assert "leave --dir out" in err
+    assert "removed" not in out
+    assert len(cute_bind.cache.info()) == 1  # still there
+    cached.affine.clear_cache()
+
+
+def test_an_empty_max_size_is_refused_not_the_default_limit(cache_dir, capsys):
+    cached.affine.clear_cache()
+    _bind(bias=22)
+    code, out, err = _cli(["cache", "prune", "--max-size", ""], capsys)
+    assert code == 2 and "the disk cache setting --max-size is invalid" in err and "Traceback" not in err
+    assert len(cute_bind.cache.info()) == 1
+    cached.affine.clear_cache()
+
+
+@pytest.mark.parametrize("action", ["info", "clear", "prune"])
+def test_the_cli_refuses_a_relative_cache_folder_setting(tmp_path, monkeypatch, capsys, action):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CUTE_BIND_CACHE_DIR", "relative-cache")
+    code, out, err = _cli(["cache", action], capsys)
+    assert code == 2 and "CUTE_BIND_CACHE_DIR is invalid" in err and "absolute path" in err and "Traceback" not in err, err
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_relative_dir_argument_is_the_working_directory_s(tmp_path, monkeypatch, capsys):
+    """A path on the command line is taken from the working directory, as any path argument (and printed whole)."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _cli(["cache", "info", "--dir", "here"], capsys)
+    assert code == 0, err
+    assert f"cache folder: {tmp_path / 'here'}" in out
+
+
+@pytest.mark.parametrize("call", ["info", "clear", "prune"])
+@pytest.mark.parametrize("root", ["", "   "], ids=["empty", "blanks"])
+def test_the_api_refuses_an_empty_folder(cache_dir, call, root):
+    """``cute_bind.cache.clear("")`` cleared the working directory's cache folder (Path("") is ".")."""
+    cached.affine.clear_cache()
+    _bind(bias=23)
+    with pytest.raises(cute_bind.CacheSettingError, match=r"\[CB609\].*root"):
+        getattr(cute_bind.cache, call)(root)
+    assert len(cute_bind.cache.info()) == 1
+    cached.affine.clear_cache()
 
 
 def test_cli_output_into_a_closed_pipe_stops_quietly(tmp_path):

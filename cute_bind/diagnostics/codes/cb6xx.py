@@ -256,8 +256,13 @@ CACHE_SETTING_INVALID = _entry(
     explanation="""
     `CUTE_BIND_CACHE` is `1` or `0`; `CUTE_BIND_CACHE_SIZE` (and
     `cache prune --max-size`) is a finite size in bytes with an optional
-    `K`/`M`/`G` suffix; `CUTE_BIND_CACHE_SHARED` is the absolute path of a
-    team cache's key file; `cute_bind.cache.warm(..., workers=N)` needs a
+    `K`/`M`/`G` suffix; `CUTE_BIND_CACHE_DIR` is an absolute path (a
+    relative one would move the cache with the working directory);
+    `CUTE_BIND_CACHE_SHARED` is the absolute path of a team cache's key
+    file; `cache info|clear|prune --dir` (and the `root` of
+    `cute_bind.cache.info`/`clear`/`prune`) is a folder, never empty (an
+    empty one is not the default folder: a script's unset variable must not
+    clear the user's cache); `cute_bind.cache.warm(..., workers=N)` needs a
     kernel that worker processes can import by module and name. Any other
     value is refused rather than guessed.
     """,
@@ -269,7 +274,8 @@ os.environ["CUTE_BIND_CACHE_SIZE"] = "lots"
 fill.bind(addr, 1)                 # -> CB609
 """,
     fix="Give the setting the message names a value of the form it expects: `CUTE_BIND_CACHE=0|1`, "
-    "`CUTE_BIND_CACHE_SIZE` a size such as `512M` or `2G`, `CUTE_BIND_CACHE_SHARED` an absolute path, "
+    "`CUTE_BIND_CACHE_SIZE` a size such as `512M` or `2G`, `CUTE_BIND_CACHE_DIR` and `CUTE_BIND_CACHE_SHARED` "
+    "absolute paths, `--dir` a folder's path (or leave it out for the default), "
     "`warm(workers=N)` a kernel importable by module and name.",
 )
 
