@@ -119,6 +119,45 @@ def test_invalidation_table(cache_dir, modules, monkeypatch, row, changes, env, 
     assert (key == base_key) == (outcome == "hit"), row
 
 
+# (baseline arch, changed arch): the target architecture alone, every other input of the key the same
+ARCHS = [("sm_90a", "sm_100a"), ("sm_90", "sm_90a"), (None, "sm_80")]
+
+
+@pytest.mark.parametrize("first, then", ARCHS, ids=[f"{a}-{b}" for a, b in ARCHS])
+def test_the_target_arch_alone_changes_the_disk_key(modules, monkeypatch, first, then):
+    """The arch as the device gives it (no CUTE_DSL_ARCH, which is in the key by itself as a CUTE_DSL_* setting):
+    left out of the key, an sm_90a entry would load for an sm_100a device (issue 39). On the CPU the arch is None,
+    so each side is set explicitly, where ``bind()`` reads it."""
+    monkeypatch.delenv("CUTE_DSL_ARCH", raising=False)
+    mod = modules.load("cb_arch", KERNEL.format(**BASE), cb_helpers=HELPERS.format(**BASE))
+    env = cache_key_module.environment()
+
+    def key(arch):
+        monkeypatch.setattr(dsl, "target_arch", lambda: arch)
+        compile_key = mod.k._bind_values((0x1000, 5, BASE["bias"]), {})[0]
+        assert compile_key.arch == arch
+        assert cache_key_module.environment() == env  # nothing else of the key changed
+        return cache_key_module.entry_key(mod.k, mod.k.compiler.cache_form(compile_key))[0]
+
+    assert key(first) != key(then)
+    assert key(first) == key(first)  # and stable
+
+
+def test_an_entry_of_another_device_arch_is_not_loaded(cache_dir, modules, monkeypatch):
+    """The same through the disk cache: compiled for sm_90a, then a device reporting sm_100a compiles (never
+    loads the sm_90a entry), then sm_90a again loads its own."""
+    monkeypatch.delenv("CUTE_DSL_ARCH", raising=False)
+    outcomes = {}
+    for arch in ("sm_90a", "sm_100a", "sm_90a"):
+        monkeypatch.setattr(dsl, "target_arch", lambda arch=arch: arch)
+        value, seen, key = _run(modules, BASE)
+        assert value == expected(BASE, 5)
+        outcomes.setdefault(arch, []).append((seen, key))
+    (first, again), (other,) = outcomes["sm_90a"], outcomes["sm_100a"]
+    assert first[0] == ["compiled"] and other[0] == ["compiled"] and again == (["hit"], first[1])
+    assert other[1] != first[1]
+
+
 def test_a_warm_cache_survives_a_process_restart(cache_dir, tmp_path):
     """Two fresh processes: the first compiles and stores, the second loads (same key, same output)."""
     import subprocess
