@@ -162,6 +162,11 @@ class PointerKind(SlotKind):
                 raise _null_data(where, value)
             if negative_view(value):
                 raise self.refusal(where, value, f"{self.expected()} (a tensor with its negative bit set: {NEGATIVE_FIX})")
+            stride = getattr(value, "stride", None)
+            if callable(stride) and hasattr(value, "shape"):
+                shape, strides = tuple(value.shape), tuple(stride())
+                if not _row_major(shape, strides):
+                    raise _strided(where, value, shape, strides)
             is_cuda = bool(getattr(value, "is_cuda", False))
             space = dsl.dsl().cute.AddressSpace.gmem if is_cuda else None
             pinned = getattr(value, "is_pinned", None)
@@ -197,6 +202,12 @@ class PointerKind(SlotKind):
                 dtype = _NUMPY_TYPESTR.get(typestr)
                 if dtype is None and _foreign_typestr(typestr, iface.get("descr")):
                     self._refuse_foreign_elements(f"{attr} typestr {spelled!r}", typestr[0] == "O", where)
+                byte_strides, shape = iface.get("strides"), tuple(iface.get("shape") or ())
+                itemsize = _typestr_size(typestr)
+                if byte_strides is not None:
+                    elements = tuple(b // itemsize if itemsize and isinstance(b, int) and b % itemsize == 0 else None for b in byte_strides)
+                    if not _row_major(shape, elements):
+                        raise _strided(where, value, shape, tuple(byte_strides))
                 # else a type cute_bind's table does not name (ml_dtypes' bfloat16 is '<V2', float8_e5m2
                 # '<f1'): the value does not say, as an int address does not
                 return _PointerValue(self._check_range(address, where), dtype, space, None, not on_device, device)
@@ -244,6 +255,8 @@ class PointerKind(SlotKind):
             )
         if view.address == 0 and all(view.shape):
             raise _null_data(where, value)
+        if not _row_major(view.shape, view.strides):
+            raise _strided(where, value, view.shape, view.strides)
         dtype = _dlpack.describe_dtype(view.dtype) if _dlpack.is_cute_dtype(view.dtype) else None
         if dtype is None:
             raise _mismatch(where, self.describe(), f"a pointer to {_dlpack.describe_dtype(view.dtype)} data")
@@ -462,7 +475,7 @@ class PointerKind(SlotKind):
                     ok = (cuda_ok and (device is None or device == (2, value.get_device()))) if value.is_cuda else cpu_ok
                     if ok:
                         a: int = value.data_ptr()
-                        if a and not a % align:
+                        if a and not a % align and value.is_contiguous():
                             return a
             elif tp is np_type:
                 # a slot of a type NumPy has none of (BFloat16, Float8...): the slow path decides, as in C
@@ -471,7 +484,7 @@ class PointerKind(SlotKind):
                     taken = value.dtype is want_np
                 else:
                     taken = untyped and value.dtype.kind not in _FOREIGN_KINDS and value.dtype.fields is None
-                if taken and cpu_ok and value.flags.writeable:
+                if taken and cpu_ok and value.flags.writeable and value.flags.c_contiguous:
                     a = at(id(value) + np_data).value or 0
                     if a and not a % align:
                         return a
@@ -588,6 +601,41 @@ def _is_empty(value: Any) -> bool:
 def _mismatch(where: Where, expected: str, got: str) -> Exception:
     """CB210 for the value of ``where``: memory of another element type, address space or byte order."""
     return D.error(D.POINTER_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=expected, got=got)
+
+
+def _typestr_size(typestr: str) -> int:
+    """The item size in bytes an array interface's typestr (without its byte order) says, or 0."""
+    digits = typestr[1:]
+    return int(digits) if digits.isdigit() else 0
+
+
+def _row_major(shape: Any, strides: Any) -> bool:
+    """Whether elements of extents ``shape`` at element ``strides`` (None: compact) follow one another
+    in memory, as a pointer slot reads them (a mode of extent 1 may have any stride; an empty value is
+    taken); the C fast path's ``cb_row_major`` is the same rule."""
+    if strides is None:
+        return True
+    if 0 in shape:
+        return True
+    expect = 1
+    for extent, stride in zip(reversed(tuple(shape)), reversed(tuple(strides))):
+        if extent == 1:
+            continue
+        if stride != expect:
+            return False
+        expect *= extent
+    return True
+
+
+def _strided(where: Where, value: Any, shape: Any, strides: Any) -> Exception:
+    """CB233: a strided view given to a pointer slot."""
+    return D.error(
+        D.POINTER_NOT_CONTIGUOUS,
+        kernel=where.kernel,
+        parameter=where.parameter,
+        expected="contiguous memory (one element after another, row-major)",
+        got=f"{describe_value(value)} with element strides {tuple(strides)} for shape {tuple(shape)}",
+    )
 
 
 def _null_data(where: Where, value: Any) -> Exception:

@@ -30,7 +30,7 @@ KNOWN_CODES = [
     "CB118",  # a user's own wrapper with nothing jitted under it
     "CB707",  # register_autograd after the op was traced
     "CB119",  # a scalar default its slot does not take
-    "CB125", "CB230", "CB231", "CB232",  # structures and unions of several kinds
+    "CB125", "CB230", "CB231", "CB232", "CB233",  # structures and unions of several kinds
     "CB226",  # a compile-only value (a fake tensor or stream) where a launch needs a real one
     "CB610", "CB611", "CB612", "CB613",  # the disk cache's trust checks
 ]  # fmt: skip

@@ -921,3 +921,67 @@ def test_a_keyword_call_missing_a_required_parameter_reads_no_value_before_cb201
     with pytest.raises(cute_bind.CuteBindError) as info:
         h.launch(out.ctypes.data, alpha=2.0, n=64, stream=Counting())
     assert (info.value.code, info.value.parameter, reads) == ("CB201", "inp", [])
+
+
+# ------------------------------------------------------------------ issue 39 row 13 and a test gap
+def _strided_forms() -> list[tuple[str, Callable[[np.ndarray], Any]]]:
+    """A pointer value that is a strided view of ``a`` (every other element), in each form."""
+    forms: list[tuple[str, Callable[[np.ndarray], Any]]] = [
+        ("numpy step 2", lambda a: a[::2]),
+        ("numpy reversed", lambda a: a[::-1]),
+        ("numpy stride 0", lambda a: np.lib.stride_tricks.as_strided(a, shape=(32,), strides=(0,))),
+        ("numpy transposed", lambda a: a.reshape(8, 8).T),
+        ("cai step 2", lambda a: CAIArray(a[::2], strides=(8,))),
+        ("cai stride 0", lambda a: CAIArray(a[:32], strides=(0,))),
+    ]
+    if torch is not None:
+        forms += [
+            ("torch step 2", lambda a: torch.from_numpy(a)[::2]),
+            ("torch expand", lambda a: torch.from_numpy(a)[:1].expand(64)),
+            ("torch transposed", lambda a: torch.from_numpy(a).view(8, 8).t()),
+        ]
+    return forms
+
+
+@pytest.mark.parametrize("name,make", _strided_forms(), ids=[f[0] for f in _strided_forms()])
+def test_a_strided_view_on_a_pointer_slot_is_cb233(path: str, name: str, make: Callable[[np.ndarray], Any]) -> None:
+    """The kernel would read the memory under the view, not its elements: refused on every door
+    (before: taken, also under checked mode, and the output held [0,1,2,3] for a view of [0,2,4,6])."""
+    x, out = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    kernel = scale_gmem if name.startswith("cai") else scale
+    wrap = (lambda a: CAIArray(a)) if name.startswith("cai") else (lambda a: a)
+    k = cute_bind.kernel(kernel)
+    h = k.bind(wrap(out), wrap(x), 2.0, 32, 0)
+    view = make(x)
+    for go in (h.launch, h.with_checks().launch, k):
+        _raises("CB233", lambda go=go: go(wrap(out), view, 2.0, 32, 0))
+    _raises("CB233", lambda: k.bind(wrap(out), view, 2.0, 32, 0))
+    assert not out.any()  # nothing launched
+
+
+def test_a_contiguous_value_with_unit_or_extent_one_strides_is_taken(path: str) -> None:
+    x, out = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    h = cute_bind.kernel(scale).bind(out, x, 2.0, 64, 0)
+    column = np.zeros((64, 1), np.float32)[:, :1]  # extent-1 mode: any stride
+    for value in (x.reshape(8, 8), x.reshape(64, 1), np.ascontiguousarray(x[::2]), x[::-1][::-1], column):
+        out[:] = 0
+        h.launch(out, value, 2.0, 64 if value.size == 64 else 32, 0)
+        assert out[: value.size].tolist() == (value.reshape(-1) * 2).tolist()
+
+
+@pytest.mark.parametrize("offset", [1, 2, 3])
+def test_a_misaligned_cuda_array_interface_pointer_is_refused(path: str, offset: int) -> None:
+    """An interface address one to three bytes into a Float32 buffer: CB207 on both paths, nothing
+    launched (a test gap: removing the C path's alignment check passed every test)."""
+    x, out = _f32(), np.zeros(64, np.float32)
+    raw = np.zeros(64 * 4 + 8, np.uint8)
+    h = cute_bind.kernel(scale_gmem).bind(CAI(out), CAI(x), 2.0, 64, 0)
+
+    class Misaligned(CAI):
+        def __init__(self) -> None:
+            super().__init__(out)
+            self.__cuda_array_interface__ = {**self.__cuda_array_interface__, "data": (raw.ctypes.data + offset, False)}
+
+    for go in (h.launch, h.with_checks().launch):
+        _raises("CB207", lambda go=go: go(Misaligned(), CAI(x), 2.0, 64, 0))
+    assert not raw.any() and not out.any()

@@ -467,11 +467,18 @@ def tensor_values(draw: Any) -> Any:
     if draw(st.booleans()) and arr.size:  # misaligned: one byte into the buffer
         raw = np.zeros(arr.nbytes + 16, np.uint8)
         arr = raw[1 : 1 + arr.nbytes].view(dtype).reshape(arr.shape) if arr.flags.c_contiguous else arr
+    if ndim == 1 and draw(st.integers(0, 5)) == 0:
+        # an extent at the Int32 bound, over a few elements of memory (the fuzz kernel reads none):
+        # 2**31 - 1 is the largest a 32-bit mode takes, 2**31 must be refused (it wrapped to -2**31)
+        big = draw(st.sampled_from([(1 << 31) - 2, (1 << 31) - 1, 1 << 31, (1 << 31) + 1]))
+        arr = np.lib.stride_tricks.as_strided(base, shape=(big,), strides=(base.itemsize,))
     if draw(st.booleans()):
         arr.flags.writeable = False
     form = draw(st.sampled_from(["numpy", "numpy", "torch", "object"]))
     if form == "torch":
         torch = torch_or_skip()
+        if not arr.flags.writeable and arr.size > 1 << 20:
+            return arr  # a view at the Int32 bound: a copy would read far past its few elements
         try:
             return torch.from_numpy(arr.copy() if not arr.flags.writeable else arr)
         except Exception:
@@ -495,6 +502,8 @@ def model_tensor(value: Any, fmt: str) -> tuple[str, Any]:
         return ("error", "CB212")
     if t.size == 0:  # any address (torch reports 0 for an empty tensor, NumPy its buffer's), any stride
         return (OK, None)
+    if t.shape[0] > (1 << 31) - 1:  # an Int32 extent (the fuzz slot's layout is 32-bit)
+        return ("error", "CB205")
     if t.ctypes.data % 4:
         return ("error", "CB207")
     stride = t.strides[0] // 4

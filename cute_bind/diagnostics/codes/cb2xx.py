@@ -751,3 +751,38 @@ handle.launch(ctypes.addressof(buf), Fill(cutlass.Int32(3), 5))       # a new co
     one specialization per constant.
     """,
 )
+
+
+POINTER_NOT_CONTIGUOUS = _entry(
+    "CB233",
+    "pointer-not-contiguous",
+    _E.LaunchValueError,
+    summary="A strided tensor or array (a slice with a step, a transpose, an expanded view) was given to a pointer slot.",
+    message="kernel '{kernel}', parameter '{parameter}': a pointer slot reads {expected}, got {got}",
+    explanation="""
+    A pointer slot hands the kernel the address of the value's first element
+    and nothing else: the kernel reads the elements that follow it in
+    memory, one after the other. A view that skips elements (`t[::2]`), a
+    transposed view, or an expanded one (stride 0, `t.expand(...)`) has other
+    elements at those addresses, so the kernel would silently read and write
+    the memory underneath the view instead of the view's own elements. Such
+    values are refused on every path (bind, launch, `kernel(...)`, checked
+    mode, graph updates). A mode of extent 1 may have any stride; an empty
+    value is taken. A tensor slot (`cute.Tensor`) takes strided values: it
+    passes the strides to the kernel.
+    """,
+    example=_FILL
+    + """
+import numpy as np
+handle = fill.bind(addr, 1)
+every_other = np.zeros(8, np.int32)[::2]  # a view with a stride of 2 elements
+handle.launch(every_other, 2)             # -> CB233
+""",
+    fix="""
+    Pass a contiguous copy (`t.contiguous()`, `np.ascontiguousarray(a)`) and,
+    if the kernel writes through the pointer, copy the result back into the
+    view (`view.copy_(out)`); or annotate the parameter `cute.Tensor` so the
+    kernel receives the strides.
+    """,
+)
+
