@@ -9,12 +9,15 @@ spelling the file's imports allow, and prints one line per problem::
 The rules, tables and messages are those of the runtime check
 (:mod:`cute_bind.static.rules` reads :mod:`cute_bind._whitelist` and the
 catalog). Exit status: 0 nothing found, 1 problems found, 2 usage error or a
-file that could not be read or parsed. Meant for pre-commit
+file that could not be read, parsed or analysed. A file that is not a regular
+file (a FIFO, a device, a link to one), holds more than 8 MiB, or nests an
+expression too deeply to analyse is reported with CB126, and the other files
+are still checked. Meant for pre-commit
 (``.pre-commit-hooks.yaml``, hook id ``cute-bind-check``) and CI.
 
 Settings come from ``[tool.cute-bind]`` in the nearest ``pyproject.toml``
-(:mod:`cute_bind.static.config`, shared with ``cute-bind lsp``), and options
-add to them.
+holding one, above each checked file (:class:`cute_bind.static.config.Resolver`,
+shared with ``cute-bind lsp`` and the mypy plugin), and options add to them.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ import os
 import sys
 from typing import Iterator, Sequence, TextIO
 
-from .config import ConfigError, Settings, load_settings
-from .rules import DECORATOR_CODES, REPORTED_CODES, StaticDiagnostic, analyze_source, module_name_for_path
+from .config import ConfigError, Resolver, Settings
+from ..diagnostics import CuteBindError
+from .rules import NOT_CHECKED, DECORATOR_CODES, REPORTED_CODES, StaticDiagnostic, check_source, module_name_for_path, refused
+from .source import read_source
 
 __all__ = ["main", "check_file", "iter_python_files"]
 
@@ -56,22 +61,24 @@ def iter_python_files(paths: Sequence[str]) -> Iterator[str]:
             raise FileNotFoundError(path)
 
 
-def check_file(path: str) -> list[StaticDiagnostic]:
-    """Diagnostics of one file, by position. Raises :class:`OSError` or :class:`SyntaxError`."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if _MARKER not in data:
-        return []
-    return analyze_source(data, filename=path, module=module_name_for_path(path)).diagnostics()
-
-
-def _names_cute_bind(path: str) -> bool:
-    """Whether the file names cute_bind at all (what :func:`check_file` looks for first)."""
+def _check(path: str) -> tuple[list[StaticDiagnostic], bool]:
+    """Diagnostics of one file and whether it names cute_bind; CB126 for a file that is not a
+    regular file, is too large (:func:`~cute_bind.static.source.read_source`) or nested too
+    deeply to analyse. Raises :class:`OSError` or :class:`SyntaxError`."""
     try:
-        with open(path, "rb") as f:
-            return _MARKER in f.read()
-    except OSError:
-        return False
+        data = read_source(path)
+    except CuteBindError as exc:
+        return [refused(path, exc)], True
+    if _MARKER not in data:
+        return [], False
+    return check_source(data, path, module_name_for_path(path)), True
+
+
+def check_file(path: str) -> list[StaticDiagnostic]:
+    """Diagnostics of one file, by position (CB126 for the file where it cannot be read or
+    analysed: see :func:`~cute_bind.static.source.read_source`). Raises :class:`OSError` or
+    :class:`SyntaxError`."""
+    return _check(path)[0]
 
 
 def _print(path: str, found: list[StaticDiagnostic], show_fix: bool, out: TextIO) -> None:
@@ -136,26 +143,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
         return exc.code if isinstance(exc.code, int) else 2
     ignore = frozenset(c.strip().upper() for c in ns.ignore.split(",") if c.strip())
-    try:
-        base = Settings() if ns.no_config else load_settings(os.getcwd())
-        settings = base.merged(ignore=ignore, exclude=tuple(ns.exclude), show_fix=ns.show_fix)
-    except ConfigError as exc:
-        print(f"cute-bind check: {exc}", file=sys.stderr)
-        return 2
     unknown = sorted(ignore - REPORTED_CODES - DECORATOR_CODES)
     if unknown:
         print(f"cute-bind check: --ignore: code(s) the check does not report: {', '.join(unknown)}", file=sys.stderr)
         return 2
+    resolver = Resolver()
+    here = os.getcwd()
+
+    def settings_of(path: str) -> Settings:
+        base = Settings() if ns.no_config else resolver.for_file(path)
+        return base.merged(ignore=ignore, exclude=tuple(ns.exclude), show_fix=ns.show_fix, base=here)
+
     try:
-        files = [f for f in iter_python_files(ns.paths) if not settings.excludes(f)]
+        files = [(f, s) for f in iter_python_files(ns.paths) for s in [settings_of(f)] if not s.excludes(f)]
     except FileNotFoundError as exc:
         print(f"cute-bind check: {exc.args[0]}: no such file or directory", file=sys.stderr)
         return 2
+    except ConfigError as exc:
+        print(f"cute-bind check: {exc}", file=sys.stderr)
+        return 2
     problems = decorated = 0
     unreadable = False
-    for path in files:
+    for path, settings in files:
         try:
-            found = check_file(path)
+            found, names = _check(path)
         except SyntaxError as exc:
             print(f"{path}:{exc.lineno or 0}:{exc.offset or 0}: cannot parse: {exc.msg}", file=sys.stderr)
             unreadable = True
@@ -167,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         found = [d for d in found if d.code not in settings.ignore]
         _print(path, found, settings.show_fix, sys.stdout)
         problems += len(found)
-        decorated += _names_cute_bind(path)
+        decorated += names
+        unreadable = unreadable or any(d.code == NOT_CHECKED for d in found)
     if not ns.quiet:
         sys.stdout.flush()  # the problems first, then the summary, also where both streams go to one place
         print(_summary(len(files), decorated, problems), file=sys.stderr)

@@ -40,6 +40,7 @@ from typing import Iterable, Sequence
 from .. import _whitelist as W
 from .rules import KERNEL_DECORATORS as _KERNEL
 from .rules import _ELEMENT_KINDS, _OPTIONAL_MEMBERS, _TUPLES, ModuleAnalysis, Site, StaticDiagnostic
+from .source import split_lines
 
 __all__ = ["TextEdit", "Fix", "fixes_for", "fix_title", "ARRAY_TYPES", "NARROW_REPLACEMENTS"]
 
@@ -109,7 +110,7 @@ def fixes_for(
     """The fixes of ``diagnostic``, found at ``site`` of ``analysis``: the mechanical ones when
     there are, else the catalog's fix as words. ``source`` is the text ``site``'s node was
     parsed from (edits quote it); ``calls`` are the file's calls, searched for CB101's literals."""
-    lines = source.splitlines(keepends=True)
+    lines = split_lines(source)
     try:
         found = _mechanical(analysis, site, diagnostic, lines, list(calls))
     except (ValueError, IndexError):  # the source does not match the tree (never for trees parsed from it)
@@ -267,7 +268,7 @@ def _unresolved(analysis: ModuleAnalysis, site: Site, ann: ast.expr, d: StaticDi
     if quote is not None:
         try:
             inner = ast.parse(ann.value.lstrip(" \t"), mode="eval").body  # type: ignore[attr-defined]
-        except SyntaxError:
+        except (SyntaxError, ValueError):
             return []
         lead = len(ann.value) - len(ann.value.lstrip(" \t"))  # type: ignore[attr-defined]
         names = [n for n in ast.walk(inner) if isinstance(n, ast.Name) and n.id == missing and n.lineno == 1]

@@ -33,6 +33,13 @@ comes back to the same hook. The function's parameters are then checked by
 :mod:`cute_bind.static.rules` on the file's source text, the rules
 ``cute-bind check`` uses, so the two tools always agree.
 
+Settings: ``[tool.cute-bind]`` of the nearest ``pyproject.toml`` holding one
+above each checked file (:class:`cute_bind.static.config.Resolver`, as for
+``cute-bind check`` and the language server): ``exclude`` leaves a file's
+kernels unchecked, ``ignore`` drops codes. A file that is not a regular file,
+holds more than 8 MiB or nests an expression too deeply to analyse is reported
+at each kernel with CB126 (``cute-bind-cb126``), never as a crash of mypy.
+
 Limitations: functions inside an unannotated function are only checked with
 ``check_untyped_defs``, as mypy skips their bodies otherwise; code mypy reads
 from a string (``mypy -c``) has no file to read: its kernels are reported as
@@ -50,6 +57,7 @@ or silence that line with ``# type: ignore[name-defined]``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Callable
 
@@ -59,17 +67,24 @@ from mypy.options import Options
 from mypy.plugin import AnalyzeTypeContext, CheckerPluginInterface, FunctionContext, Plugin, ReportConfigContext
 from mypy.types import AnyType, CallableType, Instance, Parameters, TupleType, Type, TypeOfAny, get_proper_type
 
+from ..diagnostics import CuteBindError
+from .config import ConfigError, Resolver
 from .rules import (
     KERNEL_DECORATORS,
     DECORATOR_CODES,
+    NOT_CHECKED,
     REPORTED_CODES,
     SUBSCRIPTED_POINTERS,
     SUBSCRIPTED_TENSORS,
     ModuleAnalysis,
+    StaticDiagnostic,
     analyze_source,
     module_name_for_path,
+    refused,
     rules_fingerprint,
+    too_deep,
 )
+from .source import read_source
 
 __all__ = ["CATALOG_CODES", "CUTE_BIND", "CuteBindPlugin", "plugin"]
 
@@ -83,7 +98,7 @@ CUTE_BIND = ErrorCode(
 #: ``# type: ignore[cute-bind]`` (or ``disable_error_code``) every finding.
 CATALOG_CODES: dict[str, ErrorCode] = {
     cb: ErrorCode(f"cute-bind-{cb.lower()}", f"cute_bind {cb} (python -m cute_bind explain {cb})", "cute_bind", sub_code_of=CUTE_BIND)
-    for cb in sorted(REPORTED_CODES | DECORATOR_CODES)
+    for cb in sorted(REPORTED_CODES | DECORATOR_CODES | {NOT_CHECKED})
 }
 
 # The name given to the callable ``@cute_bind.kernel(...)`` returns: mypy calls a
@@ -101,9 +116,11 @@ class CuteBindPlugin(Plugin):
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
-        # path -> (file signature, analysis): each file is parsed once per run
-        # (and once per change under dmypy), however many kernels it has.
-        self._analyses: dict[str, tuple[tuple[int, int], ModuleAnalysis | None]] = {}
+        # path -> (file signature, analysis or why it was not checked): each file is parsed
+        # once per run (and once per change under dmypy), however many kernels it has.
+        self._analyses: dict[str, tuple[tuple[int, int, int], ModuleAnalysis | StaticDiagnostic | None]] = {}
+        # [tool.cute-bind] of each file's folder, as `cute-bind check` and the language server read it
+        self._settings = Resolver()
         problem = _not_visible(options)
         if problem is not None:
             # Never inert in silence: a run that cannot see cute_bind would type
@@ -143,9 +160,25 @@ class CuteBindPlugin(Plugin):
         # every call here and the unfiltered set is the one mypy prints, with no
         # "no overload variant" error of its own (tests/static/test_plugin.py checks
         # this for the pinned mypy).
+        try:
+            settings = self._settings.for_file(api.path)
+        except ConfigError as exc:
+            api.fail(f"cute_bind: {exc}", dec, code=CUTE_BIND)
+            return
+        if settings.excludes(api.path):
+            return
         analysis = self._analysis(api.path, api.options)
         func = dec.func
-        found = None if analysis is None else analysis.check_def(func.line, func.name, _kernel_name(dec))
+        found: list[StaticDiagnostic] | None
+        if isinstance(analysis, StaticDiagnostic):  # CB126: the file could not be read or analysed
+            found = [dataclasses.replace(analysis, line=dec.line, column=dec.column, end_line=dec.line, end_column=dec.column)]
+        elif analysis is None:
+            found = None
+        else:
+            try:
+                found = analysis.check_def(func.line, func.name, _kernel_name(dec))
+            except (RecursionError, MemoryError) as exc:
+                found = [dataclasses.replace(too_deep(api.path, exc), line=dec.line, column=dec.column, end_line=dec.line)]
         if found is None:  # no file to read (mypy -c), or it changed under mypy: say so, never pass silently
             api.fail(
                 f"cute_bind: the source of '{func.name}' could not be read from {api.path!r}, so its parameters "
@@ -155,12 +188,15 @@ class CuteBindPlugin(Plugin):
             )
             return
         for d in found:
+            if d.code in settings.ignore:
+                continue
             where = Context(line=d.line, column=d.column)
             where.end_line, where.end_column = d.end_line, d.end_column
             api.fail(d.message, where, code=CATALOG_CODES.get(d.code, CUTE_BIND))
 
-    def _analysis(self, path: str, options: Options) -> ModuleAnalysis | None:
-        """The analysis of the file mypy is checking, read from disk (or its ``--shadow-file``)."""
+    def _analysis(self, path: str, options: Options) -> ModuleAnalysis | StaticDiagnostic | None:
+        """The analysis of the file mypy is checking, read from disk (or its ``--shadow-file``);
+        CB126 where it cannot be read or analysed (not a regular file, too large, too deep)."""
         source_path = path
         for original, shadow in options.shadow_file or ():
             if os.path.abspath(original) == os.path.abspath(path):
@@ -169,13 +205,17 @@ class CuteBindPlugin(Plugin):
             st = os.stat(source_path)
         except OSError:
             return None  # ``mypy -c`` or a vanished file: nothing to read
-        signature = (st.st_mtime_ns, st.st_size)
+        signature = (st.st_mtime_ns, st.st_size, st.st_ino)
         cached = self._analyses.get(source_path)
         if cached is not None and cached[0] == signature:
             return cached[1]
+        analysis: ModuleAnalysis | StaticDiagnostic | None
         try:
-            with open(source_path, "rb") as f:
-                analysis: ModuleAnalysis | None = analyze_source(f.read(), path, module_name_for_path(path))
+            analysis = analyze_source(read_source(source_path), path, module_name_for_path(path))
+        except CuteBindError as exc:
+            analysis = refused(path, exc)
+        except (RecursionError, MemoryError) as exc:
+            analysis = too_deep(path, exc)
         except (OSError, SyntaxError, ValueError):
             analysis = None  # mypy reports the syntax error itself
         self._analyses[source_path] = (signature, analysis)

@@ -48,8 +48,9 @@ import typing
 from typing import Iterator, Literal, cast
 
 from .. import _whitelist as W
-from ..diagnostics import CATALOG, format_message
+from ..diagnostics import CATALOG, CuteBindError, format_message
 from .exports import PUBLIC_NAMES
+from .source import LIMIT_TEXT, read_source
 
 __all__ = [
     "KERNEL_DECORATORS",
@@ -62,6 +63,13 @@ __all__ = [
     "Site",
     "SlotReading",
     "analyze_source",
+    "check_source",
+    "not_checked",
+    "refused",
+    "too_deep",
+    "refresh_modules",
+    "modules_generation",
+    "NOT_CHECKED",
     "module_name_for_path",
     "rules_fingerprint",
 ]
@@ -727,6 +735,8 @@ class ModuleAnalysis:
                     ann = ast.parse(str(raw).strip(), mode="eval").body
                 except SyntaxError as exc:
                     return _Kind("CB125", f"its field annotations cannot be resolved (SyntaxError: {exc.msg})")
+                except ValueError as exc:  # a lone surrogate in the string
+                    return _Kind("CB125", f"its field annotations cannot be resolved ({type(exc).__name__}: {exc})")
                 field_scope, field_before = module, None
             missing = self._first_unbound(ann, field_scope, field_before)
             if missing is not None:
@@ -824,6 +834,8 @@ class ModuleAnalysis:
             expr = ast.parse(source, mode="eval").body
         except SyntaxError as exc:
             return _Verdict("CB107", repr(raw), f"SyntaxError: {exc}")
+        except ValueError as exc:  # a lone surrogate (UnicodeEncodeError), a null byte: eval() raises the same
+            return _Verdict("CB107", repr(raw), f"{type(exc).__name__}: {exc}")
         module = site.scope.module_scope()
         missing = self._first_unbound(expr, module, site.before)
         if missing is not None:
@@ -1049,7 +1061,6 @@ _ClassFound = typing.Union[tuple["ModuleAnalysis", ast.ClassDef, _Scope], _Kind,
 _ACTIVE_CLASSES: set[int] = set()
 
 
-@functools.lru_cache(maxsize=256)
 def _module_source(module: str) -> str | None:
     """The file of an installed module, found on ``sys.path`` without importing anything."""
     parts = module.split(".")
@@ -1061,17 +1072,59 @@ def _module_source(module: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=256)
-def _module_analysis(module: str) -> ModuleAnalysis | None:
-    path = _module_source(module)
+def _signature(path: str | None) -> tuple[int, int, int, int] | None:
+    """What says a file changed: its inode, size and modification time (``None``: no file)."""
     if path is None:
         return None
     try:
-        with open(path, "rb") as f:
-            analysis = analyze_source(f.read(), path, module)
-    except (OSError, SyntaxError, ValueError):
+        st = os.stat(path)
+    except OSError:
         return None
-    analysis.package = module if os.path.basename(path) == "__init__.py" else module.rpartition(".")[0]
+    return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
+
+
+#: Modules read for their classes: module -> (its file, that file's signature when read, the analysis).
+#: Checked against the files by :func:`refresh_modules`, so a module fixed and saved is read again.
+_MODULES: dict[str, tuple[str | None, tuple[int, int, int, int] | None, ModuleAnalysis | None]] = {}
+_MAX_MODULES = 256
+_generation = 0
+
+
+def modules_generation() -> int:
+    """A number that changes whenever :func:`refresh_modules` found an imported module changed."""
+    return _generation
+
+
+def refresh_modules() -> bool:
+    """Forget every module read for its classes whose file changed, appeared or went since (a
+    module fixed and saved, or created); returns whether any did. The language server calls it
+    before each check and on every save; the command line and mypy read each module once a run."""
+    global _generation
+    stale = [m for m, (path, sig, _) in _MODULES.items() if _signature(path) != sig or (path is None and _module_source(m) is not None)]
+    for module in stale:
+        del _MODULES[module]
+    if stale:
+        _generation += 1
+    return bool(stale)
+
+
+def _module_analysis(module: str) -> ModuleAnalysis | None:
+    cached = _MODULES.get(module)
+    if cached is not None:
+        return cached[2]
+    path = _module_source(module)
+    signature = _signature(path)
+    analysis: ModuleAnalysis | None = None
+    if path is not None:
+        try:
+            analysis = analyze_source(read_source(path), path, module)
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError, CuteBindError):
+            analysis = None  # a module that cannot be read names no class (CB126 is its own file's report)
+        else:
+            analysis.package = module if os.path.basename(path) == "__init__.py" else module.rpartition(".")[0]
+    if len(_MODULES) >= _MAX_MODULES:
+        del _MODULES[next(iter(_MODULES))]
+    _MODULES[module] = (path, signature, analysis)
     return analysis
 
 
@@ -1097,6 +1150,36 @@ def analyze_source(source: str | bytes, filename: str = "<unknown>", module: str
     """Parse ``source`` and analyse it; raises :class:`SyntaxError` like :func:`ast.parse`."""
     text = source if isinstance(source, str) else None
     return ModuleAnalysis(ast.parse(source, filename=filename), module=module, source=text)
+
+
+#: The code of a file the static tools could not read or analyse (reported for the file, at its first line).
+NOT_CHECKED = "CB126"
+_TOO_DEEP = "an expression in it is nested too deeply to analyse ({error})"
+
+
+def not_checked(path: str, detail: str) -> StaticDiagnostic:
+    """The CB126 diagnostic of a file that was not checked, and why."""
+    return StaticDiagnostic(NOT_CHECKED, "", "", 1, 0, 1, 0, LIMIT_TEXT, repr(path), detail)
+
+
+def refused(path: str, exc: CuteBindError) -> StaticDiagnostic:
+    """:func:`not_checked` for the CB126 error :func:`cute_bind.static.source.read_source` raised."""
+    return not_checked(path, str(exc.details.get("detail") or exc.got or exc.code))
+
+
+def too_deep(path: str, exc: BaseException) -> StaticDiagnostic:
+    """:func:`not_checked` for a file whose analysis ran out of stack or memory."""
+    return not_checked(path, _TOO_DEEP.format(error=type(exc).__name__))
+
+
+def check_source(source: str | bytes, filename: str = "<unknown>", module: str | None = None) -> list[StaticDiagnostic]:
+    """The diagnostics of ``source``, by position; CB126 for the file where it is nested too deeply
+    for :mod:`ast` or the rules (a ``RecursionError``) or too large to analyse (``MemoryError``).
+    Raises :class:`SyntaxError` (and :class:`ValueError`, a null byte) like :func:`ast.parse`."""
+    try:
+        return analyze_source(source, filename, module).diagnostics()
+    except (RecursionError, MemoryError) as exc:
+        return [too_deep(filename, exc)]
 
 
 def module_name_for_path(path: str) -> str:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from cute_bind.static import source
 from cute_bind.static.checker import main
-from cute_bind.static.config import ConfigError, Settings, load_settings, settings_from_table
+from cute_bind.static.config import ConfigError, Resolver, Settings, load_settings, settings_from_table
 
 KERNELS = """\
 import cutlass
@@ -98,3 +99,101 @@ def test_nearest_table_wins_and_exclude_is_relative_to_it(tmp_path: Path) -> Non
     assert s.ignore == frozenset() and s.excludes(str(inner / "kernels.py")) and not s.excludes(str(outer / "legacy" / "old.py"))
     assert load_settings(str(outer / "legacy")).ignore == {"CB101"}
     assert load_settings(os.path.abspath(os.sep)) == Settings()
+
+
+# --------------------------------------------------------------------------- one resolution (issue 39, row 11)
+DEPENDENCY_ONLY = "[project]\nname = 'inner'\ndependencies = ['cute-bind>=0.3']\n"
+
+#: Nested projects: (the outer pyproject's text, the inner one's (None: none), the settings a file
+#: in the inner project gets: its ignore, and the folder exclude patterns are relative to).
+NESTED = [
+    ("[tool.cute-bind]\nignore = ['CB101']\n", DEPENDENCY_ONLY, {"CB101"}, "outer"),
+    ("[tool.cute-bind]\nignore = ['CB101']\n", None, {"CB101"}, "outer"),
+    ("[tool.cute-bind]\nignore = ['CB101']\n", "[tool.cute-bind]\nignore = ['CB104']\n", {"CB104"}, "inner"),
+    ("[tool.cute-bind]\nignore = ['CB101']\n", "[tool.cute-bind]\n", set(), "inner"),
+    ("[project]\nname = 'outer'\n", DEPENDENCY_ONLY, set(), None),
+    ("[tool.cute-bind]\nignore = ['CB101']\n", "# mentions cute-bind in a comment only\n[project]\nname = 'x'\n", {"CB101"}, "outer"),
+]
+
+
+@pytest.mark.parametrize(
+    "outer, inner, ignore, root", NESTED, ids=["dependency-only", "no-inner", "inner-table", "empty-inner-table", "no-table", "comment"]
+)
+def test_nested_projects_resolve_the_nearest_table(
+    tmp_path: Path,
+    outer: str,
+    inner: str | None,
+    ignore: set[str],
+    root: str | None,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The nearest pyproject.toml that holds a [tool.cute-bind] table, not one that only names
+    cute-bind; the same for the check (from any folder), the server and the mypy plugin (Resolver)."""
+    (tmp_path / "pyproject.toml").write_text(outer)
+    project = tmp_path / "inner"
+    (project / "src").mkdir(parents=True)
+    if inner is not None:
+        (project / "pyproject.toml").write_text(inner)
+    kernels = project / "src" / "kernels.py"
+    kernels.write_text(KERNELS)
+    expected_root = {"outer": str(tmp_path), "inner": str(project), None: None}[root]
+    settings = load_settings(str(kernels.parent))
+    assert (set(settings.ignore), settings.root) == (ignore, expected_root)
+    assert Resolver().for_file(str(kernels)) == settings
+    # the check gives the file the same settings wherever it runs from
+    for cwd in (tmp_path, project, kernels.parent, tmp_path.parent):
+        monkeypatch.chdir(cwd)
+        main([str(kernels)])
+        assert codes(capsys.readouterr().out) == sorted({"CB101", "CB104"} - ignore)
+
+
+@pytest.mark.parametrize(
+    "table", ["", "[tool.cute-bind]\n", "[tool.cute-bind]\nignore = ['CB101']\n"], ids=["no-table", "empty-table", "table"]
+)
+@pytest.mark.parametrize("spelling", [".", "{root}"], ids=["dot", "absolute"])
+def test_exclude_option_works_with_and_without_a_table(
+    tmp_path: Path, table: str, spelling: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project(tmp_path, table)
+    monkeypatch.chdir(root)
+    main(["--exclude", "legacy/*", spelling.format(root=root)])
+    out = capsys.readouterr().out
+    assert "old.py" not in out and "kernels.py" in out
+
+
+def test_exclude_option_is_relative_to_where_the_check_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project(tmp_path, "")
+    monkeypatch.chdir(root / "pkg")
+    main(["--exclude", "../legacy/*", str(root)])
+    assert "old.py" not in capsys.readouterr().out
+    main(["--exclude", "*.py", str(root)])  # a file's name alone
+    assert codes(capsys.readouterr().out) == []
+
+
+def test_settings_never_read_a_pyproject_that_is_no_regular_file_or_huge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("FIFOs are POSIX")
+    (tmp_path / "pyproject.toml").write_text("[tool.cute-bind]\nignore = ['CB101']\n")
+    inner = tmp_path / "fifo"
+    inner.mkdir()
+    os.mkfifo(inner / "pyproject.toml")  # passed over, never opened (an open would wait for a writer)
+    assert load_settings(str(inner)).ignore == {"CB101"}
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "pyproject.toml").write_text("[tool.cute-bind]\n" + "#" * 200 + "\n")
+    monkeypatch.setattr(source, "MAX_SOURCE_BYTES", 100)
+    with pytest.raises(ConfigError, match="over the 100 bytes"):
+        load_settings(str(big))
+
+
+def test_a_broken_pyproject_that_does_not_name_cute_bind_is_passed_over(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.cute-bind]\nignore = ['CB101']\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "pyproject.toml").write_text("[project\nname = 'broken'\n")
+    assert load_settings(str(tmp_path / "sub")).ignore == {"CB101"}
+    (tmp_path / "sub" / "pyproject.toml").write_text("[tool.cute-bind\nignore = ['CB104']\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_settings(str(tmp_path / "sub"))
