@@ -568,3 +568,36 @@ def scale(out: cute.Pointer, params: Params):   # -> CB125
     dataclass).
     """,
 )
+
+
+SOURCE_NOT_CHECKED = _entry(
+    "CB126",
+    "source-not-checked",
+    _E.KernelDefinitionError,
+    summary="The static tools (cute-bind check, the language server, the mypy plugin) could not read or analyse a source file.",
+    message="{got} was not checked: {detail}",
+    explanation="""
+    `cute-bind check`, `cute-bind lsp` and the mypy plugin read a file's
+    text and analyse it with `ast`, never importing it. They read regular
+    files only, of at most 8 MiB, so a path that is a FIFO, a device or
+    a link to one (`/dev/zero`) or a huge generated file cannot stall or
+    exhaust the check; an expression nested more deeply than Python's parser
+    or the analysis can follow is not analysed either. The file's kernels
+    are then not checked statically (the decorator still checks them when
+    the module is imported), the tool says so with this code, and every
+    other file is still checked.
+    """,
+    example=_PRELUDE
+    + """
+# Reported by `cute-bind check`, the language server and the mypy plugin for a
+# file they cannot read or analyse (here a link to /dev/zero); shown as the error:
+raise cute_bind.error(cute_bind.CATALOG["CB126"], got="'kernels.py'", expected="8 MiB",
+                      detail="it is not a regular file (a character device)")
+""",
+    fix="""
+    Make {got} a regular Python file of at most {expected} (not a FIFO,
+    device or link to one), split an expression nested too deeply into named
+    parts, or leave the file out of the check (`--exclude`, or `exclude` in
+    `[tool.cute-bind]`); importing the module still checks its kernels.
+    """,
+)
