@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .fixes import Fix, fixes_for
-from .rules import ModuleAnalysis, Site, StaticDiagnostic, analyze_source
+from .rules import ModuleAnalysis, Site, StaticDiagnostic, analyze_source, modules_generation
+from .source import line_starts, split_lines
 
 __all__ = ["Document", "Finding", "ParameterAt"]
 
@@ -47,14 +48,15 @@ __all__ = ["Document", "Finding", "ParameterAt"]
 _CONTINUATIONS = ("else", "elif", "except", "finally", ")", "]", "}")
 # Comments and string literals, in the order a tokenizer meets them (a '"""' inside a comment is no string).
 _LEXEMES = re.compile(
-    r"#[^\n]*"
+    r"#[^\r\n]*"
     r'|[rRbBuUfF]{0,2}"""(?:\\.|[^\\])*?"""'
     r"|[rRbBuUfF]{0,2}'''(?:\\.|[^\\])*?'''"
-    r'|"(?:\\.|[^"\\\n])*"'
-    r"|'(?:\\.|[^'\\\n])*'"
+    r'|"(?:\\.|[^"\\\r\n])*"'
+    r"|'(?:\\.|[^'\\\r\n])*'"
 )
 # A def block that fails to parse is merged with at most this many blocks after it.
 _MAX_MERGE = 64
+_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -87,30 +89,20 @@ class _Block:
 
     @property
     def line_count(self) -> int:
-        return self.text.count("\n") + (0 if self.text.endswith("\n") else 1)
-
-
-def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    find = text.find
-    i = find("\n")
-    while i != -1:
-        starts.append(i + 1)
-        i = find("\n", i + 1)
-    return starts
+        return max(1, len(split_lines(self.text)))
 
 
 def split_blocks(text: str) -> list[tuple[int, str]]:
     """The guessed top-level blocks of ``text``: (first line's 0-based index, text), in order,
     covering every line once."""
-    starts = _line_starts(text)
+    starts = line_starts(text)
     inside: set[int] = set()  # lines that start inside a multi-line string
     for m in _LEXEMES.finditer(text):
-        if "\n" in m.group(0) and m.group(0)[0] != "#":
+        if _BREAK.search(m.group(0)) and m.group(0)[0] != "#":
             first = bisect.bisect_right(starts, m.start()) - 1
             last = bisect.bisect_right(starts, m.end() - 1) - 1
             inside.update(range(first + 1, last + 1))
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     cut = [0]
     decorators_only = False
     for i, line in enumerate(lines):
@@ -131,6 +123,18 @@ def split_blocks(text: str) -> list[tuple[int, str]]:
     return [(a, "".join(lines[a:b])) for a, b in zip(cut, cut[1:]) if b > a]
 
 
+_OPENING = re.compile(r"[(\[{]")
+_CLOSING = re.compile(r"[)\]}]")
+
+
+def _shape(chunk: str) -> tuple[int, bool]:
+    """How a guessed block leaves its statement: the brackets it opens less those it closes
+    (strings and comments left out), and whether its last line ends with a backslash."""
+    code = _LEXEMES.sub("", chunk)
+    depth = len(_OPENING.findall(code)) - len(_CLOSING.findall(code))
+    return depth, code.rstrip("\r\n").endswith("\\")
+
+
 class Document:
     """One open file, checked incrementally; :meth:`update` with each new text."""
 
@@ -144,6 +148,7 @@ class Document:
         self._context_found: list[tuple[StaticDiagnostic, Site]] = []
         self._results: dict[tuple[int, str], list[tuple[StaticDiagnostic, Site]]] = {}
         self._sites: dict[tuple[int, str], list[Site]] = {}
+        self._generation = modules_generation()
         self.findings: list[Finding] = []
 
     # ------------------------------------------------------------------ parsing
@@ -162,15 +167,33 @@ class Document:
         guessed = split_blocks(text)
         parsed: dict[str, list[ast.stmt] | None] = {}
         blocks: list[_Block] = []
+        shapes: list[tuple[int, bool] | None] = [None] * len(guessed)
+
+        def shape(k: int) -> tuple[int, bool]:
+            found = shapes[k]
+            if found is None:
+                found = shapes[k] = _shape(guessed[k][1])
+            return found
+
         i = 0
         while i < len(guessed):
             start, chunk = guessed[i]
             stmts = self._parse(chunk, parsed)
             j = i
-            while stmts is None and j + 1 < len(guessed) and j - i < _MAX_MERGE:
-                j += 1
-                chunk += guessed[j][1]
-                stmts = self._parse(chunk, parsed)
+            if stmts is None:
+                # A guessed block that does not parse is merged with the blocks after it only where
+                # its statement runs on into them (it ends inside brackets, or after a backslash),
+                # and only up to where the brackets close: one more parse, not one per block after
+                # it (a file where every function is broken would cost a parse of up to
+                # _MAX_MERGE blocks for each block, seconds for a 2,000-line file).
+                depth, continued = shape(i)
+                while (depth > 0 or continued) and j + 1 < len(guessed) and j - i < _MAX_MERGE:
+                    j += 1
+                    delta, continued = shape(j)
+                    depth += delta
+                if j > i and depth <= 0 and not continued:
+                    chunk = "".join(t for _, t in guessed[i : j + 1])
+                    stmts = self._parse(chunk, parsed)
             if stmts is None:  # a syntax error in this block: leave it out, go on with the next
                 blocks.append(_Block(start, guessed[i][1], None))
                 i += 1
@@ -199,10 +222,13 @@ class Document:
                 line += 1
             else:
                 b.context_start = line
-                chunk = b.text if b.text.endswith("\n") else b.text + "\n"
+                chunk = b.text if b.text.endswith(("\n", "\r")) else b.text + "\n"
                 parts.append(chunk)
-                line += chunk.count("\n")
+                line += len(split_lines(chunk))
         context_text = "".join(parts)
+        if self._generation != modules_generation():  # a module its structures come from changed
+            self._generation = modules_generation()
+            self._context_text = None
         if context_text != self._context_text:
             self._context_text = context_text
             self._context = analyze_source(context_text, module=self.module)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cute_bind.static.incremental import Document, split_blocks
+from cute_bind.static.source import split_lines
 from cute_bind.static.rules import analyze_source, module_name_for_path
 from tests.static.corpus_support import FILES
 
@@ -100,3 +102,82 @@ def test_random_edits_same_as_full_analysis(start: Path, edits: list[tuple[str, 
         except SyntaxError:
             continue  # the file does not parse: the server keeps the blocks that do (no reference to compare)
         assert found == expected
+
+
+#: Characters str.splitlines() ends a line at, where Python and LSP do not (issue 39, row 7).
+NOT_LINE_ENDS = ["\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("char", NOT_LINE_ENDS, ids=lambda c: f"U+{ord(c):04X}")
+def test_only_lsp_line_ends_split_lines(char: str) -> None:
+    """The character in a comment and a string above a kernel moves none of its diagnostics."""
+    text = f"import cutlass\nimport cute_bind\n# a{char}b\nNOTE = 'c{char}d'\n\n@cute_bind.kernel\ndef k(n, m: cutlass.Int32):\n    pass\n"
+    found = Document(None).update(text)
+    assert found == full(text, None)
+    assert [(d.line, d.column, d.end_line, d.end_column) for d in found] == [(7, 6, 7, 7)]
+    assert split_lines(f"a{char}b\r\nc\rd\n") == [f"a{char}b\r\n", "c\r", "d\n"]
+
+
+def test_carriage_returns_end_lines_as_for_python() -> None:
+    text = "import cutlass\r\nimport cute_bind\r\r@cute_bind.kernel\rdef k(n, m: cutlass.Int32):\r    pass\r"
+    found = Document(None).update(text)
+    assert found == full(text, None) and [(d.line, d.column) for d in found] == [(5, 6)]
+
+
+def _all_broken(functions: int) -> str:
+    """A file where every function has a syntax error (an unclosed bracket, or a missing return type)."""
+    body = "".join(
+        f"@cute_bind.kernel\ndef k{i}(n: cutlass.Int32, m:\n    return n\n\n"
+        if i % 2
+        else f"@cute_bind.kernel\ndef k{i}(n) -> :\n    return n\n\n"
+        for i in range(functions)
+    )
+    return "import cutlass\nimport cute_bind\n\n" + body
+
+
+def test_a_file_where_every_function_is_broken_is_parsed_a_bounded_number_of_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 row 15: each broken block was merged with up to 64 blocks after it, one parse per
+    merge (4.5 s for the first check of 400 broken functions, 0.27 s a keystroke). Now a block
+    that does not parse costs at most one more parse, and a keystroke re-parses what changed."""
+    import ast
+
+    from cute_bind.static import incremental
+
+    parses: list[int] = []
+    real = ast.parse
+
+    def counting(text: str, *args: object, **kwargs: object) -> ast.Module:
+        parses.append(len(text))
+        return real(text, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(incremental.ast, "parse", counting)
+    text = _all_broken(400)
+    doc = Document(None)
+    doc.update(text)
+    blocks = len(split_blocks(text))
+    assert len(parses) <= 2 * blocks  # was ~60 per block
+    assert sum(parses) <= 3 * len(text)  # and none of them a merge of many blocks
+    parses.clear()
+    middle = text.index("def k201")
+    doc.update(text[:middle] + "x" + text[middle:])
+    assert len(parses) <= 4  # the edited block (and its one merge), the context
+
+
+def test_a_structure_from_another_module_is_read_again_when_that_module_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 row 6: the structures of an imported module were kept for the process's life."""
+    from cute_bind.static.rules import refresh_modules
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = tmp_path / "incremental_structs.py"
+    module.write_text("from typing import NamedTuple\n\nclass Params(NamedTuple):\n    label: str\n")
+    text = "import cute_bind\nfrom incremental_structs import Params\n\n@cute_bind.kernel\ndef k(p: Params):\n    pass\n"
+    doc = Document(None)
+    assert [d.code for d in doc.update(text)] == ["CB125"]
+    module.write_text("from typing import NamedTuple\nimport cutlass\n\nclass Params(NamedTuple):\n    scale: cutlass.Float32\n")
+    os.utime(module, ns=(module.stat().st_atime_ns, module.stat().st_mtime_ns + 10_000_000))
+    assert refresh_modules() is True
+    assert doc.update(text) == [] == full(text, None)
+    assert refresh_modules() is False  # nothing changed since
+    module.unlink()  # gone: its names are no structures any more (not a stale CB125)
+    assert refresh_modules() is True
+    assert [d.code for d in doc.update(text)] == ["CB102"] and full(text, None) == doc.update(text)
