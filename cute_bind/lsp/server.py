@@ -16,23 +16,25 @@ otherwise) on the way out and back on the way in.
 from __future__ import annotations
 
 import asyncio
-import os
-import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Generator, Sequence
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.workspace import TextDocument
+from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.workspace import PositionCodec
 
 from ..diagnostics import CATALOG, render_entry
 from ..settings import DOCS_URL
-from ..static.config import ConfigError, Settings, load_settings
+from ..static.config import ConfigError, Resolver, Settings
 from ..static.describe import describe_kernel, describe_parameter
 from ..static.fixes import Fix
 from ..static.incremental import Document, Finding
-from ..static.rules import DECORATOR_CODES, REPORTED_CODES, module_name_for_path
+from ..static.rules import DECORATOR_CODES, REPORTED_CODES, module_name_for_path, not_checked, refresh_modules, too_deep
+from ..static.source import LIMIT_TEXT, MAX_SOURCE_BYTES, split_lines
+from . import pages
 
 __all__ = ["CuteBindServer", "SOURCE", "serve", "doc_url"]
 
@@ -51,38 +53,37 @@ def _version() -> str:
         return "0"
 
 
-def doc_url(code: str, base: str | None) -> str:
+def doc_url(code: str, base: str | None) -> str | None:
     """The page of ``code``: ``base/diagnostics/CODE/`` on a documentation site (the layout the
     docs build gives, docs/hooks/catalog.py), or, without a site, a local Markdown page rendered
-    from the catalog entry (what ``python -m cute_bind explain CODE`` prints), written once."""
+    from the catalog entry (what ``python -m cute_bind explain CODE`` prints), written in the
+    user's own cache folder (:mod:`cute_bind.lsp.pages`); ``None`` where that folder may not be
+    used or the page cannot be written."""
     if base:
         return f"{base.rstrip('/')}/diagnostics/{code}/"
-    folder = os.path.join(tempfile.gettempdir(), f"cute-bind-lsp-{_version()}-{os.getuid() if hasattr(os, 'getuid') else 0}")
-    path = os.path.join(folder, f"{code}.md")
-    if not os.path.exists(path):
-        try:
-            os.makedirs(folder, exist_ok=True)
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(render_entry(CATALOG[code]))
-            os.replace(tmp, path)
-        except OSError:
-            pass  # the link still names the code; the page is what `explain` prints
-    return "file://" + path
+    folder, _ = pages.private_folder(*pages.pages_folder(_version()))
+    if folder is None:
+        return None
+    try:
+        return Path(pages.write_page(folder, f"{code}.md", render_entry(CATALOG[code]))).as_uri()
+    except OSError:
+        return None
 
 
 @dataclass
 class _Open:
-    """One open document."""
+    """One open document: its text (kept here, split into lines by LSP's rules) and its checks."""
 
     document: Document
     settings: Settings
     path: str | None
+    text: str = ""
     version: int | None = None
     handle: asyncio.Handle | None = None
     last_check: float = -1e9
     lines: list[str] = field(default_factory=list)
     published: list[tuple[types.Diagnostic, Finding]] = field(default_factory=list)
+    checked_version: int | None = None  # the version the published diagnostics and fixes are for
 
 
 def _path(uri: str) -> str | None:
@@ -90,71 +91,118 @@ def _path(uri: str) -> str | None:
     return unquote(parsed.path) if parsed.scheme == "file" else None
 
 
+class _Protocol(LanguageServerProtocol):
+    """pygls's protocol, dropping its records of finished notification handlers after every
+    notification of any kind (see :meth:`CuteBindServer.forget_finished_handlers`)."""
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Generator[Any, Any, None]:
+        """pygls's own handler, with the changes applied by LSP's line rules (:func:`apply_change`):
+        pygls splits the text with ``str.splitlines`` (a form feed, NEL, U+2028... would end a
+        line) and clamps the change's range in place to those lines."""
+        uri = params.text_document.uri
+        if uri in self.workspace.text_documents:
+            text = self.workspace.get_text_document(uri).source
+            for change in params.content_changes:
+                text = apply_change(text, change, self.workspace.position_codec)
+            self.workspace.update_text_document(params.text_document, types.TextDocumentContentChangeWholeDocument(text=text))
+        if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield user_handler, (params,), None
+
+    def _handle_notification(self, method_name: str, params: Any) -> None:
+        try:
+            super()._handle_notification(method_name, params)
+        finally:
+            server = self._server
+            if isinstance(server, CuteBindServer):
+                server.forget_finished_handlers()
+
+
 class CuteBindServer(LanguageServer):
     """The cute_bind language server (``cute-bind lsp``)."""
 
+    #: pygls's records of finished notification handlers are dropped past this many
+    RECORDS_KEPT = 64
+
     def __init__(self, debounce_ms: int = 150, docs_url: str | None = None) -> None:
-        super().__init__("cute-bind", _version(), text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("cute-bind", _version(), text_document_sync_kind=types.TextDocumentSyncKind.Incremental, protocol_cls=_Protocol)
         self.debounce = max(0, debounce_ms) / 1000.0
         self.docs_url = docs_url if docs_url is not None else DOCS_URL.text() or None
         self.open: dict[str, _Open] = {}
-        self._settings: dict[str, Settings] = {}
-        self._urls: dict[str, str] = {}
+        self.resolver = Resolver()
+        self._urls: dict[str, str | None] = {}
+        self._said_no_pages = False
         self.checks = 0  # checks run (the benchmark reads it through the custom request)
 
     # ------------------------------------------------------------------ settings
     def settings_for(self, path: str | None) -> Settings:
-        folder = os.path.dirname(path) if path else os.getcwd()
-        cached = self._settings.get(folder)
-        if cached is not None:
-            return cached
         try:
-            settings = load_settings(folder)
+            return self.resolver.for_file(path)
         except ConfigError as exc:
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"cute-bind: {exc}"))
-            settings = Settings()
-        self._settings[folder] = settings
-        return settings
+            return Settings()
 
     def reload_settings(self) -> None:
         """Forget the settings read so far (a pyproject.toml changed) and check every open file again."""
-        self._settings.clear()
+        self.resolver.clear()
         for uri, state in self.open.items():
             state.settings = self.settings_for(state.path)
             self.check(uri)
 
-    def url(self, code: str) -> str:
-        found = self._urls.get(code)
-        if found is None:
-            found = self._urls[code] = doc_url(code, self.docs_url)
+    def saved(self, uri: str) -> None:
+        """A file was saved (or changed on disk): settings where it is a ``pyproject.toml``; and
+        every open file is checked again where a module their structures come from changed."""
+        if uri.endswith("/pyproject.toml"):
+            self.reload_settings()
+        elif refresh_modules():
+            for other in list(self.open):
+                self.check(other)
+
+    def url(self, code: str) -> str | None:
+        if code in self._urls:
+            return self._urls[code]
+        found = self._urls[code] = doc_url(code, self.docs_url)
+        if found is None and not self._said_no_pages:
+            self._said_no_pages = True
+            _, why = pages.private_folder(*pages.pages_folder(_version()))
+            self.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Warning,
+                    message=f"cute-bind: diagnostics carry no page link: {why or 'the page could not be written'} "
+                    "(python -m cute_bind explain CODE prints a code's page; --docs-url links to a documentation site)",
+                )
+            )
         return found
 
-    # ------------------------------------------------------------------ checking
-    def opened(self, uri: str, version: int | None) -> None:
+    # ------------------------------------------------------------------ documents
+    def opened(self, uri: str, version: int | None, text: str | None = None) -> None:
         path = _path(uri)
         module = module_name_for_path(path) if path else None
-        self.open[uri] = _Open(Document(module), self.settings_for(path), path, version)
+        if text is None:
+            text = self.workspace.get_text_document(uri).source
+        self.open[uri] = _Open(Document(module), self.settings_for(path), path, text, version)
         self.check(uri)
 
     def forget_finished_handlers(self) -> None:
         """Drop pygls's record of notification handlers that have finished.
 
-        pygls 2.1 runs its built-in notification handlers (didOpen, didChange...) as generators
-        and files each step's future in ``_request_futures`` under a fresh id that nothing
-        removes for a notification (requests remove theirs when answered): about 2 KB per
-        keystroke, 20 MB over 10,000 edits (benchmarks/lsp_latency.py measured it). A finished
-        future there is never looked up again, so dropping it is safe.
+        pygls 2.1 runs its built-in notification handlers (didOpen, didChange, didSave,
+        didClose...) as generators and files each step's future in ``_request_futures`` under a
+        fresh id that nothing removes for a notification (requests remove theirs when answered):
+        about 2 KB a message, 20 MB over 10,000 edits (benchmarks/lsp_latency.py measured it).
+        A finished future there is never looked up again, so dropping it is safe. Called after
+        every notification, whatever its kind (:class:`_Protocol`).
         """
         futures = getattr(self.protocol, "_request_futures", None)
-        if isinstance(futures, dict) and len(futures) > 64:
+        if isinstance(futures, dict) and len(futures) > self.RECORDS_KEPT:
             for key in [k for k, f in futures.items() if f.done()]:
                 del futures[key]
 
     def changed(self, uri: str, version: int | None) -> None:
-        self.forget_finished_handlers()
         state = self.open.get(uri)
         if state is None:
             return
+        state.text = self.workspace.get_text_document(uri).source  # changed by _Protocol's rules
         state.version = version
         if state.handle is not None:
             return  # a check is due; it reads the text as it is then
@@ -168,6 +216,17 @@ class CuteBindServer(LanguageServer):
             state.handle.cancel()
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
+    def current(self, uri: str) -> _Open | None:
+        """The document's state, checked on its current text: a check still waiting for the
+        debounce time runs now, so a response is computed on the version the client has."""
+        state = self.open.get(uri)
+        if state is not None and (state.handle is not None or state.checked_version != state.version):
+            if state.handle is not None:
+                state.handle.cancel()
+            self.check(uri)
+        return state
+
+    # ------------------------------------------------------------------ checking
     def check(self, uri: str) -> None:
         """Check the document's current text and publish its diagnostics."""
         state = self.open.get(uri)
@@ -179,26 +238,40 @@ class CuteBindServer(LanguageServer):
             state.last_check = loop.time()
         except RuntimeError:  # called outside the loop (tests of the class alone)
             pass
-        doc = self.workspace.get_text_document(uri)
-        text = doc.source
+        text = state.text
         self.checks += 1
+        state.checked_version = state.version
         published: list[tuple[types.Diagnostic, Finding]] = []
+        state.lines = split_lines(text)
         if _MARKER in text and not (state.path and state.settings.excludes(state.path)):
-            state.document.update(text)
-            state.lines = text.splitlines(keepends=True)
-            for finding in state.document.findings:
+            for finding in self._findings(state, text):
                 if finding.diagnostic.code in state.settings.ignore:
                     continue
-                published.append((self._diagnostic(doc, state, finding), finding))
-        else:
-            state.lines = []
+                published.append((self._diagnostic(state, finding), finding))
         state.published = published
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[d for d, _ in published], version=state.version)
         )
 
+    def _findings(self, state: _Open, text: str) -> list[Finding]:
+        """The findings of ``text``, or one CB126 for the file where it is too large or too deep to analyse."""
+        where = state.path or "<unsaved>"
+        if len(text) > MAX_SOURCE_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
+            state.document = Document(state.document.module)  # let the old version's blocks go
+            return [Finding(not_checked(where, f"it holds more than the {LIMIT_TEXT} the static tools read"), -1)]
+        refresh_modules()  # a module a structure comes from may have been saved since
+        try:
+            state.document.update(text)
+        except (RecursionError, MemoryError) as exc:
+            state.document = Document(state.document.module)
+            return [Finding(too_deep(where, exc), -1)]
+        return state.document.findings
+
     # ------------------------------------------------------------------ positions
-    def _position(self, doc: TextDocument, lines: Sequence[str], line: int, column: int) -> types.Position:
+    def _codec(self) -> PositionCodec:
+        return self.workspace.position_codec
+
+    def _position(self, lines: Sequence[str], line: int, column: int) -> types.Position:
         """(1-based line, UTF-8 byte column) -> the client's position."""
         index = line - 1
         if index >= len(lines):
@@ -207,60 +280,77 @@ class CuteBindServer(LanguageServer):
         if text.isascii():
             char = column
         else:
-            char = len(text.encode()[:column].decode(errors="ignore"))
-        return doc.position_codec.position_to_client_units(lines, types.Position(line=index, character=char))
+            char = len(text.encode("utf-8", "surrogatepass")[:column].decode("utf-8", errors="ignore"))
+        return self._codec().position_to_client_units(lines, types.Position(line=index, character=char))
 
-    def _byte_column(self, doc: TextDocument, lines: Sequence[str], position: types.Position) -> int:
-        server = doc.position_codec.position_from_client_units(lines, position)
+    def _byte_column(self, lines: Sequence[str], position: types.Position) -> int:
+        server = self._codec().position_from_client_units(lines, position)
         if server.line >= len(lines):
             return 0
-        return len(lines[server.line][: server.character].encode())
+        return len(lines[server.line][: server.character].encode("utf-8", "surrogatepass"))
 
-    def _range(self, doc: TextDocument, lines: Sequence[str], line: int, col: int, end_line: int, end_col: int) -> types.Range:
-        return types.Range(start=self._position(doc, lines, line, col), end=self._position(doc, lines, end_line, end_col))
+    def _range(self, lines: Sequence[str], line: int, col: int, end_line: int, end_col: int) -> types.Range:
+        return types.Range(start=self._position(lines, line, col), end=self._position(lines, end_line, end_col))
 
-    def _diagnostic(self, doc: TextDocument, state: _Open, finding: Finding) -> types.Diagnostic:
+    def _diagnostic(self, state: _Open, finding: Finding) -> types.Diagnostic:
         d = finding.diagnostic
         message = d.text
         if state.settings.show_fix:
             message += "\nfix: " + " ".join(d.fix.split())
+        href = self.url(d.code)
         return types.Diagnostic(
-            range=self._range(doc, state.lines, d.line, d.column, d.end_line, d.end_column),
+            range=self._range(state.lines, d.line, d.column, d.end_line, d.end_column),
             message=message,
             severity=types.DiagnosticSeverity.Error,
             code=d.code,
-            code_description=types.CodeDescription(href=self.url(d.code)),
+            code_description=types.CodeDescription(href=href) if href else None,
             source=SOURCE,
         )
 
     # ------------------------------------------------------------------ code actions
     def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
-        state = self.open.get(params.text_document.uri)
+        uri = params.text_document.uri
+        state = self.current(uri)
         if state is None:
             return []
-        doc = self.workspace.get_text_document(params.text_document.uri)
         wanted = {(d.code, _key(d.range)) for d in params.context.diagnostics if d.source == SOURCE}
         actions: list[types.CodeAction] = []
         for diagnostic, finding in state.published:
+            if finding.block < 0:
+                continue  # CB126: the file was not analysed, nothing to fix in it
             in_context = (diagnostic.code, _key(diagnostic.range)) in wanted
             if not in_context and not _overlaps(diagnostic.range, params.range):
                 continue
             for fix in state.document.fixes(finding):
-                actions.append(self._action(doc, state, params.text_document.uri, diagnostic, fix))
+                actions.append(self._action(state, uri, diagnostic, fix))
         only = params.context.only
         if only:
             wanted_kinds = [_kind_text(k) for k in only]
             actions = [a for a in actions if a.kind is not None and any(_kind_text(a.kind).startswith(k) for k in wanted_kinds)]
         return actions
 
-    def _action(self, doc: TextDocument, state: _Open, uri: str, diagnostic: types.Diagnostic, fix: Fix) -> types.CodeAction:
+    def _versioned_edits(self) -> bool:
+        """Whether the client takes ``documentChanges`` (edits that name the document's version)."""
+        try:
+            workspace = self.client_capabilities.workspace
+        except AttributeError:  # not initialized (tests of the class alone)
+            return False
+        edit = workspace.workspace_edit if workspace is not None else None
+        return bool(edit is not None and edit.document_changes)
+
+    def _action(self, state: _Open, uri: str, diagnostic: types.Diagnostic, fix: Fix) -> types.CodeAction:
         edit = None
         if fix.edits:
             edits = [
-                types.TextEdit(range=self._range(doc, state.lines, e.line, e.column, e.end_line, e.end_column), new_text=e.new_text)
+                types.TextEdit(range=self._range(state.lines, e.line, e.column, e.end_line, e.end_column), new_text=e.new_text)
                 for e in fix.edits
             ]
-            edit = types.WorkspaceEdit(changes={uri: edits})
+            if self._versioned_edits():
+                # The client applies these only to the version they were computed for.
+                document = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=state.checked_version)
+                edit = types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=document, edits=list(edits))])
+            else:
+                edit = types.WorkspaceEdit(changes={uri: edits})
         return types.CodeAction(
             title=fix.title,
             kind=types.CodeActionKind.QuickFix,
@@ -271,24 +361,51 @@ class CuteBindServer(LanguageServer):
 
     # ------------------------------------------------------------------ hover
     def hover(self, params: types.HoverParams) -> types.Hover | None:
-        state = self.open.get(params.text_document.uri)
+        state = self.current(params.text_document.uri)
         if state is None or not state.lines:
             return None
-        doc = self.workspace.get_text_document(params.text_document.uri)
-        column = self._byte_column(doc, state.lines, params.position)
-        found = state.document.at(params.position.line + 1, column)
+        column = self._byte_column(state.lines, params.position)
+        try:
+            found = state.document.at(params.position.line + 1, column)
+        except (RecursionError, MemoryError):
+            return None
         if found is None:
             return None
         analysis, site, offset = found.analysis, found.site, found.line_offset
         if found.param is not None:
             p = found.param
             facts = describe_parameter(p.arg, analysis.slot(site, p))
-            rng = self._range(doc, state.lines, p.lineno + offset, p.col_offset, (p.end_lineno or p.lineno) + offset, p.end_col_offset or 0)
+            rng = self._range(state.lines, p.lineno + offset, p.col_offset, (p.end_lineno or p.lineno) + offset, p.end_col_offset or 0)
             return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=facts.markdown()), range=rng)
         a = site.node.args
         params_ = a.posonlyargs + a.args + ([a.vararg] if a.vararg else []) + a.kwonlyargs + ([a.kwarg] if a.kwarg else [])
         text = describe_kernel(found.kernel, [describe_parameter(p.arg, analysis.slot(site, p)) for p in params_])
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
+
+
+def _offset(codec: PositionCodec, text: str, lines: Sequence[str], starts: Sequence[int], position: types.Position) -> int:
+    """The offset in ``text`` of a client position, clamped to its line's end (a line past the
+    last one: the end of the text)."""
+    if position.line >= len(lines) or position.line < 0:
+        return len(text) if position.line >= 0 else 0
+    server = codec.position_from_client_units(lines, types.Position(line=position.line, character=position.character))
+    line = lines[position.line]
+    content = len(line) - (2 if line.endswith("\r\n") else 1 if line.endswith(("\n", "\r")) else 0)
+    return starts[position.line] + min(max(server.character, 0), content)
+
+
+def apply_change(text: str, change: Any, codec: PositionCodec) -> str:
+    """``text`` with one ``didChange`` content change applied, its range read by LSP's line
+    rules (``\n``, ``\r\n`` and ``\r`` end a line; nothing else does) in the client's units."""
+    if not isinstance(change, types.TextDocumentContentChangePartial):
+        return str(change.text)
+    lines = split_lines(text)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    start = _offset(codec, text, lines, starts, change.range.start)
+    end = max(start, _offset(codec, text, lines, starts, change.range.end))
+    return text[:start] + change.text + text[end:]
 
 
 def _kind_text(kind: types.CodeActionKind | str) -> str:
@@ -313,7 +430,7 @@ def make_server(debounce_ms: int = 150, docs_url: str | None = None) -> CuteBind
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: CuteBindServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.opened(params.text_document.uri, params.text_document.version)
+        ls.opened(params.text_document.uri, params.text_document.version, params.text_document.text)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: CuteBindServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -321,8 +438,7 @@ def make_server(debounce_ms: int = 150, docs_url: str | None = None) -> CuteBind
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: CuteBindServer, params: types.DidSaveTextDocumentParams) -> None:
-        if params.text_document.uri.endswith("/pyproject.toml"):
-            ls.reload_settings()
+        ls.saved(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: CuteBindServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -336,6 +452,8 @@ def make_server(debounce_ms: int = 150, docs_url: str | None = None) -> CuteBind
     def did_change_watched_files(ls: CuteBindServer, params: types.DidChangeWatchedFilesParams) -> None:
         if any(c.uri.endswith("/pyproject.toml") for c in params.changes):
             ls.reload_settings()
+        elif params.changes:
+            ls.saved(params.changes[0].uri)
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,

@@ -68,6 +68,11 @@ async def client(lsp_client: LanguageClient):
 INITIALIZED: list[types.InitializeResult] = []
 
 
+def _whole(r: types.Range) -> tuple[int, int, int, int]:
+    """A range as (1-based line, column, end line, end column), as the static tools give it."""
+    return (r.start.line + 1, r.start.character, r.end.line + 1, r.end.character)
+
+
 async def stats(client: LanguageClient, field: str = "checks") -> int:
     """A counter of the server's ``cute-bind/stats`` request (checks run, handler records kept)."""
     result = await client.protocol.send_request_async("cute-bind/stats", None)
@@ -130,7 +135,8 @@ async def test_diagnostic_quick_fix_and_hover(client: LanguageClient, case: Case
     path = tmp_path / f"{case.id.replace('-', '_')}.py"
     static = [x for x in analyze_source(case.source, str(path), module_name_for_path(str(path))).diagnostics() if x.code == case.code]
     assert d.message == static[0].text
-    assert (d.range.start.line + 1, d.range.start.character) == (static[0].line, static[0].column)
+    # the whole range, start and end (the cases are ASCII: columns are UTF-16 units)
+    assert _whole(d.range) == (static[0].line, static[0].column, static[0].end_line, static[0].end_column)
     if case.parameter:
         assert f"parameter '{case.parameter}'" in d.message
 
@@ -151,7 +157,7 @@ async def test_diagnostic_quick_fix_and_hover(client: LanguageClient, case: Case
     else:
         assert len(with_edit) == 1, [a.title for a in actions]
         edit = with_edit[0].edit
-        assert edit is not None and edit.changes is not None
+        assert edit is not None and edit.changes is not None  # this client takes no documentChanges
         edits = [
             (e.range.start.line, e.range.start.character, e.range.end.line, e.range.end.character, e.new_text) for e in edit.changes[uri]
         ]
@@ -293,3 +299,75 @@ async def test_workspace_settings_from_pyproject(client: LanguageClient, tmp_pat
     assert "\nfix: Pass the scalar as `cutlass.Float32`" in found[0].message
     skipped = await open_doc(client, "skipped_kernels.py", source, tmp_path)
     assert PUBLISHED[(skipped, 1)] == []
+
+
+async def _change(client: LanguageClient, uri: str, version: int, rng: tuple[int, int, int, int], text: str) -> None:
+    sl, sc, el, ec = rng
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(range=types.Range(types.Position(sl, sc), types.Position(el, ec)), text=text)
+            ],
+        )
+    )
+
+
+#: Characters str.splitlines() ends a line at that LSP and Python do not (issue 39, row 7).
+NOT_LINE_ENDS = ["\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("char", NOT_LINE_ENDS, ids=lambda c: f"U+{ord(c):04X}")
+async def test_positions_follow_lsp_line_rules(client: LanguageClient, char: str, tmp_path: Path) -> None:
+    """A character str.splitlines() splits at, in a comment and a string above a kernel, moves no
+    diagnostic: its whole range is where ast puts it; an edit below it lands where the client says."""
+    source = (
+        f"import cutlass\nimport cute_bind\n# a{char}b\nNOTE = 'c{char}d'\n\n@cute_bind.kernel\ndef k(n: cutlass.Int32, m):\n    pass\n"
+    )
+    uri = await open_doc(client, f"line_rules_{ord(char):x}.py", source, tmp_path)
+    (d,) = PUBLISHED[(uri, 1)]
+    (static,) = analyze_source(source).diagnostics()
+    assert d.code == "CB101" and _whole(d.range) == (static.line, static.column, static.end_line, static.end_column) == (7, 24, 7, 25)
+    # an edit on the kernel's line (below the character): 'n: cutlass.Int32' -> 'n' makes n CB101 too
+    await _change(client, uri, 2, (6, 6, 6, 22), "n")
+    found = await wait_diagnostics(client, uri, 2)
+    expected = analyze_source(source.replace("n: cutlass.Int32", "n")).diagnostics()
+    assert [_whole(x.range) for x in found] == [(e.line, e.column, e.end_line, e.end_column) for e in expected]
+    assert [x.code for x in found] == ["CB101", "CB101"]
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri)))
+
+
+async def test_opening_saving_and_closing_keep_no_record_each(client: LanguageClient, tmp_path: Path) -> None:
+    """pygls's per-notification records are dropped after every kind of notification, not only
+    didChange: opening, saving and closing files without typing does not grow them."""
+    path = tmp_path / "cycle.py"
+    path.write_text("x = 1\n")
+    uri = path.as_uri()
+    for version in range(1, 151):
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=version, text="x = 1\n"))
+        )
+        client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=uri)))
+        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri)))
+    assert await stats(client, "handler_records") < 100  # 450 notifications: ~450 records without the pruning
+
+
+#: Files the static tools cannot take as they are (issue 39, row 9): what the server publishes.
+HOSTILE = [
+    # a lone surrogate in a string annotation: CB107, as the runtime says (not "Error in server")
+    ("surrogate", 'import cute_bind\n\n@cute_bind.kernel\ndef k(x: "\\ud800"):\n    pass\n', ["CB107"], "UnicodeEncodeError"),
+    # an expression nested too deeply for ast: CB126 for the file
+    ("deep", "import cute_bind\nx = " + "1+" * 200_000 + "1\n", ["CB126"], "nested too deeply"),
+]
+
+
+@pytest.mark.parametrize("name, source, codes, text", HOSTILE, ids=[h[0] for h in HOSTILE])
+async def test_hostile_sources_give_a_coded_diagnostic(
+    client: LanguageClient, name: str, source: str, codes: list[str], text: str, tmp_path: Path
+) -> None:
+    uri = await open_doc(client, f"hostile_{name}.py", source, tmp_path)
+    found = PUBLISHED[(uri, 1)]
+    assert [d.code for d in found] == codes and text in found[0].message
+    # the server still works: a good file opened next is checked
+    ok = await open_doc(client, f"after_{name}.py", "import cute_bind\n\n@cute_bind.kernel\ndef k(n):\n    pass\n", tmp_path)
+    assert [d.code for d in PUBLISHED[(ok, 1)]] == ["CB101"]
