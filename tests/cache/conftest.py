@@ -143,3 +143,74 @@ def affine_result(bias=1, value=4):
     from tests.kernels import cached
 
     return 2 * value + bias + cached.STEP
+
+
+# ------------------------------------------------------------------ checks as an unprivileged user (root reads any folder)
+def unprivileged_ids():
+    """``(uid, gid)`` of an unprivileged user to switch to (``nobody``, else 65534), or None when not root."""
+    if not IS_ROOT:
+        return None
+    try:
+        import pwd
+
+        entry = pwd.getpwnam("nobody")
+        return entry.pw_uid, entry.pw_gid
+    except (ImportError, KeyError):
+        return 65534, 65534
+
+
+def run_unprivileged(check, ids, seconds=240):
+    """Run ``check()`` in a forked child that dropped root for ``ids`` (no supplementary groups) and return
+    what it returned (JSON data). The child never returns into pytest: it writes its result and ``_exit``s.
+
+    Skips (saying why) only where the switch itself is refused, as in a user namespace without that uid;
+    anything ``check`` raises fails the test with the child's traceback. Everything the check imports should
+    be imported before (a child of another user may not read the interpreter's own files)."""
+    import json
+    import traceback
+
+    uid, gid = ids
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: nothing here may return into pytest
+        status = 0
+        try:
+            os.close(r)
+            try:
+                os.setgroups([])
+                os.setgid(gid)
+                os.setuid(uid)
+            except OSError as exc:
+                result = {"skip": f"cannot switch to uid {uid}/gid {gid}: {exc}"}
+            else:
+                result = {"uid": os.geteuid(), "value": check()}
+        except BaseException:
+            result = {"error": traceback.format_exc()}
+        try:
+            data = json.dumps(result).encode()
+            while data:
+                data = data[os.write(w, data) :]
+        except BaseException:
+            status = 1
+        finally:
+            os._exit(status)
+    os.close(w)
+    chunks = []
+    try:
+        with deadline(seconds):
+            while chunk := os.read(r, 1 << 16):
+                chunks.append(chunk)
+            _, status = os.waitpid(pid, 0)
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
+    finally:
+        os.close(r)
+    assert status == 0, f"the unprivileged child exited with status {status}"
+    result = json.loads(b"".join(chunks) or b"{}")
+    if "skip" in result:
+        pytest.skip(result["skip"])
+    assert "error" not in result, result["error"]
+    assert result.get("uid") == uid, result
+    return result["value"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,7 @@ from cute_bind.cache import store as store_module
 from cute_bind.cache.store import decode, encode
 from tests.kernels import cached
 
-from .conftest import needs_disk_cache, outcomes_since
+from .conftest import needs_disk_cache, outcomes_since, run_unprivileged, unprivileged_ids
 
 
 def _bind(bias=1, value=4):
@@ -121,21 +122,67 @@ def test_unusable_folder_compiles_without_the_cache(tmp_path, monkeypatch):
     cached.affine.clear_cache()
 
 
-@needs_disk_cache
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes any folder")
-def test_unreadable_folder_compiles_without_the_cache(tmp_path, monkeypatch):
-    d = tmp_path / "locked"
-    (d / "v1" / "entries").mkdir(parents=True)
-    (d / "v1" / "locks").mkdir(parents=True)
-    os.chmod(d / "v1" / "entries", 0)
-    monkeypatch.setenv("CUTE_BIND_CACHE_DIR", str(d))
+def _unreadable_cache(root):
+    """A cache folder whose ``v1/entries`` nobody but root may read."""
+    (root / "v1" / "entries").mkdir(parents=True, mode=0o700)
+    (root / "v1" / "locks").mkdir(mode=0o700)
+    os.chmod(root, 0o700)
+    os.chmod(root / "v1", 0o700)
+    return root / "v1" / "entries"
+
+
+def _bind_into_the_unreadable_folder(root, entries):
+    """Bind with the cache folder ``root``: (CacheWarning codes, outcomes, whether the entries were readable)."""
+    os.environ["CUTE_BIND_CACHE_DIR"] = str(root)
     cached.affine.clear_cache()
-    try:
-        with pytest.warns(cute_bind.CacheWarning, match=r"\[CB607\]"):
-            assert _bind(bias=6) == ["uncached"]
-    finally:
-        os.chmod(d / "v1" / "entries", 0o755)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always", cute_bind.CacheWarning)
+        outcomes = _bind(bias=6)
+    codes = [w.message.code for w in record if isinstance(w.message, cute_bind.CacheWarning)]
+    return {"codes": codes, "outcomes": outcomes, "readable": os.access(entries, os.R_OK)}
+
+
+@needs_disk_cache
+def test_unreadable_folder_compiles_without_the_cache(tmp_path, monkeypatch):
+    """A cache folder this user cannot read: CB607, compiled in-process, nothing stored.
+
+    Root reads any folder, and CI runs as root, so there the check runs in a forked child that switched to
+    an unprivileged user (nobody); it skipped as root before (issue 39)."""
+    ids = unprivileged_ids()
+    monkeypatch.setenv("CUTE_BIND_CACHE_DIR", str(tmp_path / "unused"))  # restored after the test
+    if ids is None:  # an ordinary user: in this process
+        entries = _unreadable_cache(tmp_path / "locked")
+        os.chmod(entries, 0)
+        try:
+            got = _bind_into_the_unreadable_folder(tmp_path / "locked", entries)
+        finally:
+            os.chmod(entries, 0o700)
+            cached.affine.clear_cache()
+    else:
+        import shutil
+        import tempfile
+
+        # the child can reach neither pytest's folders (root's, 0700) nor, maybe, the interpreter's files:
+        # a folder of its own under a fresh 0755 one, and every import done here first
+        monkeypatch.setenv("CUTE_BIND_CACHE", "0")
         cached.affine.clear_cache()
+        _bind(bias=6)
+        cached.affine.clear_cache()
+        monkeypatch.delenv("CUTE_BIND_CACHE")
+        outer = tempfile.mkdtemp(prefix="cute-bind-unreadable-")
+        try:
+            os.chmod(outer, 0o755)
+            root = Path(outer) / "locked"
+            root.mkdir(mode=0o700)
+            entries = _unreadable_cache(root)
+            for path in (root, root / "v1", entries, root / "v1" / "locks"):
+                os.chown(path, *ids)
+            os.chmod(entries, 0)
+            got = run_unprivileged(lambda: _bind_into_the_unreadable_folder(root, entries), ids)
+        finally:
+            shutil.rmtree(outer, ignore_errors=True)
+            cached.affine.clear_cache()
+    assert got == {"codes": ["CB607"], "outcomes": ["uncached"], "readable": False}, got
 
 
 def test_a_reader_never_sees_a_partial_write(cache_dir):
