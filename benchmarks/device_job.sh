@@ -5,7 +5,7 @@
 #   device run (carry .device):  bash benchmarks/device_job.sh tests     # the core suites, tutorials
 #                                bash benchmarks/device_job.sh rooms     # graphs, torch ops, cache, hostile input, forms
 #                                bash benchmarks/device_job.sh bench     # every timing, with its bitwise checks
-#                                bash benchmarks/device_job.sh fuzz      # the long fuzzing run of every slot kind (-m fuzz_long)
+#                                bash benchmarks/device_job.sh fuzz      # the long fuzzing runs (-m fuzz_long): every slot kind, the cache's hostile folder
 #                                bash benchmarks/device_job.sh clients   # quack and FlashAttention-4 through both doors, bitwise
 #                                                                        # against their own calls, and their decode benchmark
 #   (no argument: all five, for a machine without the 10-minute limit)
@@ -75,7 +75,10 @@ fi
 if [ "$PART" = fuzz ] || [ "$PART" = all ]; then
   # 4000 examples per slot kind and fast path (CUTE_BIND_FUZZ_LONG_EXAMPLES); the default runs above use 60
   run fuzz_long python3 -m pytest -q -p no:cacheprovider -rs -m fuzz_long tests/slots/test_fuzz.py
+  # the disk cache's hostile-folder fuzzing, 5000 examples (test_hostile_folder_long; about 30 s on 2 cores)
+  run cache_fuzz_long python3 -m pytest -q -p no:cacheprovider -rs -m fuzz_long tests/cache/test_hostile_cache.py
   echo "---- long fuzzing run rc=$(rc fuzz_long)"; grep -E "passed|failed|error|skipped" "$OUT/fuzz_long.txt" | tail -n 3
+  echo "---- cache hostile-folder long fuzzing run rc=$(rc cache_fuzz_long)"; grep -E "passed|failed|error|skipped" "$OUT/cache_fuzz_long.txt" | tail -n 3
 fi
 
 if [ "$PART" = clients ] || [ "$PART" = all ]; then

@@ -9,7 +9,9 @@ a valid entry), hard links, FIFOs, folders, sparse giant files, other modes and 
 hit counters, locks and each folder level. A reference model says whether the original entry may still be
 loaded; the claim must agree both ways, never raise, never block, never write through a link.
 ``CUTE_BIND_CACHE_FUZZ_EXAMPLES`` sets the number of examples (200 by default, a few seconds: with 60, a check
-removed was missed in some runs); ``pytest -m fuzz_long tests/cache/test_hostile_cache.py`` runs 5000.
+removed was missed in some runs); ``pytest -m fuzz_long tests/cache/test_hostile_cache.py`` runs 5000
+(``test_hostile_folder_long``: CI's fuzz step in ``.ci/run`` checks that it ran and passed, and
+``benchmarks/device_job.sh fuzz`` runs it on the GPU machine).
 """
 
 from __future__ import annotations
