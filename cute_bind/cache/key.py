@@ -312,12 +312,17 @@ _PLAIN_CALLABLES = (
 )
 
 
+def _one_of(t: type, types_: tuple[type, ...]) -> bool:
+    """``t in types_`` by identity (``in`` would call ``==``, which a metaclass may define)."""
+    return any(t is c for c in types_)
+
+
 def _qualname(obj: Any) -> str:
     """``module.qualname`` of a class or a function; of anything else, its class's (never a foreign attribute read)."""
     t = type(obj)
     if issubclass(t, type):
         return _type_name(obj)
-    if t in _PLAIN_CALLABLES:
+    if _one_of(t, _PLAIN_CALLABLES):
         module = getattr(obj, "__module__", None)
         if module is None and t is not types.FunctionType:
             objclass = getattr(obj, "__objclass__", None)  # a slot wrapper or method descriptor: its class's module
@@ -481,7 +486,7 @@ class _Hasher:
             return "property(" + ",".join(self.canon(f, depth + 1) for f in (v.fget, v.fset, v.fdel)) + ")"
         if t is functools.partial:
             return f"partial({self.canon(v.func, depth + 1)},{self.canon(v.args, depth + 1)},{self.canon(v.keywords, depth + 1)})"
-        if t in _PLAIN_CALLABLES and t is not types.FunctionType:
+        if _one_of(t, _PLAIN_CALLABLES) and t is not types.FunctionType:
             return f"builtin:{_qualname(v)}"
         if t is types.MethodType:
             return f"method({self.canon(v.__func__, depth + 1)},{self.canon(v.__self__, depth + 1)})"
@@ -528,7 +533,8 @@ class _Hasher:
         if type(annotation) is str:
             return f"str:{annotation!r}"
         t = type(annotation)
-        typing_module = _TYPE_MODULE(t) == "typing" or t is types.GenericAlias or t is types.UnionType
+        module = _TYPE_MODULE(t)
+        typing_module = (type(module) is str and module == "typing") or t is types.GenericAlias or t is types.UnionType
         if typing_module:
             origin, args = typing.get_origin(annotation), typing.get_args(annotation)
             if origin is None:  # TypeVar, ForwardRef, a special form: typing's own repr names them
@@ -661,7 +667,7 @@ def _known_value(v: Any, t: type) -> str | None:
     if fractions is not None and t is fractions.Fraction and type(v.numerator) is int and type(v.denominator) is int:
         return f"fraction:{hex(v.numerator)}/{hex(v.denominator)}"
     pathlib = sys.modules.get("pathlib")
-    if pathlib is not None and t in (pathlib.PurePosixPath, pathlib.PureWindowsPath, pathlib.PosixPath, pathlib.WindowsPath):
+    if pathlib is not None and _one_of(t, (pathlib.PurePosixPath, pathlib.PureWindowsPath, pathlib.PosixPath, pathlib.WindowsPath)):
         return f"path:{t.__name__}:{os.fspath(v)!r}"
     re = sys.modules.get("re")
     if re is not None and t is re.Pattern:
@@ -679,7 +685,7 @@ def _dsl_number(v: Any, t: type) -> Any:
     except Uncacheable:
         return None
     value = None if d is None else d.get("value")
-    return value if type(value) in (int, float, bool) else None
+    return value if _one_of(type(value), (int, float, bool)) else None
 
 
 def canonical(value: Any) -> str:

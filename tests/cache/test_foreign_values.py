@@ -70,6 +70,17 @@ class Spying:
         raise Boom(name)
 
 
+class LoudMeta(type):
+    """A metaclass whose ``==`` records and raises: ``t in (int, float)`` would call it (reflected first)."""
+
+    __eq__ = _hook("metaclass.__eq__")
+    __hash__ = type.__hash__
+
+
+class OfLoudMeta(metaclass=LoudMeta):
+    pass
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     tile: int
@@ -119,6 +130,7 @@ def _fresh_calls():
 REFUSED = [
     ("an object with every hook", lambda: Loud()),
     ("a callable object with __getattr__", lambda: LoudCallable()),
+    ("an object whose metaclass defines ==", lambda: OfLoudMeta()),
     ("an object whose __getattribute__ runs code", lambda: Spying()),
     ("inside a list", lambda: [1, Loud()]),
     ("inside a tuple", lambda: (1, Spying())),
