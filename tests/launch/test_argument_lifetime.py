@@ -25,7 +25,8 @@ from tests.optional import torch_or_skip
 
 
 class Moves:
-    """A number that runs ``action`` when it is converted (``float()`` or ``operator.index()``)."""
+    """A real number that runs ``action`` when it is converted (``float()``), as a user's number
+    class may; :class:`MovesIndex` is the integer one (``operator.index()``)."""
 
     def __init__(self, value: float, action: Callable[[], None]) -> None:
         self.value, self.action, self.ran = value, action, 0
@@ -34,6 +35,12 @@ class Moves:
         self.ran += 1
         self.action()
         return float(self.value)
+
+
+class MovesIndex(Moves):
+    """An integer that runs ``action`` when it is converted (``operator.index()``)."""
+
+    __float__ = None  # type: ignore[assignment]  # an integer only: float() must not take it
 
     def __index__(self) -> int:
         self.ran += 1
@@ -70,7 +77,7 @@ def test_pointer_slot_read_after_an_index_moves_its_tensor(door: str, path: str)
     out, inp = torch.zeros(64), torch.arange(64, dtype=torch.float32)
     go = _launchers(scale, (out, inp, 1.0, 4, 0))[door]
     moved = torch.zeros(64)
-    n = Moves(4, lambda: out.set_(moved))
+    n = MovesIndex(4, lambda: out.set_(moved))
     go(out, inp, 2.0, n, 0)
     assert moved[:5].tolist() == [0.0, 2.0, 4.0, 6.0, 0.0]
 
@@ -174,3 +181,56 @@ def test_a_fresh_tensor_from_a_structure_field_lives_through_the_call(path: str)
         """,
         path,
     )
+
+
+# ------------------------------------------------------------------ property: any mover, any target, any door
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(
+    form=st.sampled_from(["torch", "numpy"]),
+    movers=st.lists(st.tuples(st.sampled_from(["alpha", "n"]), st.sampled_from(["out", "inp"])), min_size=1, max_size=3),
+    door=st.sampled_from(DOORS),
+    keywords=st.booleans(),
+)
+def test_numbers_that_move_any_argument_never_make_a_launch_write_freed_memory(
+    path: str, form: str, movers: Any, door: str, keywords: bool
+) -> None:
+    """``alpha``'s ``__float__`` and ``n``'s ``__index__`` each move ``out`` or ``inp`` to new memory
+    (torch ``set_``, NumPy ``resize``), in any combination: the kernel reads and writes the memory
+    each holds when the entry point runs (under ASan in CI, any write through a freed address fails)."""
+    if form == "torch":
+        torch = torch_or_skip()
+        out, inp = torch.zeros(64), torch.arange(64, dtype=torch.float32)
+    else:
+        out, inp = np.zeros(64, np.float32), np.arange(64, dtype=np.float32)
+    key = (path, form, door)
+    if key not in _LAUNCHERS:  # one handle per path and door: each example launches with new arrays
+        _LAUNCHERS[key] = _launchers(scale, (out, inp, 1.0, 4, 0))[door]
+    go = _LAUNCHERS[key]
+    arrays = {"out": out, "inp": inp}
+
+    def move(name: str) -> Callable[[], None]:
+        def run() -> None:
+            a = arrays[name]
+            if form == "torch":
+                a.set_(a.clone())  # the old storage freed, same values
+            else:
+                a.resize(64 + 16, refcheck=False)  # a new buffer, same leading values
+        return run
+
+    actions: dict[str, list[Callable[[], None]]] = {"alpha": [], "n": []}
+    for where, target in movers:
+        actions[where].append(move(target))
+    alpha = Moves(3.0, lambda: [f() for f in actions["alpha"]]) if actions["alpha"] else 3.0
+    n = MovesIndex(4, lambda: [f() for f in actions["n"]]) if actions["n"] else 4
+    if keywords:
+        go(out=out, inp=inp, alpha=alpha, n=n, stream=0)
+    else:
+        go(out, inp, alpha, n, 0)
+    assert [float(v) for v in out[:5]] == [0.0, 3.0, 6.0, 9.0, 0.0]
+
+
+_LAUNCHERS: dict[tuple[str, str], Any] = {}
