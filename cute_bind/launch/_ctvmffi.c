@@ -297,10 +297,17 @@ write_all(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
         }
         ok = cb_place_keywords(self->names, self->defaults, self->required, self->n, args, nargs, kwnames, placed);
     }
-    for (Py_ssize_t i = 0; ok && i < self->n; i++) {
-        PyObject *v = placed ? placed[i] : i < nargs ? args[i] : NULL;
-        if (v == NULL) v = PyTuple_GetItem(self->defaults, i);
-        ok = v != self->required && write_one(self, i, v, dev_type, dev_id, stream);
+    /* two passes, the arguments' lifetime rule (docs/concepts/safety.md): every argument whose
+     * writing may run Python code (__tvm_ffi_int__, __tvm_ffi_float__, a constant's comparison)
+     * first, then the tensors, whose DLTensor is read without running any: no user code runs
+     * between reading a tensor's address and the call (a __tvm_ffi_float__ may free it) */
+    for (int tensors = 0; tensors < 2; tensors++) {
+        for (Py_ssize_t i = 0; ok && i < self->n; i++) {
+            if ((self->kinds[i] == 'T') != tensors) continue;
+            PyObject *v = placed ? placed[i] : i < nargs ? args[i] : NULL;
+            if (v == NULL) v = PyTuple_GetItem(self->defaults, i);
+            ok = v != self->required && write_one(self, i, v, dev_type, dev_id, stream);
+        }
     }
     if (placed != local) PyMem_Free(placed); /* NULL where no keywords: a no-op */
     return ok;

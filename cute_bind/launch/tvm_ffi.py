@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Final
 
 from .. import diagnostics as D
 from .. import dsl, settings
@@ -114,6 +114,29 @@ def _protocol_kind(tp: type) -> str:
     except Exception:  # a type whose attributes raise: not taken as is
         return ""
     return kind if protocol else ""
+
+
+_PLAIN: Final = frozenset({int, float, bool, str, type(None)})
+
+
+def _protocol_value(value: Any) -> Any:
+    """``value`` as TVM-FFI's call would read it through ``__tvm_ffi_int__``/``__tvm_ffi_float__``
+    (called here, once), or ``value`` itself for anything else."""
+    if type(value) in _PLAIN:
+        return value
+    kind = _protocol_kind(type(value))
+    if kind == "i":
+        return value.__tvm_ffi_int__()
+    if kind == "f":
+        return value.__tvm_ffi_float__()
+    return value
+
+
+def _protocols_converted(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The call's protocol numbers converted before the compiled call reads any tensor (the arguments'
+    lifetime rule: TVM-FFI's own call reads each argument in order, so a ``__tvm_ffi_float__`` that
+    frees an earlier tensor's storage would run after that tensor's address was read)."""
+    return tuple(_protocol_value(a) for a in args), {k: _protocol_value(v) for k, v in kwargs.items()}
 
 
 def _snapshot(value: Any) -> Any:
@@ -195,6 +218,7 @@ class PreparedTvmFfiLaunch(Lifecycle):
 
     def _slow(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The compiled call itself (what the C launcher does not take as is); its errors as catalog errors."""
+        args, kwargs = _protocols_converted(args, kwargs)
         try:
             return self._compiled(*args, **kwargs)
         except D.CuteBindError:

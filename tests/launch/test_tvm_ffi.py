@@ -238,3 +238,28 @@ def test_a_stream_default_of_the_compiled_function_is_taken_as_the_call_takes_it
     h.launch(mine, x, 0.5, cuda.CUstream(0))  # a stream object given at launch: the call's own path
     compiled(theirs, x, 0.5, cuda.CUstream(0))
     assert torch.equal(mine.view(torch.int32), theirs.view(torch.int32))
+
+
+class _FloatThatMoves:
+    """A TVM-FFI float protocol value whose conversion moves ``out`` to new memory (``set_``)."""
+
+    def __init__(self, value: float, out: Any, moved: Any) -> None:
+        self.value, self.out, self.moved = value, out, moved
+
+    def __tvm_ffi_float__(self) -> float:
+        self.out.set_(self.moved)
+        return self.value
+
+
+def test_a_tensor_is_read_after_a_float_protocol_value_moves_it(windowed: Any, tvm_path: str) -> None:
+    """The arguments' lifetime rule on the TVM-FFI launcher (issue 39 row 1): the tensors' DLTensors
+    are written after every conversion that runs Python code, so the kernel writes where ``out``
+    points when the entry runs (before: through the freed storage)."""
+    h = cute_bind.prepare(windowed, torch.zeros(8), torch.zeros(8), None, 3, 0, 0.5)
+    inp = _r(3, 8)
+    expected = torch.zeros(8)
+    windowed(expected, inp, None, 3, 0, 0.5)
+    out, moved = torch.zeros(8), torch.zeros(8)
+    h.launch(out, inp, None, 3, 0, _FloatThatMoves(0.5, out, moved))
+    assert out.data_ptr() == moved.data_ptr()
+    assert moved.numpy().tobytes() == expected.numpy().tobytes()
