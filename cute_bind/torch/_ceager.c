@@ -61,8 +61,12 @@
  * called with `kernel_args` (per kernel parameter, in order: an input index,
  * -1 for the stream, or -2 - j for fixed[j]) and `bump` (torch's
  * _increment_version) is called with the inputs at `mutated`; it returns
- * None. Everything else (keywords, another number of arguments, a check
- * that returned None) is `fallback(*args, **kwargs)`, the op's generated
+ * None. Before the kernel, the tensors it writes are checked against torch's
+ * in-place rules (writes_ok: no stride 0, no memory shared with another
+ * written tensor or with part of an input; EagerCheck.writes is the same check
+ * for the Python call). Everything else (keywords, another number of arguments,
+ * a check that returned None, written tensors that may overlap: the Python
+ * call raises CB708) is `fallback(*args, **kwargs)`, the op's generated
  * Python call, which decides as it always does. An error of the kernel
  * call or of the bump propagates as it would from the Python call.
  *
@@ -208,6 +212,123 @@ decline:
     Py_XDECREF(dev);
     if (r < 0 && decline_error() < 0) return NULL;
     Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ the written tensors (CB708)
+ *
+ * writes_ok(self, tensors, nmut, n): 1 where none of the first `nmut` tensors (the op writes them)
+ * overlaps itself, another written tensor or part of one of the others, by torch's in-place rules
+ * as cute_bind.torch.custom_op._writes_checker states them; 0 where one may (or a tensor cannot be
+ * read through the exchange API, or there is no reader): the Python check decides, and raises.
+ * Reads each tensor's DLTensor view (no Python call); an exception the reader set is cleared (an
+ * Exception) or propagates (-1, a BaseException). */
+#define EC_MAX_DIMS 16
+
+typedef struct {
+    uintptr_t lo, hi; /* [first byte, one past the last); lo == hi: empty */
+    int32_t device_type, device_id;
+    int dense, zero;
+} Span;
+
+/* 1: read; 0: cannot tell (the Python check decides); -1: a BaseException to propagate */
+static int
+span_of(EagerCheck *self, PyObject *t, Span *s)
+{
+    DLTensorC dl;
+    if (self->reader((void *)t, &dl) != 0) return PyErr_Occurred() ? (decline_error() < 0 ? -1 : 0) : 0;
+    if (dl.ndim < 0 || dl.ndim > EC_MAX_DIMS || dl.bits == 0) return 0;
+    int64_t item = ((int64_t)dl.bits * (dl.lanes ? dl.lanes : 1) + 7) / 8;
+    int64_t lo = 0, hi = 0, numel = 1, row = 1;
+    int64_t st[EC_MAX_DIMS], sz[EC_MAX_DIMS];
+    int nd = 0, zero = 0;
+    for (int d = dl.ndim - 1; d >= 0; d--) {
+        int64_t n = dl.shape[d];
+        int64_t stride = dl.strides ? dl.strides[d] : row; /* no strides: compact row-major */
+        row *= n;
+        if (n == 0) {
+            s->lo = s->hi = 0;
+            return 1;
+        }
+        numel *= n;
+        if (n > 1) {
+            if (stride == 0) zero = 1;
+            if (stride < 0) lo += (n - 1) * stride;
+            else hi += (n - 1) * stride;
+            st[nd] = stride < 0 ? -stride : stride;
+            sz[nd] = n;
+            nd++;
+        }
+    }
+    for (int i = 1; i < nd; i++) { /* by stride: a dense layout's strides are the running products of the extents */
+        int64_t a = st[i], b = sz[i];
+        int j = i - 1;
+        while (j >= 0 && st[j] > a) {
+            st[j + 1] = st[j];
+            sz[j + 1] = sz[j];
+            j--;
+        }
+        st[j + 1] = a;
+        sz[j + 1] = b;
+    }
+    int dense = !zero && lo == 0;
+    int64_t expected = 1;
+    for (int i = 0; i < nd && dense; i++) {
+        dense = st[i] == expected;
+        expected *= sz[i];
+    }
+    uintptr_t base = (uintptr_t)dl.data + (uintptr_t)dl.byte_offset;
+    s->lo = base + (uintptr_t)(lo * item);
+    s->hi = base + (uintptr_t)((hi + 1) * item);
+    s->device_type = dl.device_type;
+    s->device_id = dl.device_id;
+    s->dense = dense;
+    s->zero = zero;
+    (void)numel;
+    return 1;
+}
+
+static int
+writes_ok(EagerCheck *self, PyObject *const *tensors, Py_ssize_t nmut, Py_ssize_t n)
+{
+    Span spans[EC_MAX_ARGS];
+    if (self->reader == NULL || n > EC_MAX_ARGS) return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int r = span_of(self, tensors[i], &spans[i]);
+        if (r <= 0) return r;
+    }
+    for (Py_ssize_t i = 0; i < nmut; i++) {
+        Span *a = &spans[i];
+        if (a->lo == a->hi) continue;
+        if (a->zero) return 0;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            Span *b = &spans[j];
+            if (j == i || b->lo == b->hi || a->device_type != b->device_type || a->device_id != b->device_id) continue;
+            if (a->hi <= b->lo || b->hi <= a->lo) continue;
+            if (!(a->dense && b->dense)) continue;                    /* torch's "too hard": allowed */
+            if (a->lo == b->lo && a->hi == b->hi && j >= nmut) continue; /* exactly an input: in place */
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static PyObject *
+eager_check_writes(PyObject *selfobj, PyObject *const *args, Py_ssize_t nargs)
+{
+    EagerCheck *self = (EagerCheck *)selfobj;
+    if (!self->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "EagerCheck is not initialised");
+        return NULL;
+    }
+    Py_ssize_t nmut = nargs >= 1 && PyLong_Check(args[0]) ? PyLong_AsSsize_t(args[0]) : -1;
+    if (nmut == -1 && PyErr_Occurred()) return NULL;
+    if (nmut < 0 || nmut > nargs - 1) {
+        PyErr_SetString(PyExc_TypeError, "EagerCheck.writes() takes the number of written tensors, then the written tensors and the others");
+        return NULL;
+    }
+    int r = writes_ok(self, args + 1, nmut, nargs - 1);
+    if (r < 0) return NULL;
+    return PyBool_FromLong(r);
 }
 
 /* check(), counted in the checker's counts() (its caller keeps `self` alive) */
@@ -415,6 +536,9 @@ static PyMethodDef eager_check_methods[] = {
      "check($self, /, *tensors)\n--\n\nThe stream the op's kernel launches on, or None where the Python call decides."},
     {"counts", eager_check_counts, METH_NOARGS,
      "counts($self, /)\n--\n\n(taken, declined): calls that returned a stream, calls that returned None."},
+    {"writes", (PyCFunction)(void (*)(void))eager_check_writes, METH_FASTCALL,
+     "writes($self, nmut, /, *tensors)\n--\n\nTrue where none of the first nmut tensors (written) overlaps itself, "
+     "another written one or part of another; False where the Python check decides."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -523,6 +647,22 @@ eager_call_call(PyObject *selfobj, PyObject *const *args, Py_ssize_t nargs, PyOb
     if (stream == Py_None) {
         Py_DECREF(stream);
         return to_fallback(self, args, nargs, NULL);
+    }
+    if (self->nmut) { /* the written tensors first, then the other tensor inputs (CB708: the Python call raises it) */
+        PyObject *order[EC_MAX_ARGS];
+        Py_ssize_t k = 0;
+        for (Py_ssize_t i = 0; i < self->nmut; i++) order[k++] = args[self->midx[i]];
+        for (Py_ssize_t i = 0; i < self->nt; i++) {
+            int written = 0;
+            for (Py_ssize_t j = 0; j < self->nmut && !written; j++) written = self->midx[j] == self->tidx[i];
+            if (!written) order[k++] = args[self->tidx[i]];
+        }
+        int ok = writes_ok((EagerCheck *)self->check, order, self->nmut, k);
+        if (ok <= 0) {
+            Py_DECREF(stream);
+            if (ok < 0) return NULL;
+            return to_fallback(self, args, nargs, NULL);
+        }
     }
     PyObject *kargs = PyTuple_New(self->nk);
     if (kargs == NULL) {

@@ -373,6 +373,90 @@ def _diagnoser(plan: OpPlan, kernel: Kernel[Any], rt: _Runtime) -> Callable[[Bas
     return diagnose
 
 
+def _span(t: Any) -> tuple[Any, int, int, bool, bool] | None:
+    """(device, first byte, one past the last byte, non-overlapping and dense, a stride 0 in a dimension of
+    extent > 1) of a tensor's elements; None for an empty tensor or one without readable data (no overlap).
+    The same reading as the C check (cute_bind/torch/_ceager.c, span_of)."""
+    try:
+        if t.is_meta or t.numel() == 0:
+            return None
+        item, base, shape, strides = t.element_size(), t.data_ptr(), tuple(t.shape), t.stride()
+    except Exception:  # noqa: BLE001 - a tensor torch cannot give an address for: nothing to compare
+        return None
+    lo = hi = 0
+    zero = False
+    dims = []
+    for n, st in zip(shape, strides):
+        if n > 1:
+            dims.append((abs(st), n))
+            zero = zero or st == 0
+            if st < 0:
+                lo += (n - 1) * st
+            else:
+                hi += (n - 1) * st
+    dense = not zero
+    expected = 1
+    for st, n in sorted(dims):
+        if not dense or st != expected:
+            dense = False
+            break
+        expected *= n
+    dense = dense and lo == 0
+    return t.device, base + lo * item, base + (hi + 1) * item, dense, zero
+
+
+def _writes_checker(plan: OpPlan) -> Callable[[tuple[Any, ...]], None]:
+    """CB708 for a written tensor (``mutates_args``) that torch's in-place rules refuse, given the op's input values in order.
+
+    Refused, as torch refuses them for its in-place ops: a written tensor with
+    stride 0 in a dimension of extent > 1 (several elements one location); two
+    written tensors sharing memory; a written tensor partly overlapping an input
+    (both non-overlapping and dense, their byte ranges meeting but not equal).
+    Allowed: an input that is exactly the written tensor (``op(x, x)``, as
+    ``x.mul_(x)``), and layouts torch cannot decide cheaply (not dense), as
+    torch allows them.
+    """
+    inputs = plan.inputs
+
+    def fail(name: str, got: str) -> None:
+        raise D.error(
+            D.OP_OUTPUT_OVERLAP,
+            kernel=plan.kernel,
+            parameter=name,
+            expected="a written tensor whose elements are each its own memory, shared with no other written tensor and with no part of an input",
+            got=got,
+        )
+
+    def check(values: tuple[Any, ...]) -> None:
+        items: list[tuple[str, Any, bool]] = []
+        for p, v in zip(inputs, values):
+            if not p.tensor or v is None:
+                continue
+            if p.sequence:
+                items += [(f"{p.name}[{k}]", t, p.mutated) for k, t in enumerate(v)] if isinstance(v, (list, tuple)) else []
+            else:
+                items.append((p.name, v, p.mutated))
+        spans = [_span(t) if any(m for _, _, m in items) else None for _, t, _ in items]
+        for i, (name, _, mutated) in enumerate(items):
+            a = spans[i]
+            if not mutated or a is None:
+                continue
+            if a[4]:
+                fail(name, "a tensor with stride 0 in a dimension of extent > 1 (expanded or broadcast): several of its elements are one memory location")
+            for j, (other, _, other_mutated) in enumerate(items):
+                b = spans[j]
+                if j == i or b is None or a[0] != b[0] or a[2] <= b[1] or b[2] <= a[1]:
+                    continue
+                if not (a[3] and b[3]):
+                    continue  # torch's "too hard to tell": allowed, as torch allows it
+                if (a[1], a[2]) == (b[1], b[2]) and not other_mutated:
+                    continue  # the same memory as an input: in place, as x.mul_(x)
+                what = "another tensor the op writes" if other_mutated else "part of the input"
+                fail(name, f"a tensor sharing memory with {what} '{other}'")
+
+    return check
+
+
 def _number_converter(plan: OpPlan, kernel: Kernel[Any], p: OpParam, rt: _Runtime) -> Callable[[Any], Any]:
     """A ``Scalar`` (or ``Scalar[]``, ``Scalar?``) input's value as a plain Python number, checked as ``kernel(...)`` checks it.
 
@@ -507,6 +591,16 @@ def _generate(
         meta_check = f"if _cb_device < 0 and {tensors[0].name}.is_meta: return _cb_overload({schema_args})"
     else:
         meta_check = ""
+    # a written tensor torch's in-place rules refuse (CB708): the C check first where the op has one
+    # (it says True where nothing overlaps), else and then the Python check, which raises
+    writes_lines: list[str] = []
+    if any(p.mutated for p in inputs):
+        if checker is not None and not optionals and not seqs:  # every tensor input plain: all in the C check
+            order = ", ".join([p.name for p in tensors if p.mutated] + [p.name for p in tensors if not p.mutated])
+            writes_lines.append(f"if not _cb_writes({sum(p.mutated for p in tensors)}, {order}): _cb_overlap({values})")
+        else:
+            writes_lines.append(f"_cb_overlap({values})")
+    body += writes_lines
     alloc_lines = [f"{name} = {allocs[name][0]}" for name in plan.outputs]
     body += alloc_lines
     if not tensors:
@@ -609,6 +703,7 @@ def _generate(
         src.append(f"{ind}if _cb_stream is None:")
         src += [ind * 2 + line for line in checks]
         src += [ind * 2 + line for line in stream_lines]
+        src += [ind + line for line in writes_lines]
         src += [ind + line for line in alloc_lines]
         src.append(ind + kernel_call)
     else:
@@ -670,6 +765,9 @@ def _generate(
         "_cb_seq_device": seq_device,
         "_cb_M": _MISSING,
         "_cb_bind": _binder(plan, kernel),
+        "_cb_overlap": _writes_checker(plan),
+        # the C check of the written tensors (True: nothing overlaps; False: the Python check decides)
+        "_cb_writes": getattr(checker, "writes", None) or (lambda *tensors: False),
         "_cb_diagnose": _diagnoser(plan, kernel, rt),
     }
     for p in inputs:

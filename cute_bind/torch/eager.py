@@ -44,6 +44,14 @@ anything imported it is registered when ``torch._dynamo`` is imported (an
 import hook that runs once, then leaves ``sys.meta_path``). An op whose
 registration fails gets its Python call back as its function.
 
+Before the kernel, both calls check the tensors the op writes against
+torch's in-place rules (CB708: a stride 0, memory shared with another written
+tensor or with part of an input): ``EagerCheck.writes(nmut, *tensors)`` in C,
+through torch's DLPack reader, says True where nothing overlaps; otherwise (an
+overlap, or no reader) the Python check
+(:func:`cute_bind.torch.custom_op._writes_checker`) decides and raises, and
+``EagerCall`` hands such a call to the Python call.
+
 ``CUTE_BIND_PURE_PYTHON=1`` (read when an op is made) keeps the Python call
 and its Python checks.
 """

@@ -251,3 +251,123 @@ def test_the_compiled_op_refuses_a_tensor_for_a_number(numbers_op):
         compiled(out, torch.zeros(1, dtype=torch.float64))
     assert "number" in str(info.value) and out[2].item() == 0.0
     torch._dynamo.reset()
+
+
+# ------------------------------------------------------------------ written tensors: torch's in-place rules on every door
+@pytest.fixture(scope="module")
+def write_ops():
+    return {
+        "C call": cbt.op("cbtest::door_write_c", host.tscale_stream_default, mutates_args=("out",)),
+        "python call": cbt.op("cbtest::door_write_py", host.tscale, mutates_args=("out",)),
+        "two written": cbt.op("cbtest::door_write_two", host.tsplit, mutates_args=("lo", "hi")),
+    }
+
+
+def _buf(n=12):
+    return torch.arange(n, dtype=torch.float32)
+
+
+#: (case, op, makes (the tensors the call takes, the buffer(s) to compare), parameter refused or None)
+WRITES = [
+    ("out expanded (stride 0)", "scale", lambda b: ((torch.zeros(1).expand(4), b[:4]), ()), "out"),
+    ("out expanded in 2-D", "scale", lambda b: ((b[:3].unsqueeze(1).expand(3, 2).t(), b[4:10].view(2, 3)), (b,)), "out"),
+    ("out overlaps part of the input", "scale", lambda b: ((b[1:5], b[0:4]), (b,)), "out"),
+    ("the input overlaps part of out", "scale", lambda b: ((b[0:6], b[3:9]), (b,)), "out"),
+    ("two written tensors the same", "two", lambda b: ((b[:4], b[:4], b[4:8]), (b,)), "lo"),
+    ("two written tensors overlapping", "two", lambda b: ((b[0:4], b[2:6], b[6:10]), (b,)), "lo"),
+    ("a written tensor overlaps the input", "two", lambda b: ((b[0:4], b[4:8], b[6:10]), (b,)), "hi"),
+    # allowed, as torch allows them
+    ("out is the input (in place)", "scale", lambda b: ((b[:4], b[:4]), (b,)), None),
+    ("disjoint slices of one buffer", "scale", lambda b: ((b[:4], b[4:8]), (b,)), None),
+    ("interleaved views (too hard to tell)", "scale", lambda b: ((b[0:8:2], b[1:8:2]), (b,)), None),
+    ("an expanded input", "scale", lambda b: ((b[:4], torch.ones(1).expand(4)), (b,)), None),
+    ("empty tensors", "scale", lambda b: ((b[:0], b[:0]), (b,)), None),
+    ("two written, disjoint", "two", lambda b: ((b[0:4], b[4:8], b[8:12]), (b,)), None),
+]
+
+
+def _write_door(ops, which, door, tensors):
+    op = ops["two written"] if which == "two" else ops[door[1]]
+    args = (*tensors, 2.0) if which == "scale" else tensors
+    kwargs = {} if which == "scale" else {"cut": 5.0}
+    kind = door[0]
+    if kind == "eager":
+        return op(*args, **kwargs)
+    if kind == "torch.ops":
+        return op.overload(*args, **kwargs)
+    if kind == "a dispatch mode":
+        with _passthrough_mode():
+            return op(*args, **kwargs)
+    raise AssertionError(kind)
+
+
+WRITE_DOORS = [
+    ("eager", "C call"),
+    ("eager", "python call"),
+    ("torch.ops", "C call"),
+    ("a dispatch mode", "python call"),
+]
+
+
+@pytest.mark.parametrize("door", WRITE_DOORS, ids=[f"{d[0]}-{d[1]}" for d in WRITE_DOORS])
+@pytest.mark.parametrize(("case", "which", "make", "parameter"), WRITES, ids=[w[0] for w in WRITES])
+def test_written_tensors_follow_torchs_in_place_rules_on_every_door(write_ops, door, case, which, make, parameter):
+    if which == "two" and door[1] == "C call" and door[0] == "eager":
+        door = ("eager", "python call")  # one op for the two-output kernel (no stream: its Python call)
+    buf = _buf()
+    tensors, _ = make(buf)
+    untouched = buf.clone()
+    if parameter is None:
+        _write_door(write_ops, which, door, tensors)
+        return
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        _write_door(write_ops, which, door, tensors)
+    assert (info.value.code, info.value.parameter) == ("CB708", parameter), case
+    assert "fix:" in str(info.value)
+    assert torch.equal(buf, untouched)  # refused before the kernel wrote anything
+
+
+def test_allowed_writes_give_torchs_results(write_ops):
+    """The allowed rows write what torch's own ops write for them."""
+    op = write_ops["C call"]
+    b = _buf()
+    op(b[:4], b[:4], 2.0)  # in place
+    assert torch.equal(b[:4], torch.arange(4.0) * 2)
+    b = _buf()
+    op(b[0:8:2], b[1:8:2], 2.0)
+    assert torch.equal(b[0:8:2], torch.tensor([1.0, 3.0, 5.0, 7.0]) * 2)
+
+
+def test_the_c_call_hands_an_overlapping_write_to_the_python_call(write_ops):
+    """The C call's own check declines (its Python call raises CB708); a clean call stays in C."""
+    from cute_bind.torch import eager
+
+    op = write_ops["C call"]
+    owner = getattr(op.func, "__self__", None)
+    if eager._ceager is None or not isinstance(owner, eager._ceager.EagerCall):
+        pytest.skip("no C eager call")
+    b = _buf()
+    taken, declined = owner.counts()
+    op(b[:4], b[4:8], 2.0)
+    assert owner.counts() == (taken + 1, declined)
+    with pytest.raises(cute_bind.CuteBindError, match=r"\[CB708\]"):
+        op(b[1:5], b[0:4], 2.0)
+    assert owner.counts() == (taken + 1, declined + 1)
+    check = op._python_call.__globals__["_cb_check"].__self__
+    assert check.writes(1, b[:4], b[4:8]) is True
+    assert check.writes(1, b[1:5], b[0:4]) is False
+    assert check.writes(1, torch.zeros(1).expand(3)) is False
+    assert check.writes(0, b[1:5], b[0:4]) is True  # nothing written
+
+
+def test_the_compiled_op_refuses_an_expanded_written_tensor(write_ops):
+    """Under torch.compile, torch's functionalization refuses an expanded written tensor itself (its own
+    error, before the op's implementation would raise CB708); a partly overlapping pair may reach the
+    implementation as copies there (aot_eager), computed as if out of place: not a refusal."""
+    torch._dynamo.reset()
+    op = write_ops["C call"]
+    compiled = torch.compile(lambda y, x: op(y, x, 2.0), fullgraph=True, backend="aot_eager")
+    with pytest.raises(Exception) as info:
+        compiled(torch.zeros(1).expand(4), torch.ones(4))
+    torch._dynamo.reset()
+    assert "CB708" in str(info.value) or "single memory location" in str(info.value)

@@ -557,7 +557,9 @@ def test_the_c_call_hands_each_argument_where_the_spec_says(layout, device, narg
     values = [FakeTensor(device) if i in tensors else ("value", i) for i in range(max(n + nargs_delta, 0))]
     kwargs = {"extra": 1} if kw else {}
     assert call.call(*values, **kwargs) is None
-    if nargs_delta or kw:
+    if nargs_delta or kw or mutated:
+        # a written tensor is checked for overlaps (CB708) through torch's DLPack reader, which these
+        # stand-in tensors and this stand-in check have not: the Python call decides
         assert seen == {"fallback": (tuple(values), kwargs)}
         assert call.counts() == (0, 1)
         return
@@ -570,11 +572,23 @@ def test_the_c_call_hands_each_argument_where_the_spec_says(layout, device, narg
 
 
 @needs_c
-def test_errors_of_the_kernel_and_of_the_bump_propagate_from_the_c_call():
+def test_errors_of_the_kernel_and_of_the_bump_propagate_from_the_c_call(opname):
+    # torch's own checks (a DLPack reader): real tensors written, as an op's C call gets them
+    real = cbt.op(opname("errs"), host.tscale_stream_default, mutates_args=("out",))._python_call.__globals__["_cb_check"].__self__
     for where in ("kernel", "bump"):
-        spec = call_spec(**{where: lambda *a: _raise(ZeroDivisionError(where))})
+        spec = call_spec(check=real, **{where: lambda *a: _raise(ZeroDivisionError(where))})
         with pytest.raises(ZeroDivisionError, match=where):
-            _ceager.EagerCall(spec).call(FakeTensor(), FakeTensor(), 1.0)
+            _ceager.EagerCall(spec).call(torch.zeros(4), torch.ones(4), 1.0)
+
+
+@needs_c
+def test_a_written_tensor_the_c_checks_cannot_read_goes_to_the_python_call():
+    """The stand-in check has no DLPack reader: a call writing a tensor is the fallback's, one writing none is C's."""
+    seen = []
+    for mutated in ((0,), ()):
+        spec = call_spec(mutated=mutated, kernel=lambda *a: seen.append("kernel"), fallback=lambda *a, **k: seen.append("fallback"))
+        _ceager.EagerCall(spec).call(FakeTensor(), FakeTensor(), 1.0)
+    assert seen == ["fallback", "kernel"]
 
 
 @needs_c

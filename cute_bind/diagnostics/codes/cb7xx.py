@@ -245,3 +245,44 @@ op.register_autograd(lambda ctx, grad: (grad * 2.0, None))   # -> CB707
     before anything compiles, traces or opchecks the op.
     """,
 )
+
+
+OP_OUTPUT_OVERLAP = _entry(
+    "CB708",
+    "op-output-overlap",
+    _E.LaunchArgumentError,
+    summary="A tensor a torch op writes overlaps itself, another written tensor, or part of an input.",
+    message="kernel '{kernel}', parameter '{parameter}': expected {expected}, got {got}",
+    explanation="""
+    A mutating op writes the tensors named in `mutates_args` in place. As
+    torch's own in-place operations do, it refuses a written tensor whose
+    elements share memory: one with stride 0 in a dimension of extent > 1
+    (made by `expand` or broadcasting), so that several elements are one
+    memory location; one that shares memory with another tensor the op
+    writes; or one that overlaps part of an input (`x[1:]` written while
+    `x[:-1]` is read). An input that is exactly the written tensor (the same
+    memory, as in `op(x, x, 2.0)`) is allowed, as `x.mul_(x)` is. Layouts
+    torch cannot decide cheaply either (two interleaved strided views) are
+    allowed, as torch allows them. Every door checks: the eager call, the
+    dispatcher (`torch.ops.<ns>.<name>`, an input that requires grad) and a
+    compiled graph's call.
+    """,
+    example=_PRELUDE
+    + """
+import torch
+import cute_bind.torch
+
+@cute_bind.kernel
+def tscale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * alpha
+
+op = cute_bind.torch.op("cbexample708::scale_", tscale, mutates_args=("out",))
+op(torch.zeros(1).expand(4), torch.ones(4), 2.0)   # out has stride 0 -> CB708
+""",
+    fix="""
+    Write into a tensor of its own: `.clone()` (or `.contiguous()`) the
+    expanded or overlapping tensor first, and copy the result back where
+    it belongs.
+    """,
+)
