@@ -35,7 +35,6 @@ KNOWN_CODES = [
     "CB226",  # a compile-only value (a fake tensor or stream) where a launch needs a real one
     "CB610", "CB611", "CB612", "CB613",  # the disk cache's trust checks
     "CB708",  # a torch op's written tensor overlapping itself, another written tensor or an input
-    "CB126",  # a source file the static tools cannot read or analyse (81d7eb2)
 ]  # fmt: skip
 
 
