@@ -121,15 +121,18 @@ _PLAIN: Final = frozenset({int, float, bool, str, type(None)})
 
 def _protocol_value(value: Any) -> Any:
     """``value`` as TVM-FFI's call would read it through ``__tvm_ffi_int__``/``__tvm_ffi_float__``
-    (called here, once), or ``value`` itself for anything else."""
+    (called here), or ``value`` itself for anything else, and where the protocol raises or gives
+    what TVM-FFI would convert further (a str): the call then reads it and refuses it its own way."""
     if type(value) in _PLAIN:
         return value
     kind = _protocol_kind(type(value))
-    if kind == "i":
-        return value.__tvm_ffi_int__()
-    if kind == "f":
-        return value.__tvm_ffi_float__()
-    return value
+    if not kind:
+        return value
+    try:
+        got = value.__tvm_ffi_int__() if kind == "i" else value.__tvm_ffi_float__()
+    except Exception:  # noqa: BLE001 - the call raises it again, as a catalog error chained to it
+        return value
+    return got if type(got) is (int if kind == "i" else float) else value
 
 
 def _protocols_converted(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
