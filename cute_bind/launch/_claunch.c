@@ -198,7 +198,9 @@ typedef struct {
     PyObject *fail;   /* fail(): raises the CUDA error */
     PyObject *busy_error; /* busy_error(): raises CB403 (the handle is already launching) */
     PyObject **held;  /* per slot: an object this launch owns until the call returns, or NULL */
-    Py_ssize_t *deferred; /* the slots whose addresses the second pass reads (while busy) */
+    Py_ssize_t *deferred; /* the slots whose addresses the last pass reads (while busy) */
+    PyObject **pure;      /* per slot: the exact type of a value the last pass read as is (owned), or NULL: a value of
+                             that type goes straight to the last pass (its reader runs no Python code) */
     int busy;         /* a launch is writing the storage or running the entry point */
     PyObject *refuse; /* when set: refuse() raises (unloaded module, closed handle) */
     PyObject *ret;
@@ -538,7 +540,8 @@ pack_pointer(PtrSpec *ps, char *dst, PyObject *v, int mode)
         return pack_cai(ps, dst, v);
     }
     if (!ps->any_dtype && (dl.code != ps->code || dl.bits != ps->bits || dl.lanes != ps->lanes)) return 0;
-    if (!cb_row_major(dl.ndim, dl.shape, dl.strides)) return 0; /* a strided view (t[::2], expand): CB219 from the slow path */
+    if (dl.strides && (dl.ndim == 1 ? dl.strides[0] != 1 && dl.shape[0] > 1 : !cb_row_major(dl.ndim, dl.shape, dl.strides)))
+        return 0; /* a strided view (t[::2], expand): CB233 from the slow path */
     if (dl.device_type == 2) { /* kDLCUDA */
         if (!ps->cuda_ok || (ps->device_type && (ps->device_type != 2 || dl.device_id != ps->device_id))) return 0;
     } else if (dl.device_type != 1 || !ps->cpu_ok) return 0; /* host memory (pinned or not: the slow path asks) */
@@ -1008,10 +1011,20 @@ do_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
                 v = PyTuple_GetItem(self->defaults, i);
                 if (v == self->required) v = NULL;
             }
+            PyObject *tp = v ? (PyObject *)Py_TYPE(v) : NULL;
+            if (mode == PACK_DEFER && tp && self->pure[i] == tp &&
+                (self->cls[i] != C_TENSOR || tp == self->tensors[i]->type || tp == np_layout.type)) {
+                self->deferred[ndeferred++] = i; /* read as is last time: no need to ask its reader now */
+                continue;
+            }
             int r = v == NULL ? 0 : pack_one(self, i, v, mode);
             if (r == DEFERRED && mode == PACK_DEFER) {
                 self->deferred[ndeferred++] = i;
                 continue;
+            }
+            if (r == 1 && mode == PACK_PURE && self->pure[i] != tp && self->cls[i] != C_SEQ) {
+                Py_INCREF(tp);
+                Py_XSETREF_CB(self->pure[i], tp);
             }
             if (r <= 0 || r == DEFERRED) {
                 leave(self, pin);
@@ -1474,8 +1487,9 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     self->held = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
     self->byname = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
     self->deferred = PyMem_Calloc(nfmt + 1, sizeof(Py_ssize_t));
+    self->pure = PyMem_Calloc(nfmt + 1, sizeof(PyObject *));
     if (!self->fmt || !self->cls || !self->off || !self->tensors || !self->ptrs || !self->objs || !self->seqs || !self->held ||
-        !self->byname || !self->deferred) {
+        !self->byname || !self->deferred || !self->pure) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1556,6 +1570,7 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
     Py_VISIT(self->busy_error);
     for (Py_ssize_t i = 0; i < self->n; i++) {
         if (self->held) Py_VISIT(self->held[i]);
+        if (self->pure) Py_VISIT(self->pure[i]);
         if (self->tensors && visit_tensor_spec(self->tensors[i], visit, arg)) return -1;
         if (self->ptrs && self->ptrs[i]) {
             Py_VISIT(self->ptrs[i]->types);
@@ -1590,6 +1605,7 @@ Launcher_clear(Launcher *self)
     Py_CLEAR(self->busy_error);
     for (Py_ssize_t i = 0; i < self->n; i++) {
         if (self->held) Py_CLEAR(self->held[i]);
+        if (self->pure) Py_CLEAR(self->pure[i]);
         if (self->tensors) clear_tensor_spec(self->tensors[i]);
         if (self->ptrs && self->ptrs[i]) {
             self->ptrs[i]->fn = NULL;
@@ -1621,6 +1637,7 @@ Launcher_dealloc(Launcher *self)
     PyMem_Free(self->held);
     PyMem_Free(self->byname);
     PyMem_Free(self->deferred);
+    PyMem_Free(self->pure);
     if (self->tensors) {
         for (Py_ssize_t i = 0; i < self->n; i++) free_tensor_spec(self->tensors[i]);
         PyMem_Free(self->tensors);
