@@ -9,6 +9,7 @@ import importlib
 from typing import Any
 
 from .imports import dsl
+from .values import Mode, TensorLayout
 
 __all__ = [
     "CompileOnly",
@@ -19,6 +20,9 @@ __all__ = [
     "fake_tensor_facts",
     "fake_tensor_spelling",
     "fake_stream_spelling",
+    "fake_stream",
+    "fake_tensor_layout",
+    "fake_tensor_on_gpu",
     "laid_out_tensor",
 ]
 
@@ -121,6 +125,50 @@ def fake_tensor_spelling(value: Any, state: CompileOnly) -> tuple[Any, ...]:
         tuple(_spell_mode(m, state) for m in value.stride),
         bool(getattr(value, "_use_32bit_stride", False)),
     )
+
+
+def fake_tensor_layout(value: Any) -> tuple[TensorLayout, tuple[Any, ...]] | None:
+    """What a fake tensor says the compiled code may assume, as a :class:`TensorLayout` (element type,
+    each extent and stride static or dynamic with its width and divisibility, the assumed alignment),
+    and the SymInt object of each extent (``None`` for a static one): modes sharing a SymInt are one
+    runtime value. ``None`` for a nested layout (a mode of modes), which this reading does not take."""
+    def modes(items: Any, width: int) -> tuple[Mode, ...] | None:
+        out = []
+        for m in items:
+            if _symbolic(m):
+                out.append(Mode(None, int(m.width), int(m.divisibility)))
+            elif isinstance(m, int):
+                out.append(Mode(int(m), width))
+            else:  # a nested mode
+                return None
+        return tuple(out)
+
+    shape, stride = tuple(value.shape), tuple(value.stride)
+    extents = modes(shape, 32)
+    strides = modes(stride, 32 if getattr(value, "_use_32bit_stride", False) else 64)
+    if extents is None or strides is None:
+        return None
+
+    def spelled(ms: tuple[Mode, ...]) -> str:
+        return ",".join("?" if m.static is None else str(m.static) for m in ms)
+
+    align = int(value._assumed_align or 0) or None
+    layout = TensorLayout(value.element_type, extents, strides, align, f"({spelled(extents)}):({spelled(strides)})", None)
+    return layout, tuple(m if _symbolic(m) else None for m in shape)
+
+
+def fake_tensor_on_gpu(value: Any) -> bool:
+    """Whether a fake tensor is in GPU global memory (its memory space is gmem: a TVM-FFI entry compiled
+    from it takes CUDA tensors only)."""
+    memspace = getattr(value, "memspace", None)
+    return str(getattr(memspace, "name", memspace)) == "gmem"
+
+
+def fake_stream(env: bool) -> Any:
+    """A ``cute.runtime.make_fake_stream(...)`` placeholder: with ``env`` the TVM-FFI environment stream
+    (the compiled entry then takes no stream), else an explicit stream argument."""
+    make = dsl().runtime.make_fake_stream
+    return make(use_tvm_ffi_env_stream=True) if env else make()
 
 
 def fake_stream_spelling(value: Any) -> tuple[Any, ...]:

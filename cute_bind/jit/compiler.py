@@ -48,9 +48,11 @@ from ..slots import (
     Where,
     describe_value,
 )
+from ..launch.prepare import prepare as prepare_compiled
+from .guards import Record, Records, Refusal, Served, tensor_guard
 from .signature import KernelSignature, unwrap
 
-__all__ = ["Binding", "CompileKey", "Compiler", "ConstexprPart", "EnvCompile", "SlotPart"]
+__all__ = ["Binding", "CompileKey", "Compiler", "ConstexprPart", "EnvCompile", "SlotPart", "served_key"]
 
 
 class SlotPart(NamedTuple):
@@ -140,6 +142,8 @@ class Compiler:
         self.loaded: set[CompileKey] = set()
         #: compiles made by compile() with the TVM-FFI environment stream, by compile key, newest last
         self.env: dict[CompileKey, EnvCompile] = {}
+        #: every compile() (the client's fakes): calls whose own key is not compiled are offered to them first
+        self.records = Records(name, self.streams, [p.name for p in signature.runtime], [p.name for p in signature.constexpr])
         #: held around one compile (and the table's writes); a forked child gets a new one (dispatch.py)
         self.lock = threading.Lock()
         self._jit: Any = None
@@ -267,6 +271,66 @@ class Compiler:
             self.table.clear()
             self.loaded.clear()
             self.env.clear()
+        self.records.clear()
+
+    # ------------------------------------------------------------------ specializations as guards
+    def record(self, given: dict[str, Any], key: CompileKey, compiled: Any) -> None:
+        """Record a ``compile()`` (the arguments as given: the client's fakes) for :meth:`serve`."""
+        self.records.add(given, key, compiled)
+
+    def serve(self, values: dict[str, Any], binding: Binding) -> tuple[Served | None, list[Refusal]]:
+        """The newest ``compile()`` that takes a call's values (by name, defaults filled in; ``binding``:
+        the call's own), with a handle for them; else ``None``, and why each one did not
+        (:mod:`cute_bind.jit.guards`)."""
+        if not self.records:
+            return None, []
+        left = frozenset(n for n in self.streams if values.get(n) is None) if self.tvm_ffi else frozenset()
+        # a plain launch takes every stream: one left out is the handle's to pass (0 until then)
+        named = {n: (0 if n in self.streams and values.get(n) is None and n not in left else v) for n, v in values.items()}
+
+        def check(record: Record) -> list[Bound]:
+            return self._guarded_bounds(record, named, binding)
+
+        def handle_for(record: Record, compiled: Any, bounds: list[Bound]) -> Any:
+            if self.tvm_ffi:  # the entry checks every launch itself; its handle takes the values
+                return prepare_compiled(compiled, *(named[p.name] for p in self.signature.runtime if p.name not in left))
+            return self.prepare(compiled, bounds)
+
+        return self.records.serve(named, left, check, handle_for, self._sibling)
+
+    def _guarded_bounds(self, record: Record, values: dict[str, Any], binding: Binding) -> list[Bound]:
+        """The call's bounds where ``record``'s compile assumed what they hold: a fake tensor's guards
+        (:func:`~cute_bind.jit.guards.tensor_guard`); any other parameter's key part must be the call's."""
+        held = {p.name: p.key for p in record.key.slots}
+        symbols: dict[int, tuple[str, int, int]] = {}
+        bounds = list(binding.bounds)
+        for i, (p, part) in enumerate(zip(self.signature.runtime, binding.key.slots)):
+            given = record.values.get(p.name)
+            where = Where(self.name, p.name)
+            if dsl.is_fake_tensor(given):
+                bounds[i] = tensor_guard(p.slot, given, values[p.name], where, symbols, on_gpu=self.tvm_ffi)
+            elif isinstance(p.slot, StreamKind):
+                continue  # the stream's form is the record's sibling's business
+            elif held.get(p.name) != part.key:
+                raise D.error(
+                    D.TENSOR_LAYOUT_MISMATCH if isinstance(p.slot, TensorKind) else D.WRONG_KIND,
+                    kernel=self.name,
+                    parameter=p.name,
+                    detail="compiled for another value",
+                    expected=f"what the compile had: {held.get(p.name)!r}",
+                    got=repr(part.key),
+                )
+        return bounds
+
+    def _sibling(self, record: Record, env_streams: frozenset[str]) -> Any:
+        """``record``'s compile with ``env_streams`` as the TVM-FFI environment stream and every other
+        stream explicit: the same fakes, another stream form (never the call's own values)."""
+        values = dict(record.values)
+        for name in self.streams:
+            values[name] = dsl.fake_stream(name in env_streams)
+        args = [values[n] for n in self.names if n not in self.kwonly]
+        kwargs = {n: values[n] for n in self.names if n in self.kwonly}
+        return self.owner.compile(*args, **kwargs)
 
     # ------------------------------------------------------------------ prepare
     def prepare(self, compiled: Any, bounds: list[Bound]) -> PreparedLaunch[Any]:
@@ -357,6 +421,12 @@ class Compiler:
         slots = {p.name: p.slot for p in self.signature.runtime}
         bounds = [_env_bind(slots[n], v, Where(self.name, n)) for n, v in values.items()]  # type: ignore[arg-type]  # runtime params have slots
         return self.tvm_ffi_handle(entry.compiled, bounds)
+
+
+def served_key(key: CompileKey, compiled: Any) -> CompileKey:
+    """The key of a specialization a ``compile()``'s function serves (:meth:`Compiler.serve`): the call's
+    key marked with that function, so calls of the call's key that the function refuses stay apart."""
+    return key._replace(options=("served by compile()", id(compiled), key.options))
 
 
 def is_jit_object(fn: Any) -> bool:

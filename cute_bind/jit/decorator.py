@@ -169,6 +169,7 @@ class Kernel(_CallBase, Generic[P]):
                 dsl_values[p.name] = v
         compiled = c.compiled(binding)
         c.remember_env(binding.key, compiled)  # a compile with the TVM-FFI environment stream: calls that leave it out launch it
+        c.record(given, binding.key, compiled)  # real calls its compiled function takes launch it (jit/guards.py)
         return compiled
 
     def bind(self, *args: P.args, **kwargs: P.kwargs) -> PreparedLaunch[P]:
@@ -184,7 +185,20 @@ class Kernel(_CallBase, Generic[P]):
         if env is not None:
             return c.env_handle(env[0][0], env[1])  # type: ignore[return-value]  # the same launch protocol
         binding = c.bind(args, kwargs)
-        return c.prepare(c.compiled(binding), binding.bounds)
+        refusals: list[Any] = []
+        if not c.holds(binding.key) and c.records:
+            # a compile() made from the client's fakes that takes these values serves them, whatever
+            # stream form the call has (its sibling compiled from the same fakes): see jit/guards.py
+            served, refusals = c.serve(c.arguments(args, kwargs), binding)
+            if served is not None:
+                return served.handle  # type: ignore[no-any-return]
+        try:
+            compiled = c.compiled(binding)
+        except D.CuteBindError as exc:
+            if refusals and exc.code == "CB310":
+                raise c.records.refused(refusals, exc) from exc
+            raise
+        return c.prepare(compiled, binding.bounds)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Launch with these arguments: specialize on their values, compile on first sight, replay a prepared handle.

@@ -64,7 +64,7 @@ from ..diagnostics.errors import CuteBindError, LaunchArgumentError, LaunchValue
 from ..cache.key import constexpr_key, constexpr_value
 from ..slots import Bound, PointerKind, ScalarKind, StreamKind, TensorKind
 from ..slots import dlpack as _dlpack
-from .compiler import CompileKey, Compiler, EnvCompile
+from .compiler import CompileKey, Compiler, EnvCompile, served_key
 
 if TYPE_CHECKING:
     from ..launch.prepared import PreparedLaunch
@@ -914,6 +914,15 @@ class Dispatcher:
             spec = self._specs.get(key)
             if spec is not None:
                 return spec, False
+            cold = not compiler.holds(key)
+            # a compile() from the client's fakes that takes these values serves them (jit/guards.py);
+            # kept under a key of its own: the call's key (a dynamic layout) also holds values it refuses
+            served, refusals = compiler.serve(self._for_compile(values), binding) if cold else (None, [])
+            if served is not None:
+                key = served_key(key, served.compiled)
+                spec = self._specs.get(key)
+                if spec is not None:
+                    return spec, False
             name = self._name
             index = len(self._specs) + 1
             describe = {p.name: (_describe(b) if b.key is not None else "") for p, b in zip(compiler.signature.runtime, binding.bounds)}
@@ -929,15 +938,23 @@ class Dispatcher:
                 assert isinstance(warning, Warning)  # internal invariant: CB602's class is a warning category
                 warnings.warn(warning, stacklevel=4)
             t0 = time.perf_counter()
-            cold = not compiler.holds(key)
-            compiled = compiler.compiled(binding)
-            try:
-                proto: PreparedLaunch[Any] | None = compiler.prepare(compiled, binding.bounds)
-            except CuteBindError as exc:
-                if not exc.code.startswith("CB3"):
+            if served is not None:
+                compiled, proto, cold = served.compiled, served.handle, False
+                reason += " (served by a compile() of the kernel)"
+            else:
+                try:
+                    compiled = compiler.compiled(binding)
+                except CuteBindError as exc:
+                    if refusals and exc.code == "CB310":
+                        raise compiler.records.refused(refusals, exc) from exc
                     raise
-                log.info("kernel '%s': %s; calls go through the DSL's own call", name, exc.code)
-                proto = None
+                try:
+                    proto = compiler.prepare(compiled, binding.bounds)
+                except CuteBindError as exc:
+                    if not exc.code.startswith("CB3"):
+                        raise
+                    log.info("kernel '%s': %s; calls go through the DSL's own call", name, exc.code)
+                    proto = None
             seconds = time.perf_counter() - t0
             devices: set[int] = set()
             for b in binding.bounds:

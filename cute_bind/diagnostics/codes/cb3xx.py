@@ -319,3 +319,46 @@ fill.bind(ctypes.addressof(buf), 1)      # -> CB310, with the DSL's text
     `@cute.jit`.
     """,
 )
+
+
+GUARDS_REFUSED_CALL = _entry(
+    "CB315",
+    "guards-refused-call",
+    _E.KernelCompileError,
+    summary="No compile() of the kernel takes the call, and compiling for the call's own values failed.",
+    message="kernel '{kernel}': {detail}; expected {expected}, got {got}",
+    explanation="""
+    A kernel compiled with `kernel.compile(*fakes)` from the client's fake
+    arguments (static extents, an assumed alignment, the gmem address space,
+    the TVM-FFI environment stream) serves every call whose values that
+    compiled function takes, whatever stream the call passes: cute_bind
+    checks the call's values against each such compile (newest first) and,
+    where only the stream's form differs, compiles the sibling from the same
+    fakes. A call that none of them takes is compiled for its own values,
+    which loses what the fakes said; where the client's code needs it (a
+    `cutlass.const_expr` on a static extent, a copy that needs 16-byte
+    alignment), that compile fails. This error names each compile() and the
+    guard that refused the call (the parameter and the check), and is chained
+    to the DSL's error.
+    """,
+    example=_PRELUDE
+    + """
+import numpy as np
+from cutlass.cute.runtime import make_fake_tensor
+
+@cute_bind.kernel
+def rows(m: cute.Tensor):
+    if cutlass.const_expr(cute.size(m, mode=[1]) == 4):  # the client's code needs a static N
+        m[0, 0] = 1.0
+
+rows.compile(make_fake_tensor(cutlass.Float32, (cute.sym_int(), 4), stride=(4, 1)))
+rows(np.zeros((2, 4), np.float32))  # taken by that compile
+rows(np.zeros((2, 8), np.float32))  # N = 8: no compile() takes it, its own compile fails -> CB315
+""",
+    fix="""
+    Compile the configuration the call needs from fakes that say it (e.g.
+    `make_fake_tensor(dtype, (M, 2048), ...)` for another static N, the
+    alignment the kernel needs), as the package itself does; or pass values
+    a compile takes (a 16-byte-aligned tensor, the compiled extent).
+    """,
+)

@@ -1,0 +1,270 @@
+"""Specializations as guards: a compile made from the client's fake arguments serves real calls.
+
+A porting user compiles a kernel the way its package does, from fake tensors
+that say what the compiled code may assume (``kernel.compile(*fakes)``: a
+static ``N``, a 16-byte alignment, the gmem address space, a stride order), then
+calls it with real tensors. The real tensors' own compile key differs (their
+layout is dynamic by default), and compiling for them loses what the fakes
+said: the client's own code then fails inside the DSL (``const_expr(N == ...)``
+on a runtime value, an alignment below what a copy needs).
+
+So every ``compile()`` is recorded (:class:`Record`: the compiled function, the
+arguments it was compiled from, the streams it compiled as the TVM-FFI
+environment stream), and a call whose own key is not compiled is first offered
+to those records, newest first (:func:`serve`): a record serves it when the
+call's compile-time values are the record's and the compiled function takes
+the call's runtime values, as :func:`cute_bind.prepare` checks them against the
+compiled function's own argument types (element type, rank, static extents and
+strides, alignment, device). Where only the form of a stream differs (compiled
+with the environment stream, called with an explicit one, or the reverse), the
+sibling is compiled from the record's own arguments with the other stream form,
+never from the real tensors. A call no record serves compiles what it asked
+for; where that compile fails, the error (CB315) names each record and the
+guard that refused the call, chained to the compile's own error.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from .. import cache as disk_cache
+from .. import diagnostics as D
+from .. import dsl
+from ..diagnostics import CuteBindError
+from ..slots import Bound, TensorKind, Where
+from ..slots import dlpack as _dlpack
+
+__all__ = ["Record", "Records", "Refusal", "Served"]
+
+#: a stream left out of a call (not given, or None for a stream declared ``= None``)
+LEFT_OUT: Any = None
+
+
+class Record(NamedTuple):
+    """One ``compile()``: what it was compiled from and what it gave."""
+
+    #: the compile's arguments as given (the client's fakes), by parameter name
+    values: dict[str, Any]
+    #: its compile key (a :class:`~cute_bind.jit.compiler.CompileKey`): Constexpr values, environment streams...
+    key: Any
+    #: the compiled function
+    compiled: Any
+
+
+class Refusal(NamedTuple):
+    """Why one record did not serve a call: the guard (a parameter and what it assumed) and the check's error."""
+
+    record: Record
+    parameter: str | None
+    error: str
+
+
+class Served(NamedTuple):
+    """A record that serves a call: the compiled function, a handle for the call's values, the record."""
+
+    compiled: Any
+    handle: Any
+    record: Record
+
+
+class Records:
+    """A kernel's recorded compiles, newest first when offered a call (thread-safe)."""
+
+    def __init__(self, kernel: str, streams: Sequence[str], runtime: Sequence[str], constexpr: Sequence[str]) -> None:
+        self.kernel = kernel
+        self.streams = tuple(streams)
+        self.runtime = tuple(runtime)
+        self.constexpr_names = tuple(constexpr)
+        self._items: list[Record] = []
+        self._lock = threading.Lock()
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, values: dict[str, Any], key: Any, compiled: Any) -> None:
+        """Record one ``compile()`` (one of a compiled function already recorded replaces it, as the newest)."""
+        record = Record(dict(values), key, compiled)
+        with self._lock:
+            self._items = [r for r in self._items if r.compiled is not compiled]
+            self._items.append(record)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def newest_first(self) -> list[Record]:
+        with self._lock:
+            return list(reversed(self._items))
+
+    def constexpr_of(self, values: dict[str, Any]) -> tuple[tuple[str, type, Any], ...] | None:
+        """The call's Constexpr values as a record holds them, or ``None`` where one cannot be spelled."""
+        try:
+            return tuple((n, type(values[n]), disk_cache.key.constexpr_key(values[n])) for n in self.constexpr_names)
+        except TypeError:  # an unhashable value: no compile holds it
+            return None
+
+    def serve(
+        self,
+        values: dict[str, Any],
+        left_out: frozenset[str],
+        check: Callable[[Record], Any],
+        handle_for: Callable[[Record, Any, Any], Any],
+        compile_sibling: Callable[[Record, frozenset[str]], Any],
+    ) -> tuple[Served | None, list[Refusal]]:
+        """The newest record that serves a call with ``values`` (by name; ``left_out``: its streams left
+        out), with a handle for them, and why each record tried before it did not.
+
+        ``check(record)`` checks the call's values against what the record's compile assumed (a
+        catalog error: refused) and gives what ``handle_for(record, compiled, checked)`` makes the
+        handle from; ``compile_sibling(record, env_streams)`` compiles the record's own arguments
+        with those streams as the environment stream, every other one explicit (only once the
+        values passed the record's guards)."""
+        refusals: list[Refusal] = []
+        wanted = self.constexpr_of(values)
+        for record in self.newest_first():
+            held = tuple(tuple(p) for p in record.key.constexpr)
+            if wanted is None or held != wanted:
+                name = _first_constexpr_difference(held, wanted)
+                refusals.append(Refusal(record, name, "compiled for another compile-time value"))
+                continue
+            compiled = record.compiled
+            try:
+                checked = check(record)
+                if record.key.env_streams != left_out:
+                    compiled = compile_sibling(record, left_out)
+                return Served(compiled, handle_for(record, compiled, checked), record), refusals
+            except CuteBindError as exc:
+                refusals.append(Refusal(record, exc.parameter or None, _one_line(exc)))
+        return None, refusals
+
+    def refused(self, refusals: list[Refusal], cause: CuteBindError) -> CuteBindError:
+        """CB315: the call's own compile failed (``cause``) where recorded compiles exist; names each
+        record's refusing guard."""
+        lines = []
+        for r in refusals[:4]:
+            where = f"parameter '{r.parameter}'" if r.parameter else "the call"
+            lines.append(f"compile() from {_describe_record(r.record)}: {where}: {r.error}")
+        if len(refusals) > 4:
+            lines.append(f"... and {len(refusals) - 4} more")
+        return D.error(
+            D.GUARDS_REFUSED_CALL,
+            kernel=self.kernel,
+            expected="a call that a compile() of this kernel takes, or one whose own compile succeeds",
+            got=f"{cause.code} from compiling for the call's own values",
+            detail="; ".join(lines) or "no compile() of this kernel",
+        )
+
+
+def _first_constexpr_difference(held: tuple[tuple[str, type, Any], ...], wanted: tuple[tuple[str, type, Any], ...] | None) -> str | None:
+    if wanted is None:
+        return None
+    for a, b in zip(held, wanted):
+        if a != b:
+            return a[0]
+    return None
+
+
+def _one_line(exc: CuteBindError) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text
+
+
+def _describe_record(record: Record) -> str:
+    parts = []
+    for name, value in record.values.items():
+        if dsl.is_fake_tensor(value):
+            facts = dsl.fake_tensor_facts(value)
+            parts.append(f"{name}=fake {facts[0]} tensor of shape {_shape(value)}")
+        elif dsl.is_fake_stream(value):
+            env = name in record.key.env_streams
+            parts.append(f"{name}={'the environment stream' if env else 'a fake stream'}")
+    return "(" + ", ".join(parts) + ")" if parts else "(its arguments)"
+
+
+def _shape(value: Any) -> str:
+    try:
+        return "(" + ", ".join("?" if not isinstance(m, int) else str(m) for m in tuple(value.shape)) + ")"
+    except Exception:  # noqa: BLE001 - a description only
+        return "(?)"
+
+
+def tensor_guard(
+    slot: Any, fake: Any, value: Any, where: Where, symbols: dict[int, tuple[str, int, int]], on_gpu: bool = False
+) -> Bound:
+    """``value`` checked against what the fake tensor ``fake`` let the compiled code assume, and bound
+    for it: element type, rank, every static extent and stride, each dynamic one's divisibility, the
+    assumed alignment, one value for the modes sharing a SymInt (``symbols``: what the call's
+    earlier tensors gave each SymInt) and, with ``on_gpu`` (a TVM-FFI entry, which checks the
+    device a fake's gmem memory space implies), a CUDA tensor. A catalog error names the guard."""
+    if not isinstance(slot, TensorKind):
+        raise D.error(
+            D.TENSOR_LAYOUT_MISMATCH,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            detail="compiled from a fake tensor",
+            expected="a cute.Tensor parameter",
+            got=slot.describe() if slot is not None else "an unannotated parameter",
+        )
+    read = dsl.fake_tensor_layout(fake)
+    if read is None:
+        raise D.error(
+            D.TENSOR_LAYOUT_MISMATCH,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            detail="compiled from a fake tensor with a nested layout",
+            expected="a flat fake layout",
+            got="a mode of modes",
+        )
+    layout, syms = read
+    view = slot._read(value, where)
+    if on_gpu and dsl.fake_tensor_on_gpu(fake) and view.device[0] not in (2, 13):
+        raise D.error(
+            D.TENSOR_DEVICE_MISMATCH,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            expected="a CUDA device (the compile's fake tensor is in gmem)",
+            got=_dlpack.describe_device(view.device),
+        )
+    want, got = layout.dtype.__name__, _dlpack.describe_dtype(view.dtype)
+    if got != want:
+        raise D.error(D.TENSOR_DTYPE_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=f"a {want} tensor (the compile's)", got=f"a {got} tensor")
+    if len(view.shape) != len(layout.shape):
+        raise D.error(
+            D.TENSOR_RANK_MISMATCH,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            expected=f"a tensor of rank {len(layout.shape)} (the compile's {layout.text})",
+            got=f"rank {len(view.shape)}",
+        )
+    for k, sym in enumerate(syms):
+        if sym is None:
+            continue
+        first = symbols.setdefault(id(sym), (where.parameter, k, view.shape[k]))
+        if first[2] != view.shape[k]:
+            raise D.error(
+                D.TENSOR_LAYOUT_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                detail=f"extent of mode {k}, one value with '{first[0]}' mode {first[1]} in the compile (one SymInt)",
+                expected=str(first[2]),
+                got=str(view.shape[k]),
+            )
+    elem = max(1, int(getattr(layout.dtype, "width", 8)) // 8)
+    align = layout.assumed_align or elem
+    kind = TensorKind(slot.spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value))
+    packed = kind.pack_view(view, where)
+
+    def spelled(modes: Any) -> tuple[Any, ...]:
+        return tuple(m.static if m.static is not None else (m.width, m.divisibility) for m in modes)
+
+    # the DSL value the handle's one marshalling reads: the fake's layout holding this tensor's descriptor
+    gpu = view.device[0] in (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged
+    dsl_value = dsl.laid_out_tensor(layout.dtype, spelled(layout.shape), spelled(layout.stride), gpu, align, struct.pack("@" + kind.fmt, *packed))
+    return Bound(packed=packed, dsl_value=dsl_value, key=None, slot=kind)
+

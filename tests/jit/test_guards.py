@@ -1,0 +1,155 @@
+"""Specializations as guards (issue 40 item 1, cute_bind/jit/guards.py): a kernel compiled with
+``kernel.compile(*fakes)`` from the client's fake tensors serves real calls its compiled function
+takes, through ``bind()`` and ``kernel(...)``, with the stream given; a call no compile takes
+compiles for its own values, and where that fails the error names the guards (CB315).
+
+Host-only functions on the CPU (their fake tensors describe host memory here); the TVM-FFI forms,
+whose entries take CUDA tensors only, run in tests/gpu/test_guards_gpu.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import numpy as np
+import pytest
+from cutlass.cute.runtime import make_fake_stream, make_fake_tensor
+
+import cute_bind
+from tests.kernels.guards import rows4, rows4_default_stream, scaled_rows
+from tests.optional import torch_or_skip
+
+torch = torch_or_skip()
+
+
+def _fakes(n: int = 4, align: int = 16, dtype: Any = cutlass.Float32) -> tuple[Any, Any]:
+    rows = cute.sym_int()  # one SymInt: both tensors have the same number of rows
+    return (
+        make_fake_tensor(dtype, (rows, n), stride=(n, 1), assumed_align=align),
+        make_fake_tensor(dtype, (rows, n), stride=(n, 1), assumed_align=align),
+    )
+
+
+def _kernel(host: Any = rows4) -> Any:
+    k = cute_bind.kernel(host, cache=False)
+    k.compile(*_fakes(), cutlass.Float32(0.5), make_fake_stream())
+    assert k.cache_info()["compiled"] == 1
+    return k
+
+
+def _expected(x: Any, eps: float) -> bytes:
+    return (x.numpy() * np.float32(2.0) + np.float32(eps)).tobytes()
+
+
+STREAMS = [("int", lambda: 0), ("CUstream", lambda: cuda.CUstream(0))]
+
+
+@pytest.mark.parametrize("form, stream", STREAMS, ids=[s[0] for s in STREAMS])
+def test_bind_with_a_stream_takes_the_compile_from_fakes(path: str, form: str, stream: Any) -> None:
+    """Before: bind() compiled again from the real tensors (a dynamic N) and the client's
+    const_expr(N == 4) failed inside the DSL (CB310)."""
+    k = _kernel()
+    x, out = torch.randn(3, 4), torch.zeros(3, 4)
+    h = k.bind(x, out, 0.25, stream())
+    for rows in (3, 7):  # new tensors, another row count: the fakes' SymInt
+        x, out = torch.randn(rows, 4), torch.zeros(rows, 4)
+        h.launch(x, out, 0.25, stream())
+        assert out.numpy().tobytes() == _expected(x, 0.25)
+    assert k.cache_info()["compiled"] == 1  # nothing compiled from the real tensors
+
+
+def test_calls_with_a_stream_take_the_compile_from_fakes(path: str) -> None:
+    k = _kernel()
+    for rows, eps in ((3, 0.5), (5, -1.0), (5, 2.0)):
+        x, out = torch.randn(rows, 4), torch.zeros(rows, 4)
+        k(x, out, eps, 0)
+        assert out.numpy().tobytes() == _expected(x, eps)
+    x, out = torch.randn(2, 4), torch.zeros(2, 4)
+    k(mO=out, mX=x, eps=1.5, stream=cuda.CUstream(0))  # by keyword
+    assert out.numpy().tobytes() == _expected(x, 1.5)
+    assert k.cache_info()["compiled"] == 1
+    spec = k.specializations()[-1]
+    assert "served by a compile() of the kernel" in spec.reason
+
+
+def test_a_stream_left_out_takes_the_compile_from_fakes(path: str) -> None:
+    k = _kernel(rows4_default_stream)
+    x, out = torch.randn(3, 4), torch.zeros(3, 4)
+    k(x, out, 0.5)
+    assert out.numpy().tobytes() == _expected(x, 0.5)
+    assert k.cache_info()["compiled"] == 1
+
+
+def test_numpy_arrays_are_served_too(path: str) -> None:
+    k = _kernel()
+    x, out = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32), np.zeros((3, 4), np.float32)
+    k(x, out, 0.5, 0)
+    assert out.tobytes() == (x * np.float32(2.0) + np.float32(0.5)).tobytes()
+
+
+GUARDS = [
+    # (what differs, the call's tensors, the parameter the refusal names, the catalog code in it)
+    ("static extent", lambda: (torch.zeros(3, 8), torch.zeros(3, 8)), "mX", "CB213"),
+    ("element type", lambda: (torch.zeros(3, 4, dtype=torch.float64), torch.zeros(3, 4, dtype=torch.float64)), "mX", "CB211"),
+    ("rank", lambda: (torch.zeros(3, 4, 1), torch.zeros(3, 4, 1)), "mX", "CB212"),
+    ("one SymInt, two values", lambda: (torch.zeros(3, 4), torch.zeros(5, 4)), "mO", "CB213"),
+    ("alignment", lambda: (torch.zeros(13)[1:].view(3, 4), torch.zeros(3, 4)), "mX", "CB207"),
+    ("static stride", lambda: (torch.zeros(3, 8)[:, :4], torch.zeros(3, 4)), "mX", "CB213"),
+]
+
+
+@pytest.mark.parametrize("name, make, parameter, code", GUARDS, ids=[g[0] for g in GUARDS])
+def test_a_call_no_compile_takes_names_the_guard(path: str, name: str, make: Any, parameter: str, code: str) -> None:
+    """The call's own compile (a dynamic N) fails in the client's code: CB315 names the compile()
+    and the guard that refused the call, chained to the DSL's error (CB310), never CB310 alone."""
+    k = _kernel()
+    x, out = make()
+    for call in (lambda: k(x, out, 0.5, 0), lambda: k.bind(x, out, 0.5, 0)):
+        with pytest.raises(cute_bind.CuteBindError) as info:
+            call()
+        err = info.value
+        if err.code == "CB315":
+            assert f"parameter '{parameter}'" in str(err) and f"[{code}]" in str(err)
+            assert isinstance(err.__cause__, cute_bind.CuteBindError) and err.__cause__.code == "CB310"
+            assert "fake Float32 tensor of shape (?, 4)" in str(err)
+        else:  # the call's own values are refused before any compile (its own binding)
+            assert err.code in ("CB211", "CB212"), err
+    assert k.cache_info()["compiled"] == 1
+
+
+def test_a_call_its_own_compile_takes_is_compiled_as_before(path: str) -> None:
+    """A call no compile() takes but whose own values compile (no const_expr on N here) compiles."""
+    k = cute_bind.kernel(scaled_rows, cache=False)
+    a, b = _fakes(n=4)
+    k.compile(a, b, 3)
+    x, out = torch.randn(2, 8), torch.zeros(2, 8)  # N = 8: not the fakes' static 4
+    k(x, out, 3)
+    assert out.numpy().tobytes() == (x.numpy() * np.float32(3)).tobytes()
+    assert k.cache_info()["compiled"] == 2
+    x, out = torch.randn(2, 4), torch.zeros(2, 4)
+    k(x, out, 5)  # another Constexpr value: that compile() does not hold it
+    assert out.numpy().tobytes() == (x.numpy() * np.float32(5)).tobytes()
+    assert k.cache_info()["compiled"] == 3
+
+
+def test_the_newest_compile_that_takes_the_call_serves_it(path: str) -> None:
+    k = cute_bind.kernel(scaled_rows, cache=False)
+    k.compile(*_fakes(n=4), 3)
+    k.compile(*_fakes(n=8), 3)
+    for n in (4, 8):
+        x, out = torch.randn(2, n), torch.zeros(2, n)
+        k(x, out, 3)
+        assert out.numpy().tobytes() == (x.numpy() * np.float32(3)).tobytes()
+    assert k.cache_info()["compiled"] == 2
+
+
+def test_clear_cache_forgets_the_compiles(path: str) -> None:
+    k = _kernel()
+    k.clear_cache()
+    x, out = torch.randn(3, 4), torch.zeros(3, 4)
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        k(x, out, 0.5, 0)
+    assert info.value.code == "CB310"  # no compile() left: the call's own compile, as before

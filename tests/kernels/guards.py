@@ -1,0 +1,31 @@
+"""Host-only kernels that need what a client's fake tensors say (tests/jit/test_guards.py)."""
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+
+
+@cute.jit
+def rows4(mX: cute.Tensor, mO: cute.Tensor, eps: cutlass.Float32, stream: cuda.CUstream):
+    """mO = mX * 2 + eps for rows of exactly 4 elements: N must be static (quack's norms need it)."""
+    if cutlass.const_expr(cute.size(mX, mode=[1]) == 4):
+        for i in range(cute.size(mX, mode=[0])):
+            for j in cutlass.range_constexpr(4):
+                mO[i, j] = mX[i, j] * cutlass.Float32(2.0) + eps
+
+
+@cute.jit
+def rows4_default_stream(mX: cute.Tensor, mO: cute.Tensor, eps: cutlass.Float32, stream: cuda.CUstream = None):
+    """rows4 with the stream declared ``= None`` (a call may leave it out)."""
+    if cutlass.const_expr(cute.size(mX, mode=[1]) == 4):
+        for i in range(cute.size(mX, mode=[0])):
+            for j in cutlass.range_constexpr(4):
+                mO[i, j] = mX[i, j] * cutlass.Float32(2.0) + eps
+
+
+@cute.jit
+def scaled_rows(mX: cute.Tensor, mO: cute.Tensor, scale: cutlass.Constexpr[int]):
+    """mO = mX * scale (compile-time), any static N."""
+    for i in range(cute.size(mX, mode=[0])):
+        for j in range(cute.size(mX, mode=[1])):
+            mO[i, j] = mX[i, j] * cutlass.Float32(scale)
