@@ -250,6 +250,26 @@ class StructureKind(SlotKind):
         if not isinstance(value, self.cls):
             raise self.refusal(where, value)
 
+    def _adopt(self, value: Any, where: Where) -> Any:
+        """``value`` as an instance of the class: a plain tuple given for a NamedTuple is read as
+        that NamedTuple (the compiled function's own call takes one), if it has one item per
+        field (else CB234, naming the fields); anything else as it is (then checked)."""
+        if value.__class__ is not tuple or not _is_namedtuple(self.cls):
+            return value
+        names = _field_names(self.cls)
+        if len(value) != len(names):
+            raise D.error(
+                D.STRUCTURE_ARITY,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=(
+                    f"a {self._spelling()} or a plain tuple of its {len(names)} field(s) in order "
+                    f"({', '.join(names)})"
+                ),
+                got=f"a tuple of {len(value)} item(s)",
+            )
+        return self.cls._make(value)  # type: ignore[attr-defined]  # a NamedTuple class
+
     def _constant_error(self, value: Any, held: Any, where: Where) -> Exception:
         return D.error(
             D.STRUCTURE_CONSTANT_CHANGED,
@@ -260,6 +280,7 @@ class StructureKind(SlotKind):
         )
 
     def bind(self, value: Any, where: Where) -> Bound:
+        value = self._adopt(value, where)  # a plain tuple: the same slots and key as the NamedTuple
         self._check_type(value, where)
         bound: list[tuple[str, SlotKind | None, Any]] = []
         packed: list[Any] = []
@@ -331,6 +352,7 @@ class StructureKind(SlotKind):
         return Held(out, owners)
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
+        value = self._adopt(value, where)
         self._check_type(value, where)
         bound = self.bound or ()
 
@@ -359,6 +381,7 @@ class StructureKind(SlotKind):
             check = eval(f"lambda v: {guard}") if guard else None  # noqa: S307
             plan.append((slot, held, w, convert, check))
         cls, type_error, constant_error, fields = self.cls, self._check_type, self._constant_error, self._fields
+        adopt = self._adopt if _is_namedtuple(self.cls) else None
 
         def convert_field(k: int, v: Any) -> Any:
             slot, held, w, convert, check = plan[k]
@@ -374,7 +397,10 @@ class StructureKind(SlotKind):
 
         def convert_structure(value: Any) -> Any:
             if value.__class__ is not cls:
-                type_error(value, where)  # a subclass is taken, anything else refused
+                if adopt is not None and value.__class__ is tuple:
+                    value = adopt(value, where)  # a plain tuple of one item per field (else CB234)
+                else:
+                    type_error(value, where)  # a subclass is taken, anything else refused
             return fields(value, convert_field)
 
         return convert_structure

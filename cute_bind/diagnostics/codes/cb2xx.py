@@ -786,3 +786,43 @@ handle.launch(every_other, 2)             # -> CB233
     """,
 )
 
+
+
+STRUCTURE_ARITY = _entry(
+    "CB234",
+    "structure-arity",
+    _E.LaunchArgumentError,
+    summary="A plain tuple given for a NamedTuple parameter has more or fewer items than the NamedTuple has fields.",
+    message="kernel '{kernel}', parameter '{parameter}': expected {expected}, got {got}",
+    explanation="""
+    A NamedTuple parameter takes an instance of its class, or a plain tuple
+    of exactly one item per field, in field order (the compiled function's
+    own call takes a plain tuple there too): cute_bind reads the tuple as
+    that NamedTuple, with the same slots and the same compile key. A tuple of
+    another length has no such reading: the compiled function's own call
+    would read too few arguments (the last fields' storage left as it was)
+    or drop the extra items, so cute_bind refuses it and names the fields.
+    """,
+    example=_PRELUDE
+    + """
+from typing import NamedTuple
+
+class Scales(NamedTuple):
+    alpha: cutlass.Float32
+    beta: cutlass.Float32
+
+@cute_bind.kernel
+def axpby(out: cute_bind.Pointer[cutlass.Float32], s: Scales):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    t[0] = s.alpha + s.beta
+
+buf = (ctypes.c_float * 1)()
+axpby.bind(ctypes.addressof(buf), (1.0, 2.0))   # a tuple of 2 items: taken as Scales(1.0, 2.0)
+axpby.bind(ctypes.addressof(buf), (1.0,))       # 1 item for 2 fields -> CB234
+""",
+    fix="""
+    Pass one item per field, in field order (the message names them), or an
+    instance of the NamedTuple itself (`Scales(alpha=..., beta=...)`), whose
+    defaults fill the fields left out.
+    """,
+)
