@@ -25,6 +25,17 @@ member is CB231 (``kernel(*args)`` compiles a new specialization for it). A
 value of no member is CB230 at bind. A union slot bound to a value launches
 through the generic class "X" (its converter checks the member by the value's
 class, once per class).
+
+A union without ``None`` that has a tensor member (quack's
+``mA: Union[cute.Tensor, TransformAOperand]``: a tensor, or a NamedTuple of
+tensors) is the same slot, with ``None`` refused at bind (CB230: the DSL
+refuses it too, none of the members is ``NoneType``). There a member that is a
+client's own class (not a DSL, ``cuda`` or builtin type) and no eligible kind
+(``cute.Tensor | torch.Tensor``, a class the DSL adapts) is taken as the DSL
+takes it, by the value: a value of that class is bound by its own kind
+(:class:`~cute_bind.slots.registry.InferredKind`), and one cute_bind cannot
+rewrite is refused at bind (CB204). Other unions without ``None`` (of numbers
+only) stay CB102, as the static tools say.
 """
 
 from __future__ import annotations
@@ -37,8 +48,9 @@ from .. import dsl
 from .. import diagnostics as D
 from .base import Bound, Rejected, SlotKind, Where, describe_annotation, describe_value
 from .pointer import PointerKind
-from .registry import infer_slot, kinds, register
+from .registry import InferredKind, infer_slot, kinds, register
 from .scalar import ScalarKind
+from .tensor import TensorKind
 
 __all__ = ["OptionalKind", "optional_element", "union_members"]
 
@@ -68,6 +80,30 @@ def union_members(annotation: Any) -> tuple[Any, ...] | None:
     if _NONE not in args:
         return None
     return tuple(a for a in args if a is not _NONE)
+
+
+def union_parts(annotation: Any) -> tuple[tuple[Any, ...], bool] | None:
+    """``(members besides None, whether None is one)`` of any union annotation, else ``None``."""
+    if not _is_union(annotation):
+        return None
+    args = typing.get_args(annotation)
+    return tuple(a for a in args if a is not _NONE), _NONE in args
+
+
+#: top-level packages whose classes are never a client's own (an ineligible one is refused)
+_NOT_CLIENT = frozenset(
+    {"builtins", "cutlass", "cuda", "typing", "typing_extensions", "types", "collections", "enum", "abc", "cute_bind"}
+)
+
+
+def client_class(member: Any) -> bool:
+    """Whether a union member is a client's own class (its values are read by their own kind)."""
+    return isinstance(member, type) and str(getattr(member, "__module__", "")).partition(".")[0] not in _NOT_CLIENT
+
+
+def _tensor_union(members: tuple[Any, ...], found: list[SlotKind | None]) -> bool:
+    """A union without None is a slot when one of its members is a tensor."""
+    return any(isinstance(f, TensorKind) for f in found)
 
 
 def _is_union(annotation: Any) -> bool:
@@ -122,6 +158,7 @@ class OptionalKind(SlotKind):
         inner: SlotKind | None = None,
         members: tuple[SlotKind, ...] | None = None,
         annotations: tuple[Any, ...] | None = None,
+        nullable: bool = True,
     ) -> None:
         #: the (first) member kind recognised from the annotation (unbound)
         self.element = element
@@ -133,6 +170,8 @@ class OptionalKind(SlotKind):
         self.present = present
         #: the bound member slot, when present
         self.inner = inner
+        #: whether None is a member (a union without None refuses it at bind)
+        self.nullable = nullable
         self.reads_address = inner.reads_address if inner is not None else any(m.reads_address for m in self.members)
         if inner is not None:
             # a bound value: exactly the member slot's storage (and, for one member, its fast path)
@@ -164,6 +203,11 @@ class OptionalKind(SlotKind):
         return getattr(self.inner, "elements", None)
 
     def describe(self) -> str:
+        if not self.nullable:
+            spelled = self._spelled()
+            if self.inner is None:
+                return spelled
+            return f"{spelled} (bound to {self.inner.describe()})"
         if self.inner is not None:
             inner = self.inner.describe()
         elif self.is_union:
@@ -176,23 +220,32 @@ class OptionalKind(SlotKind):
 
     @classmethod
     def recognize(cls, annotation: Any) -> OptionalKind | None:
-        members = union_members(annotation)
-        if not members:
+        parts = union_parts(annotation)
+        if not parts or not parts[0]:
             return None
+        members, nullable = parts
         found = [_element_kind(m) for m in members]
+        if not nullable:
+            if not _tensor_union(members, found):
+                return None  # a union of numbers without None: CB102
+            found = [InferredKind(m) if f is None and client_class(m) else f for m, f in zip(members, found)]
         if any(f is None for f in found):
             return None
         kinds_ = tuple(typing.cast(SlotKind, f) for f in found)
-        return cls(kinds_[0], members=kinds_, annotations=members)
+        return cls(kinds_[0], members=kinds_, annotations=members, nullable=nullable)
 
     @classmethod
     def rejection(cls, annotation: Any) -> Rejected | None:
-        """A union with None with a member that is not an eligible kind is CB114, naming the member."""
-        members = union_members(annotation)
-        if members is None:
+        """A union with None, or one without None that has a tensor member, with a member that is
+        not an eligible kind (nor, without None, a client's own class) is CB114, naming the member."""
+        parts = union_parts(annotation)
+        if parts is None:
             return None
+        members, nullable = parts
+        if not nullable and not _tensor_union(members, [_element_kind(m) for m in members]):
+            return None  # CB102
         for member in members:
-            if _element_kind(member) is None:
+            if _element_kind(member) is None and (nullable or not client_class(member)):
                 detail = f"{describe_annotation(member)} is not a pointer, scalar, stream, tensor, sequence or structure of those"
                 return Rejected(D.INELIGIBLE_OPTIONAL, describe_annotation(annotation), detail)
         return None  # pragma: no cover - recognize() took it
@@ -201,6 +254,8 @@ class OptionalKind(SlotKind):
         return " | ".join(describe_annotation(a) for a in self.annotations or ()) or " | ".join(m.describe() for m in self.members)
 
     def expected(self) -> str:
+        if not self.nullable and self.present is None:
+            return f"a value of one of {self._spelled()}"
         if self.present is False:
             return f"None (the {self.describe()} slot was compiled for None)"
         if self.present:
@@ -240,6 +295,9 @@ class OptionalKind(SlotKind):
         annotations = self.annotations or ()
         for i, (annotation, kind) in enumerate(zip(annotations, self.members)):
             if _dsl_isinstance(value, annotation):
+                if isinstance(kind, InferredKind):  # a client's class: the value's own kind, as the DSL reads it
+                    own_ = infer_slot(value)
+                    return (i, own_) if own_ is not None else (i, kind)
                 if isinstance(kind, ScalarKind):
                     own = infer_slot(value)
                     return i, own if isinstance(own, ScalarKind) else kind
@@ -251,7 +309,7 @@ class OptionalKind(SlotKind):
             if isinstance(kind, ScalarKind):
                 if isinstance(own, ScalarKind) and own.dtype_name == kind.dtype_name:
                     return i, kind
-            elif type(own) is type(kind) and kind.kind != "structure":  # a structure only by isinstance
+            elif type(own) is type(kind) and kind.kind not in ("structure", "inferred"):  # a structure only by isinstance
                 return i, kind
         # last, a number the first scalar member's slot takes as it is (an int for a Float32 member),
         # as a launch of the bound member would take it; not an integer beside a pointer member,
@@ -348,6 +406,14 @@ class OptionalKind(SlotKind):
     def bind_with(self, value: Any, where: Where, bind: Any) -> Bound:
         """Bind with ``bind`` for the (first) element (``prepare()`` passes a pointer kind's ``prepare``)."""
         if value is None:
+            if not self.nullable:  # the DSL refuses None too: NoneType is no member
+                raise D.error(
+                    D.UNION_NO_MEMBER,
+                    kernel=where.kernel,
+                    parameter=where.parameter,
+                    expected=f"a value of one of {self._spelled()} (None is not a member)",
+                    got="None",
+                )
             return Bound(packed=(), dsl_value=None, key=("none",), slot=self._bound(False))
         if not self.is_union:
             b = bind(value, where)
@@ -358,7 +424,7 @@ class OptionalKind(SlotKind):
                 D.UNION_NO_MEMBER,
                 kernel=where.kernel,
                 parameter=where.parameter,
-                expected=f"None or a value of one of {self._spelled()}",
+                expected=f"{'None or ' if self.nullable else ''}a value of one of {self._spelled()}",
                 got=describe_value(value),
             )
         index, kind = found
@@ -383,7 +449,7 @@ class OptionalKind(SlotKind):
         return Bound(packed=b.packed, dsl_value=b.dsl_value, key=("value", _tag(b.slot), b.key), slot=self._bound(True, b.slot))
 
     def _bound(self, present: bool, inner: SlotKind | None = None) -> OptionalKind:
-        return OptionalKind(self.element, present, inner, self.members, self.annotations)
+        return OptionalKind(self.element, present, inner, self.members, self.annotations, self.nullable)
 
 
 # composite: tried first, so Optional[X] is never taken for X's own kind; not a sequence element

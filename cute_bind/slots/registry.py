@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 from .. import dsl
 from .. import diagnostics as D
-from .base import Constexpr, Rejected, SlotKind, describe_annotation
+from .base import Bound, Constexpr, Rejected, SlotKind, Where, describe_annotation, wrong_kind
 
-__all__ = ["register", "kinds", "element_kinds", "classify", "infer_slot"]
+__all__ = ["register", "kinds", "element_kinds", "classify", "infer_slot", "InferredKind"]
 
 _KINDS: list[type[SlotKind]] = []
 _ELEMENT_KINDS: list[type[SlotKind]] = []
@@ -84,3 +84,90 @@ def infer_slot(value: Any, *, element: bool = False) -> SlotKind | None:
         if found is not None:
             return found
     return None
+
+
+#: what an inferred slot takes, for messages
+_INFERRED_EXPECTED = "a pointer, number, stream, tensor, sequence or structure (the kind is read from the value)"
+
+
+class InferredKind(SlotKind):
+    """A slot whose kind is read from the value given at bind, as the DSL reads an unannotated parameter.
+
+    Made for a class kernel's unannotated parameter (``annotation`` ``None``) and for a union
+    member that is a client's own class (``Union[cute.Tensor, Operand]``: ``annotation`` is the
+    class); never recognised from an annotation. ``bind()`` asks :func:`infer_slot` for the
+    value's kind and binds with it: the bound handle holds that kind's slot (so launches take
+    what it takes), and the compile key holds the kind and its key. ``None`` is a constant of
+    the compiled code, as the DSL compiles it. Unbound, it may read an address (the value may
+    be a tensor or pointer), so it is converted with the address-reading slots
+    (``reads_address``); bound, its slot is the value's own kind's.
+    """
+
+    kind = "inferred"
+    fast = "X"
+    fmt = ""
+    packs_tuple = True
+    #: unbound: the value's kind may read an address (bound slots are the value's own kind)
+    reads_address = True
+
+    def __init__(self, annotation: Any = None) -> None:
+        #: the union member's class, or None for an unannotated parameter
+        self.annotation = annotation
+
+    def __repr__(self) -> str:
+        return f"InferredKind({self.describe()})"
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def width(self) -> int:
+        return 0
+
+    @classmethod
+    def recognize(cls, annotation: Any) -> SlotKind | None:
+        return None  # never from an annotation: made by the signature reader and the union kind
+
+    def describe(self) -> str:
+        if self.annotation is None:
+            return "unannotated (kind read from the value)"
+        return f"{describe_annotation(self.annotation)} (kind read from the value)"
+
+    def expected(self) -> str:
+        if self.annotation is None:
+            return _INFERRED_EXPECTED
+        return f"for the {describe_annotation(self.annotation)} member, {_INFERRED_EXPECTED}"
+
+    def resolve(self, value: Any, where: Where) -> SlotKind:
+        """The kind ``value`` is bound with (CB204 for a value of no kind cute_bind can rewrite)."""
+        found = infer_slot(value)
+        if found is None:
+            expected = self.expected()
+            if hasattr(value, "__c_pointers__"):
+                expected += (
+                    "; a JitArgument object (__c_pointers__) is marshalled by its own code, which cute_bind does not "
+                    "reproduce: pass its fields as a NamedTuple or dataclass of tensors and numbers"
+                )
+            raise wrong_kind(where, expected, value)
+        return found
+
+    def bind(self, value: Any, where: Where) -> Bound:
+        if value is None:
+            from .optional import OptionalKind  # the optional kind imports this module
+
+            return Bound(packed=(), dsl_value=None, key=("inferred", "none"), slot=OptionalKind(self, present=False))
+        b = self.resolve(value, where).bind(value, where)
+        # a stream's key as it is (the TVM-FFI environment stream is recognised by its key)
+        key = b.key if b.slot.kind == "stream" else ("inferred", type(b.slot).__name__, b.key)
+        return Bound(packed=b.packed, dsl_value=b.dsl_value, key=key, slot=b.slot)
+
+    def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
+        # only bound slots launch; an unbound one has no storage
+        raise wrong_kind(where, f"{self.expected()}, bound first (bind() or a call)", value)
+
+    def converter(self, where: Where) -> Any:
+        return self.coerce_converter(where)
+
+
+

@@ -107,6 +107,10 @@ _OPTIONAL_MEMBERS = _ELEMENT_KINDS | {"sequence", "structure"}
 _NOT_STRUCTURES = frozenset(
     {"cutlass", "cuda", "builtins", "typing", "typing_extensions", "cute_bind", "collections", "dataclasses", "enum"}
 )
+# Top-level packages whose classes are never a client's own (``slots/optional.py``'s ``_NOT_CLIENT``).
+_NOT_CLIENT = frozenset(
+    {"builtins", "cutlass", "cuda", "typing", "typing_extensions", "types", "collections", "enum", "abc", "cute_bind"}
+)
 # The CB125 detail for a stream field of a NamedTuple (``slots/structure.py`` spells it the same).
 _NAMEDTUPLE_STREAM = "field '{name}': a stream inside a NamedTuple is not passed by the DSL (it adapts nothing inside one); use a dataclass"
 # Class-body annotations that are not fields (dataclasses skip them; a NamedTuple refuses them).
@@ -627,14 +631,29 @@ class ModuleAnalysis:
             else:
                 flat.append(m)
         rest = [m for m in flat if not _is_none(m)]
-        if len(rest) == len(flat):
-            return _Kind("CB102")
-        for element in rest:
-            found = self._kind(element, scope, before)
+        nullable = len(rest) != len(flat)
+        kinds = [self._kind(element, scope, before) for element in rest]
+        if not nullable and not any(k.kind == "tensor" for k in kinds):
+            return _Kind("CB102")  # a union of numbers without None
+        for element, found in zip(rest, kinds):
+            if not nullable and found.kind not in _OPTIONAL_MEMBERS and self._client_class(element, scope, before):
+                continue  # a client's own class beside a tensor: its values are read by their own kind
             if found.kind not in _OPTIONAL_MEMBERS:
                 spelled_element = self._render(element, scope, before)
                 return _Kind("CB114", f"{spelled_element} is not a pointer, scalar, stream, tensor, sequence or structure of those")
         return _Kind("optional")
+
+    def _client_class(self, node: ast.expr, scope: _Scope, before: int | None) -> bool:
+        """Whether a union member names a client's own class (``optional.client_class``): a class
+        statement of this file or an installed module, or a name outside the DSL, ``cuda``, the
+        standard typing modules and the builtins."""
+        node, scope, before = self._expand(node, scope, before)
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            return False
+        q = self._qualname(node, scope, before)
+        if q is None:
+            return isinstance(self._class_of(node, scope, before, 0), tuple)
+        return q.partition(".")[0] not in _NOT_CLIENT
 
     # ------------------------------------------------------------------ structures
     def _structure_kind(self, node: ast.expr, scope: _Scope, before: int | None) -> _Kind | None:
