@@ -12,6 +12,7 @@ from .. import _whitelist as W
 from .. import diagnostics as D
 from ..diagnostics.errors import CuteBindError
 from ..slots import Constexpr, Rejected, SlotKind, Where, classify, describe_value
+from ..slots.registry import InferredKind
 
 __all__ = ["Param", "KernelSignature", "read_signature", "check_function", "unwrap"]
 
@@ -128,6 +129,20 @@ def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None
             )
             continue
         if p.annotation is _EMPTY:
+            if bound_self:
+                # a class kernel, taken as its authors wrote it (cute_bind.kernel(obj)): the parameter's
+                # kind is read from the value given at compile()/bind()/the first call, as the DSL reads it
+                params.append(
+                    Param(
+                        name=p.name,
+                        index=index,
+                        annotation=_EMPTY,
+                        slot=InferredKind(),
+                        default=p.default,
+                        keyword_only=p.kind is inspect.Parameter.KEYWORD_ONLY,
+                    )
+                )
+                continue
             problems.append(D.error(D.MISSING_ANNOTATION, kernel=name, parameter=p.name, expected=W.ELIGIBLE_SUMMARY, got="no annotation"))
             continue
         annotation, err = _resolve(base, p.name, p.annotation, name)

@@ -21,6 +21,16 @@ MISSING_ANNOTATION = _entry(
     without an annotation would leave the choice to the value seen at the
     first call, which is how the plain DSL call path silently marshals an
     integer address as a 32-bit scalar.
+
+    A class kernel (an object whose `__call__` is `@cute.jit`, wrapped with
+    `cute_bind.kernel(obj)`, as production clients write them) is taken as
+    its authors wrote it: there an unannotated parameter (a `stream` without
+    `cuda.CUstream`, say) has its kind read from the value given to
+    `compile()`/`bind()`/the first call, as the DSL reads it (a stream, a
+    tensor, a number, a pointer, a sequence or a structure), and the
+    kernel's description says so ("read from the value"). A value of another
+    kind later compiles another specialization (`kernel(...)`) or is refused
+    by the bound handle (CB204).
     """,
     example=_PRELUDE
     + """
