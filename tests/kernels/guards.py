@@ -29,3 +29,18 @@ def scaled_rows(mX: cute.Tensor, mO: cute.Tensor, scale: cutlass.Constexpr[int])
     for i in range(cute.size(mX, mode=[0])):
         for j in range(cute.size(mX, mode=[1])):
             mO[i, j] = mX[i, j] * cutlass.Float32(scale)
+
+
+# ------------------------------------------------------------------ device kernels (tests/gpu/test_guards_gpu.py)
+@cute.kernel
+def _rows64_kernel(mX: cute.Tensor, mO: cute.Tensor, eps: cutlass.Float32):
+    bidx, _, _ = cute.arch.block_idx()
+    tidx, _, _ = cute.arch.thread_idx()
+    if cutlass.const_expr(cute.size(mX, mode=[1]) == 64):  # the client's code needs a static N
+        mO[bidx, tidx] = mX[bidx, tidx] * cutlass.Float32(2.0) + eps
+
+
+@cute.jit
+def rows64(mX: cute.Tensor, mO: cute.Tensor, eps: cutlass.Float32, stream: cuda.CUstream):
+    """mO = mX * 2 + eps, one block of 64 threads per row (N = 64, static in the client's fakes)."""
+    _rows64_kernel(mX, mO, eps).launch(grid=(cute.size(mX, mode=[0]), 1, 1), block=(64, 1, 1), stream=stream)
