@@ -17,7 +17,11 @@ equal the client's "after" bit for bit (NaNs included: the bytes are compared):
   handle that kept A's addresses leaves B and C unchanged);
 - ``kernel``: ``k = cute_bind.kernel(host, compile_options=the client's)``,
   ``k.compile(*the client's compile arguments)``, then ``k(*A)`` and ``k(*B)``;
-- ``kernel-bind``: the same kernel, ``h = k.bind(*A)`` then ``h.launch(*B)``.
+- ``kernel-bind``: the same kernel, ``h = k.bind(*A)`` then ``h.launch(*B)``;
+- ``kernel-stream``: the same kernel called with an explicit stream (torch's current one; the
+  client's call leaves it out where it compiled the TVM-FFI environment stream): ``k(*A, stream=s)``,
+  then ``h = k.bind(*B, stream=s)`` and ``h.launch(*C, stream=s)`` (issue 40: a compile from the
+  client's fakes serves them, its sibling compiled from the same fakes for the stream's form).
 
 A compile whose client call is not deterministic itself (the client's call
 made again on a fresh copy differs from its first result: FlashAttention-4's
@@ -44,7 +48,7 @@ from typing import Any, Callable
 
 from tests.clients.recorder import CASES, ENV, Call, Recorded, record, snapshot
 
-DOORS = ("prepare", "kernel", "kernel-bind")
+DOORS = ("prepare", "kernel", "kernel-bind", "kernel-stream")
 #: tolerance for tensors the client's own call does not reproduce bit for bit
 RTOL = ATOL = 1e-3
 
@@ -124,6 +128,34 @@ def differing(got: Any, want: Any, names: list[str], loose: frozenset[str] = fro
     return out
 
 
+def _stream_parameter(host: Any) -> tuple[int, str] | None:
+    """The position and name of the host function's stream parameter (a ``cuda.CUstream`` annotation,
+    else a parameter named ``stream``), or ``None``."""
+    try:
+        params = [p for p in inspect.signature(host).parameters.values() if p.name != "self"]
+    except (TypeError, ValueError):
+        return None
+    for i, p in enumerate(params):
+        if "CUstream" in str(p.annotation) or p.name == "stream":
+            return i, p.name
+    return None
+
+
+def _with_stream(host: Any, given: tuple[tuple[Any, ...], dict[str, Any]]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The call with torch's current stream given explicitly for the host's stream parameter."""
+    import torch
+
+    found = _stream_parameter(host)
+    if found is None:
+        raise LookupError("the host function has no stream parameter")
+    position, name = found
+    args, kwargs = given
+    stream = torch.cuda.current_stream().cuda_stream if torch.cuda.is_available() else 0  # host-only twins: the null stream
+    if position < len(args):
+        return (*args[:position], stream, *args[position + 1 :]), kwargs
+    return args, {**kwargs, name: stream}
+
+
 def _fresh(call: Call) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """A new copy of the call's arguments as they were just before the client's call."""
     args, kwargs = snapshot(call.before)
@@ -183,13 +215,24 @@ def _door(record: Recorded, door: str, loose: dict[int, frozenset[str]]) -> dict
                 step = f"kernel(...) again, other tensors ({where})"
                 k(*b[0], **b[1])
                 _check(step, b, call, names, loose[i])
-            else:
+            elif door == "kernel-bind":
                 assert k is not None
                 step = f"kernel.bind ({where})"
                 h = k.bind(*a[0], **a[1])
                 step = f"bound handle.launch, other tensors ({where})"
                 h.launch(*b[0], **b[1])
                 _check(step, b, call, names, loose[i])
+            else:
+                assert k is not None
+                step = f"kernel(..., stream=s) ({where})"
+                sa, sb, sc = _with_stream(record.host, a), _with_stream(record.host, b), _with_stream(record.host, c)
+                k(*sa[0], **sa[1])
+                _check(step, a, call, names, loose[i])
+                step = f"kernel.bind(..., stream=s) ({where})"
+                h = k.bind(*sb[0], **sb[1])
+                step = f"bound handle.launch(..., stream=s), other tensors ({where})"
+                h.launch(*sc[0], **sc[1])
+                _check(step, c, call, names, loose[i])
     except Exception as exc:
         if not isinstance(exc, Mismatch) and getattr(exc, "code", None) is None:
             traceback.print_exc()
@@ -263,14 +306,16 @@ def markdown(result: dict[str, Any]) -> str:
         return f"{o['code'] or ''} {o['error']}".strip().replace("|", "\\|").replace("\n", " ")[:300]
 
     lines = [
-        f"| client kernel ({result['device']}) | calls | `prepare(compiled, *args)` | `kernel(host)(*args)` | `kernel(host).bind(*args).launch` | note |",
-        "|---|---|---|---|---|---|",
+        f"| client kernel ({result['device']}) | calls | `prepare(compiled, *args)` | `kernel(host)(*args)` | `kernel(host).bind(*args).launch` "
+        "| `kernel(host)(*args, stream=s)`, `.bind(*args, stream=s)` | note |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in result["records"]:
         d = r["doors"]
         note = ("client nondeterministic in: " + ", ".join(r["nondeterministic"])) if r["nondeterministic"] else ""
         lines.append(
-            f"| {r['label']} | {len(r['calls'])} | {cell(d.get('prepare'))} | {cell(d.get('kernel'))} | {cell(d.get('kernel-bind'))} | {note} |"
+            f"| {r['label']} | {len(r['calls'])} | {cell(d.get('prepare'))} | {cell(d.get('kernel'))} | {cell(d.get('kernel-bind'))} "
+            f"| {cell(d.get('kernel-stream'))} | {note} |"
         )
     return "\n".join(lines)
 

@@ -79,7 +79,7 @@ def _params() -> list[Any]:
         for door in DOORS:
             if label.endswith(":loaded") and door != "prepare":
                 continue  # a function loaded from quack's disk cache has no host function to decorate
-            # the CPU suite's table: kernel and kernel-bind are the same door (the decorator)
+            # the CPU suite's table: kernel, kernel-bind and kernel-stream are the same door (the decorator)
             code = XFAIL.get((label, "prepare" if door == "prepare" else "kernel"))
             marks = [pytest.mark.xfail(strict=False, reason=f"{code} in tests/clients XFAIL", raises=_failure(code))] if code else []
             out.append(pytest.param(label, door, marks=marks, id=f"{label}-{door}"))
