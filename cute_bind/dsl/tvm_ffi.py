@@ -27,6 +27,11 @@ __all__ = [
     "TVM_FFI_CONSTANT_DEPTH",
     "tvm_ffi_constant_leaves_ok",
     "tvm_ffi_constant",
+    "tvm_ffi_unpacked_parameters",
+    "tvm_ffi_takes_no_structure",
+    "tvm_ffi_unpack",
+    "is_dataclass_instance",
+    "tvm_ffi_structure_array",
 ]
 
 
@@ -47,6 +52,8 @@ class TvmFfiEntry:
     dec_ref: int  # TVMFFIObjectDecRef
     pointer_parameters: frozenset[str]  # parameters whose int addresses the DSL validates before the call
     converts_sequences: bool  # a sequence parameter holds pointers (rewritten element-wise by the DSL)
+    unpacked: frozenset[str] = frozenset()  # parameters whose dataclass the call unpacks to nested tuples
+    no_structure: frozenset[str] = frozenset()  # parameters annotated as a number or tensor (never a structure)
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,6 +106,8 @@ def tvm_ffi_entry(compiled: Any) -> TvmFfiEntry:
         dec_ref=dec_ref,
         pointer_parameters=frozenset(n for n, spec in pointer_specs.items() if spec is True),
         converts_sequences=any(isinstance(spec, (list, tuple)) for spec in pointer_specs.values()),
+        unpacked=tvm_ffi_unpacked_parameters(wrapper) if wrapper is not None else frozenset(),
+        no_structure=_no_structure_parameters(compiled),
     )
 
 
@@ -248,3 +257,133 @@ def tvm_ffi_constant(value: Any) -> tuple[Any, int, int]:
         raise ValueError("tvm_ffi.convert gave no object")
     type_index = int(ctypes.c_int32.from_address(handle + _TVM_FFI_TYPE_INDEX_OFFSET).value)
     return array, handle, type_index
+
+
+# ------------------------------------------------------------------ structures (NamedTuples, tuples, lists, dataclasses)
+def tvm_ffi_unpacked_parameters(wrapper: Any) -> frozenset[str]:
+    """The parameters whose dataclass value the DSL's keyword wrapper unpacks to nested tuples
+    (``tvm_ffi.utils.unpack_dataclass.unpack_dataclass_to_tuple``) before the TVM-FFI call.
+
+    The DSL decides it at compile time (a dataclass annotation or a dataclass compile argument:
+    its ``map_dataclass_to_tuple``) and keeps it only in the wrapper's generated code, which calls
+    ``__i_unpack(<name>)`` for those parameters. That code is run here once more over a recording
+    target and a marking ``__i_unpack``, with one sentinel per parameter: the marked positions are
+    the unpacked parameters. Nothing else of the wrapper runs (its globals are a private copy)."""
+    import inspect
+    import types
+
+    try:
+        from tvm_ffi.utils import kwargs_wrapper as kw
+    except ImportError:  # a TVM-FFI without the wrapper: the DSL unpacks nothing
+        return frozenset()
+    code = getattr(wrapper, "__code__", None)
+    globals_ = getattr(wrapper, "__globals__", None)
+    unpack_name = getattr(kw, "_INTERNAL_UNPACK", "__i_unpack")
+    target_name = getattr(kw, "_INTERNAL_TARGET_FUNC", "__i_target_func")
+    if code is None or not isinstance(globals_, dict) or unpack_name not in globals_:
+        return frozenset()
+
+    class Marked:
+        __slots__ = ("value",)
+
+        def __init__(self, value: Any) -> None:
+            self.value = value
+
+    copy = dict(globals_)
+    copy[target_name] = lambda *args: args
+    copy[unpack_name] = Marked
+    probe = types.FunctionType(code, copy, "probe", wrapper.__defaults__, wrapper.__closure__)
+    probe.__kwdefaults__ = wrapper.__kwdefaults__
+    names = list(inspect.signature(wrapper).parameters)
+    sentinels = {name: object() for name in names}
+    try:
+        passed = probe(**sentinels)
+    except Exception:  # noqa: BLE001 - generated code of another form: nothing is known to be unpacked
+        return frozenset()
+    by_id = {id(v): name for name, v in sentinels.items()}
+    return frozenset(by_id[id(a.value)] for a in passed if isinstance(a, Marked) and id(a.value) in by_id)
+
+
+def _no_structure_parameters(compiled: Any) -> frozenset[str]:
+    """Parameters annotated as a DSL number or a tensor (optionally ``| None``): the DSL compiles
+    them as a scalar or a tensor whatever its compile argument, so no structure is ever taken there."""
+    try:
+        sig = runtime_signature(compiled)
+    except Exception:  # noqa: BLE001 - no signature: nothing known
+        return frozenset()
+    return frozenset(n for n, a in zip(sig.names, sig.annotations) if tvm_ffi_takes_no_structure(a))
+
+
+def tvm_ffi_takes_no_structure(annotation: Any) -> bool:
+    """Whether the DSL compiles a parameter annotated ``annotation`` as a scalar or a tensor
+    (``cutlass.Int32``, ``cutlass.Float32``..., ``cute.Tensor``, ``Optional`` of one)."""
+    import typing
+
+    args = typing.get_args(annotation)
+    if args and typing.get_origin(annotation) in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        members = [a for a in args if a is not type(None)]
+        return bool(members) and all(tvm_ffi_takes_no_structure(a) for a in members)
+    if not isinstance(annotation, type):
+        return False
+    try:
+        from cutlass.base_dsl.typing import Numeric
+        from cutlass.cute.typing import Tensor
+    except ImportError:  # pragma: no cover - the DSL is what compiled the function
+        return False
+    return issubclass(annotation, (Numeric, Tensor))
+
+
+def is_dataclass_instance(value: Any) -> bool:
+    import dataclasses
+
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def tvm_ffi_unpack(value: Any) -> Any:
+    """``value`` as the DSL's keyword wrapper hands it to TVM-FFI for a parameter it unpacks:
+    ``unpack_dataclass_to_tuple`` (dataclasses to tuples of their fields, recursively)."""
+    from tvm_ffi.utils.unpack_dataclass import unpack_dataclass_to_tuple
+
+    return unpack_dataclass_to_tuple(value)
+
+
+_TVM_FFI_NONE = 0
+_ANY_SIZE = 16  # TVMFFIAny: type_index (4), padding (4), value (8)
+
+
+def tvm_ffi_structure_array(template: tuple[Any, ...]) -> tuple[Any, int, int, tuple[int, ...]]:
+    """``(array, handle, type_index, leaves)``: the ``ffi.Array`` (of ``ffi.Array``... for nested
+    tuples) TVM-FFI's call builds for a structure of this form, built from ``template`` (nested
+    tuples whose leaves are all ``None``), and the address of each leaf's ``TVMFFIAny`` element in
+    preorder: a prepared launch writes each leaf there (a ``None`` element holds no object, so
+    rewriting it with another value that holds none, an int, a float, a bool, a ``DLTensor``
+    pointer, never leaks or frees one). The elements of an array lie in its sequence cell
+    (``TVMFFISeqCell``: data, size, after the object header), the cell the compiled entry reads."""
+    import tvm_ffi
+
+    array = tvm_ffi.convert(template)
+    handle = int(array.__chandle__() or 0)
+    if not handle:
+        raise ValueError("tvm_ffi.convert gave no object")
+    type_index = int(ctypes.c_int32.from_address(handle + _TVM_FFI_TYPE_INDEX_OFFSET).value)
+    leaves: list[int] = []
+
+    def visit(obj: int, form: tuple[Any, ...]) -> None:
+        data = int(ctypes.c_void_p.from_address(obj + _TVM_FFI_OBJECT_HEADER).value or 0)
+        size = int(ctypes.c_int64.from_address(obj + _TVM_FFI_OBJECT_HEADER + 8).value)
+        if size != len(form) or (size and not data):
+            raise ValueError("the ffi.Array does not hold the structure's elements")
+        for k, item in enumerate(form):
+            slot = data + _ANY_SIZE * k
+            index = int(ctypes.c_int32.from_address(slot).value)
+            if isinstance(item, tuple):
+                if index != type_index:
+                    raise ValueError("a nested structure is not an ffi.Array")
+                visit(int(ctypes.c_void_p.from_address(slot + 8).value or 0), item)
+            else:
+                if index != _TVM_FFI_NONE:
+                    raise ValueError("a leaf of the template is not None")
+                leaves.append(slot)
+
+    visit(handle, template)
+    return array, handle, type_index, tuple(leaves)

@@ -29,7 +29,22 @@
  *     `ffi.Array` built once at prepare, passed as the object argument the
  *     TVM-FFI call passes, when the value is the prepared one or equal to it
  *     leaf for leaf with the same types (float bits compared), so TVM-FFI's
- *     call would build an equal array from it.
+ *     call would build an equal array from it;
+ *   - a structure (kind 's': a tuple or NamedTuple, a list, a dataclass the
+ *     DSL's call unpacks, nested; leaves tensors, numbers as above and None:
+ *     quack's scheduler/epilogue arguments, FlashAttention-4's aux tensors):
+ *     TVM-FFI's call passes it as an `ffi.Array` of its elements (nested
+ *     arrays for nested structures, a dataclass as the tuple of its fields),
+ *     and the compiled entry decodes each element as it decodes a top-level
+ *     argument. The launcher holds its own such array, built once at init
+ *     from the structure's form with None leaves, and rewrites its leaf
+ *     elements in place per launch: a tensor leaf as a DLTensor pointer read
+ *     like a top-level tensor (the entry takes one in an array as at top
+ *     level), a number leaf like a top-level number. The value is walked
+ *     against the prepared form (exact type at each node, arity, a
+ *     dataclass's fields read as attributes, as TVM-FFI's unpacking reads
+ *     them); a value of another form (type, arity, a None leaf given a value
+ *     or the reverse) is the compiled call, as a changed constant is.
  *
  * Keyword arguments are placed by parameter name first (cb_place_keywords, as
  * the prepared launcher places them; `names` is None for a bare tvm_ffi.Function,
@@ -66,6 +81,18 @@ enum { K_NONE = 0, K_INT = 1, K_BOOL = 2, K_FLOAT = 3, K_DLTENSOR_PTR = 7, K_STA
 /* how deep a constant structure is compared (prepare refuses deeper ones: dsl.TVM_FFI_CONSTANT_DEPTH) */
 #define CONST_DEPTH 16
 
+/* One node of a structure argument (spec.TvmStructureNode), in preorder: a container ('t' tuple of
+ * exactly `type`, 'l' list, 'd' dataclass of exactly `type` read through `names`) or a leaf (op:
+ * a leaf kind, written through its slot). The next sibling of a node is `size` nodes on. */
+typedef struct {
+    char op;
+    Py_ssize_t count;
+    Py_ssize_t size;
+    PyObject *type;   /* borrowed from the held specs */
+    PyObject *names;  /* 'd': tuple of str (borrowed) */
+    Py_ssize_t slot;  /* a leaf: its slot (n + leaf number) */
+} NodeC;
+
 static PyObject *name_int;   /* "__tvm_ffi_int__", interned at module init */
 static PyObject *name_float; /* "__tvm_ffi_float__" */
 /* TVMFFIObject header: ref counts (8), type_index (4), padding (4), deleter (8) */
@@ -86,16 +113,23 @@ typedef struct {
     move_error_t move_error;
     dec_ref_t dec_ref;
     Py_ssize_t n;
-    char *kinds;          /* per argument: 'T' tensor, 'i' int, 'a' address, 'b' bool, 'f' float, 'n' None, 'o' constant */
-    AnyC *args;
+    /* per slot (the n arguments, then every structure leaf): */
+    Py_ssize_t nslots;
+    char *kinds;          /* 'T' tensor, 'i' int, 'a' address, 'b' bool, 'f' float, 'n' None, 'o' constant, 's' structure */
+    AnyC *args;           /* the n arguments passed to the entry */
+    AnyC **outs;          /* where a slot is written: args + i, or a leaf's element in its structure's array */
     DLTensorC *tensors;
-    from_py_t *readers;   /* per tensor argument: the type's dltensor_from_py_object_no_sync */
+    from_py_t *readers;   /* per tensor slot: the type's dltensor_from_py_object_no_sync */
     work_stream_t *streams;
-    PyObject **types;     /* per tensor argument: the exact type taken (borrowed from keep) */
-    PyObject **ptypes;    /* per int/float argument: the last protocol type classify() accepted (owned), or NULL */
+    PyObject **types;     /* per tensor slot: the exact type taken (borrowed from keep) */
+    PyObject **ptypes;    /* per int/float slot: the last protocol type classify() accepted (owned), or NULL */
     PyObject **consts;    /* per constant argument: the prepared structure (borrowed from keep) */
     void **handles;       /* per constant argument: its ffi.Array handle (the array is held in keep) */
     int32_t *type_indices; /* per constant argument: the array's type index */
+    Py_ssize_t nnodes;    /* every structure argument's nodes, one structure after another; 0: none */
+    NodeC *nodes;
+    Py_ssize_t *first;    /* per argument: its first node (kind 's'), else -1 */
+    PyObject **held;      /* per node: what the current launch read (owned), NULL outside a launch */
     PyObject *classify;   /* classify(type) -> "i", "f" or "": how TVM-FFI writes that type through its protocol */
     PyObject *defaults;   /* tuple: per argument its default, or `required` */
     PyObject *names;      /* tuple: per argument its keyword name (interned str) or None; or None: no keywords */
@@ -180,11 +214,19 @@ same_constant(PyObject *a, PyObject *b, int depth)
     return 1;
 }
 
-/* 1: written; 0: not taken as is (the slow path decides). Never leaves an exception set. */
-static int
-write_one(Launcher *self, Py_ssize_t i, PyObject *v, int32_t *dev_type, int32_t *dev_id, void **stream)
+#if defined(__GNUC__) || defined(__clang__)
+#define CB_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define CB_ALWAYS_INLINE inline
+#endif
+
+/* Slot i (an argument, or a structure leaf: its kind, tensor reader, protocol type) written at `out`
+ * (args + i, or the leaf's element in its structure's array). 1: written; 0: not taken as is (the
+ * slow path decides). Never leaves an exception set. Inlined into each loop that writes: with the
+ * structure loop as a second caller the compiler stopped inlining it into the plain one (+5 ns). */
+static CB_ALWAYS_INLINE int
+write_one(Launcher *self, Py_ssize_t i, PyObject *v, AnyC *out, int32_t *dev_type, int32_t *dev_id, void **stream)
 {
-    AnyC *out = self->args + i;
     switch (self->kinds[i]) {
     case 'T': {
         DLTensorC *dl = self->tensors + i;
@@ -280,6 +322,120 @@ raise_entry_error(Launcher *self)
     return res; /* fail() raises: NULL */
 }
 
+/* Reads structure argument i's value v along its prepared nodes: each node's value is held (a new
+ * reference in held[], released after the launch), a container's children read from it (a tuple's
+ * and a list's items, a dataclass's fields as attributes: TVM-FFI's unpacking reads them so, and
+ * a property may run code, so they are read before any number is converted or tensor read). 1:
+ * read; 0: the value is not of the prepared form (the call decides). Never leaves an exception set. */
+static void
+hold(Launcher *self, Py_ssize_t k, PyObject *v) /* steals v */
+{
+    PyObject *old = self->held[k];
+    self->held[k] = v;
+    Py_XDECREF(old); /* NULL: each node is read once per launch, and finish_structures clears them */
+}
+
+static int
+read_structure(Launcher *self, Py_ssize_t i, PyObject *v)
+{
+    Py_ssize_t first = self->first[i], end = first + self->nodes[first].size;
+    Py_INCREF(v);
+    hold(self, first, v);
+    for (Py_ssize_t k = first; k < end; k++) {
+        NodeC *nd = self->nodes + k;
+        PyObject *x = self->held[k];
+        Py_ssize_t c = k + 1;
+        switch (nd->op) {
+        case 't':
+            if ((PyObject *)Py_TYPE(x) != nd->type || PyTuple_Size(x) != nd->count) return 0;
+            for (Py_ssize_t j = 0; j < nd->count; j++, c += self->nodes[c].size) {
+                PyObject *item = PyTuple_GetItem(x, j);
+                if (!item) { PyErr_Clear(); return 0; }
+                Py_INCREF(item);
+                hold(self, c, item);
+            }
+            break;
+        case 'l':
+            if (!PyList_CheckExact(x) || PyList_Size(x) != nd->count) return 0;
+            for (Py_ssize_t j = 0; j < nd->count; j++, c += self->nodes[c].size) {
+                PyObject *item = PyList_GetItem(x, j); /* no code runs between the size check and here */
+                if (!item) { PyErr_Clear(); return 0; }
+                Py_INCREF(item);
+                hold(self, c, item);
+            }
+            break;
+        case 'd':
+            if ((PyObject *)Py_TYPE(x) != nd->type) return 0;
+            for (Py_ssize_t j = 0; j < nd->count; j++, c += self->nodes[c].size) {
+                PyObject *item = PyObject_GetAttr(x, PyTuple_GetItem(nd->names, j)); /* x is held: code here cannot free it */
+                if (!item) { PyErr_Clear(); return 0; }
+                hold(self, c, item);
+            }
+            break;
+        default: /* a leaf: written by write_all */
+            break;
+        }
+    }
+    return 1;
+}
+
+/* Writes the leaves of structure argument i (read by read_structure) of one pass: numbers (and
+ * None) when tensors is 0, tensors when 1. 1: written; 0: a leaf not taken as is. */
+static int
+write_structure(Launcher *self, Py_ssize_t i, int tensors, int32_t *dev_type, int32_t *dev_id, void **stream)
+{
+    Py_ssize_t first = self->first[i], end = first + self->nodes[first].size;
+    for (Py_ssize_t k = first; k < end; k++) {
+        NodeC *nd = self->nodes + k;
+        if (nd->op == 't' || nd->op == 'l' || nd->op == 'd' || (nd->op == 'T') != tensors) continue;
+        if (!write_one(self, nd->slot, self->held[k], self->outs[nd->slot], dev_type, dev_id, stream)) return 0;
+    }
+    return 1;
+}
+
+/* write_all with structure arguments: every structure read first (its fields' getters may run
+ * code), then every number (top-level and leaves, in argument order), then every tensor. */
+static int
+write_structured(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject **placed, int32_t *dev_type, int32_t *dev_id,
+                 void **stream)
+{
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        if (self->kinds[i] != 's') continue;
+        PyObject *v = placed ? placed[i] : i < nargs ? args[i] : NULL;
+        if (v == NULL) v = PyTuple_GetItem(self->defaults, i);
+        if (v == self->required || !read_structure(self, i, v)) return 0;
+    }
+    for (int tensors = 0; tensors < 2; tensors++) {
+        for (Py_ssize_t i = 0; i < self->n; i++) {
+            if (self->kinds[i] == 's') {
+                if (!write_structure(self, i, tensors, dev_type, dev_id, stream)) return 0;
+                continue;
+            }
+            if ((self->kinds[i] == 'T') != tensors) continue;
+            PyObject *v = placed ? placed[i] : i < nargs ? args[i] : NULL;
+            if (v == NULL) v = PyTuple_GetItem(self->defaults, i);
+            if (v == self->required || !write_one(self, i, v, self->args + i, dev_type, dev_id, stream)) return 0;
+        }
+    }
+    return 1;
+}
+
+/* After a launch with structures: the tensor leaves' elements set back to None (nothing keeps a
+ * DLTensor pointer into the handle's storage once the entry returned), then what was read released
+ * (last: releasing may run code). */
+static void
+finish_structures(Launcher *self)
+{
+    for (Py_ssize_t k = 0; k < self->nnodes; k++) {
+        NodeC *nd = self->nodes + k;
+        if (nd->op == 'T') {
+            AnyC *out = self->outs[nd->slot];
+            out->type_index = K_NONE; out->zero_padding = 0; out->v_int64 = 0;
+        }
+    }
+    for (Py_ssize_t k = 0; k < self->nnodes; k++) Py_CLEAR(self->held[k]);
+}
+
 /* Every argument (placed by parameter where keywords are given) written into the handle's array:
  * 1; 0 where one needs the compiled function's own call; -1 with MemoryError. The placement
  * array (on the stack up to 16 parameters) is freed on every return. */
@@ -297,6 +453,11 @@ write_all(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
         }
         ok = cb_place_keywords(self->names, self->defaults, self->required, self->n, args, nargs, kwnames, placed);
     }
+    if (ok && self->nnodes) {
+        ok = write_structured(self, args, nargs, placed, dev_type, dev_id, stream);
+        if (placed != local) PyMem_Free(placed);
+        return ok;
+    }
     /* two passes, the arguments' lifetime rule (docs/concepts/safety.md): every argument whose
      * writing may run Python code (__tvm_ffi_int__, __tvm_ffi_float__, a constant's comparison)
      * first, then the tensors, whose DLTensor is read without running any: no user code runs
@@ -306,7 +467,7 @@ write_all(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
             if ((self->kinds[i] == 'T') != tensors) continue;
             PyObject *v = placed ? placed[i] : i < nargs ? args[i] : NULL;
             if (v == NULL) v = PyTuple_GetItem(self->defaults, i);
-            ok = v != self->required && write_one(self, i, v, dev_type, dev_id, stream);
+            ok = v != self->required && write_one(self, i, v, self->args + i, dev_type, dev_id, stream);
         }
     }
     if (placed != local) PyMem_Free(placed); /* NULL where no keywords: a no-op */
@@ -362,6 +523,7 @@ Launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObjec
     if (self->busy) return go_slow(self, args, nargs + nkw, nkw ? kwnames : NULL);
     self->busy = 1;
     PyObject *res = launch_array(self, args, nargs, kwnames, nkw);
+    if (self->nnodes) finish_structures(self); /* busy still: code run by a release launches the call */
     self->busy = 0;
     return res;
 }
@@ -374,9 +536,107 @@ as_pointer(PyObject *v, int *ok)
     return (void *)(uintptr_t)x;
 }
 
+/* A tensor slot: its type's reader and work-stream function (addresses) and the exact type (borrowed:
+ * the specs holding it are held). 0, or -1 with an exception. */
+static int
+set_tensor_slot(Launcher *self, Py_ssize_t slot, PyObject *reader, PyObject *work_stream, PyObject *type)
+{
+    int ok = 1;
+    void *r = as_pointer(reader, &ok), *w = as_pointer(work_stream, &ok);
+    if (!ok) return -1;
+    if (!r) { PyErr_SetString(PyExc_ValueError, "null DLPack reader"); return -1; }
+    if (!PyType_Check(type)) { PyErr_SetString(PyExc_ValueError, "a tensor needs its exact type"); return -1; }
+    self->readers[slot] = (from_py_t)r;
+    self->streams[slot] = (work_stream_t)w;
+    self->types[slot] = type;
+    return 0;
+}
+
+/* Structure argument i from its TvmStructureArg (nodes, array, handle, type_index): its nodes from
+ * *node_at on, its leaves as slots from *slot_at on (each written at its element's address), the
+ * argument itself the array's handle (written once: the array stays the launcher's). Every node is
+ * checked: one tree in preorder (each container's children fill exactly its subtree), a known op,
+ * a dataclass's names, a leaf's non-null address. 0, or -1 with an exception. */
+static int
+parse_structure(Launcher *self, Py_ssize_t i, PyObject *spec, Py_ssize_t *node_at, Py_ssize_t *slot_at)
+{
+    PyObject *nodes = PyTuple_GetItem(spec, 0); /* checked by the caller: a non-empty tuple of 8-tuples */
+    int ok = 1;
+    void *hd = as_pointer(PyTuple_GetItem(spec, 2), &ok);
+    long ti = PyLong_AsLong(PyTuple_GetItem(spec, 3));
+    if (!ok || (ti == -1 && PyErr_Occurred())) return -1;
+    if (!hd || ti < K_STATIC_OBJECT_BEGIN) { PyErr_SetString(PyExc_ValueError, "a structure argument needs an object handle"); return -1; }
+    Py_ssize_t count = PyTuple_Size(nodes), base = *node_at;
+    for (Py_ssize_t j = 0; j < count; j++) {
+        PyObject *node = PyTuple_GetItem(nodes, j);
+        NodeC *nd = self->nodes + base + j;
+        nd->op = (char)PyUnicode_ReadChar(PyTuple_GetItem(node, 0), 0);
+        nd->type = PyTuple_GetItem(node, 1);
+        nd->count = PyLong_AsSsize_t(PyTuple_GetItem(node, 2));
+        nd->size = PyLong_AsSsize_t(PyTuple_GetItem(node, 3));
+        nd->names = PyTuple_GetItem(node, 4);
+        nd->slot = -1;
+        if (PyErr_Occurred()) return -1;
+        int container = nd->op == 't' || nd->op == 'l' || nd->op == 'd';
+        if (nd->size < 1 || j + nd->size > count || (j == 0 && (nd->size != count || !container))) {
+            PyErr_SetString(PyExc_ValueError, "structure nodes: not one tree in preorder");
+            return -1;
+        }
+        if (container) {
+            Py_ssize_t c = j + 1, total = 1;
+            for (Py_ssize_t q = 0; q < nd->count; q++) {
+                if (c >= count) { total = -1; break; }
+                PyObject *child_size = PyTuple_GetItem(PyTuple_GetItem(nodes, c), 3);
+                Py_ssize_t cs = PyLong_AsSsize_t(child_size);
+                if (cs < 1) { PyErr_Clear(); total = -1; break; }
+                total += cs;
+                c += cs;
+            }
+            if (nd->count < 0 || total != nd->size) {
+                PyErr_SetString(PyExc_ValueError, "structure nodes: a container's children do not fill its subtree");
+                return -1;
+            }
+            if ((nd->op == 't' || nd->op == 'd') && !PyType_Check(nd->type)) {
+                PyErr_SetString(PyExc_ValueError, "structure nodes: a tuple or dataclass node needs its exact type");
+                return -1;
+            }
+            if (nd->op == 'd') {
+                int names_ok = PyTuple_Check(nd->names) && PyTuple_Size(nd->names) == nd->count;
+                for (Py_ssize_t q = 0; names_ok && q < nd->count; q++) names_ok = PyUnicode_Check(PyTuple_GetItem(nd->names, q));
+                if (!names_ok) {
+                    PyErr_SetString(PyExc_ValueError, "structure nodes: a dataclass node needs one field name per child");
+                    return -1;
+                }
+            }
+            continue;
+        }
+        if (nd->op != 'T' && nd->op != 'i' && nd->op != 'b' && nd->op != 'f' && nd->op != 'n') {
+            PyErr_Format(PyExc_ValueError, "structure nodes: unknown op %c", nd->op);
+            return -1;
+        }
+        if (nd->size != 1 || nd->count != 0) { PyErr_SetString(PyExc_ValueError, "structure nodes: a leaf has no children"); return -1; }
+        void *address = as_pointer(PyTuple_GetItem(node, 5), &ok);
+        if (!ok) return -1;
+        if (!address) { PyErr_SetString(PyExc_ValueError, "structure nodes: a leaf needs its element's address"); return -1; }
+        Py_ssize_t slot = (*slot_at)++;
+        nd->slot = slot;
+        self->kinds[slot] = nd->op;
+        self->outs[slot] = (AnyC *)address;
+        if (nd->op == 'T' &&
+            set_tensor_slot(self, slot, PyTuple_GetItem(node, 6), PyTuple_GetItem(node, 7), nd->type) < 0)
+            return -1;
+    }
+    self->first[i] = base;
+    *node_at = base + count;
+    AnyC *out = self->args + i; /* the array itself: the same object every launch */
+    out->type_index = (int32_t)ti; out->zero_padding = 0; out->v_ptr = hd;
+    return 0;
+}
+
 /* The TvmFfiLaunchSpec fields init reads, in this order (exported as TVM_FFI_LAUNCH_SPEC_FIELDS); a tensor
- * argument's spec is a TvmTensorArg (TENSOR_ARG_FIELDS), a constant's a TvmConstantArg (CONSTANT_ARG_FIELDS),
- * both read by position. */
+ * argument's spec is a TvmTensorArg (TENSOR_ARG_FIELDS), a constant's a TvmConstantArg (CONSTANT_ARG_FIELDS), a
+ * structure's a TvmStructureArg (STRUCTURE_ARG_FIELDS) of TvmStructureNodes (STRUCTURE_NODE_FIELDS), all read by
+ * position. */
 enum { F_ENTRY, F_SELF_HANDLE, F_SET_STREAM, F_MOVE_ERROR, F_DEC_REF, F_KINDS, F_SPECS, F_DEFAULTS, F_REQUIRED, F_SLOW, F_FAIL,
        F_CLASSIFY, F_KEEP, F_NAMES, N_SPEC_FIELDS };
 static const char *const spec_fields[N_SPEC_FIELDS + 1] = {
@@ -387,6 +647,8 @@ static const int spec_kinds[N_SPEC_FIELDS] = {
     CB_ANY};
 static const char *const tensor_arg_fields[] = {"reader", "work_stream", "type", NULL};
 static const char *const constant_arg_fields[] = {"structure", "array", "handle", "type_index", NULL};
+static const char *const structure_arg_fields[] = {"nodes", "array", "handle", "type_index", NULL};
+static const char *const structure_node_fields[] = {"op", "type", "arity", "size", "names", "address", "reader", "work_stream", NULL};
 
 /* Launcher(spec): `spec` a TvmFfiLaunchSpec (any object with its fields: each is checked here). */
 static int
@@ -424,9 +686,33 @@ Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
             goto done;
         }
     }
-    Py_ssize_t m = n ? n : 1;
+    const char *k = PyBytes_AsString(kinds);
+    /* the structures' nodes and leaves: each leaf is a slot after the n arguments */
+    Py_ssize_t nnodes = 0, nleaves = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (k[i] != 's') continue;
+        PyObject *spec = PyTuple_GetItem(specs, i);
+        PyObject *nodes = PyTuple_Check(spec) && PyTuple_Size(spec) == 4 ? PyTuple_GetItem(spec, 0) : NULL;
+        if (!nodes || !PyTuple_Check(nodes) || PyTuple_Size(nodes) < 1) {
+            PyErr_SetString(PyExc_ValueError, "a structure argument needs a TvmStructureArg (nodes, array, handle, type_index)");
+            goto done;
+        }
+        nnodes += PyTuple_Size(nodes);
+        for (Py_ssize_t j = 0; j < PyTuple_Size(nodes); j++) {
+            PyObject *node = PyTuple_GetItem(nodes, j);
+            PyObject *op = PyTuple_Check(node) && PyTuple_Size(node) == 8 ? PyTuple_GetItem(node, 0) : NULL;
+            if (!op || !PyUnicode_Check(op) || PyUnicode_GetLength(op) != 1) {
+                PyErr_SetString(PyExc_ValueError, "a structure node needs a TvmStructureNode (op, type, arity, size, names, address, reader, work_stream)");
+                goto done;
+            }
+            Py_UCS4 o = PyUnicode_ReadChar(op, 0);
+            nleaves += o != 't' && o != 'l' && o != 'd';
+        }
+    }
+    Py_ssize_t nslots = n + nleaves, m = nslots ? nslots : 1;
     self->kinds = PyMem_Calloc((size_t)m, 1);
-    self->args = PyMem_Calloc((size_t)m, sizeof(AnyC));
+    self->args = PyMem_Calloc((size_t)(n ? n : 1), sizeof(AnyC));
+    self->outs = PyMem_Calloc((size_t)m, sizeof(AnyC *));
     self->tensors = PyMem_Calloc((size_t)m, sizeof(DLTensorC));
     self->readers = PyMem_Calloc((size_t)m, sizeof(from_py_t));
     self->streams = PyMem_Calloc((size_t)m, sizeof(work_stream_t));
@@ -435,21 +721,31 @@ Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
     self->consts = PyMem_Calloc((size_t)m, sizeof(PyObject *));
     self->handles = PyMem_Calloc((size_t)m, sizeof(void *));
     self->type_indices = PyMem_Calloc((size_t)m, sizeof(int32_t));
-    if (!self->kinds || !self->args || !self->tensors || !self->readers || !self->streams || !self->types || !self->ptypes || !self->consts ||
-        !self->handles || !self->type_indices) {
+    self->nodes = PyMem_Calloc((size_t)(nnodes ? nnodes : 1), sizeof(NodeC));
+    self->held = PyMem_Calloc((size_t)(nnodes ? nnodes : 1), sizeof(PyObject *));
+    self->first = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    if (!self->kinds || !self->args || !self->outs || !self->tensors || !self->readers || !self->streams || !self->types || !self->ptypes ||
+        !self->consts || !self->handles || !self->type_indices || !self->nodes || !self->held || !self->first) {
         PyErr_NoMemory();
         goto done;
     }
-    const char *k = PyBytes_AsString(kinds);
+    self->nslots = nslots; /* what the per-slot arrays hold, from here on (dealloc and traverse walk them) */
     int ok = 1;
+    Py_ssize_t node_at = 0, slot_at = n;
     for (Py_ssize_t i = 0; i < n; i++) {
         char c = k[i];
-        if (c != 'T' && c != 'i' && c != 'a' && c != 'b' && c != 'f' && c != 'n' && c != 'o') {
+        if (c != 'T' && c != 'i' && c != 'a' && c != 'b' && c != 'f' && c != 'n' && c != 'o' && c != 's') {
             PyErr_Format(PyExc_ValueError, "unknown argument kind %c", c);
             goto done;
         }
         self->kinds[i] = c;
+        self->outs[i] = self->args + i;
+        self->first[i] = -1;
         PyObject *spec = PyTuple_GetItem(specs, i);
+        if (c == 's') {
+            if (parse_structure(self, i, spec, &node_at, &slot_at) < 0) goto done;
+            continue;
+        }
         if (c == 'o') {
             if (!PyTuple_Check(spec) || PyTuple_Size(spec) != 4) {
                 PyErr_SetString(PyExc_ValueError, "a constant argument needs a TvmConstantArg (structure, array, handle, type_index)");
@@ -469,13 +765,9 @@ Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
             PyErr_SetString(PyExc_ValueError, "a tensor argument needs a TvmTensorArg (reader, work_stream, type)");
             goto done;
         }
-        void *r = as_pointer(PyTuple_GetItem(spec, 0), &ok), *w = as_pointer(PyTuple_GetItem(spec, 1), &ok);
-        if (!ok) goto done;
-        if (!r) { PyErr_SetString(PyExc_ValueError, "null DLPack reader"); goto done; }
-        self->readers[i] = (from_py_t)r;
-        self->streams[i] = (work_stream_t)w;
-        self->types[i] = PyTuple_GetItem(spec, 2); /* kept alive by `specs`, held below */
+        if (set_tensor_slot(self, i, PyTuple_GetItem(spec, 0), PyTuple_GetItem(spec, 1), PyTuple_GetItem(spec, 2)) < 0) goto done;
     }
+    self->nnodes = nnodes;
     PyObject *held = PyTuple_Pack(2, f[F_KEEP], specs);
     if (!held) goto done;
     self->n = n;
@@ -510,7 +802,9 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
     Py_VISIT(self->keep);
     Py_VISIT(self->refuse);
     if (self->ptypes)
-        for (Py_ssize_t i = 0; i < self->n; i++) Py_VISIT(self->ptypes[i]);
+        for (Py_ssize_t i = 0; i < self->nslots; i++) Py_VISIT(self->ptypes[i]);
+    if (self->held)
+        for (Py_ssize_t k = 0; k < self->nnodes; k++) Py_VISIT(self->held[k]);
     return 0;
 }
 
@@ -527,7 +821,9 @@ Launcher_clear(Launcher *self)
     Py_CLEAR(self->keep);
     Py_CLEAR(self->refuse);
     if (self->ptypes)
-        for (Py_ssize_t i = 0; i < self->n; i++) Py_CLEAR(self->ptypes[i]);
+        for (Py_ssize_t i = 0; i < self->nslots; i++) Py_CLEAR(self->ptypes[i]);
+    if (self->held)
+        for (Py_ssize_t k = 0; k < self->nnodes; k++) Py_CLEAR(self->held[k]);
     return 0;
 }
 
@@ -546,6 +842,10 @@ Launcher_dealloc(Launcher *self)
     PyMem_Free(self->consts);
     PyMem_Free(self->handles);
     PyMem_Free(self->type_indices);
+    PyMem_Free(self->outs);
+    PyMem_Free(self->nodes);
+    PyMem_Free(self->held);
+    PyMem_Free(self->first);
     PyTypeObject *tp = Py_TYPE(self);
     freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     tp_free(self);
@@ -609,9 +909,10 @@ PyInit__ctvmffi(void)
         return NULL;
     }
     /* the record fields init reads (tests/launch/test_spec.py checks them against cute_bind.launch.spec) */
-    const char *const *lists[] = {spec_fields, tensor_arg_fields, constant_arg_fields};
-    const char *names[] = {"TVM_FFI_LAUNCH_SPEC_FIELDS", "TENSOR_ARG_FIELDS", "CONSTANT_ARG_FIELDS"};
-    for (int k = 0; k < 3; k++) {
+    const char *const *lists[] = {spec_fields, tensor_arg_fields, constant_arg_fields, structure_arg_fields, structure_node_fields};
+    const char *names[] = {"TVM_FFI_LAUNCH_SPEC_FIELDS", "TENSOR_ARG_FIELDS", "CONSTANT_ARG_FIELDS", "STRUCTURE_ARG_FIELDS",
+                           "STRUCTURE_NODE_FIELDS"};
+    for (int k = 0; k < 5; k++) {
         PyObject *fields = cb_names(lists[k]);
         if (!fields || PyModule_AddObject(m, names[k], fields) < 0) { /* AddObject steals only on success */
             Py_XDECREF(fields);

@@ -28,9 +28,13 @@ __all__ = [
     "SeqLeaf",
     "SEQUENCE_LEAF_CLASSES",
     "TVM_FFI_KINDS",
+    "TVM_FFI_LEAF_KINDS",
+    "TVM_FFI_NODE_OPS",
     "TvmConstantArg",
     "TvmFfiLaunchSpec",
     "TvmKeepAlive",
+    "TvmStructureArg",
+    "TvmStructureNode",
     "TvmTensorArg",
 ]
 
@@ -190,8 +194,13 @@ class LaunchSpec:
 
 
 # ------------------------------------------------------------------ the TVM-FFI launcher (_ctvmffi.c)
-#: argument kinds the TVM-FFI launcher knows: tensor, int, address, bool, float, None, constant structure
-TVM_FFI_KINDS = frozenset("Tiabfno")
+#: argument kinds the TVM-FFI launcher knows: tensor, int, address, bool, float, None, constant structure,
+#: structure rewritten per launch
+TVM_FFI_KINDS = frozenset("Tiabfnos")
+#: a structure's node operations: tuple (its exact type, NamedTuples included), list, dataclass
+#: (unpacked to a tuple of its fields, as the DSL's call does); a leaf is one of the leaf kinds
+TVM_FFI_NODE_OPS = frozenset("tld")
+TVM_FFI_LEAF_KINDS = frozenset("Tibfn")
 
 
 class TvmTensorArg(NamedTuple):
@@ -216,6 +225,42 @@ class TvmConstantArg(NamedTuple):
     """its object handle"""
     type_index: int
     """its TVM-FFI type index (an object: at least 64)"""
+
+
+class TvmStructureNode(NamedTuple):
+    """One node of a structure argument, in preorder (``_ctvmffi.STRUCTURE_NODE_FIELDS``)."""
+
+    op: str
+    """``t`` a tuple of exactly ``type``, ``l`` a list, ``d`` a dataclass of exactly ``type`` (its
+    fields ``names`` read as attributes), or a leaf kind (``T``, ``i``, ``b``, ``f``, ``n``)"""
+    type: Any
+    """``t``/``d``: the exact type taken; ``T``: the tensor type; else None"""
+    arity: int
+    """``t``/``l``/``d``: how many children (the array's size); a leaf: 0"""
+    size: int
+    """how many nodes its subtree holds, itself included (the next sibling is ``size`` nodes on)"""
+    names: tuple[str, ...] | None
+    """``d``: its field names, in ``dataclasses.fields`` order; else None"""
+    address: int
+    """a leaf: where its ``TVMFFIAny`` lies in the structure's array; else 0"""
+    reader: int
+    """``T``: the type's ``dltensor_from_py_object_no_sync``; else 0"""
+    work_stream: int
+    """``T``: its current-work-stream function, or 0"""
+
+
+class TvmStructureArg(NamedTuple):
+    """A structure argument rewritten per launch (``_ctvmffi.STRUCTURE_ARG_FIELDS``): the ``ffi.Array``
+    TVM-FFI's call builds for it, built once per launcher, and its nodes."""
+
+    nodes: tuple[TvmStructureNode, ...]
+    """the structure's nodes in preorder, the root first"""
+    array: Any
+    """the ``ffi.Array`` (held: the leaves' addresses point into it and its nested arrays)"""
+    handle: int
+    """its object handle (the argument passed)"""
+    type_index: int
+    """its TVM-FFI type index (``ffi.Array``)"""
 
 
 class TvmKeepAlive(NamedTuple):
@@ -246,7 +291,7 @@ class TvmFfiLaunchSpec:
     kinds: bytes
     """per argument its kind (:data:`TVM_FFI_KINDS`)"""
     specs: tuple[Any, ...]
-    """per argument: a :class:`TvmTensorArg`, a :class:`TvmConstantArg` or None"""
+    """per argument: a :class:`TvmTensorArg`, a :class:`TvmConstantArg`, a :class:`TvmStructureArg` or None"""
     defaults: tuple[Any, ...]
     """per argument its default, or ``required``"""
     required: object
@@ -291,3 +336,32 @@ class TvmFfiLaunchSpec:
                 _check(isinstance(spec, TvmTensorArg) and spec.reader > 0 and isinstance(spec.type, type), f"argument {i}: a TvmTensorArg")
             elif k == "o":
                 _check(isinstance(spec, TvmConstantArg) and spec.handle > 0 and spec.type_index >= 64, f"argument {i}: a TvmConstantArg")
+            elif k == "s":
+                _check(
+                    isinstance(spec, TvmStructureArg) and spec.handle > 0 and spec.type_index >= 64 and _nodes_ok(spec.nodes),
+                    f"argument {i}: a TvmStructureArg whose nodes form one tree",
+                )
+
+
+def _nodes_ok(nodes: Any) -> bool:
+    """``nodes`` is a tuple of :class:`TvmStructureNode` forming one tree in preorder."""
+    if not isinstance(nodes, tuple) or not nodes or not all(isinstance(nd, TvmStructureNode) for nd in nodes):
+        return False
+    if nodes[0].op not in TVM_FFI_NODE_OPS or nodes[0].size != len(nodes):
+        return False
+    for k, nd in enumerate(nodes):
+        if nd.op in TVM_FFI_NODE_OPS:
+            child, total = k + 1, 1
+            for _ in range(nd.arity):
+                if child >= len(nodes) or nodes[child].size < 1:
+                    return False
+                total += nodes[child].size
+                child += nodes[child].size
+            if total != nd.size or (nd.op == "d" and (not isinstance(nd.names, tuple) or len(nd.names) != nd.arity)):
+                return False
+        elif nd.op in TVM_FFI_LEAF_KINDS:
+            if nd.size != 1 or nd.arity != 0 or nd.address <= 0 or (nd.op == "T" and nd.reader <= 0):
+                return False
+        else:
+            return False
+    return True

@@ -45,15 +45,16 @@ own call (correct, no faster).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import sys
-from typing import Any, Callable, Final
+from typing import Any, Callable, Final, NamedTuple
 
 from .. import diagnostics as D
 from .. import dsl, settings
 from ..slots import describe_value, dlpack
 from .lifecycle import HandleState, Lifecycle
-from .spec import TvmConstantArg, TvmFfiLaunchSpec, TvmKeepAlive, TvmTensorArg
+from .spec import TvmConstantArg, TvmFfiLaunchSpec, TvmKeepAlive, TvmStructureArg, TvmStructureNode, TvmTensorArg
 
 __all__ = ["PreparedTvmFfiLaunch", "prepare_tvm_ffi"]
 
@@ -135,11 +136,42 @@ def _protocol_value(value: Any) -> Any:
     return got if type(got) is (int if kind == "i" else float) else value
 
 
-def _protocols_converted(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def _structure_value(value: Any, depth: int = 0) -> Any:
+    """A tuple/list argument with its protocol numbers converted (at any depth, as TVM-FFI's call
+    converts every element), rebuilt around them with its own type (``tuple.__new__``: a
+    NamedTuple's own ``__new__`` never runs, and TVM-FFI's array of it is the same); ``value``
+    itself where nothing changed."""
+    if depth >= dsl.TVM_FFI_CONSTANT_DEPTH:
+        return value
+    items = [_structure_value(v, depth + 1) if isinstance(v, (tuple, list)) else _protocol_value(v) for v in value]
+    if all(a is b for a, b in zip(items, value)):
+        return value
+    return items if type(value) is list else tuple.__new__(type(value), items) if isinstance(value, tuple) else value
+
+
+def _converted(value: Any) -> Any:
+    """One argument with its protocol numbers converted, at any depth (structures rebuilt around them)."""
+    if isinstance(value, (tuple, list)):
+        return _structure_value(value)
+    return _protocol_value(value)
+
+
+def _protocols_converted(
+    args: tuple[Any, ...], kwargs: dict[str, Any], unpacked: frozenset[str] = frozenset(), names: tuple[str, ...] = ()
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The call's protocol numbers converted before the compiled call reads any tensor (the arguments'
     lifetime rule: TVM-FFI's own call reads each argument in order, so a ``__tvm_ffi_float__`` that
-    frees an earlier tensor's storage would run after that tensor's address was read)."""
-    return tuple(_protocol_value(a) for a in args), {k: _protocol_value(v) for k, v in kwargs.items()}
+    frees an earlier tensor's storage would run after that tensor's address was read), inside
+    structures too. The dataclasses of the ``unpacked`` parameters (``names``: the positional order)
+    are unpacked first, all of them, as the call's keyword wrapper unpacks them before TVM-FFI
+    converts anything; the call's own unpacking of the tuple it then gets gives the same tuple."""
+    if unpacked:
+        args = tuple(
+            dsl.tvm_ffi_unpack(a) if i < len(names) and names[i] in unpacked and dsl.is_dataclass_instance(a) else a
+            for i, a in enumerate(args)
+        )
+        kwargs = {k: dsl.tvm_ffi_unpack(v) if k in unpacked and dsl.is_dataclass_instance(v) else v for k, v in kwargs.items()}
+    return tuple(_converted(a) for a in args), {k: _converted(v) for k, v in kwargs.items()}
 
 
 def _snapshot(value: Any) -> Any:
@@ -162,6 +194,90 @@ def _constant_spec(value: Any) -> TvmConstantArg:
     structure = _snapshot(value)
     array, handle, type_index = dsl.tvm_ffi_constant(structure)
     return TvmConstantArg(structure, array, handle, type_index)
+
+
+class _StructurePlan(NamedTuple):
+    """A structure argument as prepared: its nodes in preorder (leaves without their addresses, which
+    each launcher's own array gives) and the form TVM-FFI's call gives it, every leaf ``None``."""
+
+    nodes: tuple[TvmStructureNode, ...]
+    template: tuple[Any, ...]
+
+
+_LEAF_KINDS: Final = frozenset("Tibfn")
+
+
+def _structure_plan(value: Any, unpack: bool, kernel: str, parameter: str) -> _StructurePlan:
+    """The :class:`_StructurePlan` of a structure argument (a tuple or NamedTuple, a list, a dataclass
+    the call unpacks; nested; leaves tensors, numbers and None), walked beside what the call hands
+    TVM-FFI (``unpack``: the DSL's keyword wrapper unpacks this parameter's dataclasses first).
+
+    Refused: a dataclass the call does not unpack (CB316: TVM-FFI passes it as an opaque Python
+    object, which no compiled entry decodes); a leaf of another kind, an int beyond int64, a value
+    nested deeper than :data:`dsl.TVM_FFI_CONSTANT_DEPTH`, a list subclass, a structure the
+    unpacking rebuilds into other values (CB308)."""
+    given = dsl.tvm_ffi_unpack(value) if unpack and dsl.is_dataclass_instance(value) else value
+    nodes: list[TvmStructureNode | None] = []
+
+    def at(path: str, got: str) -> str:
+        return got if path == parameter else f"{got} at {path}"
+
+    def refuse(path: str, got: str) -> Exception:
+        return D.error(D.TVM_FFI_UNSUPPORTED_ARGUMENT, kernel=kernel, parameter=parameter, expected=_EXPECTED, got=at(path, got))
+
+    def visit(v: Any, u: Any, depth: int, path: str) -> Any:
+        if depth > dsl.TVM_FFI_CONSTANT_DEPTH:
+            raise refuse(path, f"a structure nested more than {dsl.TVM_FFI_CONSTANT_DEPTH} deep")
+        k = len(nodes)
+        if dsl.is_dataclass_instance(v):
+            if u is v or not unpack:
+                raise D.error(
+                    D.TVM_FFI_OPAQUE_DATACLASS,
+                    kernel=kernel,
+                    parameter=parameter,
+                    expected="the tuple of its fields in its place (what TVM-FFI's call passes for a dataclass it unpacks)",
+                    got=at(path, f"a dataclass ({type(v).__name__})")
+                    + (" inside a structure" if depth else ", which this function's call does not unpack"),
+                )
+            names = tuple(f.name for f in dataclasses.fields(v))
+            if type(u) is not tuple or len(u) != len(names):
+                raise refuse(path, f"a {type(v).__name__} that TVM-FFI's unpacking turns into {describe_value(u)}")
+            nodes.append(None)
+            form = tuple(visit(getattr(v, n), u[j], depth + 1, f"{path}.{n}") for j, n in enumerate(names))
+            nodes[k] = TvmStructureNode("d", type(v), len(names), len(nodes) - k, names, 0, 0, 0)
+            return form
+        if isinstance(v, tuple) or type(v) is list:
+            if type(u) is not type(v) or len(u) != len(v):
+                raise refuse(path, f"a {type(v).__name__} that TVM-FFI's unpacking turns into {describe_value(u)}")
+            nodes.append(None)
+            form = tuple(visit(x, u[j], depth + 1, f"{path}[{j}]") for j, x in enumerate(v))
+            op = "l" if type(v) is list else "t"
+            nodes[k] = TvmStructureNode(op, type(v) if op == "t" else None, len(v), len(nodes) - k, None, 0, 0, 0)
+            return form
+        if u is not v:
+            raise refuse(path, f"{describe_value(v)}, which TVM-FFI's unpacking replaces with {describe_value(u)}")
+        kind, spec = _kind_of(v)
+        if kind not in _LEAF_KINDS or (type(v) is int and not -(2**63) <= v < 2**63):
+            raise refuse(path, describe_value(v) + (" (beyond int64)" if type(v) is int else ""))
+        if kind == "T":
+            nodes.append(TvmStructureNode("T", spec.type, 0, 1, None, 0, spec.reader, spec.work_stream))
+        else:
+            nodes.append(TvmStructureNode(kind, None, 0, 1, None, 0, 0, 0))
+        return None
+
+    template = visit(value, given, 0, parameter)
+    return _StructurePlan(tuple(n for n in nodes if n is not None), template)
+
+
+def _structure_arg(plan: _StructurePlan) -> TvmStructureArg:
+    """A launcher's own :class:`TvmStructureArg` of a prepared structure: a new array (a handle's
+    launcher rewrites its leaves in place, so no two launchers share one) and the leaves' addresses."""
+    array, handle, type_index, leaves = dsl.tvm_ffi_structure_array(plan.template)
+    addresses = iter(leaves)
+    nodes = tuple(n._replace(address=next(addresses)) if n.op in _LEAF_KINDS else n for n in plan.nodes)
+    if next(addresses, None) is not None:
+        raise ValueError("the structure's array holds more leaves than its nodes")
+    return TvmStructureArg(nodes, array, handle, type_index)
 
 
 class PreparedTvmFfiLaunch(Lifecycle):
@@ -188,6 +304,8 @@ class PreparedTvmFfiLaunch(Lifecycle):
         self._kinds = kinds
         self._specs = specs
         self._defaults = defaults
+        self._unpacked = entry.unpacked
+        self._names = tuple(p.name for p in entry.parameters)
         #: lifecycle: the gate holds the compiled call (the Python path), the refusal once closed
         self._open(self._slow)
         launcher_class = _c_launcher_class()
@@ -203,7 +321,7 @@ class PreparedTvmFfiLaunch(Lifecycle):
                 move_error=entry.move_error,
                 dec_ref=entry.dec_ref,
                 kinds=kinds.encode(),
-                specs=specs,
+                specs=tuple(_structure_arg(s) if k == "s" else s for k, s in zip(kinds, specs)),
                 defaults=defaults,
                 required=_REQUIRED,
                 slow=self._slow,
@@ -221,7 +339,7 @@ class PreparedTvmFfiLaunch(Lifecycle):
 
     def _slow(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The compiled call itself (what the C launcher does not take as is); its errors as catalog errors."""
-        args, kwargs = _protocols_converted(args, kwargs)
+        args, kwargs = _protocols_converted(args, kwargs, self._unpacked, self._names)
         try:
             return self._compiled(*args, **kwargs)
         except D.CuteBindError:
@@ -301,7 +419,7 @@ class PreparedTvmFfiLaunch(Lifecycle):
         return self
 
     def __repr__(self) -> str:
-        names = {"T": "tensor", "i": "int", "a": "address", "b": "bool", "f": "float", "n": "None", "o": "constant"}
+        names = {"T": "tensor", "i": "int", "a": "address", "b": "bool", "f": "float", "n": "None", "o": "constant", "s": "structure"}
         params = ", ".join(f"{p.name}: {names[k]}" for p, k in zip(self._entry.parameters, self._kinds))
         return f"<PreparedTvmFfiLaunch {self._kernel}({params}){' closed' if self.closed else ''}>"
 
@@ -326,7 +444,8 @@ def _bind(entry: dsl.TvmFfiEntry, kernel: str, args: tuple[Any, ...], kwargs: di
 
 _EXPECTED = (
     "a tensor of a DLPack-exchange type (torch.Tensor), an int, bool, float or None (or an object TVM-FFI writes "
-    "as one: cutlass.Int32(...), cutlass.Float32(...)), or a tuple, list or NamedTuple of None, bool, int and float"
+    "as one: cutlass.Int32(...), cutlass.Float32(...)), or a structure of those: a tuple, list or NamedTuple "
+    "(or a dataclass the compiled call unpacks), nested"
 )
 
 
@@ -369,6 +488,16 @@ def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: d
             if p.name not in bound.arguments:
                 default = value
         kind, spec = _kind_of(value)
+        if not kind and value is not _REQUIRED and (isinstance(value, (tuple, list)) or dsl.is_dataclass_instance(value)):
+            if p.name in entry.no_structure:
+                raise D.error(
+                    D.TVM_FFI_UNSUPPORTED_ARGUMENT,
+                    kernel=kernel,
+                    parameter=p.name,
+                    expected="a number or tensor here (the compiled function's parameter is annotated as one)",
+                    got=describe_value(value),
+                )
+            kind, spec = "s", _structure_plan(value, p.name in entry.unpacked, kernel, p.name)
         if p.name in entry.pointer_parameters:
             # the DSL passes a pointer parameter's int address as is, after checking it is >= 0;
             # a make_ptr/ctypes pointer is converted by it (the direct call: the slow path)

@@ -243,14 +243,14 @@ def test_another_structure_is_the_call_and_its_refusal(compiled: Any, tvm_path: 
 @pytest.mark.parametrize(
     "value",
     [
-        Aux(tensors=(torch.zeros(2),)),  # FlashAttention's aux_tensors: the array would change per call
-        (I32(1), None),  # a DSL number inside
+        # a tensor or a DSL number inside (FlashAttention's aux_tensors, quack's scheduler arguments) is
+        # prepared as a structure rewritten per launch: tests/launch/test_tvm_ffi_structures.py
         (2**70, None),  # beyond int64
         {"tensors": None},
         "aux",
         __import__("functools").reduce(lambda acc, _: (acc,), range(20), None),  # nested 20 deep
     ],
-    ids=["tensor_inside", "dsl_number_inside", "huge_int_inside", "dict", "str", "too_deep"],
+    ids=["huge_int_inside", "dict", "str", "too_deep"],
 )
 def test_prepare_refuses_structures_it_does_not_hold_fixed_cb308(compiled: Any, value: Any) -> None:
     with pytest.raises(cute_bind.LaunchArgumentError) as info:

@@ -250,10 +250,15 @@ TVM_FFI_UNSUPPORTED_ARGUMENT = _entry(
     TVM-FFI's own call writes; a tuple, list or NamedTuple of `None`, bool,
     int and float (a structure the DSL compiles in, such as
     FlashAttention's `AuxData(None, None)`) becomes the TVM-FFI array its
-    call builds, built once. The compiled entry checks everything else.
-    Other values (NumPy arrays, stream objects, pointer objects, which the
-    DSL rewrites before each TVM-FFI call, structures holding tensors or
-    other objects) are not prepared.
+    call builds, built once; a structure holding tensors or DSL numbers
+    (quack's scheduler and epilogue arguments, FlashAttention-4's aux
+    tensors: a tuple, list, NamedTuple or a dataclass the call unpacks)
+    becomes the TVM-FFI array of its leaves, rewritten per launch. The
+    compiled entry checks everything else. Other values (NumPy arrays,
+    stream objects, pointer objects, which the DSL rewrites before each
+    TVM-FFI call; strings, dicts; the same as a structure's leaves; a
+    structure for a parameter annotated as a number or tensor) are not
+    prepared.
     """,
     example=_TVM_FFI
     + """
@@ -360,5 +365,53 @@ rows(np.zeros((2, 8), np.float32))  # N = 8: no compile() takes it, its own comp
     `make_fake_tensor(dtype, (M, 2048), ...)` for another static N, the
     alignment the kernel needs), as the package itself does; or pass values
     a compile takes (a 16-byte-aligned tensor, the compiled extent).
+    """,
+)
+
+
+TVM_FFI_OPAQUE_DATACLASS = _entry(
+    "CB316",
+    "tvm-ffi-opaque-dataclass",
+    _E.LaunchArgumentError,
+    summary="prepare(): a dataclass where a TVM-FFI function's call passes it as an opaque Python object, which no compiled entry decodes.",
+    message=(
+        "kernel '{kernel}', parameter '{parameter}': TVM-FFI's call passes {got} as an opaque Python object, "
+        "which the compiled entry does not decode; expected {expected}"
+    ),
+    explanation="""
+    A function compiled with `--enable-tvm-ffi` takes a dataclass argument
+    only where the DSL's call unpacks it: a top-level parameter whose compile
+    argument (or annotation) was a dataclass, unpacked with TVM-FFI's
+    `unpack_dataclass_to_tuple` into the tuple of its fields (nested
+    dataclasses in it too) before TVM-FFI converts the arguments; the entry
+    then takes an `ffi.Array` of the fields. Anywhere else (a dataclass inside
+    a tuple, list or NamedTuple, a field TVM-FFI's unpacking does not visit
+    because its annotation is a plain type, any argument of a bare
+    `tvm_ffi.Function` loaded with `cute.runtime.load_module`, whose call
+    unpacks nothing) TVM-FFI passes the dataclass as an opaque Python object,
+    and every call of the compiled function fails on it. `prepare()` refuses
+    it at once instead of preparing a launch that cannot run.
+    """,
+    example=_TVM_FFI
+    + """
+import dataclasses
+
+@dataclasses.dataclass
+class Epilogue:
+    alpha: float
+
+@cute.jit
+def scaled(out: cute.Tensor, inp: cute.Tensor, epi: tuple):
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * epi[0]
+
+compiled = cute.compile(scaled, marked(y), marked(x), (cutlass.Float32(1.0),), options="--enable-tvm-ffi")
+cute_bind.prepare(compiled, y, x, (Epilogue(2.0),))   # a dataclass inside a tuple -> CB316
+""",
+    fix="""
+    Pass the tuple of the dataclass's fields in its place (in
+    `dataclasses.fields` order, nested dataclasses likewise), which is what
+    TVM-FFI's call passes for a dataclass it unpacks; or make the dataclass
+    the compiled function's own top-level argument.
     """,
 )
