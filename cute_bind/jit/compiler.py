@@ -183,7 +183,7 @@ class Compiler:
                 b = p.slot.bind(v, Where(self.name, p.name))
                 bounds.append(b)
                 slots.append(SlotPart(p.name, b.key))
-                if b.key == ENV_SPELLING and isinstance(p.slot, StreamKind):
+                if b.key == ENV_SPELLING and isinstance(b.slot, StreamKind):  # the bound kind: an unannotated stream too
                     env.append(p.name)
                 dsl_values[p.name] = b.dsl_value
         key = CompileKey(tuple(slots), tuple(constexpr), dsl.target_arch(), self.compile_options, frozenset(env))

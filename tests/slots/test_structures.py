@@ -267,7 +267,8 @@ CHANGES = [
     ([None, None, AuxData((_t(1),))], [None, None, AuxData((_t(1), _t(2)))], "CB215", "aux_data.tensors"),
     ([None, BlockSparse(_t(1), _t(2))], [None, BlockSparse(_t(1), _t(2), _t(3))], "CB225", "blocksparse_tensors.full_block_cnt"),
     ([None, None], [SinkTensors(_t(1), _t(2), _t(3), _t(4)), None], "CB225", "sink_tensors"),
-    ([None, None], [None, None, (None, None)], "CB204", "aux_data"),  # a plain tuple is not an AuxData
+    ([None, None], [None, None, (None,)], "CB234", "aux_data"),  # a plain tuple of another arity than AuxData's
+    ([None, None], [None, None, [None, None]], "CB204", "aux_data"),  # a list is not an AuxData
     ([SinkTensors(_t(1), _t(2), _t(3), _t(4)), None], [SinkTensors(_t(1), _t(2), _t(3), 1.0), None], "CB204", "sink_tensors.dsink"),
 ]
 
