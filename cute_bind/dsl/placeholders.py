@@ -132,6 +132,7 @@ def fake_tensor_layout(value: Any) -> tuple[TensorLayout, tuple[Any, ...]] | Non
     each extent and stride static or dynamic with its width and divisibility, the assumed alignment),
     and the SymInt object of each extent (``None`` for a static one): modes sharing a SymInt are one
     runtime value. ``None`` for a nested layout (a mode of modes), which this reading does not take."""
+
     def modes(items: Any, width: int) -> tuple[Mode, ...] | None:
         out = []
         for m in items:

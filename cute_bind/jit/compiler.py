@@ -133,7 +133,7 @@ class Compiler:
         self.kwonly = frozenset(x.name for x in p if x.keyword_only)
         self.defaults = {x.name: x.default for x in p if x.has_default}
         self.hints = {x.name: (x.slot.expected() if x.slot else "a compile-time value") for x in p}
-        #: every stream parameter, and those declared ``= None`` (a left-out stream: see dispatch.current_stream)
+        #: every stream parameter, and those declared ``= None`` (a left-out stream: see streams.current_stream)
         self.streams = tuple(x.name for x in p if isinstance(x.slot, StreamKind))
         self.none_streams = frozenset(x.name for x in p if isinstance(x.slot, StreamKind) and x.has_default and x.default is None)
         #: compiled functions by compile key (the in-process cache; always on)

@@ -207,7 +207,7 @@ class Kernel(_CallBase, Generic[P]):
         specialization is tried first; a value it does not take goes to the
         dispatch path (:mod:`cute_bind.jit.dispatch`). A stream parameter
         declared ``= None`` may be left out: see
-        :func:`cute_bind.jit.dispatch.current_stream` for the stream used.
+        :func:`cute_bind.jit.streams.current_stream` for the stream used.
         """
         local = self._calls.local
         try:

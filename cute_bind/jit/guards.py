@@ -194,9 +194,7 @@ def _shape(value: Any) -> str:
         return "(?)"
 
 
-def tensor_guard(
-    slot: Any, fake: Any, value: Any, where: Where, symbols: dict[int, tuple[str, int, int]], on_gpu: bool = False
-) -> Bound:
+def tensor_guard(slot: Any, fake: Any, value: Any, where: Where, symbols: dict[int, tuple[str, int, int]], on_gpu: bool = False) -> Bound:
     """``value`` checked against what the fake tensor ``fake`` let the compiled code assume, and bound
     for it: element type, rank, every static extent and stride, each dynamic one's divisibility, the
     assumed alignment, one value for the modes sharing a SymInt (``symbols``: what the call's
@@ -233,7 +231,13 @@ def tensor_guard(
         )
     want, got = layout.dtype.__name__, _dlpack.describe_dtype(view.dtype)
     if got != want:
-        raise D.error(D.TENSOR_DTYPE_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=f"a {want} tensor (the compile's)", got=f"a {got} tensor")
+        raise D.error(
+            D.TENSOR_DTYPE_MISMATCH,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            expected=f"a {want} tensor (the compile's)",
+            got=f"a {got} tensor",
+        )
     if len(view.shape) != len(layout.shape):
         raise D.error(
             D.TENSOR_RANK_MISMATCH,
@@ -265,6 +269,7 @@ def tensor_guard(
 
     # the DSL value the handle's one marshalling reads: the fake's layout holding this tensor's descriptor
     gpu = view.device[0] in (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged
-    dsl_value = dsl.laid_out_tensor(layout.dtype, spelled(layout.shape), spelled(layout.stride), gpu, align, struct.pack("@" + kind.fmt, *packed))
+    dsl_value = dsl.laid_out_tensor(
+        layout.dtype, spelled(layout.shape), spelled(layout.stride), gpu, align, struct.pack("@" + kind.fmt, *packed)
+    )
     return Bound(packed=packed, dsl_value=dsl_value, key=None, slot=kind)
-

@@ -339,7 +339,9 @@ def _fast_source(
     # through a buffer export holds it). Every number is converted before any address is read
     # (the lifetime rule: a __float__ or a structure's property may free another argument's memory).
     steps = {i: f"            c{i} = {x}c{i}({vals[i]})\n" for i in range(len(slots)) if converted[i]}
-    steps.update({i: f"            f{i} = {vals[i]} if {slots[i].guard(vals[i])} else {x}f{i}({vals[i]})\n" for i in range(len(slots)) if fell[i]})
+    steps.update(
+        {i: f"            f{i} = {vals[i]} if {slots[i].guard(vals[i])} else {x}f{i}({vals[i]})\n" for i in range(len(slots)) if fell[i]}
+    )
     converts = "".join(steps[i] for i in sorted(steps, key=lambda i: slots[i].reads_address))
     items = [
         (f"*c{i}" if s.packs_tuple else f"c{i}") if c else (f"f{i}" if f else v)

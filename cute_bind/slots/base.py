@@ -366,10 +366,10 @@ def conversion_order(reads: Sequence[bool], values: Sequence[Any]) -> list[int]:
     the plain NumPy arrays and torch tensors, whose addresses are read without running any code:
     so every address is read after all user code of the conversion has run.
     """
+
     def rank(i: int) -> int:
         if not reads[i]:
             return 0
         return 2 if read_without_code(values[i]) else 1
 
     return sorted(range(len(reads)), key=rank)
-

@@ -91,9 +91,7 @@ def union_parts(annotation: Any) -> tuple[tuple[Any, ...], bool] | None:
 
 
 #: top-level packages whose classes are never a client's own (an ineligible one is refused)
-_NOT_CLIENT = frozenset(
-    {"builtins", "cutlass", "cuda", "typing", "typing_extensions", "types", "collections", "enum", "abc", "cute_bind"}
-)
+_NOT_CLIENT = frozenset({"builtins", "cutlass", "cuda", "typing", "typing_extensions", "types", "collections", "enum", "abc", "cute_bind"})
 
 
 def client_class(member: Any) -> bool:

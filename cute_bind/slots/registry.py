@@ -168,6 +168,3 @@ class InferredKind(SlotKind):
 
     def converter(self, where: Where) -> Any:
         return self.coerce_converter(where)
-
-
-

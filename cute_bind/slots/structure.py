@@ -194,8 +194,10 @@ class StructureKind(SlotKind):
         self.fmt = "".join(s.fmt for s in slots)
         self._slots = slots
         # an unannotated field's kind comes from its value at bind: it may read one
-        self.reads_address = any(s.reads_address for s in slots) if bound is not None else any(
-            how == _INFER or (k is not None and k.reads_address) for _, how, k in fields
+        self.reads_address = (
+            any(s.reads_address for s in slots)
+            if bound is not None
+            else any(how == _INFER or (k is not None and k.reads_address) for _, how, k in fields)
         )
         #: the single-part kinds behind each C argument, in order (for device lookups)
         self.elements: tuple[SlotKind, ...] | None = tuple(a for s in slots for a in _atoms(s)) if bound is not None else None
@@ -262,10 +264,7 @@ class StructureKind(SlotKind):
                 D.STRUCTURE_ARITY,
                 kernel=where.kernel,
                 parameter=where.parameter,
-                expected=(
-                    f"a {self._spelling()} or a plain tuple of its {len(names)} field(s) in order "
-                    f"({', '.join(names)})"
-                ),
+                expected=(f"a {self._spelling()} or a plain tuple of its {len(names)} field(s) in order ({', '.join(names)})"),
                 got=f"a tuple of {len(value)} item(s)",
             )
         return self.cls._make(value)  # type: ignore[attr-defined]  # a NamedTuple class

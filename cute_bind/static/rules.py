@@ -108,9 +108,7 @@ _NOT_STRUCTURES = frozenset(
     {"cutlass", "cuda", "builtins", "typing", "typing_extensions", "cute_bind", "collections", "dataclasses", "enum"}
 )
 # Top-level packages whose classes are never a client's own (``slots/optional.py``'s ``_NOT_CLIENT``).
-_NOT_CLIENT = frozenset(
-    {"builtins", "cutlass", "cuda", "typing", "typing_extensions", "types", "collections", "enum", "abc", "cute_bind"}
-)
+_NOT_CLIENT = frozenset({"builtins", "cutlass", "cuda", "typing", "typing_extensions", "types", "collections", "enum", "abc", "cute_bind"})
 # The CB125 detail for a stream field of a NamedTuple (``slots/structure.py`` spells it the same).
 _NAMEDTUPLE_STREAM = "field '{name}': a stream inside a NamedTuple is not passed by the DSL (it adapts nothing inside one); use a dataclass"
 # Class-body annotations that are not fields (dataclasses skip them; a NamedTuple refuses them).

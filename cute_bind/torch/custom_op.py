@@ -442,7 +442,10 @@ def _writes_checker(plan: OpPlan) -> Callable[[tuple[Any, ...]], None]:
             if not mutated or a is None:
                 continue
             if a[4]:
-                fail(name, "a tensor with stride 0 in a dimension of extent > 1 (expanded or broadcast): several of its elements are one memory location")
+                fail(
+                    name,
+                    "a tensor with stride 0 in a dimension of extent > 1 (expanded or broadcast): several of its elements are one memory location",
+                )
             for j, (other, _, other_mutated) in enumerate(items):
                 b = spans[j]
                 if j == i or b is None or a[0] != b[0] or a[2] <= b[1] or b[2] <= a[1]:

@@ -557,7 +557,9 @@ def test_routes_refuse_a_bad_value_with_the_handles_own_error(monkeypatch):
 def test_torch_lookup_runs_once_when_torch_is_not_imported(monkeypatch):
     """A left-out stream with torch installed but not imported is the default stream, found without
     a file-system search per call (it cost 50 us per kernel(...) call)."""
-    finder = dispatch_mod.importlib.util.find_spec
+    from cute_bind.jit import streams as streams_mod  # where the left-out stream is found
+
+    finder = streams_mod.importlib.util.find_spec
     seen = []
 
     def counting(name, *args):
@@ -565,9 +567,9 @@ def test_torch_lookup_runs_once_when_torch_is_not_imported(monkeypatch):
         return finder(name, *args)
 
     streams = dispatch_mod._TorchStreams()
-    monkeypatch.setattr(dispatch_mod.importlib.util, "find_spec", counting)
-    monkeypatch.setitem(dispatch_mod.sys.modules, "torch", None)
-    monkeypatch.delitem(dispatch_mod.sys.modules, "torch")
+    monkeypatch.setattr(streams_mod.importlib.util, "find_spec", counting)
+    monkeypatch.setitem(streams_mod.sys.modules, "torch", None)
+    monkeypatch.delitem(streams_mod.sys.modules, "torch")
     for _ in range(5):
         assert streams.find() is None
     assert seen.count("torch") <= 1

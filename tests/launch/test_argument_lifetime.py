@@ -84,13 +84,17 @@ def test_pointer_slot_read_after_an_index_moves_its_tensor(door: str, path: str)
 
 @pytest.mark.parametrize("door", DOORS)
 def test_pointer_slot_read_after_a_float_resizes_its_array(door: str, path: str) -> None:
-    out, inp = np.zeros(64, np.float32), np.arange(64, dtype=np.float32)
-    go = _launchers(scale, (out, inp, 1.0, 4, 0))[door]
-    before = out.ctypes.data
-    alpha = Moves(3.0, lambda: out.resize(1 << 16, refcheck=False))  # a new buffer; the old one freed
-    go(out, inp, alpha, 4, 0)
-    assert out.ctypes.data != before
-    assert out[:5].tolist() == [0.0, 3.0, 6.0, 9.0, 0.0]
+    inp = np.arange(64, dtype=np.float32)
+    go = _launchers(scale, (np.zeros(64, np.float32), inp, 1.0, 4, 0))[door]
+    moved = 0
+    for _ in range(8):  # realloc may grow a block in place (at the heap's top): count the launches it moved
+        out = np.zeros(64, np.float32)
+        before = out.ctypes.data
+        alpha = Moves(3.0, lambda out=out: out.resize(1 << 22, refcheck=False))  # 16 MiB: the old buffer freed
+        go(out, inp, alpha, 4, 0)
+        moved += out.ctypes.data != before
+        assert out[:5].tolist() == [0.0, 3.0, 6.0, 9.0, 0.0]
+    assert moved  # at least one launch read an address its own alpha moved
 
 
 @pytest.mark.parametrize("door", DOORS)
@@ -219,6 +223,7 @@ def test_numbers_that_move_any_argument_never_make_a_launch_write_freed_memory(
                 a.set_(a.clone())  # the old storage freed, same values
             else:
                 a.resize(64 + 16, refcheck=False)  # a new buffer, same leading values
+
         return run
 
     actions: dict[str, list[Callable[[], None]]] = {"alpha": [], "n": []}

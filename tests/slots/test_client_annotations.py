@@ -16,7 +16,7 @@ result, on both launch paths (the ``path`` fixture).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, Optional, Union
 
 import pytest
 
@@ -31,7 +31,7 @@ from cutlass.cute.runtime import from_dlpack  # noqa: E402
 
 import cute_bind  # noqa: E402
 from cute_bind import CuteBindError  # noqa: E402
-from cute_bind.slots import OptionalKind, Rejected, StructureKind, TensorKind, Where, classify  # noqa: E402
+from cute_bind.slots import OptionalKind, Rejected, StructureKind, TensorKind, classify  # noqa: E402
 from cute_bind.slots.registry import InferredKind  # noqa: E402
 from tests.kernels import client_annotations as K  # noqa: E402
 

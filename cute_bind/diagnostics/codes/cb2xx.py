@@ -787,7 +787,6 @@ handle.launch(every_other, 2)             # -> CB233
 )
 
 
-
 STRUCTURE_ARITY = _entry(
     "CB234",
     "structure-arity",
