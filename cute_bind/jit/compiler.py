@@ -49,7 +49,7 @@ from ..slots import (
     describe_value,
 )
 from ..launch.prepare import prepare as prepare_compiled
-from .guards import Record, Records, Refusal, Served, tensor_guard
+from .guards import Record, Records, Refusal, Served, shared_symbol, tensor_guard
 from .signature import KernelSignature, unwrap
 
 __all__ = ["Binding", "CompileKey", "Compiler", "ConstexprPart", "EnvCompile", "SlotPart", "served_key"]
@@ -304,6 +304,19 @@ class Compiler:
         held = {p.name: p.key for p in record.key.slots}
         symbols: dict[int, tuple[str, int, int]] = {}
         bounds = list(binding.bounds)
+        shared = shared_symbol(record.values)
+        if shared is not None and not self.tvm_ffi:
+            # the TVM-FFI entry checks that modes sharing a SymInt agree at every call; a plain
+            # launch writes each tensor's extents as they are, and the compiled code may index one
+            # tensor by another's extent: such a compile serves no call of a plain handle
+            raise D.error(
+                D.TENSOR_LAYOUT_MISMATCH,
+                kernel=self.name,
+                parameter=shared,
+                detail="compiled from fakes whose modes share a SymInt, which a plain launch does not check at every launch",
+                expected="fakes with a SymInt per mode, or a compile with --enable-tvm-ffi (its entry checks them)",
+                got="a SymInt shared between modes",
+            )
         for i, (p, part) in enumerate(zip(self.signature.runtime, binding.key.slots)):
             given = record.values.get(p.name)
             where = Where(self.name, p.name)

@@ -273,3 +273,20 @@ def tensor_guard(slot: Any, fake: Any, value: Any, where: Where, symbols: dict[i
         layout.dtype, spelled(layout.shape), spelled(layout.stride), gpu, align, struct.pack("@" + kind.fmt, *packed)
     )
     return Bound(packed=packed, dsl_value=dsl_value, key=None, slot=kind)
+
+
+def shared_symbol(values: dict[str, Any]) -> str | None:
+    """The first parameter one of whose fake tensor's extents shares its SymInt with another mode
+    (of that tensor or an earlier one), or ``None``."""
+    seen: set[int] = set()
+    for name, value in values.items():
+        if not dsl.is_fake_tensor(value):
+            continue
+        read = dsl.fake_tensor_layout(value)
+        for sym in read[1] if read is not None else ():
+            if sym is None:
+                continue
+            if id(sym) in seen:
+                return name
+            seen.add(id(sym))
+    return None

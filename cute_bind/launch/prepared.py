@@ -34,7 +34,7 @@ from .. import diagnostics as D
 from .. import dsl, settings
 from .._generated import compile_source
 from ..slots import Bound, SlotKind, Where, item_ranges
-from ..slots.base import conversion_order
+from ..slots.base import conversion_order, read_without_code
 from ..slots.stream import CStreamSpec, stream_types
 from .arguments import bind_arguments
 from .lifecycle import HandleState, Lifecycle
@@ -460,6 +460,31 @@ def _fast_factory(
 _C_CLASS_FORMATS: Final = CLASS_FORMATS
 
 
+class _ReadByItsOwnCode(Exception):
+    """A tensor or pointer value whose address only its own Python code gives (an array-interface
+    exporter, a tensor subclass): the generated launch sends it to the slow path, which reads such
+    values before the plain tensors and arrays (the arguments' lifetime rule); read in slot order
+    here, its code could free another argument's memory after that argument's address was read."""
+
+
+def _plain_only(slot: SlotKind, convert: Callable[[Any], Any] | None) -> Callable[[Any], Any] | None:
+    """``convert`` for the generated launch, taking only values read without running their own code
+    where ``slot`` is a tensor or pointer slot (ints go through the pointer's guard before it)."""
+    if convert is None or slot.kind not in ("tensor", "pointer"):
+        return convert
+    plain = read_without_code
+    # what else holds its address without code of the value's own: ints (IntEnum members), ctypes
+    # pointers, the DSL's make_ptr pointers (an address it was given, no memory of its own)
+    held = tuple(t for t in (int, ctypes.c_void_p, ctypes._Pointer, dsl.runtime_pointer_type()) if isinstance(t, type))
+
+    def convert_plain(value: Any) -> Any:
+        if not plain(value) and not isinstance(value, held):
+            raise _ReadByItsOwnCode
+        return convert(value)
+
+    return convert_plain
+
+
 def _check_fast_class(kernel: str, name: str, slot: SlotKind) -> None:
     """A kind's C class must fit its storage format (an 8-byte "P" write into a 4-byte slot would overflow)."""
     fast = getattr(slot, "fast", "X")
@@ -591,9 +616,12 @@ class PreparedLaunch(Lifecycle, Generic[P]):
 
             return launch
         has_defaults = [n in sh.defaults for n in sh.names]
-        converters = [s.converter(w) for s, w in zip(sh.slots, sh.wheres)]
+        converters = [_plain_only(s, s.converter(w)) for s, w in zip(sh.slots, sh.wheres)]
         # a value a slot's guard refuses (a tensor for a pointer) is read by its kind's fallback first
-        fallbacks = [s.fallback(w) if c is None and s.guard("v") is not None else None for s, w, c in zip(sh.slots, sh.wheres, converters)]
+        fallbacks = [
+            _plain_only(s, s.fallback(w)) if c is None and s.guard("v") is not None else None
+            for s, w, c in zip(sh.slots, sh.wheres, converters)
+        ]
         factory = _fast_factory(
             sh.slots, [c is not None for c in converters], has_defaults, sh.has_result, [f is not None for f in fallbacks]
         )

@@ -47,6 +47,8 @@ __all__ = [
     "invalid_dlpack",
     "conversion_order",
     "read_without_code",
+    "holding_storage",
+    "storage_of",
 ]
 
 U64 = 1 << 64
@@ -373,3 +375,31 @@ def conversion_order(reads: Sequence[bool], values: Sequence[Any]) -> list[int]:
         return 2 if read_without_code(values[i]) else 1
 
     return sorted(range(len(reads)), key=rank)
+
+
+def storage_of(value: Any) -> Any:
+    """A torch tensor's storage (what keeps its memory allocated), or ``None`` for any other value."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(value, getattr(torch, "Tensor", ())):
+        return None
+    try:
+        return value.untyped_storage()
+    except Exception:  # noqa: BLE001 - a tensor without one storage (sparse, nested): its slot refuses it
+        return None
+
+
+def holding_storage(result: Any, value: Any) -> Any:
+    """``result`` (what a slot's ``coerce`` gave for ``value``), also holding a torch tensor's storage.
+
+    Composite slots (structures, sequences, unions) read a tensor's address inside their own
+    conversion, and another composite's conversion may run user code after it (a ``__float__``
+    calling ``t.set_()``): held, the storage the address points into stays allocated until the
+    entry point returns, whatever the tensor is rebound to (the arguments' lifetime rule)."""
+    storage = storage_of(value)
+    if storage is None:
+        return result
+    if isinstance(result, tuple):
+        return Held(result, (getattr(result, "owner", None), storage))
+    if isinstance(result, int) and not isinstance(result, bool):
+        return HeldAddress(result, (getattr(result, "owner", None), storage))
+    return result

@@ -46,7 +46,7 @@ from typing import Any
 
 from .. import dsl
 from .. import diagnostics as D
-from .base import Bound, Rejected, SlotKind, Where, describe_annotation, describe_value
+from .base import Bound, Rejected, SlotKind, Where, describe_annotation, describe_value, holding_storage
 from .pointer import PointerKind
 from .registry import InferredKind, infer_slot, kinds, register
 from .scalar import ScalarKind
@@ -354,6 +354,7 @@ class OptionalKind(SlotKind):
             other = self._launch_member(value)
             if other is not None:
                 raise self._member_error(value, where, other)
+            return holding_storage(self.inner.coerce(value, where, checked), value)
         return self.inner.coerce(value, where, checked)
 
     def converter(self, where: Where) -> Any:
@@ -391,7 +392,9 @@ class OptionalKind(SlotKind):
                 other = others[cls] = member(value)
             if other is not None:
                 raise member_error(value, where, other)
-            return coerce(value, where)
+            # a union is a writer of its own (the C class "X"): another writer's conversion may run
+            # after it, so a tensor's storage is held with what its address was read through
+            return holding_storage(coerce(value, where), value)
 
         return convert_member
 

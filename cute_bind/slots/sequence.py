@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import _whitelist as W
 from .. import diagnostics as D
-from .base import Bound, Held, Rejected, SlotKind, Where, describe_annotation, qualname, wrong_kind
+from .base import Bound, Held, Rejected, SlotKind, Where, conversion_order, describe_annotation, qualname, storage_of, wrong_kind
 from .registry import element_kinds, infer_slot, register
 
 __all__ = ["SequenceKind", "element_problem"]
@@ -177,10 +177,14 @@ class SequenceKind(SlotKind):
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[Any, ...]:
         items = self._items(value, where)
+        kinds = tuple(self.elements or ())
+        # numbers before addresses (the arguments' lifetime rule), each tensor's storage held
+        converted: list[Any] = [None] * len(kinds)
+        for i in conversion_order([k.reads_address for k in kinds], items):
+            converted[i] = kinds[i].coerce(items[i], self._where(where, i), checked)
         out: list[Any] = []
-        owners: list[Any] = [items]
-        for i, (kind, item) in enumerate(zip(self.elements or (), items)):
-            v = kind.coerce(item, self._where(where, i), checked)
+        owners: list[Any] = [items, *(storage_of(v) for v in items)]
+        for kind, v in zip(kinds, converted):
             if not kind.packs_tuple:
                 out.append(v)
             else:
@@ -203,30 +207,32 @@ class SequenceKind(SlotKind):
             check = eval(f"lambda v: {guard}") if guard else None  # noqa: S307
             plan.append((e, w, convert, check, e.packs_tuple))
         coerce = self.coerce
+        reads = [e.reads_address for e in elements]
+
+        def convert_one(k: int, v: Any) -> Any:
+            e, w, convert, check, _ = plan[k]
+            if convert is not None:
+                return convert(v)
+            if check is None or check(v):
+                return v
+            return e.coerce(v, w)
 
         def convert_sequence(value: Any) -> Any:
             cls = type(value)
             if (cls is tuple or cls is list) and len(value) == n:
                 items = tuple(value)  # a snapshot: the launch holds the elements, whatever happens to the list
+                converted: list[Any] = [None] * n
+                for k in conversion_order(reads, items):  # numbers before addresses (the lifetime rule)
+                    converted[k] = convert_one(k, items[k])
                 out: list[Any] = []
-                owners: list[Any] = [items]
-                for (e, w, convert, check, multi), v in zip(plan, items):
-                    if convert is not None:
-                        if multi:
-                            c = convert(v)
-                            out.extend(c)
-                            if isinstance(c, Held):
-                                owners.append(c.owner)
-                        else:
-                            out.append(convert(v))
-                    elif check is None or check(v):
-                        out.append(v)
+                owners: list[Any] = [items, *(storage_of(v) for v in items)]
+                for (_, _, _, _, multi), c in zip(plan, converted):
+                    if multi:
+                        out.extend(c)
+                        if isinstance(c, Held):
+                            owners.append(c.owner)
                     else:
-                        c = e.coerce(v, w)
-                        if multi:
-                            out.extend(c)
-                        else:
-                            out.append(c)
+                        out.append(c)
                 return Held(out, owners)
             return coerce(value, where)
 

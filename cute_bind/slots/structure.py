@@ -41,7 +41,19 @@ from typing import Any, Callable
 
 from .. import dsl
 from .. import diagnostics as D
-from .base import Bound, Held, Rejected, SlotKind, Where, conversion_order, describe_annotation, describe_value, qualname, wrong_kind
+from .base import (
+    Bound,
+    Held,
+    Rejected,
+    SlotKind,
+    Where,
+    conversion_order,
+    describe_annotation,
+    describe_value,
+    qualname,
+    storage_of,
+    wrong_kind,
+)
 from .optional import OptionalKind
 from .registry import classify, infer_slot, register
 
@@ -338,7 +350,7 @@ class StructureKind(SlotKind):
         for k in conversion_order([slot is not None and slot.reads_address for _, slot, _ in bound], values):
             converted[k] = convert(k, values[k])
         out: list[Any] = []
-        owners: list[Any] = [value, *values]
+        owners: list[Any] = [value, *values, *(storage_of(v) for v in values)]
         for (_, slot, _), c in zip(bound, converted):
             if slot is None:
                 continue

@@ -12,6 +12,7 @@ keyword call and checked mode.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Callable
 
 import numpy as np
@@ -239,3 +240,76 @@ def test_numbers_that_move_any_argument_never_make_a_launch_write_freed_memory(
 
 
 _LAUNCHERS: dict[tuple[str, str], Any] = {}
+
+
+# ------------------------------------------------------------------ composites (review of this rule)
+COMPOSITES = {
+    # a tensor read inside one composite argument, a number of a later one frees it (set_): 64 MiB
+    # tensors, unmapped when freed, so a write through the freed address faults
+    "pointer and count in one sequence": """
+        k = cute_bind.kernel(K.pointer_and_count)
+        inp = torch.arange(4, dtype=torch.float32)
+        h = k.bind((torch.zeros(4), 4), inp)
+        def call(go, out):
+            go((out, Moves(4, lambda: out.set_(torch.zeros(BIG)))), inp)
+    """,
+    "two structures": """
+        k = cute_bind.kernel(K.two_structs)
+        inp = torch.arange(4, dtype=torch.float32)
+        h = k.bind(K.Scaled(torch.zeros(4), 1.0), K.Counted(inp, 4))
+        def call(go, out):
+            go(K.Scaled(out, 3.0), K.Counted(inp, Moves(4, lambda: out.set_(torch.zeros(BIG)))))
+    """,
+    "two unions": """
+        k = cute_bind.kernel(K.two_unions)
+        h = k.bind(torch.zeros(4), 5)
+        def call(go, out):
+            go(out, Moves(5, lambda: out.set_(torch.zeros(BIG))))
+    """,
+}
+
+
+@pytest.mark.parametrize("case", list(COMPOSITES))
+def test_a_later_composite_freeing_an_earlier_ones_tensor_is_memory_safe(path: str, case: str) -> None:
+    """A composite argument (sequence, structure, union) reads its tensor's address in its own
+    conversion; a later argument's number conversion then frees that tensor's storage. The launch
+    holds the storage it read (or reads the address after the conversion), so the kernel writes
+    into memory that is alive: before, a segfault on both paths."""
+    torch_or_skip()
+    prelude = """
+        import torch, cute_bind
+        import tests.kernels.lifetime as K
+        BIG = 16 << 20  # 64 MiB of float32
+
+        class Moves:
+            def __init__(self, value, action):
+                self.value, self.action = value, action
+            def __index__(self):
+                self.action()
+                return self.value
+    """
+    doors = """
+        for go in (h.launch, h.with_checks().launch, k, k):
+            call(go, torch.zeros(BIG))
+    """
+    run_isolated("".join(textwrap.dedent(part) for part in (prelude, COMPOSITES[case], doors)), path)
+
+
+def test_an_exporter_read_after_a_plain_tensor_is_left_to_the_slow_path(path: str) -> None:
+    """A pointer value read through its own ``__array_interface__`` (whose code frees the plain tensor
+    read before it) is read before any plain tensor: the pure-Python launch sends it to the slow path,
+    C orders its reads (before: the pure-Python launch aborted in malloc)."""
+    torch = torch_or_skip()
+    out, inp = torch.zeros(64), torch.arange(64, dtype=torch.float32)
+    go = _launchers(scale, (out, inp, 1.0, 4, 0))["launch"]
+    moved = torch.zeros(64)
+    src = np.arange(64, dtype=np.float32)
+
+    class Exporter:
+        @property
+        def __array_interface__(self) -> dict[str, Any]:
+            out.set_(moved)
+            return src.__array_interface__
+
+    go(out, Exporter(), 3.0, 4, 0)
+    assert moved[:5].tolist() == [0.0, 3.0, 6.0, 9.0, 0.0]

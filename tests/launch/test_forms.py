@@ -237,9 +237,12 @@ def test_cuda_array_interface_takes_the_fast_path(path: str, slow: list[Any]) ->
     before = _c_counts()
     h.launch(CAI(out), CAI(x), 2.0, 64, 0)
     np.testing.assert_array_equal(out, x * 2)
-    assert slow == []
     if path == "c":
+        assert slow == []
         assert _c_counts()["cai"] - before["cai"] == 2
+    else:  # an exporter is read by its own code: the pure-Python launch leaves it to the slow path, which
+        # reads it before the plain arrays (the arguments' lifetime rule; C orders its reads itself)
+        assert len(slow) == 1
 
 
 @pytest.mark.parametrize("name,make", [("torch tensor", lambda a: torch.from_numpy(a)), ("numpy array", lambda a: a)])
@@ -276,9 +279,12 @@ def test_cuda_array_interface_on_a_tensor_slot_takes_the_fast_path(path: str, sl
         x2, out2 = _f32(n, seed=n), np.zeros(n, np.float32)
         h.launch(CAIArray(out2, device=(DLDeviceType.kDLCPU, 0)), CAIArray(x2, strides=(4,)), 2.0, 0)  # byte strides or none
         np.testing.assert_array_equal(out2, x2 * 2)
-    assert slow == [] and exports == [] and CAIArray.exports == 0
+    assert CAIArray.exports == 0
     if path == "c":
+        assert slow == [] and exports == []
         assert _c_counts()["cai"] - before["cai"] == 6
+    else:  # read by the exporter's own code: the slow path (the arguments' lifetime rule), never an export
+        assert len(slow) == 3
 
 
 def test_cuda_array_interface_on_a_tensor_slot_keeps_the_codes(path: str) -> None:
