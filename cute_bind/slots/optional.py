@@ -48,7 +48,7 @@ from .. import dsl
 from .. import diagnostics as D
 from .base import Bound, Rejected, SlotKind, Where, describe_annotation, describe_value, holding_storage
 from .pointer import PointerKind
-from .registry import InferredKind, infer_slot, kinds, register
+from .registry import NONE_SLOT, InferredKind, infer_slot, kinds, register
 from .scalar import ScalarKind
 from .tensor import TensorKind
 
@@ -455,3 +455,4 @@ class OptionalKind(SlotKind):
 
 # composite: tried first, so Optional[X] is never taken for X's own kind; not a sequence element
 register(OptionalKind, element=False)
+NONE_SLOT.append(lambda kind: OptionalKind(kind, present=False))  # an unannotated parameter bound to None

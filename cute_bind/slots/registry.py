@@ -9,7 +9,7 @@ the generic CB102.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 from .. import dsl
 from .. import diagnostics as D
@@ -90,6 +90,11 @@ def infer_slot(value: Any, *, element: bool = False) -> SlotKind | None:
 _INFERRED_EXPECTED = "a pointer, number, stream, tensor, sequence or structure (the kind is read from the value)"
 
 
+#: makes the storage-free slot of an unannotated parameter bound to None: the optional kind's module
+#: puts its maker here when it is imported (it imports this module, so this one cannot import it)
+NONE_SLOT: list[Callable[[SlotKind], SlotKind]] = []
+
+
 class InferredKind(SlotKind):
     """A slot whose kind is read from the value given at bind, as the DSL reads an unannotated parameter.
 
@@ -154,9 +159,8 @@ class InferredKind(SlotKind):
 
     def bind(self, value: Any, where: Where) -> Bound:
         if value is None:
-            from .optional import OptionalKind  # the optional kind imports this module
-
-            return Bound(packed=(), dsl_value=None, key=("inferred", "none"), slot=OptionalKind(self, present=False))
+            # the optional kind's slot bound to None (its module, which imports this one, registers the maker)
+            return Bound(packed=(), dsl_value=None, key=("inferred", "none"), slot=NONE_SLOT[0](self))
         b = self.resolve(value, where).bind(value, where)
         # a stream's key as it is (the TVM-FFI environment stream is recognised by its key)
         key = b.key if b.slot.kind == "stream" else ("inferred", type(b.slot).__name__, b.key)
