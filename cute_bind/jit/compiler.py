@@ -439,7 +439,7 @@ class Compiler:
 def served_key(key: CompileKey, compiled: Any) -> CompileKey:
     """The key of a specialization a ``compile()``'s function serves (:meth:`Compiler.serve`): the call's
     key marked with that function, so calls of the call's key that the function refuses stay apart."""
-    return key._replace(options=("served by compile()", id(compiled), key.options))
+    return key._replace(options=f"{key.options or ''}\x00served by the compile() of function {id(compiled):#x}")
 
 
 def is_jit_object(fn: Any) -> bool:

@@ -719,10 +719,10 @@ class PreparedLaunch(Lifecycle, Generic[P]):
         # ``coerced`` holds what the values were read through (DLPack capsules,
         # list snapshots) until the entry point returns; numbers are converted before any
         # address is read (the lifetime rule: a __float__ may free another argument's memory)
-        given = [values[w.parameter] for w in sh.wheres]
-        coerced: list[Any] = [None] * len(given)
-        for i in conversion_order(sh.reads, given):
-            coerced[i] = sh.slots[i].coerce(given[i], sh.wheres[i], self._checked)
+        named = [values[w.parameter] for w in sh.wheres]
+        coerced: list[Any] = [None] * len(named)
+        for i in conversion_order(sh.reads, named):
+            coerced[i] = sh.slots[i].coerce(named[i], sh.wheres[i], self._checked)
         packed = _flatten(sh.slots, coerced)
         if self._checked:
             return self._checked_call(packed)

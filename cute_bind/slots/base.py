@@ -382,8 +382,9 @@ def storage_of(value: Any) -> Any:
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(value, getattr(torch, "Tensor", ())):
         return None
+    storage = getattr(value, "untyped_storage", None)
     try:
-        return value.untyped_storage()
+        return storage() if callable(storage) else None
     except Exception:  # noqa: BLE001 - a tensor without one storage (sparse, nested): its slot refuses it
         return None
 

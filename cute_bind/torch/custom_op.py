@@ -39,7 +39,7 @@ from .. import diagnostics as D
 from .._generated import compile_source
 from ..jit import Kernel
 from ..launch.arguments import bind_arguments
-from ..slots import ScalarKind, SequenceKind, Where, describe_value
+from ..slots import ScalarKind, SequenceKind, SlotKind, Where, describe_value
 from . import eager
 from .schema import OpParam, OpPlan, parse_name, plan_op
 
@@ -471,7 +471,10 @@ def _number_converter(plan: OpPlan, kernel: Kernel[Any], p: OpParam, rt: _Runtim
     code (CB204, CB205) before torch's parser sees it. A ``SymInt``/``SymFloat``/
     ``SymBool`` (a traced size) goes through as it is.
     """
-    slot = next(q.slot for q in kernel.signature.params if q.name == p.name)
+    found = next(q.slot for q in kernel.signature.params if q.name == p.name)
+    if found is None:  # a Constexpr parameter has no slot: the schema never routes one here
+        raise TypeError(f"parameter '{p.name}' of kernel '{plan.kernel}' has no runtime slot")
+    slot: SlotKind = found
     where = Where(plan.kernel, p.name)
     torch = rt.torch
     symbolic = tuple(t for t in (getattr(torch, "SymInt", None), getattr(torch, "SymFloat", None), getattr(torch, "SymBool", None)) if t)
