@@ -229,23 +229,13 @@ def tensor_guard(slot: Any, fake: Any, value: Any, where: Where, symbols: dict[i
             expected="a CUDA device (the compile's fake tensor is in gmem)",
             got=_dlpack.describe_device(view.device),
         )
-    want, got = layout.dtype.__name__, _dlpack.describe_dtype(view.dtype)
-    if got != want:
-        raise D.error(
-            D.TENSOR_DTYPE_MISMATCH,
-            kernel=where.kernel,
-            parameter=where.parameter,
-            expected=f"a {want} tensor (the compile's)",
-            got=f"a {got} tensor",
-        )
-    if len(view.shape) != len(layout.shape):
-        raise D.error(
-            D.TENSOR_RANK_MISMATCH,
-            kernel=where.kernel,
-            parameter=where.parameter,
-            expected=f"a tensor of rank {len(layout.shape)} (the compile's {layout.text})",
-            got=f"rank {len(view.shape)}",
-        )
+    elem = max(1, int(getattr(layout.dtype, "width", 8)) // 8)
+    align = layout.assumed_align or elem
+    # the compile's element type: pack_view checks it, the rank and every static extent, stride,
+    # divisibility and the alignment, with the tensor slot's own codes (CB211, CB212, CB213, CB207)
+    dtype = _dlpack.dtype_code(layout.dtype.__name__) or view.dtype
+    kind = TensorKind(slot.spec, layout=layout, dtype=dtype, device=view.device, align=align, value_type=type(value))
+    packed = kind.pack_view(view, where)
     for k, sym in enumerate(syms):
         if sym is None:
             continue
@@ -259,10 +249,6 @@ def tensor_guard(slot: Any, fake: Any, value: Any, where: Where, symbols: dict[i
                 expected=str(first[2]),
                 got=str(view.shape[k]),
             )
-    elem = max(1, int(getattr(layout.dtype, "width", 8)) // 8)
-    align = layout.assumed_align or elem
-    kind = TensorKind(slot.spec, layout=layout, dtype=view.dtype, device=view.device, align=align, value_type=type(value))
-    packed = kind.pack_view(view, where)
 
     def spelled(modes: Any) -> tuple[Any, ...]:
         return tuple(m.static if m.static is not None else (m.width, m.divisibility) for m in modes)
