@@ -143,7 +143,7 @@ class Compiler:
         #: compiles made by compile() with the TVM-FFI environment stream, by compile key, newest last
         self.env: dict[CompileKey, EnvCompile] = {}
         #: every compile() (the client's fakes): calls whose own key is not compiled are offered to them first
-        self.records = Records(name, self.streams, [p.name for p in signature.runtime], [p.name for p in signature.constexpr])
+        self.records = Records(name)
         #: held around one compile (and the table's writes); a forked child gets a new one (dispatch.py)
         self.lock = threading.Lock()
         self._jit: Any = None
@@ -296,7 +296,7 @@ class Compiler:
                 return prepare_compiled(compiled, *(named[p.name] for p in self.signature.runtime if p.name not in left))
             return self.prepare(compiled, bounds)
 
-        return self.records.serve(named, left, check, handle_for, self._sibling)
+        return self.records.serve(binding.key.constexpr, left, check, handle_for, self._sibling)
 
     def _guarded_bounds(self, record: Record, values: dict[str, Any], binding: Binding) -> list[Bound]:
         """The call's bounds where ``record``'s compile assumed what they hold: a fake tensor's guards

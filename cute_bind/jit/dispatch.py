@@ -816,7 +816,8 @@ class Dispatcher:
         dispatch lock) the compiled function from its caches or a compile, then
         the prototype handle."""
         compiler = self._compiler
-        binding = compiler.bind_values(self._for_compile(values))
+        for_compile = self._for_compile(values)
+        binding = compiler.bind_values(for_compile)
         key = binding.key
         spec = self._specs.get(key)
         if spec is not None:
@@ -828,7 +829,7 @@ class Dispatcher:
             cold = not compiler.holds(key)
             # a compile() from the client's fakes that takes these values serves them (jit/guards.py);
             # kept under a key of its own: the call's key (a dynamic layout) also holds values it refuses
-            served, refusals = compiler.serve(self._for_compile(values), binding) if cold else (None, [])
+            served, refusals = compiler.serve(for_compile, binding) if cold else (None, [])
             if served is not None:
                 key = served_key(key, served.compiled)
                 spec = self._specs.get(key)

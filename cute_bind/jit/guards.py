@@ -30,7 +30,6 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from .. import cache as disk_cache
 from .. import diagnostics as D
 from .. import dsl
 from ..diagnostics import CuteBindError
@@ -73,11 +72,8 @@ class Served(NamedTuple):
 class Records:
     """A kernel's recorded compiles, newest first when offered a call (thread-safe)."""
 
-    def __init__(self, kernel: str, streams: Sequence[str], runtime: Sequence[str], constexpr: Sequence[str]) -> None:
+    def __init__(self, kernel: str) -> None:
         self.kernel = kernel
-        self.streams = tuple(streams)
-        self.runtime = tuple(runtime)
-        self.constexpr_names = tuple(constexpr)
         self._items: list[Record] = []
         self._lock = threading.Lock()
 
@@ -102,23 +98,17 @@ class Records:
         with self._lock:
             return list(reversed(self._items))
 
-    def constexpr_of(self, values: dict[str, Any]) -> tuple[tuple[str, type, Any], ...] | None:
-        """The call's Constexpr values as a record holds them, or ``None`` where one cannot be spelled."""
-        try:
-            return tuple((n, type(values[n]), disk_cache.key.constexpr_key(values[n])) for n in self.constexpr_names)
-        except TypeError:  # an unhashable value: no compile holds it
-            return None
-
     def serve(
         self,
-        values: dict[str, Any],
+        constexpr: Sequence[Any],
         left_out: frozenset[str],
         check: Callable[[Record], Any],
         handle_for: Callable[[Record, Any, Any], Any],
         compile_sibling: Callable[[Record, frozenset[str]], Any],
     ) -> tuple[Served | None, list[Refusal]]:
-        """The newest record that serves a call with ``values`` (by name; ``left_out``: its streams left
-        out), with a handle for them, and why each record tried before it did not.
+        """The newest record that serves a call (``constexpr``: its compile key's Constexpr parts;
+        ``left_out``: its streams left out), with a handle for it, and why each record tried before
+        it did not.
 
         ``check(record)`` checks the call's values against what the record's compile assumed (a
         catalog error: refused) and gives what ``handle_for(record, compiled, checked)`` makes the
@@ -126,11 +116,11 @@ class Records:
         with those streams as the environment stream, every other one explicit (only once the
         values passed the record's guards)."""
         refusals: list[Refusal] = []
-        wanted = self.constexpr_of(values)
+        wanted = tuple(constexpr)
         for record in self.newest_first():
-            held = tuple(tuple(p) for p in record.key.constexpr)
-            if wanted is None or held != wanted:
-                name = _first_constexpr_difference(held, wanted)
+            held = tuple(record.key.constexpr)
+            if held != wanted:
+                name = next((a[0] for a, b in zip(held, wanted) if a != b), None)
                 refusals.append(Refusal(record, name, "compiled for another compile-time value"))
                 continue
             compiled = record.compiled
@@ -159,15 +149,6 @@ class Records:
             got=f"{cause.code} from compiling for the call's own values",
             detail="; ".join(lines) or "no compile() of this kernel",
         )
-
-
-def _first_constexpr_difference(held: tuple[tuple[str, type, Any], ...], wanted: tuple[tuple[str, type, Any], ...] | None) -> str | None:
-    if wanted is None:
-        return None
-    for a, b in zip(held, wanted):
-        if a != b:
-            return a[0]
-    return None
 
 
 def _one_line(exc: CuteBindError) -> str:
