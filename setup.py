@@ -1,4 +1,4 @@
-"""Build the optional C fast paths (cute_bind.launch._claunch, cute_bind.launch._ctvmffi for TVM-FFI functions, cute_bind.jit._cdispatch, cute_bind.graph._cgraph for graph replays, cute_bind.torch._ceager for a torch op's eager checks); everything else is in pyproject.toml.
+"""Build the optional C fast paths (cute_bind.launch._claunch, cute_bind.launch._ctvmffi for TVM-FFI functions, cute_bind.jit._cdispatch, cute_bind.graph._cgraph for graph replays, cute_bind.torch._ceager for a torch op's eager checks, cute_bind.jax._cxla: the XLA FFI handler, where jaxlib's headers are found); everything else is in pyproject.toml.
 
 The extension uses the stable ABI (abi3, Python >= 3.10). It is optional: when
 no C compiler is available the install still succeeds and PreparedLaunch uses
@@ -47,6 +47,28 @@ def c_extension(name: str, depends: tuple[str, ...] = ()) -> Extension:
 
 COMMON = ("cute_bind/launch/_cb_common.h",)  # shared by both launchers
 
+
+def xla_ffi_extension() -> list[Extension]:
+    """cute_bind.jax._cxla, the XLA FFI handler: built only where jaxlib's FFI C header is found
+    (jaxlib/include/xla/ffi/api/c_api.h, the `jax` extra installed in the build environment); else
+    skipped and cute_bind.jax says so at its first lowering (CB901)."""
+    import importlib.util
+    import os
+
+    try:
+        spec = importlib.util.find_spec("jaxlib")
+    except (ImportError, ValueError):
+        spec = None
+    for root in spec.submodule_search_locations or () if spec is not None else ():
+        include = os.path.join(root, "include")
+        if os.path.isfile(os.path.join(include, "xla", "ffi", "api", "c_api.h")):
+            ext = c_extension("cute_bind.jax._cxla")
+            ext.include_dirs.append(include)
+            return [ext]
+    print("cute_bind: jaxlib's XLA FFI headers not found; cute_bind.jax._cxla not built")
+    return []
+
+
 setup(
     ext_modules=[
         c_extension("cute_bind.launch._claunch", COMMON),
@@ -54,6 +76,7 @@ setup(
         c_extension("cute_bind.graph._cgraph"),
         c_extension("cute_bind.torch._ceager"),
         c_extension("cute_bind.jit._cdispatch"),
+        *xla_ffi_extension(),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
     options={"bdist_wheel": {"py_limited_api": "cp310"}},

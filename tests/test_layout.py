@@ -118,6 +118,7 @@ ALLOWED = {
     "graph": {"diagnostics", "settings", "dsl", "slots", "launch"},
     "bench": {"diagnostics", "_generated", "dsl", "_types", "slots", "launch", "jit", "torch"},
     "torch": {"diagnostics", "settings", "_generated", "dsl", "slots", "launch", "jit"},
+    "jax": {"diagnostics", "settings", "dsl", "slots", "launch", "jit"},
 }
 
 

@@ -33,6 +33,7 @@ from .codes.cb5xx import SUPPORTED_DSL_VERSIONS
 from .codes.cb6xx import *  # noqa: F403
 from .codes.cb7xx import *  # noqa: F403
 from .codes.cb8xx import *  # noqa: F403
+from .codes.cb9xx import *  # noqa: F403
 from .errors import (
     CacheSettingError,
     CacheWarning,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import NamedTuple
 
-from . import cb1xx, cb2xx, cb3xx, cb4xx, cb5xx, cb6xx, cb7xx, cb8xx
+from . import cb1xx, cb2xx, cb3xx, cb4xx, cb5xx, cb6xx, cb7xx, cb8xx, cb9xx
 
 __all__ = ["RANGES", "Range"]
 
@@ -44,5 +44,10 @@ RANGES: dict[str, Range] = {
         cb8xx,
         "Prepared graphs",
         "raised by `cute_bind.graph` while recording, mapping slots to kernel-node parameters and replaying",
+    ),
+    "9": Range(
+        cb9xx,
+        "JAX integration",
+        "raised by `cute_bind.jax` when a kernel is made a JAX op, traced, lowered or transformed, and by its XLA FFI handler",
     ),
 }
