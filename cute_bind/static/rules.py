@@ -13,7 +13,7 @@ text for the same function.
 
 Both tools use this module and nothing else for the rules, so they agree by
 construction; ``tests/static/test_agreement.py`` checks them against the
-runtime on ``tests/static_corpus``.
+runtime on ``tests/static/corpus``.
 
 What a name-based reading cannot know, and how it is handled:
 
@@ -38,19 +38,19 @@ What a name-based reading cannot know, and how it is handled:
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
 import hashlib
 import os
 import sys
-from dataclasses import dataclass, field
 import typing
-from typing import Iterator, Literal, cast
+from dataclasses import dataclass
 
 from .. import _whitelist as W
-from ..diagnostics import CATALOG, CuteBindError, format_message
-from .exports import PUBLIC_NAMES
-from .source import LIMIT_TEXT, read_source
+from ..diagnostics import CATALOG, CuteBindError
+from . import names as _names, report as _report
+from .names import MAX_ALIAS_DEPTH, Binding, NameResolver, Scope, Site, module_name_for_path
+from .report import NOT_CHECKED, StaticDiagnostic, not_checked, refused, too_deep
+from .source import read_source
 
 __all__ = [
     "KERNEL_DECORATORS",
@@ -118,289 +118,11 @@ _NOT_FIELDS = frozenset({"typing.ClassVar", "typing_extensions.ClassVar", "datac
 # annotation of all elements (``list[X]``, ``Sequence[X]``).
 _TUPLES = frozenset({"builtins.tuple", "typing.Tuple"})
 _PY_SCALARS = frozenset(f"builtins.{n}" for n in W.PYTHON_SCALARS)
-_BUILTINS = frozenset(dir(builtins))
 
 # The runtime (cute_bind.jit.signature._analyse) fills these fields with fixed
 # texts for these two cases; tests/static/test_agreement.py pins them to it.
 _GOT_NO_ANNOTATION = "no annotation"
 _EXPECTED_VARIADIC = "named parameters, one per slot"
-
-# Aliases are followed at most this deep (``A = B``, ``B = A`` must end).
-_MAX_ALIAS_DEPTH = 16
-
-
-@dataclass(frozen=True)
-class StaticDiagnostic:
-    """One eligibility problem found in source text, at a parameter.
-
-    ``line`` is 1-based and ``column`` 0-based (as in :mod:`ast`); tools print
-    ``column + 1``. The fields are those the runtime passes to
-    :func:`cute_bind.diagnostics.format_message`, so :attr:`message` is the
-    first line of the runtime's message for the same parameter.
-    """
-
-    code: str
-    kernel: str
-    parameter: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    expected: str
-    got: str
-    detail: str | None = None
-
-    def _rendered(self) -> tuple[str, str]:
-        return format_message(
-            CATALOG[self.code],
-            kernel=self.kernel,
-            parameter=self.parameter,
-            expected=self.expected,
-            got=self.got,
-            detail=self.detail,
-        )
-
-    @property
-    def message(self) -> str:
-        """``[CB101] kernel 'f', parameter 'n': ...``: the runtime message's first line."""
-        return self._rendered()[0].splitlines()[0]
-
-    @property
-    def text(self) -> str:
-        """:attr:`message` without its leading ``[CODE]`` tag."""
-        return self.message.removeprefix(f"[{self.code}] ")
-
-    @property
-    def fix(self) -> str:
-        """The catalog's fix for this occurrence."""
-        return self._rendered()[1]
-
-
-# --------------------------------------------------------------------------- scopes
-BindingKind = Literal["import", "star", "alias", "local"]
-
-
-@dataclass(eq=False)
-class _Binding:
-    """One statement that binds a name.
-
-    ``import``: ``target`` is the qualified name bound; ``star``: ``target`` is
-    the module of a ``from m import *``; ``alias``: ``value`` is the assigned
-    expression, resolved in ``scope``; ``local``: a def, class or any other
-    value that has no qualified name (a relative import, a loop variable...).
-    """
-
-    kind: BindingKind
-    line: int
-    scope: _Scope
-    target: str | None = None
-    value: ast.expr | None = None
-    typing_only: bool = False  # under ``if TYPE_CHECKING:``: never bound at run time
-    fallback: bool = False  # in an ``except`` handler: the ``try`` body's binding wins
-    cls: ast.ClassDef | None = None  # ``local`` bound by a ``class`` statement: its definition
-
-
-@dataclass(eq=False)
-class _Scope:
-    """Names bound in one module, class or function body."""
-
-    parent: _Scope | None
-    module: str | None
-    at_import: bool  # its statements run while the module is imported (module, class bodies)
-    is_class: bool = False
-    names: dict[str, list[_Binding]] = field(default_factory=dict)
-    stars: list[_Binding] = field(default_factory=list)
-
-    def add(self, name: str, binding: _Binding) -> None:
-        self.names.setdefault(name, []).append(binding)
-
-    def _own(self, name: str, before: int | None) -> _Binding | None:
-        """The binding of ``name`` in this scope that is live at run time at line ``before``."""
-        live = [b for b in self.names.get(name, ()) if not b.typing_only and (before is None or b.line < before)]
-        if live:
-            preferred = [b for b in live if not b.fallback]
-            return (preferred or live)[-1]
-        if name in _BUILTINS:
-            # `from cutlass import *` does not rebind `int`, `float`, `list`, `tuple`...: a star
-            # import is taken to export no builtin's name (the modules users star-import do not)
-            return None
-        stars = [b for b in self.stars if not b.typing_only and (before is None or b.line < before)]
-        for star in reversed(stars):
-            # cute_bind's own exports are known: a name it does not export comes from an earlier star
-            if star.target == "cute_bind" and name not in _cute_bind_exports():
-                continue
-            return star
-        return None
-
-    def lookup(self, name: str, before: int | None) -> _Binding | Literal["builtin"] | None:
-        """Resolve ``name`` as Python would when evaluating in this scope.
-
-        ``before`` limits module-level bindings to statements above that line
-        (annotations of a module-level ``def`` are evaluated when the ``def``
-        runs). Enclosing class bodies are skipped, as Python does.
-        """
-        scope: _Scope | None = self
-        first = True
-        while scope is not None:
-            if first or not scope.is_class:
-                found = scope._own(name, before if scope.at_import else None)
-                if found is not None:
-                    return found
-            first = False
-            scope = scope.parent
-        return "builtin" if name in _BUILTINS else None
-
-    def module_scope(self) -> _Scope:
-        scope = self
-        while scope.parent is not None:
-            scope = scope.parent
-        return scope
-
-
-def _cute_bind_exports() -> frozenset[str]:
-    """What ``from cute_bind import *`` binds: ``cute_bind.__all__``, kept as data
-    (:data:`cute_bind.static.exports.PUBLIC_NAMES`) so the static tools never import the
-    runtime to read it; ``tests/static/test_exports.py`` keeps the two equal."""
-    return PUBLIC_NAMES
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    """``TYPE_CHECKING`` or ``<anything>.TYPE_CHECKING``: the typing-only block convention."""
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _target_names(target: ast.expr) -> Iterator[ast.Name]:
-    for node in ast.walk(target):
-        if isinstance(node, ast.Name):
-            yield node
-
-
-def _collect(stmts: list[ast.stmt], scope: _Scope, typing_only: bool = False, fallback: bool = False) -> None:
-    """Record every name the statements bind in ``scope`` (not descending into defs and classes)."""
-
-    def bind(
-        name: str, line: int, kind: BindingKind, target: str | None = None, value: ast.expr | None = None, cls: ast.ClassDef | None = None
-    ) -> None:
-        scope.add(name, _Binding(kind, line, scope, target, value, typing_only, fallback, cls))
-
-    for st in stmts:
-        line = st.lineno
-        if isinstance(st, ast.Import):
-            for alias in st.names:
-                if alias.asname:
-                    bind(alias.asname, line, "import", alias.name)
-                else:  # ``import a.b`` binds ``a``
-                    top = alias.name.partition(".")[0]
-                    bind(top, line, "import", top)
-        elif isinstance(st, ast.ImportFrom):
-            for alias in st.names:
-                if st.level:  # relative: the package is not known from one file (kept to read a class's source)
-                    relative = "." * st.level + (f"{st.module}." if st.module else "") + alias.name
-                    bind(alias.asname or alias.name, line, "local", target=relative)
-                elif alias.name == "*":
-                    scope.stars.append(_Binding("star", line, scope, st.module, None, typing_only, fallback))
-                else:
-                    bind(alias.asname or alias.name, line, "import", f"{st.module}.{alias.name}")
-        elif isinstance(st, ast.ClassDef):
-            bind(st.name, line, "local", cls=st)
-        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            bind(st.name, line, "local")
-        elif isinstance(st, ast.Assign):
-            for target in st.targets:
-                if isinstance(target, ast.Name):
-                    bind(target.id, line, "alias", value=st.value)
-                else:
-                    for name in _target_names(target):
-                        bind(name.id, line, "local")
-        elif isinstance(st, ast.AnnAssign):
-            if st.value is not None and isinstance(st.target, ast.Name):
-                bind(st.target.id, line, "alias", value=st.value)
-        elif isinstance(st, ast.AugAssign):
-            for name in _target_names(st.target):
-                bind(name.id, line, "local")
-        elif isinstance(st, ast.If):
-            if _is_type_checking(st.test):
-                _collect(st.body, scope, True, fallback)
-                _collect(st.orelse, scope, typing_only, fallback)
-            else:
-                _collect(st.body, scope, typing_only, fallback)
-                _collect(st.orelse, scope, typing_only, fallback)
-        elif isinstance(st, (ast.For, ast.AsyncFor)):
-            for name in _target_names(st.target):
-                bind(name.id, line, "local")
-            _collect(st.body, scope, typing_only, fallback)
-            _collect(st.orelse, scope, typing_only, fallback)
-        elif isinstance(st, ast.While):
-            _collect(st.body, scope, typing_only, fallback)
-            _collect(st.orelse, scope, typing_only, fallback)
-        elif isinstance(st, (ast.With, ast.AsyncWith)):
-            for item in st.items:
-                if item.optional_vars is not None:
-                    for name in _target_names(item.optional_vars):
-                        bind(name.id, line, "local")
-            _collect(st.body, scope, typing_only, fallback)
-        elif isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
-            t = cast(ast.Try, st)  # ``try``/``except*`` (3.11+, ast.TryStar) have the same fields
-            # ``try: import x`` / ``except ImportError: x = None``: the import is what
-            # annotations are written against, so handler bindings only fill gaps.
-            _collect(t.body, scope, typing_only, fallback)
-            _collect(t.orelse, scope, typing_only, fallback)
-            for handler in t.handlers:
-                if handler.name:
-                    bind(handler.name, handler.lineno, "local")
-                _collect(handler.body, scope, typing_only, True)
-            _collect(t.finalbody, scope, typing_only, fallback)
-        elif isinstance(st, ast.Match):
-            for case in st.cases:
-                _collect(case.body, scope, typing_only, fallback)
-
-
-def _children(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
-    """Statement lists nested in a compound statement, in the same scope."""
-    for name in ("body", "orelse", "finalbody"):
-        value = getattr(stmt, name, None)
-        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-            yield value
-    for handler in getattr(stmt, "handlers", ()):
-        yield handler.body
-    for case in getattr(stmt, "cases", ()):
-        yield case.body
-
-
-# --------------------------------------------------------------------------- sites
-AnyDef = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-@dataclass(frozen=True)
-class _Site:
-    """A function definition, the scope its decorators and annotations are evaluated in.
-
-    ``position`` places a ``def`` parsed on its own (the language server re-reads
-    only the function that changed, :mod:`cute_bind.static.incremental`) among
-    the module's bindings: the line, in the module's coordinates, its decorators
-    start on. ``None``: the node's own lines are the module's.
-    """
-
-    node: AnyDef
-    scope: _Scope
-    position: int | None = None
-
-    @property
-    def start_line(self) -> int:
-        """First line of the ``def`` statement, decorators included."""
-        return min([self.node.lineno] + [d.lineno for d in self.node.decorator_list])
-
-    @property
-    def before(self) -> int | None:
-        # Module-level (and class-level) defs run during import: only what is bound
-        # above them exists when their decorators and annotations are evaluated.
-        if not self.scope.at_import:
-            return None
-        return self.position if self.position is not None else self.start_line
-
-
-#: A function definition and the scope it is evaluated in (what hover and quick fixes are computed on).
-Site = _Site
 
 
 @dataclass(frozen=True)
@@ -431,7 +153,7 @@ class _Kind:
     detail: str | None = None
 
 
-class ModuleAnalysis:
+class ModuleAnalysis(NameResolver):
     """One source file: its scopes, its ``def`` statements and their eligibility.
 
     :meth:`kernels` finds functions decorated with ``@cute_bind.kernel`` in any
@@ -441,7 +163,6 @@ class ModuleAnalysis:
     """
 
     def __init__(self, tree: ast.Module, module: str | None = None, source: str | None = None) -> None:
-        self.module = module
         #: the text the tree was parsed from, when known (quick fixes quote it)
         self.source = source
         #: the package relative imports start from (known for modules read from an installed source)
@@ -450,117 +171,11 @@ class ModuleAnalysis:
             isinstance(st, ast.ImportFrom) and st.module == "__future__" and any(a.name == "annotations" for a in st.names)
             for st in tree.body
         )
-        self.root = _Scope(parent=None, module=module, at_import=True)
-        self.sites: list[_Site] = []
-        _collect(tree.body, self.root)
-        self._walk(tree.body, self.root, self.sites)
-
-    def sites_in(self, stmts: list[ast.stmt], position: int) -> list[_Site]:
-        """The ``def`` statements in ``stmts``, module-level statements parsed apart from this
-        module's tree, as if they stood at line ``position`` of it (see :class:`Site`)."""
-        found: list[_Site] = []
-        self._walk(stmts, self.root, found)
-        return [_Site(s.node, s.scope, position) if s.scope is self.root else s for s in found]
-
-    def _walk(self, stmts: list[ast.stmt], scope: _Scope, sites: list[_Site]) -> None:
-        for st in stmts:
-            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                sites.append(_Site(st, scope))
-                inner = _Scope(parent=scope, module=self.module, at_import=False)
-                a = st.args
-                for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x is not None]:
-                    inner.add(arg.arg, _Binding("local", st.lineno, inner))
-                _collect(st.body, inner)
-                self._walk(st.body, inner, sites)
-            elif isinstance(st, ast.ClassDef):
-                inner = _Scope(parent=scope, module=self.module, at_import=scope.at_import, is_class=True)
-                _collect(st.body, inner)
-                self._walk(st.body, inner, sites)
-            else:
-                for body in _children(st):
-                    self._walk(body, scope, sites)
-
-    # ------------------------------------------------------------------ names
-    def _expand(self, node: ast.expr, scope: _Scope, before: int | None) -> tuple[ast.expr, _Scope, int | None]:
-        """Follow module-level aliases (``Ptr = cute_bind.Pointer[...]``) to the aliased expression."""
-        for _ in range(_MAX_ALIAS_DEPTH):
-            if not isinstance(node, ast.Name):
-                break
-            found = scope.lookup(node.id, before)
-            if not isinstance(found, _Binding) or found.kind != "alias" or found.value is None:
-                break
-            node, scope = found.value, found.scope
-            before = found.line if scope.at_import else None
-        return node, scope, before
-
-    def _qualname(self, node: ast.expr, scope: _Scope, before: int | None, depth: int = 0) -> str | None:
-        """The qualified name ``node`` refers to, or ``None`` when it is not an imported name."""
-        if depth > _MAX_ALIAS_DEPTH:
-            return None
-        if isinstance(node, ast.Attribute):
-            base = self._qualname(node.value, scope, before, depth)
-            return f"{base}.{node.attr}" if base else None
-        if not isinstance(node, ast.Name):
-            return None
-        found = scope.lookup(node.id, before)
-        if found == "builtin":
-            return f"builtins.{node.id}"
-        if not isinstance(found, _Binding):
-            return None
-        if found.kind == "import":
-            return found.target
-        if found.kind == "star":
-            return f"{found.target}.{node.id}"
-        if found.kind == "alias" and found.value is not None:
-            return self._qualname(found.value, found.scope, found.line if found.scope.at_import else None, depth + 1)
-        return None
-
-    def _render(self, node: ast.expr, scope: _Scope, before: int | None) -> str:
-        """The annotation as the runtime's ``describe_annotation`` spells it, as near as source allows.
-
-        Imported names become their qualified public names (``cutlass.cute.Tensor``;
-        the runtime prints the defining module, ``cutlass.cute.typing.Tensor``),
-        builtins lose ``builtins.`` and module-level classes get the module name.
-        Aliases are spelled as what they stand for, at any depth (``list[Pair]`` is
-        ``list[tuple[int, int]]``), as the runtime sees only the evaluated value.
-        """
-        node, scope, before = self._expand(node, scope, before)
-        if isinstance(node, (ast.Name, ast.Attribute)):
-            q = self._qualname(node, scope, before)
-            if q is not None:
-                return q.removeprefix("builtins.")
-            if isinstance(node, ast.Name) and self.module:
-                found = scope.lookup(node.id, before)
-                if isinstance(found, _Binding) and found.kind == "local" and found.scope.parent is None:
-                    return f"{self.module}.{node.id}"
-            return ast.unparse(node)
-        if isinstance(node, ast.Subscript):
-            inner = node.slice
-            items = inner.elts if isinstance(inner, ast.Tuple) else [inner]
-            return f"{self._render(node.value, scope, before)}[{', '.join(self._render(i, scope, before) for i in items)}]"
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-            return f"{self._render(node.left, scope, before)} | {self._render(node.right, scope, before)}"
-        if isinstance(node, ast.List):
-            return "[" + ", ".join(self._render(i, scope, before) for i in node.elts) + "]"
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return repr(node.value)
-        return ast.unparse(node)
-
-    def _first_unbound(self, node: ast.expr, scope: _Scope, before: int | None) -> str | None:
-        """The first name evaluation of ``node`` would fail on (``NameError``), in evaluation order."""
-        if isinstance(node, ast.Name):
-            return None if scope.lookup(node.id, before) is not None else node.id
-        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            return None  # their bodies are not evaluated (or not in this scope)
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.expr):
-                missing = self._first_unbound(child, scope, before)
-                if missing is not None:
-                    return missing
-        return None
+        super().__init__(tree, module)
 
     # ------------------------------------------------------------------ classification
-    def _classify(self, node: ast.expr, scope: _Scope, before: int | None) -> _Verdict | None:
+
+    def _classify(self, node: ast.expr, scope: Scope, before: int | None) -> _Verdict | None:
         """Mirror of :func:`cute_bind.slots.classify` on an (evaluable) annotation expression."""
         node, scope, before = self._expand(node, scope, before)
         found = self._kind(node, scope, before)
@@ -568,7 +183,7 @@ class ModuleAnalysis:
             return None
         return _Verdict(found.kind, self._render(node, scope, before), found.detail)
 
-    def _kind(self, node: ast.expr, scope: _Scope, before: int | None) -> _Kind:
+    def _kind(self, node: ast.expr, scope: Scope, before: int | None) -> _Kind:
         """What ``classify`` makes of ``node``: its rules in their order (Constexpr, pointer,
         scalar, stream, tensor, sequence, then CB104/CB102)."""
         node, scope, before = self._expand(node, scope, before)
@@ -614,7 +229,7 @@ class ModuleAnalysis:
             return structure
         return _Kind(_rejection(q))
 
-    def _union_kind(self, members: list[ast.expr], scope: _Scope, before: int | None, node: ast.expr) -> _Kind:
+    def _union_kind(self, members: list[ast.expr], scope: Scope, before: int | None, node: ast.expr) -> _Kind:
         """``Optional[X]``, ``Union[X, Y, None]``, ``X | Y | None``: optional when every member besides
         ``None`` is an eligible runtime kind; CB114 naming the first member that is not; else (no
         ``None``) CB102, as ``OptionalKind.recognize``/``rejection`` decide."""
@@ -641,7 +256,7 @@ class ModuleAnalysis:
                 return _Kind("CB114", f"{spelled_element} is not a pointer, scalar, stream, tensor, sequence or structure of those")
         return _Kind("optional")
 
-    def _client_class(self, node: ast.expr, scope: _Scope, before: int | None) -> bool:
+    def _client_class(self, node: ast.expr, scope: Scope, before: int | None) -> bool:
         """Whether a union member names a client's own class (``optional.client_class``): a class
         statement of this file or an installed module, or a name outside the DSL, ``cuda``, the
         standard typing modules and the builtins."""
@@ -654,7 +269,7 @@ class ModuleAnalysis:
         return q.partition(".")[0] not in _NOT_CLIENT
 
     # ------------------------------------------------------------------ structures
-    def _structure_kind(self, node: ast.expr, scope: _Scope, before: int | None) -> _Kind | None:
+    def _structure_kind(self, node: ast.expr, scope: Scope, before: int | None) -> _Kind | None:
         """A NamedTuple or dataclass (``slots/structure.py``): "structure" when every field is
         eligible or None, CB125 naming the first field that is not; ``None`` when ``node`` names
         no such class, or one whose source cannot be read (CB102 follows, as before structures)."""
@@ -664,16 +279,16 @@ class ModuleAnalysis:
         owner, cls, cls_scope = found
         return owner._class_kind(cls, cls_scope, self._render(node, scope, before))
 
-    def _class_of(self, node: ast.expr, scope: _Scope, before: int | None, depth: int) -> _ClassFound:
+    def _class_of(self, node: ast.expr, scope: Scope, before: int | None, depth: int) -> _ClassFound:
         """The ``class`` statement ``node`` names (here or in an installed module's source),
         ``None`` when it names no class or its source cannot be read (a star import, a C
         extension, a module not found), or the kind of what another module's alias stands for."""
-        if depth > _MAX_ALIAS_DEPTH:
+        if depth > MAX_ALIAS_DEPTH:
             return None
         node, scope, before = self._expand(node, scope, before)
         if isinstance(node, ast.Name):
             found = scope.lookup(node.id, before)
-            if isinstance(found, _Binding) and found.kind == "local":
+            if isinstance(found, Binding) and found.kind == "local":
                 if found.cls is not None:
                     return (self, found.cls, found.scope)
                 if found.target is not None:  # a relative import: read it when this module's package is known
@@ -691,7 +306,7 @@ class ModuleAnalysis:
         base = base[: len(base) - (level - 1)] if level > 1 else base
         return _external_class(".".join([*base, rest]), depth + 1) if base else None
 
-    def _class_kind(self, cls: ast.ClassDef, scope: _Scope, spelled: str) -> _Kind | None:
+    def _class_kind(self, cls: ast.ClassDef, scope: Scope, spelled: str) -> _Kind | None:
         """What ``structure_fields`` makes of a class (``None``: not a structure)."""
         key = id(cls)
         if key in _ACTIVE_CLASSES:
@@ -722,7 +337,7 @@ class ModuleAnalysis:
         finally:
             _ACTIVE_CLASSES.discard(key)
 
-    def _is_stream(self, ann: ast.expr, scope: _Scope, before: int | None) -> bool:
+    def _is_stream(self, ann: ast.expr, scope: Scope, before: int | None) -> bool:
         """A stream annotation, or a union with a stream member (``structure._is_stream``)."""
         ann, scope, before = self._expand(ann, scope, before)
         if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
@@ -731,7 +346,7 @@ class ModuleAnalysis:
             return any(self._is_stream(m, scope, before) for m in _union_items(ann.slice))
         return self._kind(ann, scope, before).kind == "stream"
 
-    def _fields_kind(self, cls: ast.ClassDef, scope: _Scope, namedtuple: bool) -> _Kind:
+    def _fields_kind(self, cls: ast.ClassDef, scope: Scope, namedtuple: bool) -> _Kind:
         # Field annotations are evaluated by ``typing.get_type_hints`` in the module's globals
         # (and a non-string one when the class body runs): names bound before the class.
         module = scope.module_scope()
@@ -777,7 +392,7 @@ class ModuleAnalysis:
             return _Kind("CB125", f"field '{name}': {self._render(ann, field_scope, field_before)} is not eligible ({why})")
         return _Kind("structure")
 
-    def _annotated_kind(self, base: ast.expr, scope: _Scope, before: int | None) -> _Kind:
+    def _annotated_kind(self, base: ast.expr, scope: Scope, before: int | None) -> _Kind:
         """``Annotated[base, ...]``: the runtime looks through it for pointers and tensors (the
         form ``cute_bind.Pointer[...]``/``Tensor[...]`` evaluate to), sequences and CB104, not
         for scalars, streams or Constexpr, so ``Annotated[cutlass.Int32, ...]`` is CB102."""
@@ -804,7 +419,7 @@ class ModuleAnalysis:
             return _Kind("sequence")
         return _Kind(_rejection(q))
 
-    def _sequence_kind(self, head: str, params: ast.expr, scope: _Scope, before: int | None) -> _Kind:
+    def _sequence_kind(self, head: str, params: ast.expr, scope: Scope, before: int | None) -> _Kind:
         """``tuple[X, Y]``, ``tuple[X, ...]``, ``list[X]``, ``Sequence[X]``, ``tuple[()]``:
         eligible when every element is a pointer, scalar, stream or tensor, else CB113
         naming the first element that is not (``_sequence_slot.element_problem``)."""
@@ -824,14 +439,14 @@ class ModuleAnalysis:
             return _Kind("CB113", f"element {index}: {spelled} {what}")
         return _Kind("sequence")
 
-    def _annotation(self, ann: ast.expr, site: _Site) -> _Verdict | None:
+    def _annotation(self, ann: ast.expr, site: Site) -> _Verdict | None:
         """Mirror of ``_signature._resolve`` + ``classify`` for one annotation."""
         resolved = self._resolved(ann, site)
         if isinstance(resolved, _Verdict):
             return resolved
         return self._classify(*resolved)
 
-    def _resolved(self, ann: ast.expr, site: _Site) -> _Verdict | tuple[ast.expr, _Scope, int | None]:
+    def _resolved(self, ann: ast.expr, site: Site) -> _Verdict | tuple[ast.expr, Scope, int | None]:
         """The expression an annotation evaluates, where (``_signature._resolve``), or CB107."""
         if self.future_annotations:
             raw = ast.unparse(ann)  # PEP 563 stores the annotation's source as this string
@@ -859,7 +474,7 @@ class ModuleAnalysis:
             return _Verdict("CB107", repr(raw), f"NameError: name '{missing}' is not defined")
         return expr, module, site.before
 
-    def slot(self, site: _Site, param: ast.arg) -> SlotReading:
+    def slot(self, site: Site, param: ast.arg) -> SlotReading:
         """What ``@cute_bind.kernel`` makes of one parameter of ``site`` (hover text is built on it)."""
         a = site.node.args
         if param is a.vararg or param is a.kwarg:
@@ -876,44 +491,12 @@ class ModuleAnalysis:
             q = self._qualname(node.value, scope, before)
         return SlotReading(found.kind, self._render(node, scope, before), q)
 
-    def qualname_at(self, node: ast.expr, site: _Site) -> str | None:
-        """The qualified name ``node`` (a name or attribute in ``site``'s annotations) refers to."""
-        return self._qualname(node, site.scope, site.before)
-
-    def kind_at(self, node: ast.expr, site: _Site) -> str:
+    def kind_at(self, node: ast.expr, site: Site) -> str:
         """What ``classify`` makes of ``node``, a part of one of ``site``'s annotations: a kind or a code."""
         return self._kind(node, site.scope, site.before).kind
 
-    def spelling_of(self, qualname: str, site: _Site) -> str | None:
-        """How the source can spell ``qualname`` where ``site``'s annotations are evaluated:
-        through an imported module (``cutlass.Float32`` after ``import cutlass``, ``cute.Tensor``
-        after ``import cutlass.cute as cute``) or an imported name (``Float32``); ``None``
-        when none of the file's names reaches it."""
-        module, _, name = qualname.rpartition(".")
-        if self._qualname(ast.Name(id=name), site.scope, site.before) == qualname:
-            return name  # imported by name, or through a star import
-        candidates: list[str] = []
-        scope: _Scope | None = site.scope
-        seen: set[str] = set()
-        while scope is not None:
-            for bound in scope.names:
-                if bound not in seen:
-                    seen.add(bound)
-                    candidates.append(bound)
-            scope = scope.parent
-        best: str | None = None
-        for bound in candidates:
-            q = self._qualname(ast.Name(id=bound), site.scope, site.before)
-            if q == qualname:
-                return bound
-            if q is not None and module and (module == q or module.startswith(q + ".")):
-                spelled = bound + module[len(q) :] + "." + name
-                if best is None or len(spelled) < len(best):
-                    best = spelled
-        return best
-
     # ------------------------------------------------------------------ functions
-    def kernel_name(self, site: _Site) -> str | None:
+    def kernel_name(self, site: Site) -> str | None:
         """The kernel's name in messages if ``site`` is decorated with ``@cute_bind.kernel``, else ``None``."""
         for dec in site.node.decorator_list:
             call = dec if isinstance(dec, ast.Call) else None
@@ -923,7 +506,7 @@ class ModuleAnalysis:
             return option_name(call) or site.node.name
         return None
 
-    def check_site(self, site: _Site, kernel: str) -> list[StaticDiagnostic]:
+    def check_site(self, site: Site, kernel: str) -> list[StaticDiagnostic]:
         """Every eligibility diagnostic of one function, in parameter order (as the runtime lists them)."""
         a = site.node.args
         params: list[tuple[ast.arg, str]] = [(p, "") for p in a.posonlyargs + a.args]
@@ -962,7 +545,7 @@ class ModuleAnalysis:
             )
         return found
 
-    def _decorator_forms(self, site: _Site, kernel: str) -> list[StaticDiagnostic]:
+    def _decorator_forms(self, site: Site, kernel: str) -> list[StaticDiagnostic]:
         """CB116 for a DSL decorator above ``@cute_bind.kernel``, CB117 for ``@cute.kernel`` under it."""
         names = []
         for dec in site.node.decorator_list:
@@ -996,7 +579,7 @@ class ModuleAnalysis:
             )
         return found
 
-    def kernels(self, sites: list[_Site] | None = None) -> list[tuple[_Site, str]]:
+    def kernels(self, sites: list[Site] | None = None) -> list[tuple[Site, str]]:
         """Every ``@cute_bind.kernel`` function in the file (or among ``sites``) and its kernel name, in source order."""
         out = []
         for site in self.sites if sites is None else sites:
@@ -1072,7 +655,7 @@ def _is_ellipsis(node: ast.expr) -> bool:
 
 
 #: What a name resolves to when it may be a structure (see ``ModuleAnalysis._class_of``).
-_ClassFound = typing.Union[tuple["ModuleAnalysis", ast.ClassDef, _Scope], _Kind, None]
+_ClassFound = typing.Union[tuple["ModuleAnalysis", ast.ClassDef, Scope], _Kind, None]
 
 #: ``class`` statements being classified (a structure holding itself ends as CB125, as at run time).
 _ACTIVE_CLASSES: set[int] = set()
@@ -1169,26 +752,6 @@ def analyze_source(source: str | bytes, filename: str = "<unknown>", module: str
     return ModuleAnalysis(ast.parse(source, filename=filename), module=module, source=text)
 
 
-#: The code of a file the static tools could not read or analyse (reported for the file, at its first line).
-NOT_CHECKED = "CB126"
-_TOO_DEEP = "an expression in it is nested too deeply to analyse ({error})"
-
-
-def not_checked(path: str, detail: str) -> StaticDiagnostic:
-    """The CB126 diagnostic of a file that was not checked, and why."""
-    return StaticDiagnostic(NOT_CHECKED, "", "", 1, 0, 1, 0, LIMIT_TEXT, repr(path), detail)
-
-
-def refused(path: str, exc: CuteBindError) -> StaticDiagnostic:
-    """:func:`not_checked` for the CB126 error :func:`cute_bind.static.source.read_source` raised."""
-    return not_checked(path, str(exc.details.get("detail") or exc.got or exc.code))
-
-
-def too_deep(path: str, exc: BaseException) -> StaticDiagnostic:
-    """:func:`not_checked` for a file whose analysis ran out of stack or memory."""
-    return not_checked(path, _TOO_DEEP.format(error=type(exc).__name__))
-
-
 def check_source(source: str | bytes, filename: str = "<unknown>", module: str | None = None) -> list[StaticDiagnostic]:
     """The diagnostics of ``source``, by position; CB126 for the file where it is nested too deeply
     for :mod:`ast` or the rules (a ``RecursionError``) or too large to analyse (``MemoryError``).
@@ -1199,24 +762,10 @@ def check_source(source: str | bytes, filename: str = "<unknown>", module: str |
         return [too_deep(filename, exc)]
 
 
-def module_name_for_path(path: str) -> str:
-    """The module name Python would import ``path`` as: its stem, plus enclosing packages."""
-    path = os.path.abspath(path)
-    directory, filename = os.path.split(path)
-    parts = [os.path.splitext(filename)[0]]
-    if parts[0] == "__init__":
-        parts = []
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
-        directory, package = os.path.split(directory)
-        parts.insert(0, package)
-        if not package:
-            break
-    return ".".join(parts)
-
-
 @functools.lru_cache(maxsize=None)
 def rules_fingerprint() -> str:
-    """Digest of everything the static verdicts depend on (whitelist, catalog texts, this module).
+    """Digest of everything the static verdicts depend on (whitelist, catalog texts, this module
+    and the two it is built on, :mod:`~cute_bind.static.names` and :mod:`~cute_bind.static.report`).
 
     The mypy plugin reports it as its config data, so mypy's cache is refreshed
     when an upgrade of cute_bind changes the rules.
@@ -1228,6 +777,7 @@ def rules_fingerprint() -> str:
         )
     for code in sorted(CATALOG):
         h.update(f"{code}:{CATALOG[code].message}".encode())
-    with open(__file__, "rb") as f:
-        h.update(f.read())
+    for module in (__file__, _names.__file__, _report.__file__):  # the rules, the name resolver, the reports
+        with open(module, "rb") as f:
+            h.update(f.read())
     return h.hexdigest()[:16]
