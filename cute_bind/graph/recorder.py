@@ -19,192 +19,25 @@ launch (policy ``"rerecord"``, counted in :attr:`Graph.stats`).
 
 from __future__ import annotations
 
-import ctypes
-import functools
-import struct
-from collections import abc
 import time
 import weakref
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Literal, Mapping, Sequence
+from collections import abc
+from typing import Any, ClassVar, Literal, Mapping, Sequence
 
 from .. import diagnostics as D
-from .. import settings
 from ..diagnostics.errors import CuteBindError
 from ..launch import PreparedLaunch
-from ..launch.lifecycle import HandleState, Lifecycle, Refusal
 from ..launch.arguments import bind_arguments
-from ..slots import StreamKind, Where
+from ..launch.lifecycle import HandleState, Refusal
 from .driver import CudaDriver, Driver, KernelParams, Node
-from .mapping import LAUNCH_EFFECTS, Capture, Effect, Item, classify, combine, items_of, noise_mask, probe_values
+from .mapping import LAUNCH_EFFECTS, Capture, Effect, Item, classify, combine, noise_mask, probe_values
+from .steps import POLICIES, Finding, GraphStats, NodeBuffer, Phase, Policy, Step, stream_handle
+from .updates import Updates
 
 __all__ = ["Graph", "Step", "Finding", "GraphStats", "graph", "Policy"]
 
 
-def _c_setter() -> Any:
-    """The C pointer setter class (``_cgraph.PointerSetter``), or None: not built, or
-    ``CUTE_BIND_PURE_PYTHON=1`` (read when an updater is made, like the launch paths)."""
-    if settings.PURE_PYTHON.flag():
-        return None
-    try:
-        from ._cgraph import PointerSetter
-    except ImportError:
-        return None
-    return PointerSetter
-
-
-Policy = Literal["fixed", "rerecord", "error"]
-_POLICIES = ("fixed", "rerecord", "error")
-_U64 = 1 << 64
-
-
-@dataclass
-class GraphStats:
-    """Counters of one graph (host-side work only)."""
-
-    replays: int = 0
-    nodes_updated: int = 0  # cuGraphExecKernelNodeSetParams calls
-    rerecords: int = 0
-    rerecord_seconds: float = 0.0
-    captures: int = 0  # stream captures made to map values (record and re-record)
-    record_seconds: float = 0.0
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A parameter of a recorded step whose value does not pass straight through to kernel parameters.
-
-    ``effects`` lists, per item of the value (a tensor's address, extents,
-    strides...), what changing it does: ``transformed``, ``tensor map``
-    (CB801), ``grid``, ``block``, ``shared memory``, ``launches`` (CB802).
-    ``policy`` is what a replay does when it changes: ``"fixed"`` refuses
-    (CB803), ``"rerecord"`` re-records the graph.
-    """
-
-    step: int
-    kernel: str
-    parameter: str
-    effects: tuple[tuple[str, str, str], ...]  # (item, effect, detail)
-    code: str
-    policy: str
-
-    @property
-    def message(self) -> str:
-        """The catalog message of this finding."""
-        return D.format_message(D.lookup(self.code), **self._fields())[0]
-
-    def _fields(self) -> dict[str, str]:
-        what = "; ".join(
-            ("" if item == "value" else f"{item}: ") + how + (f" ({detail})" if detail else "") for item, how, detail in self.effects
-        )
-        return {
-            "kernel": self.kernel,
-            "parameter": self.parameter,
-            "expected": "a value whose bytes reach kernel parameters unchanged",
-            "got": f"step {self.step}: {what}",
-        }
-
-    def error(self) -> CuteBindError:
-        """The finding as its catalog error (what ``derived="error"`` raises)."""
-        f = self._fields()
-        diagnostic = D.GRAPH_VALUE_SHAPES_LAUNCH if self.code == "CB802" else D.GRAPH_VALUE_TRANSFORMED
-        return D.error(diagnostic, kernel=f["kernel"], parameter=f["parameter"], expected=f["expected"], got=f["got"])
-
-
-class _NodeBuffer:
-    """One kernel node's parameters as the graph will next set them: our buffer, our ``void*`` array."""
-
-    __slots__ = ("handle", "buf", "cbuf", "argv", "offsets", "params", "key", "pair")
-
-    def __init__(self, driver: Driver, node: Node, index: int) -> None:
-        assert node.kernel is not None
-        blobs = node.kernel.params
-        self.offsets = []
-        total = 0
-        for b in blobs:
-            total = (total + 15) // 16 * 16  # every parameter 16-aligned, as kernel parameters may require
-            self.offsets.append(total)
-            total += len(b)
-        self.buf = bytearray(max(16, total))
-        for off, b in zip(self.offsets, blobs):
-            self.buf[off : off + len(b)] = b
-        self.cbuf = (ctypes.c_char * len(self.buf)).from_buffer(self.buf)
-        base = ctypes.addressof(self.cbuf)
-        self.argv = (ctypes.c_void_p * max(1, len(blobs)))(*[base + off for off in self.offsets])
-        self.handle = node.handle
-        self.params = driver.params_object(node, ctypes.addressof(self.argv))
-        self.key = index  # the dirty set's key (an int hashes fast)
-        self.pair = driver.record(self.handle, self.params)  # what the replay loop passes to the driver
-
-
-class Step:
-    """One recorded launch: ``g.launch(handle, ...)`` returns it; name it in ``g.replay(...)`` to update it."""
-
-    def __init__(self, graph: Graph, index: int, handle: PreparedLaunch[Any], data: bytes) -> None:
-        sh = handle._shared
-        self._graph = weakref.ref(graph)
-        self.index = index
-        self.handle = handle
-        self.kernel = sh.kernel
-        self.names = sh.names
-        self.slots = sh.slots
-        self.wheres = sh.wheres
-        self.data = bytearray(data)  # the values this step's nodes hold now
-        self.scratch = bytearray(data)
-        self.items: list[Item] = items_of(sh.names, sh.slots, sh.layout.slot_parts)
-        self.slot_items: list[list[Item]] = [[it for it in self.items if it.slot == j] for j in range(len(sh.names))]
-        self.writers: list[list[tuple[struct.Struct, int, int]]] = []
-        for parts in sh.layout.slot_parts:
-            w = []
-            for fmt, off in parts:
-                st = struct.Struct("@" + fmt)
-                w.append((st, off, len(st.unpack(bytes(st.size)))))
-            self.writers.append(w)
-        self.effects: dict[Item, Effect] = {}
-        self.base: Capture | None = None
-        self.mapped: bytes = b""  # the values the base capture was taken with
-        self.noise: dict[tuple[int, int], set[int]] = {}
-        self.nodes: list[int] = []  # graph node index of each of the step's kernel nodes
-        self.plan: dict[Item, list[tuple[_NodeBuffer, int]]] = {}
-        self.fast: dict[Item, list[Any]] = {}  # the pointer fast paths' targets (see Graph.updater)
-        #: per slot, what its last staged value was read through (a DLPack capsule, a buffer export):
-        #: the nodes use addresses into it until the slot's next update or the graph's end
-        self.owners: dict[int, Any] = {}
-        # per parameter: (item, effect, node locations) of each non-stream item, for updates
-        self.state: list[list[tuple[Item, Effect, list[tuple[_NodeBuffer, int]]]]] = []
-
-    @property
-    def parameters(self) -> tuple[str, ...]:
-        return tuple(self.names)
-
-    # A step names a recorded launch of one graph: a copy is the same name (a copy with its own
-    # buffers would drift from the nodes), and it means nothing in another process.
-    def __copy__(self) -> Step:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Step:
-        return self
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        graph = self._graph()
-        detail = "a step cannot be pickled: it names a launch recorded in this process's graph"
-        if graph is not None:
-            raise graph._misuse(detail, "the graph's own step object (g.launch's result) in this process", repr(self))
-        raise D.error(D.GRAPH_MISUSE, kernel=self.kernel, detail=detail, expected="a step of a live graph", got=repr(self))
-
-    def effect(self, parameter: str) -> dict[str, str]:
-        """What each item of ``parameter`` does in the graph: ``{"address": "in place", ...}``."""
-        return {it.label: self.effects[it].how for it in self.items if it.parameter == parameter and it in self.effects}
-
-    def __repr__(self) -> str:
-        return f"<graph step {self.index}: {self.kernel}>"
-
-
-def _stream_handle(stream: Any) -> int:
-    return StreamKind().coerce(stream, Where("graph", "stream"))
-
-
-class Graph(Lifecycle):
+class Graph(Updates):
     """Prepared launches recorded as one CUDA graph, replayable with new values.
 
     Made by ``cute_bind.graph(...)``. Inside its ``with`` block,
@@ -235,9 +68,9 @@ class Graph(Lifecycle):
         pool: Any = None,
         driver: Driver | None = None,
     ) -> None:
-        if derived not in _POLICIES:
+        if derived not in POLICIES:
             raise D.error(
-                D.GRAPH_MISUSE, detail="unknown policy for derived values", expected=" or ".join(map(repr, _POLICIES)), got=repr(derived)
+                D.GRAPH_MISUSE, detail="unknown policy for derived values", expected=" or ".join(map(repr, POLICIES)), got=repr(derived)
             )
         self._driver = driver if driver is not None else CudaDriver()
         self._derived: str = derived
@@ -246,17 +79,17 @@ class Graph(Lifecycle):
         self._torch_ctx: Any = None
         self._torch_stream: Any = None
         self._stream_arg = stream
-        self._stream_handle = 0 if stream is None else _stream_handle(stream)
+        self._stream_handle = 0 if stream is None else stream_handle(stream)
         self._stream: Any = None
         self._open()
         #: recording progress while open (new -> recording -> ready); "closed" once closed, set with the
         #: lifecycle's state by _release, so the replay paths test one string
-        self._phase = "new"
+        self._phase = Phase.NEW
         self._steps: list[Step] = []
         self._graph: Any = None
         self._exec: Any = None
         self._nodes: list[Node] = []
-        self._buffers: dict[int, _NodeBuffer] = {}
+        self._buffers: dict[int, NodeBuffer] = {}
         self._dirty: dict[int, tuple[Any, Any]] = {}  # node index -> (node handle, parameter record) to rewrite
         self._pending: set[int] = set()
         self._policy: dict[tuple[int, int], str] = {}
@@ -271,14 +104,14 @@ class Graph(Lifecycle):
 
     # ------------------------------------------------------------------ recording
     def __enter__(self) -> Graph:
-        if self._phase != "new":
-            raise self._misuse("a graph records once", "a new graph", f"a graph that is {self._phase}")
+        if self._phase is not Phase.NEW:
+            raise self._misuse("a graph records once", "a new graph", f"a graph that is {self._phase.value}")
         if self._pool is not None:
             self._enter_torch()
         else:
             self._stream = self._driver.stream(self._stream_handle)
             self._driver.begin_capture(self._stream)
-        self._phase = "recording"
+        self._phase = Phase.RECORDING
         return self
 
     def _enter_torch(self) -> None:
@@ -305,8 +138,8 @@ class Graph(Lifecycle):
 
     def launch(self, handle: PreparedLaunch[Any], /, *args: Any, **kwargs: Any) -> Step:
         """Record ``handle.launch(*args, **kwargs)`` as the next step (inside the ``with`` block)."""
-        if self._phase != "recording":
-            raise self._misuse("g.launch records, inside the with block", "a recording graph", f"a graph that is {self._phase}")
+        if self._phase is not Phase.RECORDING:
+            raise self._misuse("g.launch records, inside the with block", "a recording graph", f"a graph that is {self._phase.value}")
         if not isinstance(handle, PreparedLaunch):
             raise self._misuse("g.launch records a prepared launch", "a PreparedLaunch", type(handle).__name__)
         handle.launch(*args, **kwargs)
@@ -377,7 +210,7 @@ class Graph(Lifecycle):
             self._exec = self._driver.wrap_exec(int(self._torch_graph.raw_cuda_graph_exec()))
         else:
             self._exec = self._driver.instantiate(graph)
-        self._phase = "ready"
+        self._phase = Phase.READY
         self._findings = self._collect_findings()
         if self._derived == "error" and self._findings:
             raise self._findings[0].error()
@@ -469,7 +302,7 @@ class Graph(Lifecycle):
                 cursor = found + 1
                 step.nodes.append(found)
         self._foreign = len(nodes) - len(claimed)
-        self._buffers = {i: _NodeBuffer(self._driver, nodes[i], i) for i in sorted(claimed)}
+        self._buffers = {i: NodeBuffer(self._driver, nodes[i], i) for i in sorted(claimed)}
         self._dirty.clear()
         for step in self._steps:
             step.plan = {}
@@ -483,18 +316,7 @@ class Graph(Lifecycle):
             step.state = [
                 [(it, step.effects[it], step.plan.get(it, [])) for it in items if it in step.effects] for items in step.slot_items
             ]
-            self._refresh_fast(step)
-
-    @staticmethod
-    def _refresh_fast(step: Step) -> None:
-        """Point the pointer fast paths of ``step`` at the current node buffers (one location each)."""
-        for it, ref in step.fast.items():
-            where = step.plan.get(it, [])
-            if len(where) == 1:
-                buf, off = where[0]
-                ref[:] = [buf.buf, off, buf.key, buf.pair]
-            else:
-                ref[:] = [None, 0, 0, None]
+            step.refresh_fast()
 
     @staticmethod
     def _find(nodes: Sequence[Node], kp: KernelParams, step: Step, k: int, claimed: set[int], start: int) -> int | None:
@@ -569,231 +391,6 @@ class Graph(Lifecycle):
                 got=got,
             )
 
-    # ------------------------------------------------------------------ replay
-    def _require_ready(self, detail: str) -> None:
-        if self._phase != "ready":
-            if self._state is not HandleState.OPEN:
-                raise self._refusal_error(detail=detail)
-            raise self._misuse(detail, "a recorded graph", f"a graph that is {self._phase}")
-
-    def _misuse(self, detail: str, expected: str, got: str) -> CuteBindError:
-        kernel = self._steps[0].kernel if self._steps else "(none recorded yet)"
-        return D.error(D.GRAPH_MISUSE, kernel=kernel, detail=detail, expected=expected, got=got)
-
-    def _step(self, key: Step | int | PreparedLaunch[Any]) -> Step:
-        if isinstance(key, Step):
-            if key._graph() is self:
-                return key
-        elif isinstance(key, int) and not isinstance(key, bool):
-            if 0 <= key < len(self._steps):
-                return self._steps[key]
-        elif isinstance(key, PreparedLaunch):
-            found = [s for s in self._steps if s.handle is key]
-            if len(found) == 1:
-                return found[0]
-            raise self._misuse(
-                "a handle names a step only when it was recorded once", "a handle recorded once", f"{len(found)} steps of it"
-            )
-        raise self._misuse("updates name a recorded step", f"a step of this graph (0..{len(self._steps) - 1})", repr(key))
-
-    def _slot_index(self, step: Step, parameter: str) -> int:
-        try:
-            return step.names.index(parameter)
-        except ValueError:
-            raise self._misuse(
-                f"step {step.index} has no runtime parameter '{parameter}'", ", ".join(step.names), repr(parameter)
-            ) from None
-
-    def _updatable(self, step: Step, parameter: str) -> int:
-        """The slot index of a parameter an update names; a stream is refused (it was accepted and
-        did nothing: every step runs on the replay's stream)."""
-        j = self._slot_index(step, parameter)
-        if step.slots[j].kind == "stream":
-            raise self._misuse(
-                f"step {step.index}'s stream '{parameter}' is not updated: the graph runs on the replay's stream",
-                "g.replay(stream=s) to run the graph on another stream",
-                f"an update of '{parameter}'",
-            )
-        return j
-
-    @staticmethod
-    def _bind_all(st: Step, args: Sequence[Any]) -> dict[str, Any]:
-        sh = st.handle._shared
-        return bind_arguments(sh.kernel, sh.names, frozenset(), sh.defaults, tuple(args), {}, sh.hints, sh.constexpr_names)
-
-    def update(self, step: Step | int | PreparedLaunch[Any], /, **values: Any) -> None:
-        """Stage new values for parameters of ``step``; the next ``replay`` runs with them."""
-        self._require_ready("updates apply to a recorded graph")
-        st = self._step(step)
-        for name, value in values.items():
-            self._set(st, self._updatable(st, name), value)
-
-    @staticmethod
-    def _sync(st: Step, items: Sequence[Item]) -> None:
-        """Read in-place items back from their first node location (the pointer fast path writes only there)."""
-        data = st.data
-        for it in items:
-            where = st.plan.get(it)
-            if where:
-                buf, off = where[0]
-                data[it.start : it.end] = buf.buf[off : off + it.end - it.start]
-
-    def _set(self, st: Step, j: int, value: Any) -> None:
-        self._require_ready("updates apply to a recorded graph")  # also a saved updater after close()
-        slot = st.slots[j]
-        packed = slot.coerce(value, st.wheres[j])
-        vals = packed if slot.packs_tuple else (packed,)
-        scratch, data = st.scratch, st.data
-        k = 0
-        for s, off, n in st.writers[j]:
-            s.pack_into(scratch, off, *vals[k : k + n])
-            k += n
-        changed = []
-        for it, eff, where in st.state[j]:  # stream items are not in it
-            a, b = it.start, it.end
-            new = scratch[a:b]
-            # an in-place item's current value is in its node buffer (the pointer fast path writes only there)
-            cur = where[0][0].buf[where[0][1] : where[0][1] + b - a] if where else data[a:b]
-            if new != cur:
-                changed.append((it, eff, where, new))
-        derived = [c for c in changed if not c[1].in_place]
-        if derived:
-            policy = self._policy.get((st.index, j), "rerecord" if self._derived == "rerecord" else "fixed")
-            if policy != "rerecord":
-                it, eff = derived[0][0], derived[0][1]
-                raise D.error(
-                    D.GRAPH_FIXED_VALUE_CHANGED,
-                    kernel=st.kernel,
-                    parameter=st.names[j],
-                    detail=f"{it.name}: {eff.how}, in step {st.index}",
-                    expected="the recorded value (policy 'fixed')",
-                    got=repr(value),
-                )
-            self._pending.add(st.index)
-        # the graph holds what it was given (the tensor, array or buffer itself, and what its address
-        # was read through) until the slot's next update or close(): the caller may drop it after
-        # update()/replay() returns while the nodes keep its address
-        st.owners[j] = None if type(value) in (int, float, bool) else (value, packed)
-        dirty = self._dirty
-        for it, _eff, where, new in changed:
-            data[it.start : it.end] = new
-            for buf, off in where:
-                buf.buf[off : off + len(new)] = new
-                dirty[buf.key] = buf.pair
-
-    def updater(self, step: Step | int | PreparedLaunch[Any], parameter: str) -> Callable[[Any], None]:
-        """A function that stages a new value of ``parameter`` of ``step`` (the replay loop's fast path).
-
-        For a pointer rewritten in place it writes an int address straight
-        into the node buffers; other values go through ``update``'s checks.
-        """
-        self._require_ready("updaters belong to a recorded graph (after the with block)")
-        st = self._step(step)
-        j = self._updatable(st, parameter)
-        items = st.slot_items[j]
-        set_slow = self._set
-        if st.slots[j].kind == "pointer" and len(items) == 1 and st.effects[items[0]].in_place:
-            it = items[0]
-            pack = struct.Struct("<Q").pack_into
-            dirty = self._dirty
-
-            def locations() -> tuple[tuple[tuple[bytearray, int], ...], tuple[tuple[int, Any], ...]]:
-                """(bytearray, offset) pairs, the step's own copy first, then each node buffer; and the dirty keys."""
-                plan = st.plan.get(it, ())
-                return ((st.data, it.start), *((buf.buf, off) for buf, off in plan)), tuple({buf.key: buf.pair for buf, _ in plan}.items())
-
-            targets, keys = locations()
-            if len(targets) == 2 and len(keys) == 1:  # the common case: one location in one node
-                # only the node buffer is written: the step's copy is read back from it when
-                # needed (_sync), so the fast path is one pack and one dict store. ``ref``
-                # ([buffer, offset, node index, (node, record)]) is rewritten by every
-                # (re-)recording, so this function stays valid across re-records.
-                ref = st.fast.setdefault(it, [None, 0, 0, None])
-                self._refresh_fast(st)
-                cset = _c_setter()
-                if cset is not None:  # the same steps in C: a bound METH_O method, no Python frame
-                    return cset(ref, dirty, functools.partial(set_slow, st, j)).set  # type: ignore[no-any-return]
-
-                def set_pointer(value: Any) -> None:
-                    r = ref
-                    if value.__class__ is not int or not 0 <= value < _U64 or r[0] is None:
-                        set_slow(st, j, value)
-                        return
-                    pack(r[0], r[1], value)
-                    dirty[r[2]] = r[3]
-
-                return set_pointer
-
-            # several locations: (targets, keys) of the current recording, rebuilt after a re-record
-            where: list[Any] = [self.stats.rerecords, targets, keys]
-
-            def set_pointer_n(value: Any) -> None:
-                if value.__class__ is not int or not 0 <= value < _U64 or self._phase != "ready":
-                    set_slow(st, j, value)
-                    return
-                if where[0] != self.stats.rerecords:
-                    where[:] = [self.stats.rerecords, *locations()]
-                for b, off in where[1]:
-                    pack(b, off, value)
-                dirty.update(where[2])
-
-            return set_pointer_n
-
-        def set_value(value: Any) -> None:
-            set_slow(st, j, value)
-
-        return set_value
-
-    def updaters(self, targets: Sequence[tuple[Step | int | PreparedLaunch[Any], str]], /) -> Callable[[Sequence[Any]], None]:
-        """One function that stages a value for each ``(step, parameter)`` of ``targets``: the
-        batched form of :meth:`updater`, for a replay loop that changes the same parameters of
-        many steps each time (``set_all([out0, out1, ...])``, a list or tuple of as many values,
-        in the order of ``targets``).
-
-        Int addresses for pointers rewritten in place are written in one C call (no Python
-        frame per value); every other value goes through that parameter's :meth:`updater`.
-        A value list of another length raises CB806 and stages nothing.
-        """
-        self._require_ready("updaters belong to a recorded graph (after the with block)")
-        if isinstance(targets, (str, bytes)) or not isinstance(targets, abc.Sequence):  # type: ignore[unreachable]
-            raise self._misuse("updaters takes a sequence of (step, parameter) pairs", "a list of pairs", type(targets).__name__)
-        setters = []
-        for target in targets:
-            if not (isinstance(target, tuple) and len(target) == 2 and isinstance(target[1], str)):
-                raise self._misuse("updaters takes a sequence of (step, parameter) pairs", "a (step, parameter) pair", repr(target))
-            setters.append(self.updater(*target))
-        count = len(setters)
-        cset = _c_setter()
-        batch = None
-        if cset is not None and all(getattr(f, "__self__", None).__class__ is cset for f in setters):
-            from ._cgraph import set_pointers
-
-            batch = functools.partial(set_pointers, tuple(f.__self__ for f in setters))  # type: ignore[attr-defined]
-        misuse = self._misuse
-
-        def wrong(values: Any) -> CuteBindError:
-            got = f"{len(values)} values" if isinstance(values, (list, tuple)) else type(values).__name__
-            return misuse(
-                "a batched updater takes one value per (step, parameter) it was made for", f"a list or tuple of {count} values", got
-            )
-
-        if batch is not None:
-
-            def set_all_c(values: Sequence[Any]) -> None:
-                if batch(values) is False:
-                    raise wrong(values)
-
-            return set_all_c
-
-        def set_all(values: Sequence[Any]) -> None:
-            if not isinstance(values, (list, tuple)) or len(values) != count:
-                raise wrong(values)
-            # a snapshot: a setter's conversion may change the list (the C batch reads one too)
-            for f, v in zip(setters, tuple(values)):
-                f(v)
-
-        return set_all
-
     def replay(
         self, updates: Mapping[Step | int | PreparedLaunch[Any], Mapping[str, Any] | Sequence[Any]] | None = None, /, *, stream: Any = None
     ) -> None:
@@ -832,7 +429,7 @@ class Graph(Lifecycle):
         if stream is None:
             target = self._stream
         else:
-            handle = _stream_handle(stream)
+            handle = stream_handle(stream)
             if self._replay_stream[0] != handle or self._replay_stream[1] is None:
                 self._replay_stream = (handle, self._driver.stream(handle))
             target = self._replay_stream[1]
@@ -849,7 +446,7 @@ class Graph(Lifecycle):
         for s in self._steps:
             s.handle._pinned()  # a closed handle cannot be captured again: its CB404, before any capture
         for s in self._steps:
-            self._sync(s, s.items)
+            s.sync(s.items)
         # A step is found in the new graph by its nodes as captured when it was mapped: one whose
         # values changed since (an in-place update) is mapped again too, or it would not be found.
         for s in self._steps:
@@ -896,12 +493,12 @@ class Graph(Lifecycle):
 
     def _close_after_recording(self) -> None:
         """A recording that failed (or whose block raised) ended its capture already: close, keeping nothing."""
-        self._phase = "closed"  # not "recording": _release has no capture to end
+        self._phase = Phase.CLOSED  # not "recording": _release has no capture to end
         self.close()
 
     def _release(self, state: HandleState) -> None:
-        recording = self._phase == "recording"
-        self._phase = "closed"
+        recording = self._phase is Phase.RECORDING
+        self._phase = Phase.CLOSED
         if recording:  # closed (or collected) inside the with block: end the stream capture, keep nothing
             try:
                 self._end_recording(failed=True)
@@ -944,7 +541,7 @@ class Graph(Lifecycle):
         return self._torch_graph
 
     def __repr__(self) -> str:
-        return f"<cute_bind graph: {len(self._steps)} steps, {len(self._buffers)} kernel nodes mapped, {self._phase}>"
+        return f"<cute_bind graph: {len(self._steps)} steps, {len(self._buffers)} kernel nodes mapped, {self._phase.value}>"
 
     def _not_copied(self, how: str) -> CuteBindError:
         return self._misuse(
