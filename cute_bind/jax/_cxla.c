@@ -173,13 +173,12 @@ static XLA_FFI_Error *check_counts(XLA_FFI_CallFrame *call, const Frame *f) {
     return make_error(call->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, msg);
 }
 
-/* instantiate: once per executable, before any buffer exists: the frame is this process's, its shape right */
+/* instantiate: once per executable, before any buffer exists (XLA passes none at this stage): the frame
+ * must be this process's, so a foreign program fails here, before it runs anything */
 static XLA_FFI_Error *instantiate(XLA_FFI_CallFrame *call) {
     Frame *f = NULL;
     int answered;
-    XLA_FFI_Error *err = enter(call, XLA_FFI_ExecutionStage_INSTANTIATE, 0, &f, &answered);
-    if (err != NULL || answered) return err;
-    return check_counts(call, f);
+    return enter(call, XLA_FFI_ExecutionStage_INSTANTIATE, 0, &f, &answered);
 }
 
 /* prepare: before each execution; cute_bind asks XLA for no resources (no collectives, no scratch) */
@@ -453,6 +452,7 @@ PyMODINIT_FUNC PyInit__cxla(void) {
         }
         memcpy(&nonce, raw, 4);
         Py_DECREF(bytes);
+        nonce &= 0x7FFFFFFFu; /* ids stay below 2**63: MLIR builds the u64 attribute from a signed 64-bit value */
         if (nonce == 0) nonce = 1;
     }
     if (PyModule_AddStringConstant(m, "ATTRIBUTE", CB_ATTR_NAME) < 0 || PyModule_AddIntConstant(m, "API_MAJOR", XLA_FFI_API_MAJOR) < 0 ||

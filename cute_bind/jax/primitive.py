@@ -1,0 +1,123 @@
+"""The JAX primitive of a cute_bind kernel call: abstract evaluation, lowering to XLA FFI, transforms.
+
+Imported only when JAX is (by :func:`cute_bind.jax.op`): ``import cute_bind``
+and ``import cute_bind.jax`` never import JAX.
+
+One primitive, ``cute_bind_call``, for every op. Its parameters are hashable
+facts of one call: the op, the static values, the result shapes and dtypes
+and whether CUDA graphs may capture it. Tracing only evaluates shapes
+(nothing is compiled); lowering, once per distinct call per process, makes
+the frame (:mod:`cute_bind.jax.frames`: bind, compile or load from the disk
+cache, register with the C handler) and emits a typed-FFI custom call with
+one attribute, the frame's id. XLA then runs the call with no Python: the
+handler (``_cxla.c``) writes the buffers' addresses and XLA's stream into a
+copy of the frame's storage and calls the compiled entry point.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import jax
+import jax.extend
+import numpy as np
+from jax.interpreters import ad, batching, mlir
+
+from .. import diagnostics as D
+from .frames import frame_for, handler_module
+
+__all__ = ["call_p", "TARGET", "TARGET_NO_GRAPH", "register_targets", "PLATFORMS"]
+
+#: the FFI target names: the command-buffer-compatible handler, and the one XLA never captures into a CUDA graph
+TARGET = "cute_bind_call"
+TARGET_NO_GRAPH = "cute_bind_call_no_graph"
+#: the JAX platforms a call lowers for (their XLA platform names)
+PLATFORMS = {"cuda": "CUDA", "cpu": "cpu"}
+
+call_p = jax.extend.core.Primitive("cute_bind_call")
+call_p.multiple_results = True
+
+_REGISTERED: set[str] = set()
+_LOCK = threading.Lock()
+
+
+def register_targets() -> None:
+    """Register both FFI targets with XLA, for every platform, once per process (idempotent)."""
+    with _LOCK:
+        if _REGISTERED:
+            return
+        cxla = handler_module()
+        for name, graph in ((TARGET, True), (TARGET_NO_GRAPH, False)):
+            for platform in PLATFORMS.values():
+                jax.ffi.register_ffi_target(name, cxla.handlers(graph), platform=platform, api_version=1)
+        _REGISTERED.add(TARGET)
+
+
+def _abstract(*avals: Any, op: Any, operands: Any, statics: Any, results: Any, graph: bool) -> list[Any]:
+    return [jax.core.ShapedArray(shape, np.dtype(dtype)) for _, shape, dtype in results]
+
+
+call_p.def_abstract_eval(_abstract)
+
+
+def _impl(*args: Any, **params: Any) -> Any:
+    # outside jit (eager JAX): jit the one call, as JAX does for its own primitives
+    return jax.jit(lambda *a: call_p.bind(*a, **params))(*args)
+
+
+call_p.def_impl(_impl)
+
+
+def _lowering(platform: str) -> Any:
+    def lower(ctx: Any, *values: Any, op: Any, operands: Any, statics: Any, results: Any, graph: bool) -> Any:
+        if getattr(ctx.module_context.lowering_parameters, "for_export", False):
+            raise D.error(
+                D.JAX_EXPORT_UNSUPPORTED,
+                kernel=op.kernel.name,
+                expected="a program run in the process that lowers it (jax.jit)",
+                got="jax.export of a program holding a cute_bind.jax call",
+            )
+        if platform == "cuda" and op.plan_stream is None:
+            raise D.error(
+                D.JAX_PARAMETER_UNSUPPORTED,
+                kernel=op.kernel.name,
+                parameter="stream",
+                expected="a stream parameter (cuda.CUstream) the handler fills with XLA's stream",
+                got="a kernel without one: it would launch on the default stream, outside XLA's stream order",
+            )
+        register_targets()
+        arrays = {name: (tuple(a.shape), np.dtype(a.dtype).name) for name, a in zip(operands, ctx.avals_in)}
+        arrays.update({name: (tuple(shape), dtype) for name, shape, dtype in results})
+        sources, aliases = op.layout(operands)
+        key = (platform, operands, statics, tuple(sorted(arrays.items())))
+        frame = op.frames.get(key)
+        if frame is None:
+            frame = frame_for(op.kernel, op.plan, dict(statics), arrays, sources, (len(operands), len(results)), platform)
+            op.frames[key] = frame
+        rule = jax.ffi.ffi_lowering(TARGET if graph else TARGET_NO_GRAPH, operand_output_aliases=dict(aliases))
+        return rule(ctx, *values, cute_bind_frame=np.uint64(frame.id))
+
+    return lower
+
+
+for _platform in PLATFORMS:
+    mlir.register_lowering(call_p, _lowering(_platform), platform=_platform)
+
+
+def _refuse(what: str) -> Any:
+    def rule(*args: Any, **params: Any) -> Any:
+        op = params.get("op")
+        raise D.error(
+            D.JAX_TRANSFORM_UNSUPPORTED,
+            kernel=op.kernel.name if op is not None else "?",
+            expected="jax.jit, control flow and shard_map around the call",
+            got=f"{what} of a cute_bind.jax call (the kernel has no {'batching rule' if what == 'jax.vmap' else 'derivative'})",
+        )
+
+    return rule
+
+
+batching.primitive_batchers[call_p] = _refuse("jax.vmap")
+ad.primitive_jvps[call_p] = _refuse("jax.jvp/jax.grad")
+ad.primitive_transposes[call_p] = _refuse("jax.vjp/transpose")
