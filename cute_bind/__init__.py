@@ -29,6 +29,9 @@ from .diagnostics.errors import (
 from . import cache as cache  # cute_bind.cache.warm(...), the disk compile cache
 from .jit import Kernel, check_function, kernel
 from .launch import PreparedLaunch, prepare
+from .cache import compile  # cute.compile through the disk cache (cute_bind.cache.install() for every cute.compile)
+
+cache.cute_compile.PREPARE[:] = [prepare]  # a cached compile's .prepare() (the cache room imports no launch code)
 from . import graph as _graph_package  # noqa: F401  (the package first: the name below is its recording function)
 from .graph import Graph, graph
 from ._types import Pointer, PointerSpec, Tensor, TensorSpec
@@ -63,6 +66,7 @@ __all__ = [
     "TensorSpec",
     "__version__",
     "check_function",
+    "compile",
     "error",
     "graph",
     "kernel",
@@ -77,3 +81,6 @@ for _name in __all__:
     if isinstance(_obj, type) or callable(_obj) and hasattr(_obj, "__module__"):
         _obj.__module__ = __name__
 del _name, _obj
+
+if cache.settings.compile_hook():  # CUTE_BIND_COMPILE_HOOK=1: every cute.compile of the process through the cache
+    cache.install()

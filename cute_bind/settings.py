@@ -30,6 +30,7 @@ __all__ = [
     "CACHE_DIR",
     "CACHE_SIZE",
     "CACHE_SHARED",
+    "COMPILE_HOOK",
     "DSL_ARCH",
     "DOCS_URL",
 ]
@@ -133,6 +134,15 @@ CACHE_SHARED: Final = _register(
         "unset (a private cache)",
         "at each compile (a cache lookup)",
         "The absolute path of a key file outside the cache folder: the folder is a shared team cache whose entries are signed with that key.",
+    )
+)
+COMPILE_HOOK: Final = _register(
+    Setting(
+        "CUTE_BIND_COMPILE_HOOK",
+        "switch",
+        "0",
+        "at `import cute_bind`",
+        "`1` routes every `cute.compile` of the process through the disk cache (as `cute_bind.cache.install()`), so packages that call it themselves load their kernels from the cache.",
     )
 )
 DSL_ARCH: Final = _register(

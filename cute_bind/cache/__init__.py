@@ -12,7 +12,9 @@ On by default; ``CUTE_BIND_CACHE=0`` or ``@cute_bind.kernel(cache=False)``
 turns it off, ``CUTE_BIND_CACHE_DIR`` moves it, ``CUTE_BIND_CACHE_SIZE``
 bounds it, ``CUTE_BIND_CACHE_SHARED`` makes it a shared team cache.
 ``python -m cute_bind cache info|clear|prune`` manages it and :func:`warm`
-fills it ahead of time. Only a folder the trust model accepts is used
+fills it ahead of time. :data:`compile` is ``cute.compile`` through the same
+cache, and :func:`install` routes every ``cute.compile`` of the process
+through it (:mod:`~cute_bind.cache.cute_compile`). Only a folder the trust model accepts is used
 (docs/concepts/safety.md). See docs/concepts/cache.md.
 """
 
@@ -27,9 +29,17 @@ from .lookup import HISTORY_SIZE, Claim, Event, claim, history, mark
 from .settings import cache_dir, default_dir, enabled, size_limit
 from .store import EntryInfo, Store, UntrustedPath, load_key
 from .warm import Args, WarmResult, warm
+from .cute_compile import CachedFunction, Compile, compile, install, installed, is_installed, uninstall
 
 __all__ = [
     "Args",
+    "CachedFunction",
+    "Compile",
+    "compile",
+    "install",
+    "installed",
+    "is_installed",
+    "uninstall",
     "Claim",
     "EntryInfo",
     "Event",

@@ -811,19 +811,31 @@ def _entry_key(kernel: Any, compile_key: Any) -> tuple[str, list[str]]:
     h.feed("compile", h.canon(compile_key))
     if user_key is not None:
         h.feed("cache_key", h.canon(user_key))
-    for fn in _traced(kernel.fn) or [kernel.fn]:
+    target = kernel.fn
+    if type(target) is types.MethodType:
+        # a bound method (``cute.compile(op.run, ...)``): the DSL traces its function with the object as
+        # ``self``, so the object's own attributes and class are in the key as for a callable object
+        _feed_object(h, target.__self__, "bound-object")
+        target = target.__func__
+    for fn in _traced(target) or [target]:
         t = type(fn)
         call = _class_lookup(t, "__call__") if t is not types.FunctionType else _MISSING
         if call is not _MISSING:
             # a callable object whose __call__ is @cute.jit: its class (source and methods) and the object's
             # own attributes (read while tracing as self.x), spelled like any other data, read without
             # running the object's code (a client's operator object may hold layouts of a dead MLIR context)
-            state = _state(fn, t)
-            try:
-                spelled = h.canon(state)
-            except Uncacheable as exc:
-                raise Uncacheable(f"{_type_name(t)} object: {_first_unspelled(h, state) or exc}") from None
-            h.feed("callable-object", h._class(t), spelled)
+            _feed_object(h, fn, "callable-object")
             fn = inspect.unwrap(typing.cast(Any, call))
         h.function(fn)
     return h.hexdigest(), h.depends
+
+
+def _feed_object(h: _Hasher, obj: Any, label: str) -> None:
+    """An object a traced method reads as ``self``: its class (source and methods) and its own attributes."""
+    t = type(obj)
+    state = _state(obj, t)
+    try:
+        spelled = h.canon(state)
+    except Uncacheable as exc:
+        raise Uncacheable(f"{_type_name(t)} object: {_first_unspelled(h, state) or exc}") from None
+    h.feed(label, h._class(t), spelled)

@@ -22,7 +22,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .. import dsl
 from .. import diagnostics as D
@@ -117,15 +117,17 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:160] if text else type(exc).__name__
 
 
-def load_payload(payload: bytes, prefix: str, store: Store | None = None) -> Any:
+def load_payload(payload: bytes, prefix: str, store: Store | None = None, loader: Callable[[str, str], Any] | None = None) -> Any:
     """Load an entry's object file; the DSL loads from a path.
 
     The path is an anonymous in-memory file of this process
     (``memfd_create``, named ``/proc/self/fd/N``): nothing is written to a
     folder, so no other user can swap or read the object between the check
     and the load. Where that is missing, a new private file in ``store``'s
-    checked folder. Never the shared temporary folder.
+    checked folder. Never the shared temporary folder. ``loader(path, prefix)`` loads it
+    (default: ``dsl.load_object``, a plain compiled function).
     """
+    load = dsl.load_object if loader is None else loader
     if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
         try:
             fd = os.memfd_create("cute_bind_entry", getattr(os, "MFD_CLOEXEC", 0))
@@ -136,21 +138,39 @@ def load_payload(payload: bytes, prefix: str, store: Store | None = None) -> Any
                 view = memoryview(payload)
                 while view:
                     view = view[os.write(fd, view) :]
-                return dsl.load_object(f"/proc/self/fd/{fd}", prefix)  # the loader reads the whole file at once
+                return load(f"/proc/self/fd/{fd}", prefix)  # the loader reads the whole file at once
             finally:
                 os.close(fd)
     if store is None:
         raise OSError("no private place to write the object file for the DSL's loader (no memfd_create, no cache folder)")
     with store.scratch(payload) as path:
-        return dsl.load_object(path, prefix)
+        return load(path, prefix)
 
 
 class Claim:
-    """One compile key's use of the disk cache (see the module docstring)."""
+    """One compile key's use of the disk cache (see the module docstring).
 
-    def __init__(self, kernel: Any, compile_key: Any) -> None:
+    ``exporter(compiled, prefix)`` makes an entry's object file and ``loader(path, prefix)`` loads one
+    (default: the plain compiled functions of ``dsl.export_object``/``dsl.load_object``; ``cute_bind.compile``
+    passes TVM-FFI ones); ``header`` adds fields to a stored entry's header, and :attr:`header` is the
+    loaded entry's header after a hit.
+    """
+
+    def __init__(
+        self,
+        kernel: Any,
+        compile_key: Any,
+        *,
+        exporter: Callable[[Any, str], bytes] | None = None,
+        loader: Callable[[str, str], Any] | None = None,
+        header: dict[str, Any] | None = None,
+    ) -> None:
         self.kernel = kernel
         self.compile_key = compile_key
+        self.exporter = exporter
+        self.loader = loader
+        self.extra = dict(header or {})
+        self.header: dict[str, Any] = {}
         self.key: str | None = None
         self.outcome = "off"
         self._store: Store | None = None
@@ -262,12 +282,13 @@ class Claim:
         if r.status != "hit":  # pragma: no cover - every status is handled above
             return None
         try:
-            compiled = load_payload(r.payload, str(r.header.get("prefix", "")), store)
+            compiled = load_payload(r.payload, str(r.header.get("prefix", "")), store, self.loader)
         except Exception as exc:
             first = _first_line(exc)
             _warn_once(D.CACHE_ENTRY_MISMATCH, f"{path}:load", kernel=name, got=f"the DSL cannot load it ({first})", detail=str(path))
             return None
         store.touch(self.key)
+        self.header = r.header
         self.outcome = "hit"
         _record(name, self.key, "hit", time.perf_counter() - self._started)
         return compiled
@@ -282,7 +303,7 @@ class Claim:
             return
         prefix = f"cute_bind_{self.key[:24]}"
         try:
-            payload = dsl.export_object(compiled, prefix)
+            payload = (dsl.export_object if self.exporter is None else self.exporter)(compiled, prefix)
         except Exception as exc:
             first = _first_line(exc)
             _warn_once(
@@ -306,6 +327,7 @@ class Claim:
             "compile_s": round(seconds, 6),
             "size": len(payload),
             "env": environment(),
+            **self.extra,
         }
         try:
             self._store.write(self.key, header, payload)
@@ -325,6 +347,6 @@ class Claim:
         _record(name, self.key, self.outcome, seconds)
 
 
-def claim(kernel: Any, compile_key: Any) -> Claim:
-    """A :class:`Claim` for one compile of ``kernel`` (used as a context manager)."""
-    return Claim(kernel, compile_key)
+def claim(kernel: Any, compile_key: Any, **options: Any) -> Claim:
+    """A :class:`Claim` for one compile of ``kernel`` (used as a context manager; ``options``: see :class:`Claim`)."""
+    return Claim(kernel, compile_key, **options)

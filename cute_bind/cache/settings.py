@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from .. import diagnostics as D
-from ..settings import CACHE, CACHE_DIR, CACHE_SHARED, CACHE_SIZE
+from ..settings import CACHE, CACHE_DIR, CACHE_SHARED, CACHE_SIZE, COMPILE_HOOK
 
 __all__ = [
     "ENV_DIR",
@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_SIZE",
     "MAX_ENTRY_SIZE",
     "enabled",
+    "compile_hook",
     "default_dir",
     "cache_dir",
     "folder_argument",
@@ -62,6 +63,17 @@ def enabled(kernel: str | None = None) -> bool:
     if value in _OFF:
         return False
     raise D.error(D.CACHE_SETTING_INVALID, kernel=kernel, parameter=ENV_ENABLE, expected="1 or 0", got=repr(text))
+
+
+def compile_hook() -> bool:
+    """Whether ``CUTE_BIND_COMPILE_HOOK`` asks for the ``cute.compile`` hook (default off); CB609 for a value that is neither."""
+    text = COMPILE_HOOK.text()
+    value = text.strip().lower()
+    if not value or value in _OFF:
+        return False
+    if value in _ON:
+        return True
+    raise D.error(D.CACHE_SETTING_INVALID, parameter=COMPILE_HOOK.name, expected="1 or 0", got=repr(text))
 
 
 def default_dir() -> Path:

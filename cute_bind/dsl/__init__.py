@@ -16,6 +16,7 @@ modules above it):
 - ``tvm_ffi.py``: functions compiled with ``--enable-tvm-ffi``: their entry, TVM-FFI's C API and argument setters;
 - ``export.py``: what the disk cache needs: traced functions, the compiler's identity, export and load;
 - ``placeholders.py``: compile-only placeholders (fake tensors and streams) for ``Kernel.compile``;
+- ``compile_call.py``: ``cute.compile``'s options, targets and arguments as the cache key reads them, its hook, TVM-FFI objects on disk;
 - ``contract.py``: what an installed version lacks (``check_contract``, CB501, CB503).
 
 Each module's ``__all__`` is its public surface and this package re-exports
@@ -54,6 +55,7 @@ from . import (
     tvm_ffi,
     export,
     placeholders,
+    compile_call,
     contract,
 )
 from .imports import *  # noqa: F403
@@ -68,6 +70,7 @@ from .reentry import *  # noqa: F403
 from .tvm_ffi import *  # noqa: F403
 from .export import *  # noqa: F403
 from .placeholders import *  # noqa: F403
+from .compile_call import *  # noqa: F403
 from .contract import *  # noqa: F403
 
 __all__ = [
@@ -83,5 +86,6 @@ __all__ = [
     *tvm_ffi.__all__,
     *export.__all__,
     *placeholders.__all__,
+    *compile_call.__all__,
     *contract.__all__,
 ]

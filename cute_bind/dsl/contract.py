@@ -56,6 +56,9 @@ _REQUIRED: tuple[tuple[str, str], ...] = (
     # the source rewriter's decorator rule, widened for cute_bind's own functions
     ("cutlass.base_dsl.ast_preprocessor.DSLPreprocessor", "transform_function"),
     ("cutlass.base_dsl.ast_preprocessor.DSLPreprocessor", "check_decorator"),
+    # cute_bind.compile and the cute.compile hook (compile_call.py): the compile callable, its option parsing
+    ("cutlass.base_dsl.compiler.CompileCallable", "__call__"),
+    ("cutlass.base_dsl.compiler", "_parse_compile_options_from_str"),
 )
 
 

@@ -37,8 +37,12 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any] 
     (such a function exported and loaded back with
     ``cute.runtime.load_module(path, enable_tvm_ffi=True)[name]``), gives a
     :class:`~cute_bind.launch.tvm_ffi.PreparedTvmFfiLaunch` (its entry checks
-    the arguments itself).
+    the arguments itself). A result of ``cute_bind.compile`` loaded from the
+    disk cache is prepared as the function it loaded.
     """
+    inner = getattr(type(compiled), "__cute_bind_compiled__", None)
+    if isinstance(inner, property):  # cute_bind.cache.CachedFunction: its loaded function
+        compiled = inner.__get__(compiled)
     if dsl.is_tvm_ffi_function(compiled) and not dsl.is_compiled(compiled):
         # a bare tvm_ffi.Function: the DSL's exported functions loaded back
         # (cute.runtime.load_module(path, enable_tvm_ffi=True)[name]); no name of its own

@@ -44,6 +44,7 @@ PUBLIC_NAMES: Final[frozenset[str]] = frozenset(
         "TensorSpec",
         "__version__",
         "check_function",
+        "compile",
         "error",
         "graph",
         "kernel",

@@ -1,0 +1,356 @@
+"""``cute_bind.compile``: ``cute.compile`` backed by the disk cache, and the hook that routes every ``cute.compile`` through it.
+
+``cute_bind.compile(fn, *args, options=..., **kwargs)`` takes what
+``cute.compile`` takes (``cute_bind.compile[opts](...)`` too) and gives what it
+gives: on a miss the DSL's own compiled function (with a ``prepare`` method
+added where the object takes one), on a hit a :class:`CachedFunction` loaded
+from the cache, called with the same arguments. The entry's key is the
+decorator's (:func:`~cute_bind.cache.key.entry_key`: the traced function's
+source and everything it names, a callable object's or bound method's
+``self``, the DSL and cute_bind versions, the machine, ``CUTE_DSL_*``) over a
+compile key of what ``cute.compile`` reads: every argument (fake tensors'
+guards, ``from_dlpack`` tensors' layouts, pointers, ``SymInt`` scalars,
+streams, plain values spelled exactly), the resolved options and the target
+architecture. Anything it cannot spell is compiled and not stored (CB608); a
+compile that writes files besides the function (``--keep-ptx``,
+``--dump-dir``, ``CUTE_DSL_KEEP_PTX``...) is never served from the cache.
+
+:func:`install` routes every ``cute.compile`` of the process through it
+(``CUTE_BIND_COMPILE_HOOK=1`` does it when cute_bind is imported);
+:func:`uninstall` or leaving :func:`installed` undoes it. See
+docs/concepts/cache.md, "Caching a package's compiles".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+import types
+import weakref
+from typing import Any, Callable
+
+from .. import diagnostics as D
+from .. import dsl
+from . import key as _key
+from .lookup import _record, _warn_once, claim
+
+__all__ = [
+    "CachedFunction",
+    "Compile",
+    "compile",
+    "install",
+    "installed",
+    "is_installed",
+    "uninstall",
+]
+
+
+class _Subject:
+    """What the cache's claim and key read of a kernel, for one ``cute.compile`` target."""
+
+    __slots__ = ("name", "fn", "cache", "cache_key")
+
+    def __init__(self, name: str, fn: Any) -> None:
+        self.name = name
+        self.fn = fn
+        self.cache = True
+        self.cache_key = None
+
+
+def _target_name(owner: Any, function: Any) -> str:
+    f = inspect_unwrap(function)
+    module = getattr(f, "__module__", None)
+    qualname = getattr(f, "__qualname__", None)
+    return f"{module if type(module) is str else '?'}.{qualname if type(qualname) is str else '?'}"
+
+
+def inspect_unwrap(function: Any) -> Any:
+    """The function along ``__wrapped__`` (read from the function's own dictionary)."""
+    for _ in range(16):
+        inner = getattr(function, "__dict__", {}).get("__wrapped__") if isinstance(function, types.FunctionType) else None
+        if inner is None:
+            return function
+        function = inner
+    return function
+
+
+# ------------------------------------------------------------------ the compile key
+def _spell(value: Any, state: Any, depth: int = 0) -> Any:
+    """One argument of the compile as the compile key holds it: a DSL value by :func:`dsl.argument_spelling`,
+    containers and dataclasses item by item (a tensor inside a tuple or a dataclass is a DSL value too), any
+    other value as it is (the key spells it as data, or refuses it: CB608)."""
+    if depth > 12:
+        raise _key.Uncacheable("an argument nested too deeply to spell")
+    spelled = dsl.argument_spelling(value, state)
+    if spelled is not None:
+        return ("dsl-value",) + spelled
+    t = type(value)
+    if t is tuple or t is list:
+        return (t.__name__, tuple(_spell(v, state, depth + 1) for v in value))
+    if issubclass(t, tuple):  # a NamedTuple: its class (source) and its items
+        return ("named", t, tuple(_spell(tuple.__getitem__(value, i), state, depth + 1) for i in range(tuple.__len__(value))))
+    if t is dict:
+        return ("dict", tuple(sorted(((_key.canonical(k), _spell(v, state, depth + 1)) for k, v in value.items()), key=lambda kv: kv[0])))
+    fields = _key._class_lookup(t, "__dataclass_fields__")
+    if fields is not _key._MISSING and type(fields) is dict and not isinstance(value, type):
+        names = [f.name for f in fields.values() if type(f) is dataclasses.Field and f._field_type is dataclasses._FIELD]  # type: ignore[attr-defined]
+        return ("dataclass", t, tuple((n, _spell(_key._read(value, t, n), state, depth + 1)) for n in names))
+    return value
+
+
+def compile_key(callable_: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: Any) -> tuple[Any, ...]:
+    """The compile key of ``callable_(fn, *args, options=options, **kwargs)`` (the function itself is the
+    entry key's business); :class:`~cute_bind.cache.key.Uncacheable` when a part cannot be spelled."""
+    resolved = dsl.resolved_options(callable_, options)
+    state = dsl.CompileOnly()
+    spelled_args = tuple(_spell(a, state) for a in args)
+    spelled_kwargs = tuple((k, _spell(kwargs[k], state)) for k in sorted(kwargs))
+    return ("cute.compile", spelled_args, spelled_kwargs, resolved.spelling, dsl.target_arch(), resolved.tvm_ffi)
+
+
+# ------------------------------------------------------------------ results
+class CachedFunction:
+    """A function ``cute_bind.compile`` loaded from the disk cache, called as the DSL's compiled function is.
+
+    ``result(*args, **kwargs)`` calls it with the arguments the DSL's own
+    compiled function takes (a TVM-FFI function through TVM-FFI's keyword
+    wrapper, built as the DSL builds it). :meth:`prepare` (or
+    ``cute_bind.prepare(result, ...)``) gives its prepared launch. What needs
+    the compile's IR, which a loaded function has not (``export_to_c``,
+    ``ir_module``, ``__ptx__``...), is read from a fresh compile of the same
+    arguments, made on first use (:meth:`fresh`): correct, at the cost of
+    that compile. :attr:`function` is the loaded function itself.
+    """
+
+    __slots__ = ("function", "key", "tvm_ffi", "_call", "_recompile", "_fresh", "_lock", "__weakref__")
+
+    def __init__(self, function: Any, key: str | None, tvm_ffi: bool, call: Callable[..., Any], recompile: Callable[[], Any]) -> None:
+        self.function = function
+        self.key = key
+        self.tvm_ffi = tvm_ffi
+        self._call = call
+        self._recompile = recompile
+        self._fresh: Any = None
+        self._lock = threading.Lock()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    @property
+    def __cute_bind_compiled__(self) -> Any:
+        """What ``cute_bind.prepare`` prepares for this result: the loaded function."""
+        return self.function
+
+    def prepare(self, *args: Any, **kwargs: Any) -> Any:
+        """The prepared launch of the loaded function for these arguments (``cute_bind.prepare``)."""
+        return _prepare()(self.function, *args, **kwargs)
+
+    def fresh(self) -> Any:
+        """The DSL's own compiled function for the same arguments (compiled once, on first use)."""
+        with self._lock:
+            if self._fresh is None:
+                self._fresh = self._recompile()
+            return self._fresh
+
+    def export_to_c(self, *args: Any, **kwargs: Any) -> Any:
+        """The DSL's ``export_to_c`` (it needs the compile's IR: see :meth:`fresh`)."""
+        return self.fresh().export_to_c(*args, **kwargs)
+
+    def to(self, device: Any = None) -> Any:
+        """As the DSL's ``to``: a TVM-FFI function runs on every device (itself); a plain one's executor."""
+        if self.tvm_ffi:
+            return self
+        return self.function.to(device)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return getattr(self.fresh(), name)
+
+    def __repr__(self) -> str:
+        kind = "TVM-FFI function" if self.tvm_ffi else "compiled function"
+        return f"<cute_bind cached {kind} {str(self.key)[:12]}>"
+
+
+class _Prepare:
+    """``compiled.prepare(...)`` on the DSL's own compiled function (held weakly: no reference cycle)."""
+
+    __slots__ = ("_ref",)
+
+    def __init__(self, compiled: Any) -> None:
+        self._ref = weakref.ref(compiled)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        compiled = self._ref()
+        if compiled is None:  # pragma: no cover - the method is reached through the object
+            raise ReferenceError("the compiled function is gone")
+        return _prepare()(compiled, *args, **kwargs)
+
+
+#: ``cute_bind.prepare``, set by the package (``cute_bind/__init__.py``): the cache room imports no launch code
+PREPARE: list[Callable[..., Any]] = []
+
+
+def _prepare() -> Callable[..., Any]:
+    if not PREPARE:  # pragma: no cover - importing cute_bind.cache imports cute_bind, which sets it
+        raise RuntimeError("cute_bind.prepare is not wired (import cute_bind)")
+    return PREPARE[0]
+
+
+def _with_prepare(compiled: Any) -> Any:
+    try:
+        if "prepare" not in dir(type(compiled)):
+            compiled.prepare = _Prepare(compiled)
+    except (AttributeError, TypeError):
+        pass  # an object without a dictionary: cute_bind.prepare(compiled, ...) still takes it
+    return compiled
+
+
+# ------------------------------------------------------------------ compile
+def _refuse(name: str, why: str) -> None:
+    _warn_once(D.CACHE_SKIPPED, f"{name}:{why}", kernel=name, expected="a compile whose inputs all have a stable spelling", got=why)
+
+
+def compile_with(callable_: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``callable_(fn, *args, **kwargs)`` (``callable_`` is ``cute.compile`` or a ``cute.compile[...]``),
+    through the disk cache: see the module docstring."""
+    if dsl.compiling_inside_cute_bind():  # the decorator's own compile: it has its own claim on the cache
+        return dsl.call_original(callable_, fn, *args, **kwargs)
+    started = time.perf_counter()
+    target = dsl.compile_target(fn)
+    if target is None:
+        return dsl.call_original(callable_, fn, *args, **kwargs)  # the DSL says what is wrong with it
+    name = _target_name(*target)
+    options = kwargs.get("options")
+    call_kwargs = {k: v for k, v in kwargs.items() if k != "options"}
+
+    def original() -> Any:
+        return dsl.call_original(callable_, fn, *args, **kwargs)
+
+    why = None
+    if "trace_finalize_hooks" in call_kwargs:
+        why = "trace_finalize_hooks (they run while tracing, which a cached entry skips)"
+    try:
+        resolved = dsl.resolved_options(callable_, options)
+    except Exception:
+        return original()  # malformed options: the DSL's own error
+    if why is None and resolved.side_effects:
+        why = f"options that write files besides the function ({', '.join(resolved.side_effects)})"
+    if why is None and dsl.side_effect_environment():
+        why = f"settings that write files besides the function ({', '.join(dsl.side_effect_environment())})"
+    key = None
+    if why is None:
+        try:
+            key = compile_key(callable_, args, call_kwargs, options)
+        except _key.Uncacheable as exc:
+            why = str(exc)
+        except Exception as exc:  # reading an argument failed: never str() of a foreign exception
+            why = f"spelling the arguments raised {_key._type_name(type(exc))}"
+    if why is not None:
+        _refuse(name, why)
+        compiled = original()
+        _record(name, None, "uncached", time.perf_counter() - started)
+        return _with_prepare(compiled)
+    tvm_ffi = resolved.tvm_ffi
+    extra: dict[str, Any] = {"compile": "cute.compile", "kind": "tvm-ffi" if tvm_ffi else "plain"}
+    opts: dict[str, Any] = {"header": extra}
+    if tvm_ffi:
+        opts["exporter"] = dsl.export_tvm_ffi_object
+        opts["loader"] = dsl.load_tvm_ffi_object
+    with claim(_Subject(name, fn), key, **opts) as c:
+        loaded = c.load()
+        if loaded is not None:
+            if tvm_ffi:
+                call = dsl.tvm_ffi_caller(loaded, c.header.get("call"))
+            else:
+                call = loaded
+            return CachedFunction(loaded, c.key, tvm_ffi, call, original)
+        compiled = original()
+        if tvm_ffi and c.key is not None:
+            spec = dsl.tvm_ffi_call_spec(compiled)
+            if spec is None:
+                _refuse(
+                    name,
+                    "a TVM-FFI function whose call converts Python integers for pointer parameters, or whose defaults are not plain data",
+                )
+                c.key = None
+                c.outcome = "uncached"
+            else:
+                c.extra["call"] = spec
+        c.store(compiled)
+    return _with_prepare(compiled)
+
+
+class Compile:
+    """``cute_bind.compile``: call it as ``cute.compile`` (``cute_bind.compile[opts](fn, ...)`` too)."""
+
+    def __init__(self, options: Any = None) -> None:
+        self._options = options
+
+    def __getitem__(self, options: Any) -> Compile:
+        return Compile(options)
+
+    def __call__(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Compile ``fn`` for ``args`` as ``cute.compile`` does, through the disk cache (see the module docstring)."""
+        cute_compile = dsl.compile_callable()
+        callable_ = cute_compile if self._options is None else cute_compile[self._options]
+        return compile_with(callable_, fn, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return "cute_bind.compile" + ("" if self._options is None else f"[{self._options!r}]")
+
+
+#: ``cute_bind.compile``
+compile = Compile()
+
+
+# ------------------------------------------------------------------ the hook
+_INSTALL_LOCK = threading.Lock()
+_DEPTH = 0
+
+
+def install() -> None:
+    """Route every ``cute.compile`` (and ``cute.compile[...]``) of the process through :data:`compile`.
+
+    Packages that call ``cute.compile`` themselves (quack, FlashAttention-4)
+    then load their kernels from the disk cache in every later process,
+    unmodified. Counted: each ``install()`` is undone by one :func:`uninstall`
+    (so :func:`installed` blocks nest). A package's own cache in front of
+    ``cute.compile`` keeps working: it sees a miss as before, and what it
+    reads of the result (``export_to_c``) is there. cute_bind's own
+    compiles (``@cute_bind.kernel``) keep their own claim on the cache.
+    """
+    global _DEPTH
+    with _INSTALL_LOCK:
+        _DEPTH += 1
+        if _DEPTH == 1:
+            dsl.install_compile_hook(compile_with)
+
+
+def uninstall() -> None:
+    """Undo one :func:`install`; the last one restores the DSL's own ``cute.compile``."""
+    global _DEPTH
+    with _INSTALL_LOCK:
+        if _DEPTH == 0:
+            return
+        _DEPTH -= 1
+        if _DEPTH == 0:
+            dsl.remove_compile_hook()
+
+
+def is_installed() -> bool:
+    """Whether ``cute.compile`` goes through the cache now."""
+    with _INSTALL_LOCK:
+        return _DEPTH > 0
+
+
+class installed:
+    """``with cute_bind.cache.installed():`` the hook for the block (:func:`install` ... :func:`uninstall`)."""
+
+    def __enter__(self) -> installed:
+        install()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        uninstall()
