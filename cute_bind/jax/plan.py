@@ -199,9 +199,7 @@ def plan(kernel: Kernel[Any], outputs: Mapping[str, Any] | None, mutates_args: S
                     got=f"a {dtype} {slot.kind}",
                 )
             role = "output" if p.name in outputs else "mutated" if p.name in mutated else "array"
-            optional = isinstance(slot, OptionalKind)
-            if optional and role != "array":
-                raise spec_error(f"'{p.name}' is Optional", "outputs and mutated parameters that always have an array")
+            optional = isinstance(slot, OptionalKind)  # never an output or mutated: those are plain array slots (above)
             roles.append(JaxParam(p.name, role, inner, p.default, dtype, rank, outputs.get(p.name), optional))
         elif slot is None or isinstance(slot, ScalarKind) or (isinstance(slot, OptionalKind) and _numbers_only(slot)):
             roles.append(JaxParam(p.name, "static", slot, p.default))
