@@ -32,15 +32,19 @@ from typing import Any, Callable, Final, Generic, ParamSpec, Sequence
 
 from .. import diagnostics as D
 from .. import dsl, settings
-from .._generated import compile_source
 from ..slots import Bound, SlotKind, Where, item_ranges
-from ..slots.base import conversion_order, read_without_code
-from ..slots.stream import CStreamSpec, stream_types
+from ..slots.base import conversion_order
+from ..slots.stream import CStreamSpec
+from . import native
 from .arguments import bind_arguments
+from .codegen import fast_factory, plain_only
+from .layout import Layout, flatten
 from .lifecycle import HandleState, Lifecycle
 from .spec import CLASS_FORMATS, KeepAlive, LaunchSpec, SeqLeaf
 
 __all__ = ["PreparedLaunch", "HandleState", "NOT_GIVEN", "build", "fast_path"]
+
+fast_path = native.fast_path  # which fast path new handles use (importable from here, as before)
 
 P = ParamSpec("P")
 
@@ -68,126 +72,6 @@ def _checked_default() -> bool:
     return settings.CHECKED.flag()
 
 
-def _c_launcher_class() -> Any:
-    """The optional C fast path, unless absent or disabled with CUTE_BIND_PURE_PYTHON=1."""
-    if settings.PURE_PYTHON.flag():
-        return None
-    try:
-        from ._claunch import Launcher
-    except ImportError:
-        return None
-    _configure_c()
-    return Launcher
-
-
-#: what the C fast path was given (``_claunch.configure``): NumPy's and ctypes' layouts, torch's reader
-_C_LAYOUTS: list[Any] = [None, None, None]
-
-
-def _torch_reader() -> tuple[int, tuple[type, ...], Any, tuple[type, ...]] | None:
-    """torch's exchange function with the exact types pointer slots read through it, and torch's stream
-    classes stream slots read through ``cuda_stream``, once torch is imported."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    from ..slots import dlpack as _dlpack
-
-    found = _dlpack.exchange_function(torch.Tensor)
-    if found is None:
-        return None
-    types = tuple(t for t in (torch.Tensor, getattr(getattr(torch, "nn", None), "Parameter", None)) if isinstance(t, type))
-    return (found.address, types, found.capsule, stream_types()[0])
-
-
-def _learning_stream_reader(reader: Callable[[Any], int]) -> Callable[[Any], int]:
-    """A stream slot's C reader for a handle bound before torch was imported: once torch is, the C
-    fast path is configured with torch's stream classes (read in C from the next launch on)."""
-
-    def read(value: Any) -> int:
-        _learn_torch_in_c()
-        return reader(value)
-
-    return read
-
-
-def _learn_torch_in_c() -> None:
-    """Configure the C fast path with torch's reader and stream classes if torch has been imported
-    since it was configured (a handle bound before ``import torch``)."""
-    if _C_LAYOUTS[2] is None and "torch" in sys.modules:
-        _configure_c()
-
-
-def _configure_c() -> None:
-    """Hand the C fast path the verified NumPy ndarray and ctypes layouts and torch's reader (each
-    once, once found): NumPy arrays, ctypes pointers and torch tensors are then read in C (see
-    cute_bind.slots.dlpack); also called by the slow path, for a torch imported after binding."""
-    if all(x is not None for x in _C_LAYOUTS):
-        return
-    from ..slots import dlpack as _dlpack
-    from . import _claunch
-
-    found = [_dlpack.array_layout(), _dlpack.ctypes_layout(), _torch_reader()]
-    new = [f if have is None else None for f, have in zip(found, _C_LAYOUTS)]
-    if any(x is not None for x in new):
-        _claunch.configure(*new)
-        for i, x in enumerate(new):
-            if x is not None:
-                _C_LAYOUTS[i] = x
-
-
-def fast_path() -> str:
-    """Which launch fast path new handles use: "c" or "python"."""
-    return "c" if _c_launcher_class() is not None else "python"
-
-
-def _first_code(fmt: str) -> str:
-    return fmt.lstrip("0123456789")[:1] or "x"
-
-
-class _Layout:
-    """The storage layout of a slot list: one native struct, slots (and their parts) in order.
-
-    Each part (one C argument the DSL marshals) starts at the offset native
-    alignment gives it, exactly as if the whole list were one C struct.
-    """
-
-    def __init__(self, slots: Sequence[SlotKind]) -> None:
-        fmt = "@" + "".join(s.fmt for s in slots)
-        self.struct = struct.Struct(fmt)
-        self.offsets: list[int] = []  # per slot: its first byte
-        self.sizes: list[int] = []
-        self.part_offsets: list[int] = []  # per part, all slots in order
-        self.part_sizes: list[int] = []
-        self.slot_parts: list[list[tuple[str, int]]] = []  # per slot: (part fmt, offset)
-        prefix = "@"
-        for s in slots:
-            start = struct.calcsize(prefix)
-            parts = []
-            for part in s.parts:
-                off = struct.calcsize(prefix + "0" + _first_code(part))
-                prefix += part
-                parts.append((part, off))
-                self.part_offsets.append(off)
-                self.part_sizes.append(struct.calcsize("@" + part))
-            self.slot_parts.append(parts)
-            first = parts[0][1] if parts else start
-            self.offsets.append(first)
-            self.sizes.append(struct.calcsize(prefix) - first)
-        # round up so the block can be reused verbatim by clones
-        self.size = max(8, (self.struct.size + 7) // 8 * 8)
-
-
-def _flatten(slots: Sequence[SlotKind], packed: Sequence[Any]) -> list[Any]:
-    """The struct items of per-slot packed values (multi-item slots pack tuples)."""
-    out: list[Any] = []
-    for slot, value in zip(slots, packed):
-        if not slot.packs_tuple:
-            out.append(value)
-        else:
-            out.extend(value)
-    return out
-
-
 #: CB201 for a stream left out of ``handle.launch(...)``: why a ``stream=None`` default does not apply there.
 #: A handle's launch writes exactly the values it is given (no look-up per launch): ``kernel(...)`` is the
 #: call that finds the current stream for a left-out ``= None`` stream.
@@ -211,7 +95,7 @@ class _Shared:
         slots: tuple[SlotKind, ...],
         defaults: dict[str, Any],
         constexpr_names: frozenset[str],
-        layout: _Layout,
+        layout: Layout,
         returns: int | None,
         entry: dsl.EntryPoint,
     ) -> None:
@@ -283,206 +167,8 @@ def _on_module_unload(handles: weakref.WeakSet[PreparedLaunch[Any]]) -> Callable
     return notify
 
 
-class _Gen:
-    """The names of the generated launch function's closure, shared by the generator and the handle.
-
-    ``GATE`` is the handle's gate (:class:`~cute_bind.launch.lifecycle.Lifecycle`):
-    a one-element list read right before the call, so a close or unload (which
-    puts the refusal there) is seen by every launch, a saved ``launch``
-    reference included, without touching the generated function.
-    """
-
-    PREFIX: Final = "_cb_"
-    GATE: Final = "_cb_gate"
-    LEAVE: Final = "_cb_leave"
-    #: the factory's parameters before the per-slot ones, in order
-    FIXED: Final = (
-        "_cb_M",
-        "_cb_pack",
-        "_cb_buf",
-        GATE,
-        "_cb_argv",
-        "_cb_res",
-        "_cb_slow",
-        "_cb_fail",
-        "_cb_ret",
-        "_cb_enter",
-        LEAVE,
-        "_cb_busy",
-        "_cb_kw",
-    )
-
-
-_CODE_CACHE: dict[tuple[Any, ...], Any] = {}
-
-
-def _fast_source(
-    slots: Sequence[SlotKind], converted: Sequence[bool], has_defaults: Sequence[bool], has_result: bool, fallbacks: Sequence[bool] = ()
-) -> str:
-    """The source of the factory :func:`_fast_factory` compiles (see its docstring for a sample).
-
-    ``fallbacks``: per slot, whether a value its guard refuses is read by its kind's
-    ``fallback`` (``_cb_f{i}``) inside the launch instead of going to the slow path.
-    """
-    x = _Gen.PREFIX
-    args = [f"a{i}" for i in range(len(slots))]
-    fallbacks = list(fallbacks) + [False] * (len(slots) - len(fallbacks))
-    # a defaulted parameter's value is v{i}; a{i} stays as given (or NOT_GIVEN) for the slow path
-    vals = [f"v{i}" if d else a for i, (a, d) in enumerate(zip(args, has_defaults))]
-    params = ", ".join(f"{a}={x}M" for a in args)
-    fell = [not c and f and s.guard(v) is not None for s, v, c, f in zip(slots, vals, converted, fallbacks)]
-    guards = [g for s, v, c, f in zip(slots, vals, converted, fell) if not c and not f and (g := s.guard(v)) is not None]
-    bad = " or ".join(f"not ({g})" for g in guards)
-    defaults = "".join(f"        v{i} = {x}V{i} if {a} is {x}M else {a}\n" for i, (a, d) in enumerate(zip(args, has_defaults)) if d)
-    # converted values are bound to locals: what they hold (a DLPack capsule, a list's snapshot)
-    # lives until the entry point returns; so are the values a fallback reads (a pointer read
-    # through a buffer export holds it). Every number is converted before any address is read
-    # (the lifetime rule: a __float__ or a structure's property may free another argument's memory).
-    steps = {i: f"            c{i} = {x}c{i}({vals[i]})\n" for i in range(len(slots)) if converted[i]}
-    steps.update(
-        {i: f"            f{i} = {vals[i]} if {slots[i].guard(vals[i])} else {x}f{i}({vals[i]})\n" for i in range(len(slots)) if fell[i]}
-    )
-    converts = "".join(steps[i] for i in sorted(steps, key=lambda i: slots[i].reads_address))
-    items = [
-        (f"*c{i}" if s.packs_tuple else f"c{i}") if c else (f"f{i}" if f else v)
-        for i, (s, v, c, f) in enumerate(zip(slots, vals, converted, fell))
-    ]
-    tup = "(" + "".join(f"{a}, " for a in args) + ")"
-    free = [*_Gen.FIXED]
-    free += [f"{x}V{i}" for i, d in enumerate(has_defaults) if d]
-    free += [f"{x}c{i}" for i, c in enumerate(converted) if c]
-    free += [f"{x}f{i}" for i, f in enumerate(fell) if f]
-    sep = "/, " if args else ""
-    check = f"            if {x}res[0]:\n                {x}fail()\n" if has_result else ""
-    # Keywords are placed by name (``_cb_kw``: the call's positions, NOT_GIVEN where left out) and the
-    # launch called again with them; what it cannot place (an unknown or repeated name, a required
-    # parameter left out) and extra positionals go to the slow path as given, before defaults are
-    # substituted, so it can still tell a defaulted parameter from a given one.
-    guard_check = f"        if {bad}:\n            return {x}slow({tup}, (), {{}})\n" if bad else ""
-    return (
-        f"def factory({', '.join(free)}):\n"
-        f"    def launch({params}{', ' if args else ''}{sep}*{x}x, **{x}k):\n"
-        f"        if {x}x or {x}k:\n"
-        f"            if not {x}x and (p := {x}kw({tup}, {x}k)) is not None:\n"
-        f"                return launch(*p)\n"
-        f"            return {x}slow({tup}, {x}x, {x}k)\n"
-        f"{defaults}"
-        f"{guard_check}"
-        f"        try:\n"
-        f"            {x}enter()\n"
-        f"        except IndexError:\n"
-        f"            return {x}busy()\n"
-        f"        try:\n"
-        f"{converts}"
-        f"            {x}pack({x}buf, 0, {', '.join(items)})\n"
-        f"        except Exception:\n"
-        f"            {_Gen.LEAVE}(True)\n"
-        f"            return {x}slow({tup}, (), {{}})\n"
-        f"        except BaseException:\n"
-        f"            {_Gen.LEAVE}(True)\n"
-        f"            raise\n"
-        f"        try:\n"
-        f"            {_Gen.GATE}[0]({x}argv)\n"
-        f"{check}"
-        f"        finally:\n"
-        f"            {_Gen.LEAVE}(True)\n"
-        f"        return {x}ret\n"
-        f"    return launch\n"
-    )
-
-
-def _fast_factory(
-    slots: Sequence[SlotKind], converted: Sequence[bool], has_defaults: Sequence[bool], has_result: bool, fallbacks: Sequence[bool] = ()
-) -> Any:
-    """Compile (once per slot shape) the factory of the pure-Python launch fast path.
-
-    For ``(out: Pointer, alpha: Float16, n: Int32 = 64)`` with a result slot
-    (Float16 has a converter, ``n`` a default), the generated source is::
-
-        def factory(_cb_M, _cb_pack, _cb_buf, _cb_gate, _cb_argv, _cb_res, _cb_slow, _cb_fail, _cb_ret, _cb_enter, _cb_leave, _cb_busy, _cb_kw, _cb_V2, _cb_c1):
-            def launch(a0=_cb_M, a1=_cb_M, a2=_cb_M, /, *_cb_x, **_cb_k):
-                if _cb_x or _cb_k:
-                    if not _cb_x and (p := _cb_kw((a0, a1, a2, ), _cb_k)) is not None:
-                        return launch(*p)
-                    return _cb_slow((a0, a1, a2, ), _cb_x, _cb_k)
-                v2 = _cb_V2 if a2 is _cb_M else a2
-                if not (a0.__class__ is int) or not (v2.__class__ is int):
-                    return _cb_slow((a0, a1, a2, ), (), {})
-                try:
-                    _cb_enter()
-                except IndexError:
-                    return _cb_busy()
-                try:
-                    c1 = _cb_c1(a1)
-                    _cb_pack(_cb_buf, 0, a0, c1, v2)
-                except Exception:
-                    _cb_leave(True)
-                    return _cb_slow((a0, a1, a2, ), (), {})
-                except BaseException:
-                    _cb_leave(True)
-                    raise
-                try:
-                    _cb_gate[0](_cb_argv)
-                    if _cb_res[0]:
-                        _cb_fail()
-                finally:
-                    _cb_leave(True)
-                return _cb_ret
-            return launch
-
-    ``_cb_M`` is :data:`NOT_GIVEN`, ``_cb_pack`` the layout's
-    ``struct.pack_into``, ``_cb_gate`` the handle's gate (``[entry point]``
-    while open, ``[refusal]`` once closed or unloaded), ``_cb_enter``/``_cb_leave`` take and give back the
-    handle's one launch token (``_cb_busy`` raises CB403 when it is taken), ``_cb_kw`` places keywords by name (:func:`_place_keywords`), ``_cb_V2`` the pre-coerced default of slot 2,
-    ``_cb_c1`` slot 1's converter. Anything the fast path does not take as is
-    goes to ``_cb_slow``, which raises the catalog error. The closure names
-    live in :class:`_Gen` (``tests/launch/test_prepared.py`` checks this sample
-    against the generator).
-    """
-    key = (
-        tuple((s.fmt, s.guard("v"), s.packs_tuple, c, s.reads_address) for s, c in zip(slots, converted)),
-        tuple(has_defaults),
-        has_result,
-        tuple(fallbacks),
-    )
-    factory = _CODE_CACHE.get(key)
-    if factory is not None:
-        return factory
-    src = _fast_source(slots, converted, has_defaults, has_result, fallbacks)
-    namespace: dict[str, Any] = {}
-    exec(compile_source(src, f"launch {len(slots)} slots"), namespace)  # noqa: S102 - generated from slot formats only
-    factory = namespace["factory"]
-    _CODE_CACHE[key] = factory
-    return factory
-
-
 #: C fast classes and the struct formats each may write (checked at bind for every kind; LaunchSpec checks them again)
 _C_CLASS_FORMATS: Final = CLASS_FORMATS
-
-
-class _ReadByItsOwnCode(Exception):
-    """A tensor or pointer value whose address only its own Python code gives (an array-interface
-    exporter, a tensor subclass): the generated launch sends it to the slow path, which reads such
-    values before the plain tensors and arrays (the arguments' lifetime rule); read in slot order
-    here, its code could free another argument's memory after that argument's address was read."""
-
-
-def _plain_only(slot: SlotKind, convert: Callable[[Any], Any] | None) -> Callable[[Any], Any] | None:
-    """``convert`` for the generated launch, taking only values read without running their own code
-    where ``slot`` is a tensor or pointer slot (ints go through the pointer's guard before it)."""
-    if convert is None or slot.kind not in ("tensor", "pointer"):
-        return convert
-    plain = read_without_code
-    # what else holds its address without code of the value's own: ints (IntEnum members), ctypes
-    # pointers, the DSL's make_ptr pointers (an address it was given, no memory of its own)
-    held = tuple(t for t in (int, ctypes.c_void_p, ctypes._Pointer, dsl.runtime_pointer_type()) if isinstance(t, type))
-
-    def convert_plain(value: Any) -> Any:
-        if not plain(value) and not isinstance(value, held):
-            raise _ReadByItsOwnCode
-        return convert(value)
-
-    return convert_plain
 
 
 def _check_fast_class(kernel: str, name: str, slot: SlotKind) -> None:
@@ -581,7 +267,7 @@ class PreparedLaunch(Lifecycle, Generic[P]):
     def _make_launch(self) -> Callable[..., int | None]:
         sh = self._shared
         # the C fast path calls the entry itself: a guarded handle takes the Python one
-        launcher_class = None if self._checked or sh.guard is not None else _c_launcher_class()
+        launcher_class = None if self._checked or sh.guard is not None else native.c_launcher_class()
         if launcher_class is not None:
             lay = sh.layout
             assert self._pin is not None  # a new handle is open
@@ -616,13 +302,13 @@ class PreparedLaunch(Lifecycle, Generic[P]):
 
             return launch
         has_defaults = [n in sh.defaults for n in sh.names]
-        converters = [_plain_only(s, s.converter(w)) for s, w in zip(sh.slots, sh.wheres)]
+        converters = [plain_only(s, s.converter(w)) for s, w in zip(sh.slots, sh.wheres)]
         # a value a slot's guard refuses (a tensor for a pointer) is read by its kind's fallback first
         fallbacks = [
-            _plain_only(s, s.fallback(w)) if c is None and s.guard("v") is not None else None
+            plain_only(s, s.fallback(w)) if c is None and s.guard("v") is not None else None
             for s, w, c in zip(sh.slots, sh.wheres, converters)
         ]
-        factory = _fast_factory(
+        factory = fast_factory(
             sh.slots, [c is not None for c in converters], has_defaults, sh.has_result, [f is not None for f in fallbacks]
         )
         fn = factory(
@@ -653,9 +339,9 @@ class PreparedLaunch(Lifecycle, Generic[P]):
             # the kind's own: a CTensorSpec ("T"), a CPointerSpec ("P"), a CStreamSpec ("Z"), a
             # CNumberSpec (the number classes and "B"), or None (exact values only)
             spec = slot.c_spec()
-            if isinstance(spec, CStreamSpec) and spec.reader is not None and _C_LAYOUTS[2] is None:
+            if isinstance(spec, CStreamSpec) and spec.reader is not None and native.C_LAYOUTS[2] is None:
                 # bound before torch was imported: a torch stream reaches the reader until C learns torch's classes
-                spec = spec._replace(reader=_learning_stream_reader(spec.reader))
+                spec = spec._replace(reader=native.learning_stream_reader(spec.reader))
             return spec
         if slot.fast == "S":
             # one leaf per element: each element kind is one part at its own offset
@@ -700,7 +386,7 @@ class PreparedLaunch(Lifecycle, Generic[P]):
     def _slow(self, given: tuple[Any, ...], extra: tuple[Any, ...], kwargs: dict[str, Any], positional_raw: bool = False) -> int | None:
         sh = self._shared
         if self._launcher is not None:
-            _learn_torch_in_c()  # torch imported since: its tensors are read in C from the next launch on
+            native.learn_torch_in_c()  # torch imported since: its tensors are read in C from the next launch on
         if positional_raw:  # checked mode: plain *args
             given, extra = given[: len(sh.names)], given[len(sh.names) :]
         # The fast paths pass the positionals they got, padded with NOT_GIVEN
@@ -723,7 +409,7 @@ class PreparedLaunch(Lifecycle, Generic[P]):
         coerced: list[Any] = [None] * len(named)
         for i in conversion_order(sh.reads, named):
             coerced[i] = sh.slots[i].coerce(named[i], sh.wheres[i], self._checked)
-        packed = _flatten(sh.slots, coerced)
+        packed = flatten(sh.slots, coerced)
         if self._checked:
             return self._checked_call(packed)
         return self._write_and_call(packed)
@@ -922,7 +608,7 @@ def build(
     slots = tuple(b.slot for b in bounds)
     for name, slot in zip(names, slots):
         _check_fast_class(kernel, name, slot)
-    layout = _Layout(slots)
+    layout = Layout(slots)
     # The DSL's own marshalling, once, with the DSL objects for these values.
     addresses, keepalive = dsl.marshal(compiled, tuple(b.dsl_value for b in bounds), {})
     if len(addresses) != len(layout.part_offsets):
@@ -937,7 +623,7 @@ def build(
     for off, size, addr in zip(layout.part_offsets, layout.part_sizes, addresses):
         snapshot[off : off + size] = ctypes.string_at(addr, size)
     del keepalive
-    ours = layout.struct.pack(*_flatten(slots, [b.packed for b in bounds]))
+    ours = layout.struct.pack(*flatten(slots, [b.packed for b in bounds]))
     for name, parts in zip(names, layout.slot_parts):
         for fmt, off in parts:
             # Padding bytes (inside a tensor descriptor, or at its end) are never

@@ -22,6 +22,7 @@ from cutlass.cute.runtime import make_ptr
 import pytest
 
 import cute_bind
+from cute_bind.launch import native
 from cute_bind.launch import prepared as _prepared
 from cute_bind.slots import Where
 from cute_bind.slots import dlpack as _dlpack
@@ -650,7 +651,7 @@ def test_torch_streams_after_a_bind_before_torch_are_read_without_the_full_check
     from cute_bind.slots.stream import StreamKind
 
     monkeypatch.setattr(torch.cuda, "Stream", _FakeTorchStream)
-    monkeypatch.setattr(_prepared, "_C_LAYOUTS", [*_prepared._C_LAYOUTS[:2], None])  # as if torch was never seen
+    monkeypatch.setattr(native, "C_LAYOUTS", [*native.C_LAYOUTS[:2], None])  # as if torch was never seen
     converted: list[Any] = []
     original = StreamKind.coerce
 
@@ -675,7 +676,7 @@ def test_torch_streams_after_a_bind_before_torch_are_read_without_the_full_check
     finally:
         if path == "c":  # torch's real classes again for the rest of the process
             monkeypatch.undo()
-            _claunch.configure(None, None, _prepared._torch_reader())
+            _claunch.configure(None, None, native.torch_reader())
 
 
 def test_kernel_call_with_a_stream_object_takes_the_handles_fast_path(path: str, slow: list[Any]) -> None:

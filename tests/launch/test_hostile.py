@@ -24,7 +24,7 @@ import pytest
 import cute_bind
 from cute_bind import dsl
 from cute_bind.launch import HandleState
-from cute_bind.launch import prepared as _prepared
+from cute_bind.launch import codegen
 from cute_bind.launch.spec import LaunchSpec
 from cute_bind.slots import Bound, ScalarKind, SlotKind, Where, registry
 from tests.child import run_isolated
@@ -481,9 +481,9 @@ def test_fast_factory_docstring_sample_is_what_the_generator_writes() -> None:
     from cute_bind.slots import PointerKind
 
     slots = [PointerKind(), ScalarKind("Float16"), ScalarKind("Int32")]
-    src = _prepared._fast_source(slots, [False, True, False], [False, False, True], True)
-    doc = _prepared._fast_factory.__doc__ or ""
+    src = codegen.fast_source(slots, [False, True, False], [False, False, True], True)
+    doc = codegen.fast_factory.__doc__ or ""
     sample = textwrap.dedent(doc.split("::\n\n", 1)[1].split("\n\n    ``_cb_M``", 1)[0])
     assert sample.strip() == src.strip()
-    for name in (_prepared._Gen.GATE, _prepared._Gen.LEAVE):
+    for name in (codegen.Gen.GATE, codegen.Gen.LEAVE):
         assert name in src

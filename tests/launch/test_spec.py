@@ -22,7 +22,7 @@ import pytest
 
 import cute_bind
 from cute_bind import dsl
-from cute_bind.launch import prepared as _prepared
+from cute_bind.launch import native
 from cute_bind.launch.spec import KeepAlive, LaunchSpec, SeqLeaf, TvmConstantArg, TvmFfiLaunchSpec, TvmKeepAlive, TvmTensorArg
 
 LAUNCH = Path(cute_bind.__file__).parent / "launch"
@@ -192,13 +192,13 @@ def test_a_bound_handle_hands_c_one_launch_spec_with_named_leaves(monkeypatch: A
     from tests.kernels.host import seq_sum
 
     seen: list[Any] = []
-    real = _prepared._c_launcher_class()
+    real = native.c_launcher_class()
 
     def recording(spec: Any) -> Any:
         seen.append(spec)
         return real(spec)
 
-    monkeypatch.setattr(_prepared, "_c_launcher_class", lambda: recording)
+    monkeypatch.setattr(native, "c_launcher_class", lambda: recording)
     a, b, y = (np.zeros(64, np.float32) for _ in range(3))
     handle = cute_bind.kernel(seq_sum).bind(y, (a, b), (1.0, 1.0), 64)
     (spec,) = seen
