@@ -49,7 +49,7 @@ from ..slots import (
     describe_value,
 )
 from ..launch.prepare import prepare as prepare_compiled
-from .guards import Record, Records, Refusal, Served, shared_symbol, tensor_guard
+from .guards import Record, Records, Refusal, Served, composite_guard, holds_fake, shared_symbol, tensor_guard
 from .signature import KernelSignature, unwrap
 
 __all__ = ["Binding", "CompileKey", "Compiler", "ConstexprPart", "EnvCompile", "SlotPart", "served_key"]
@@ -322,6 +322,10 @@ class Compiler:
             where = Where(self.name, p.name)
             if dsl.is_fake_tensor(given):
                 bounds[i] = tensor_guard(p.slot, given, values[p.name], where, symbols, on_gpu=self.tvm_ffi)
+            elif self.tvm_ffi and holds_fake(given):
+                # a structure of fakes (quack's epilogue arguments): the TVM-FFI entry takes the call's
+                # own values and checks them at every call; the guards check what the compile assumed
+                composite_guard(given, values[p.name], where, symbols)
             elif isinstance(p.slot, StreamKind):
                 continue  # the stream's form is the record's sibling's business
             elif held.get(p.name) != part.key:
@@ -390,11 +394,18 @@ class Compiler:
         try:
             values = bind_arguments(self.name, self.names, self.kwonly, defaults, args, kwargs, self.hints)
         except D.CuteBindError:
-            return None  # the normal path reports it
+            # the host's call shape does not bind it; the entry's own call shape may (else the normal path reports it)
+            shifted = self._entry_shaped(args, kwargs, None)
+            if shifted is None:
+                return None
+            values = shifted
         # a stream declared ``= None`` and given None is left out as well (the current stream either way)
         left = frozenset(n for n in self.streams if values[n] is _LEFT_OUT or (values[n] is None and n in self.none_streams))
         if not left:
-            return None
+            shifted = self._entry_shaped(args, kwargs, values)
+            if shifted is None:
+                return None
+            values, left = shifted, frozenset(self.streams)
         matches = []
         for entry in reversed(list(self.env.values())):
             if entry.streams != left:
@@ -407,6 +418,26 @@ class Compiler:
         if not matches:
             return None
         return matches, {p.name: values[p.name] for p in self.signature.runtime if p.name not in left}
+
+    def _entry_shaped(self, args: tuple[Any, ...], kwargs: dict[str, Any], values: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A call shaped like an environment-stream entry's own call, by name (the streams left out), or ``None``.
+
+        Such an entry has no stream parameter, so a client that calls it positionally passes the
+        arguments after the stream one place earlier (quack's GEMM: ``compiled(A, B, D, C, epi,
+        sched, varlen, SFA, SFB)`` for ``(mA, ..., varlen_args, stream, mSFA, mSFB)``). Read so only
+        where the value the host's signature puts on a stream is no stream (a stream given there is
+        what the host's own call shape says; ``values``: the host-shaped binding, ``None`` where that
+        failed), and the call binds without the streams."""
+        if not self.env or not self.streams:
+            return None
+        if values is not None and all(values[n] is _LEFT_OUT or _stream_like(values[n]) for n in self.streams):
+            return None
+        names = tuple(n for n in self.names if n not in self.streams)
+        try:
+            shifted = bind_arguments(self.name, names, self.kwonly, self.defaults, args, kwargs, self.hints)
+        except D.CuteBindError:
+            return None
+        return {n: shifted[n] if n in shifted else _LEFT_OUT for n in self.names}
 
     def env_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[EnvCompile, dict[str, Any], bool, Any] | None:
         """``(compile, values, newest, result)`` when the call leaves the environment stream out and a
@@ -434,6 +465,13 @@ class Compiler:
         slots = {p.name: p.slot for p in self.signature.runtime}
         bounds = [_env_bind(slots[n], v, Where(self.name, n)) for n, v in values.items()]  # type: ignore[arg-type]  # runtime params have slots
         return self.tvm_ffi_handle(entry.compiled, bounds)
+
+
+def _stream_like(value: Any) -> bool:
+    """A value a stream parameter takes (an int handle, a ``CUstream``, an object with ``.cuda_stream``),
+    told apart without running its code: ``None`` or a tensor on a stream's place is not one."""
+    cls = value.__class__
+    return (cls is int) or cls.__name__ == "CUstream" or hasattr(cls, "cuda_stream") or dsl.is_fake_stream(value)
 
 
 def served_key(key: CompileKey, compiled: Any) -> CompileKey:

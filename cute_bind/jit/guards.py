@@ -25,6 +25,8 @@ guard that refused the call, chained to the compile's own error.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import struct
 import threading
 from collections.abc import Callable, Sequence
@@ -33,10 +35,10 @@ from typing import Any, NamedTuple
 from .. import diagnostics as D
 from .. import dsl
 from ..diagnostics import CuteBindError
-from ..slots import Bound, TensorKind, Where
+from ..slots import Bound, TensorKind, Where, infer_slot
 from ..slots import dlpack as _dlpack
 
-__all__ = ["Record", "Records", "Refusal", "Served"]
+__all__ = ["Record", "Records", "Refusal", "Served", "composite_guard", "holds_fake"]
 
 #: a stream left out of a call (not given, or None for a stream declared ``= None``)
 LEFT_OUT: Any = None
@@ -257,3 +259,73 @@ def shared_symbol(values: dict[str, Any]) -> str | None:
                 return name
             seen.add(id(sym))
     return None
+
+
+def _fields(value: Any) -> list[tuple[str, Any]] | None:
+    """A NamedTuple's, dataclass's, tuple's or list's items with their names, else ``None``."""
+    cls = value.__class__
+    if isinstance(value, tuple) and isinstance(getattr(cls, "_fields", None), tuple):
+        return list(zip(cls._fields, value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+    if cls is tuple or cls is list:
+        return [(str(i), v) for i, v in enumerate(value)]
+    return None
+
+
+def holds_fake(value: Any) -> bool:
+    """Whether a structure or sequence holds a fake tensor (at any depth)."""
+    items = _fields(value)
+    return items is not None and any(dsl.is_fake_tensor(v) or holds_fake(v) for _, v in items)
+
+
+def composite_guard(fake: Any, value: Any, where: Where, symbols: dict[int, tuple[str, int, int]]) -> None:
+    """``value`` checked against a structure or sequence compiled from fakes (quack's ``EpilogueArguments``
+    holding fake tensors), for a TVM-FFI entry: the same class and arity, ``None`` where the compile had
+    ``None`` (a constant of the compiled code) and nowhere else, the same Python constants (enums,
+    booleans: Constexpr fields), and every fake tensor's guards (:func:`tensor_guard`) on the tensor in
+    its place. A catalog error names the field."""
+    if dsl.is_fake_tensor(fake):
+        slot = infer_slot(value) if value is not None else None
+        tensor_guard(slot if isinstance(slot, TensorKind) else None, fake, value, where, symbols, on_gpu=True)
+        return
+    if fake is None or value is None:
+        if fake is not value:
+            raise D.error(
+                D.TENSOR_LAYOUT_MISMATCH,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                detail="the compile had None here (a constant of the compiled code)" if fake is None else "compiled for a value here",
+                expected="None" if fake is None else "a value, as the compile had",
+                got="None" if value is None else type(value).__name__,
+            )
+        return
+    mine = _fields(fake)
+    if mine is None:
+        if isinstance(fake, (bool, enum.Enum)) and not (value.__class__ is fake.__class__ and value == fake):
+            raise D.error(
+                D.STRUCTURE_CONSTANT_CHANGED,
+                kernel=where.kernel,
+                parameter=where.parameter,
+                expected=f"{fake!r}, the constant it was compiled with",
+                got=repr(value) if isinstance(value, (bool, enum.Enum)) else type(value).__name__,
+            )
+        return  # a number: a runtime value the entry converts and checks
+    theirs: list[tuple[str, Any]] | None
+    if value.__class__ is tuple and fake.__class__ is not tuple and len(value) == len(mine):
+        theirs = [(n, v) for (n, _), v in zip(mine, value)]  # a plain tuple for a NamedTuple, in field order
+    else:
+        theirs = _fields(value) if value.__class__ is fake.__class__ else None
+    if theirs is None or len(theirs) != len(mine):
+        raise D.error(
+            D.TENSOR_LAYOUT_MISMATCH,
+            kernel=where.kernel,
+            parameter=where.parameter,
+            detail="compiled from a structure of fakes",
+            expected=f"a {type(fake).__name__} of {len(mine)} item(s), as the compile had",
+            got=f"a {type(value).__name__}" + (f" of {len(theirs)} item(s)" if theirs is not None else ""),
+        )
+    for (name, f), (_, v) in zip(mine, theirs):
+        sep = "[" if fake.__class__ in (tuple, list) else "."
+        field = f"{where.parameter}[{name}]" if sep == "[" else f"{where.parameter}.{name}"
+        composite_guard(f, v, Where(where.kernel, field), symbols)

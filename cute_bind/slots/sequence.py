@@ -5,7 +5,9 @@ order, each marshalled as its own kind. A sequence slot is therefore the
 concatenation of its element slots, with the length fixed at ``bind()``:
 ``tuple[X, Y]`` fixes the element kinds in the annotation; ``tuple[X, ...]``,
 ``list[X]`` and ``Sequence[X]`` fix one kind for every element; a bare
-``tuple``/``list`` takes each element's kind from the value given to ``bind()``.
+``tuple``/``list`` takes each element's kind from the value given to ``bind()``
+(a NamedTuple given to a bare ``tuple`` binds as the structure it is, as the
+DSL traces it: quack's GEMMs annotate ``epilogue_args: tuple``).
 
 A sequence value is read by iterating it (``list(value)``), on every path: a
 tuple or list subclass overriding ``__iter__`` is read through it (the C fast
@@ -32,6 +34,11 @@ __all__ = ["SequenceKind", "element_problem"]
 def _origin(annotation: Any) -> Any:
     base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
     return typing.get_origin(base) or base, base
+
+
+def _is_structure_value(value: Any) -> bool:
+    """A NamedTuple instance (a tuple subclass with ``_fields``)."""
+    return isinstance(value, tuple) and value.__class__ is not tuple and isinstance(getattr(value.__class__, "_fields", None), tuple)
 
 
 def is_sequence_annotation(annotation: Any) -> bool:
@@ -157,6 +164,13 @@ class SequenceKind(SlotKind):
         return Where(where.kernel, f"{where.parameter}[{i}]")
 
     def bind(self, value: Any, where: Where) -> Bound:
+        if self.elements is None and self.homogeneous is None and _is_structure_value(value):
+            # a bare ``tuple`` annotation given a NamedTuple (quack's ``epilogue_args: tuple``): the DSL
+            # traces the NamedTuple as the structure it is (its None fields and Constexpr fields are
+            # constants), so it binds as one; a NamedTuple the structure kind refuses stays a sequence
+            found = infer_slot(value)
+            if found is not None and found.kind == "structure":
+                return found.bind(value, where)
         items = self._items(value, where)
         kinds: list[SlotKind] = []
         for i, item in enumerate(items):
@@ -166,14 +180,17 @@ class SequenceKind(SlotKind):
             kinds.append(kind)
         bounds = [k.bind(item, self._where(where, i)) for i, (k, item) in enumerate(zip(kinds, items))]
         packed: list[Any] = []
+        compile_only = False
         for b in bounds:
-            if not b.slot.packs_tuple:
+            if b.packed is None:  # a compile-only placeholder (a fake tensor): nothing is launched
+                compile_only = True
+            elif not b.slot.packs_tuple:
                 packed.append(b.packed)
             else:
                 packed.extend(b.packed)
         slot = SequenceKind(elements=tuple(b.slot for b in bounds), bound=True)
         key = tuple((type(b.slot).__name__, b.slot.describe(), b.key) for b in bounds)
-        return Bound(packed=tuple(packed), dsl_value=tuple(b.dsl_value for b in bounds), key=key, slot=slot)
+        return Bound(packed=None if compile_only else tuple(packed), dsl_value=tuple(b.dsl_value for b in bounds), key=key, slot=slot)
 
     def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[Any, ...]:
         items = self._items(value, where)

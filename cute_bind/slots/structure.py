@@ -17,8 +17,9 @@ specialization instead).
 A field is classified from the class's type hints as a parameter is (a
 pointer, scalar, stream, tensor, sequence, ``Optional``/union of those, or
 another structure); a field annotated ``None`` is always ``None``; a
-dataclass field annotated ``Constexpr[...]`` is a constant held at bind and
-compared at launch; a field of an untyped ``collections.namedtuple`` takes
+NamedTuple or dataclass field annotated ``Constexpr[...]`` is a constant held at
+bind and compared at launch (the DSL bakes it into the compiled code and gives
+it no C argument); a field of an untyped ``collections.namedtuple`` takes
 its kind from the value given at bind. Anything else is CB125 at decoration.
 
 The DSL does not adapt what a NamedTuple holds (only the NamedTuple itself is
@@ -108,12 +109,9 @@ def structure_fields(cls: type) -> tuple[tuple[tuple[str, str, SlotKind | None],
             if isinstance(found, Rejected):
                 why = found.detail or found.diagnostic.summary.rstrip(".")
                 return None, f"field '{name}': {found.got} is not eligible ({why})"
-            if not isinstance(found, SlotKind):  # Constexpr
-                if namedtuple:
-                    return None, (
-                        f"field '{name}' is Constexpr: the DSL passes no Python constant inside a NamedTuple "
-                        "(only None); use a dataclass for compile-time fields"
-                    )
+            if not isinstance(found, SlotKind):  # Constexpr: held at bind, compared at launch
+                # A NamedTuple's Constexpr field (quack's TileSchedulerOptions.raster_order, an IntEnum)
+                # is traced as a constant and gives no C argument, as a dataclass's does
                 fields.append((name, _CONST, None))
                 continue
             if namedtuple and _is_stream(found):
@@ -297,6 +295,7 @@ class StructureKind(SlotKind):
         packed: list[Any] = []
         dsl_fields: dict[str, Any] = {}
         key: list[Any] = []
+        compile_only = False
         for name, how, kind in self.fields:
             v = getattr(value, name)
             w = self._where(where, name)
@@ -317,12 +316,15 @@ class StructureKind(SlotKind):
             slot = kind if isinstance(kind, OptionalKind) else OptionalKind(kind)
             b = slot.bind(v, w)
             bound.append((name, b.slot, None))
-            packed.extend(b.packed if b.slot.packs_tuple else (b.packed,))
+            if b.packed is None:  # a compile-only placeholder (a fake tensor): nothing is launched
+                compile_only = True
+            else:
+                packed.extend(b.packed if b.slot.packs_tuple else (b.packed,))
             dsl_fields[name] = _to_dsl(b.dsl_value)
             key.append((name, b.slot.describe(), b.key))
         slot_ = StructureKind(self.cls, self.fields, tuple(bound))
         return Bound(
-            packed=tuple(packed),
+            packed=None if compile_only else tuple(packed),
             dsl_value=self._rebuilt(value, dsl_fields),
             key=("structure", qualname(self.cls), tuple(key)),
             slot=slot_,

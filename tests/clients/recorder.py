@@ -73,6 +73,7 @@ ENV = {
     "FLASH_ATTENTION_NUM_SMS": "132",
     "QUACK_CACHE_ENABLED": "0",  # quack's .o cache: only the case that exercises it turns it on
     "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED": "0",  # FlashAttention's disk cache (its default): compiles happen here
+    "QUACK_ARCH": "sm_90",  # quack's GEMMs read the device's capability; the H200's (its own override for CPU compiles)
 }
 H200_SMS = 132
 #: A B200's SM count: FlashAttention-4's sm100 kernels read it while tracing (their persistent scheduler's grid)
@@ -83,7 +84,13 @@ B200_SMS = 148
 #: machine lent here runs them).
 TARGETS: dict[str, dict[str, str]] = {
     "sm90": ENV,
-    "sm100": {**ENV, "CUTE_DSL_ARCH": "sm_100a", "FLASH_ATTENTION_ARCH": "sm_100", "FLASH_ATTENTION_NUM_SMS": str(B200_SMS)},
+    "sm100": {
+        **ENV,
+        "CUTE_DSL_ARCH": "sm_100a",
+        "FLASH_ATTENTION_ARCH": "sm_100",
+        "FLASH_ATTENTION_NUM_SMS": str(B200_SMS),
+        "QUACK_ARCH": "sm_100",
+    },
 }
 
 _HERE = os.path.abspath(__file__)
@@ -283,6 +290,8 @@ def _quack_shims() -> None:
     rmsnorm = importlib.import_module("quack.rmsnorm")
     config = importlib.import_module("quack.rmsnorm_config")
     rmsnorm.get_sm_count = lambda N, device: config._get_sm_count_hopper(N, H200_SMS)
+    # the GEMMs' persistent grid: quack asks cutlass.utils.HardwareInfo, which asks the driver
+    importlib.import_module("cutlass.utils").HardwareInfo = _HardwareInfo
     for name in ("_rmsnorm_bwd_f", "_rmsnorm_bwd_f_dual"):
         op = getattr(rmsnorm, name, None)
         if op is not None and not getattr(op, "_cute_bind_cpu", False):
@@ -290,17 +299,23 @@ def _quack_shims() -> None:
             op._cute_bind_cpu = True
 
 
-class _B200Info:
-    """``cutlass.utils.HardwareInfo`` on the CPU, for an sm100 compile: a B200's SM count (the class asks the driver)."""
+class _HardwareInfo:
+    """``cutlass.utils.HardwareInfo`` on the CPU (the class asks the driver): the target GPU's SM count."""
+
+    sms = H200_SMS
 
     def __init__(self, device_id: int = 0) -> None:
         self.device_id = device_id
 
     def get_device_multiprocessor_count(self) -> int:
-        return B200_SMS
+        return self.sms
 
     def get_max_active_clusters(self, cluster_size: int, stream: Any = None) -> int:
-        return B200_SMS // cluster_size
+        return self.sms // cluster_size
+
+
+class _B200Info(_HardwareInfo):
+    sms = B200_SMS
 
 
 def _sm100_shims() -> None:
@@ -403,6 +418,41 @@ def quack_rms_final_reduce() -> None:
 
 def quack_hadamard() -> None:
     importlib.import_module("quack.transform.hadamard").hadamard_transform_fwd(_bf16(8, 1024), 0.5)
+
+
+def _gemm_operands(m: int, n: int, k: int) -> tuple[Any, Any]:
+    return _bf16(m, k), _bf16(k, n)
+
+
+def quack_gemm() -> None:
+    """quack's GEMM at a small (host-bound) shape with its default config (``tuned=False``: no autotuning)."""
+    gi = importlib.import_module("quack.gemm_interface")
+    gi.gemm(*_gemm_operands(256, 256, 256), tuned=False)
+
+
+def quack_gemm_add() -> None:
+    """``out = A @ B + C`` (the C operand and beta in the epilogue arguments)."""
+    gi = importlib.import_module("quack.gemm_interface")
+    a, b = _gemm_operands(256, 512, 256)
+    gi.gemm_add(a, b, _bf16(256, 512), tuned=False)
+
+
+def quack_gemm_act() -> None:
+    """A fused activation epilogue (relu), storing the pre-activation too."""
+    gi = importlib.import_module("quack.gemm_interface")
+    gi.gemm_act(*_gemm_operands(256, 256, 512), activation="relu", store_preact=True, tuned=False)
+
+
+def quack_gemm_varlen_m() -> None:
+    """Grouped GEMM over packed rows (``cu_seqlens_m``: three groups), as MoE layers call it."""
+    import torch
+
+    gi = importlib.import_module("quack.gemm_interface")
+    lengths = (128, 64, 192)
+    cu = torch.tensor([0, *itertools.accumulate(lengths)], dtype=torch.int32)
+    a = _bf16(sum(lengths), 256)
+    b = _bf16(len(lengths), 256, 256)
+    gi.gemm(a, b, cu_seqlens_m=cu, tuned=False)
 
 
 def quack_disk_cache(tmp: str) -> None:
@@ -546,6 +596,10 @@ CASES: dict[str, tuple[tuple[str, ...], Callable[..., None]]] = {
     "quack.rms_final_reduce": (("quack",), quack_rms_final_reduce),
     "quack.hadamard": (("quack", "quack.transform.hadamard"), quack_hadamard),
     "quack.disk_cache": (("quack",), quack_disk_cache),
+    "quack.gemm": (("quack", "quack.gemm_interface"), quack_gemm),
+    "quack.gemm_add": (("quack", "quack.gemm_interface"), quack_gemm_add),
+    "quack.gemm_act": (("quack", "quack.gemm_interface"), quack_gemm_act),
+    "quack.gemm_varlen_m": (("quack", "quack.gemm_interface"), quack_gemm_varlen_m),
     "fa4.fwd_sm90": (("flash_attn.cute.interface",), fa4_fwd_sm90),
     "fa4.fwd_sm90_causal_gqa": (("flash_attn.cute.interface",), fa4_fwd_sm90_causal_gqa),
     "fa4.fwd_sm90_decode": (("flash_attn.cute.interface",), fa4_fwd_sm90_decode),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
 import itertools
 from typing import Any, NamedTuple, Optional
 
@@ -158,7 +159,6 @@ class StreamedData:
 
 REJECTED = [
     (Labelled, "field 'label': str is not eligible"),
-    (Compiled, "field 'k' is Constexpr"),
     (Unresolved, "cannot be resolved (NameError"),
     (Holder, "holds itself"),
     (Streamed, "field 'stream': a stream inside a NamedTuple"),  # the DSL adapts nothing inside a NamedTuple
@@ -170,6 +170,71 @@ def test_structures_with_an_ineligible_field_are_cb125(cls: type, detail: str) -
     found = classify(cls)
     assert isinstance(found, Rejected) and found.diagnostic.code == "CB125"
     assert found.detail is not None and detail in found.detail
+
+
+class Raster(enum.Enum):  # an IntEnum is an int: DSL 4.8.1's plain (non-TVM-FFI) call passes it as one
+    ALONG_M = 0
+    ALONG_N = 1
+
+
+class SchedulerOptions(NamedTuple):
+    """quack's ``TileSchedulerOptions`` shape: numbers, a Constexpr IntEnum with a default, an optional pointer."""
+
+    clusters: Int32
+    raster: Constexpr[Raster] = Raster.ALONG_M
+    swizzle: Int32 = Int32(8)
+    semaphore: Optional[cute.Pointer] = None
+
+
+@cute.jit
+def scheduled(opts: SchedulerOptions, out: cute.Pointer):
+    # the structure first and a pointer after: DSL 4.8.1's own call rebuilds a NamedTuple holding a
+    # Constexpr field wrongly in other shapes (a StopIteration in its tree_unflatten, or a value
+    # shifted into the next parameter; no cute_bind involved), which quack's GEMM call avoids
+    t = cute.make_tensor(out, cute.make_layout(1))
+    if cutlass.const_expr(opts.raster == Raster.ALONG_M):
+        t[0] = Float32(opts.clusters * opts.swizzle)
+    else:
+        t[0] = Float32(opts.clusters - opts.swizzle)
+
+
+#: what each door compiles with (the trailing fields at their defaults: DSL 4.8.1's own call misreads
+#: other shapes of this NamedTuple), and the calls made after it
+COMPILED_WITH = SchedulerOptions(Int32(3), Raster.ALONG_N)
+SCHEDULED_CALLS = [
+    SchedulerOptions(Int32(7), Raster.ALONG_N, Int32(2)),
+    (Int32(4), Raster.ALONG_N, Int32(9), None),  # a plain tuple, as the compiled function's own call takes
+]
+
+
+def _ptr(t: Any) -> Any:
+    return cute.runtime.make_ptr(Float32, t.data_ptr(), cute.AddressSpace.generic)
+
+
+@pytest.mark.parametrize("opts", SCHEDULED_CALLS, ids=["namedtuple", "plain-tuple"])
+def test_namedtuple_constexpr_fields_are_compile_time_constants(opts: Any) -> None:
+    """A NamedTuple's Constexpr field (quack's ``TileSchedulerOptions.raster_order``) is traced as a
+    constant with no C argument: every door equals the DSL's own call."""
+    want = torch.zeros(1)
+    as_nt = SchedulerOptions(*opts)
+    cute.compile(scheduled, COMPILED_WITH, _ptr(want))(as_nt, _ptr(want))
+    k = cute_bind.kernel(scheduled)
+    got = [torch.zeros(1) for _ in range(3)]
+    k.bind(COMPILED_WITH, got[0]).launch(opts, got[0])
+    k(COMPILED_WITH, got[1])
+    k(opts, got[1])
+    cute_bind.prepare(cute.compile(scheduled, COMPILED_WITH, _ptr(got[2])), COMPILED_WITH, _ptr(got[2])).launch(as_nt, _ptr(got[2]))
+    for g in got:
+        assert torch.equal(g, want)
+    assert want[0] == float(as_nt.clusters - as_nt.swizzle)  # the ALONG_N branch, with the call's numbers
+
+
+def test_a_changed_namedtuple_constexpr_field_is_cb232() -> None:
+    out = torch.zeros(1)
+    handle = cute_bind.kernel(scheduled).bind(COMPILED_WITH, out)
+    with pytest.raises(cute_bind.LaunchArgumentError) as info:
+        handle.launch(SchedulerOptions(Int32(3), Raster.ALONG_M), out)
+    assert info.value.code == "CB232" and info.value.parameter == "opts.raster"
 
 
 @cute.jit
@@ -312,3 +377,74 @@ def test_structure_slots_hold_their_tensors_until_the_call_returns() -> None:
     held = slot.coerce(value, Where("attention_like", "sink_tensors"))
     assert len(held) == slot.width == 8  # each dynamic 1-D tensor: its address and extent
     assert any(o is value for o in held.owner)  # the structure (and so its tensors) is held
+
+
+@cute.jit
+def bare_tuple(out: cute.Tensor, epilogue_args: tuple):
+    """quack's GEMMs annotate ``epilogue_args: tuple`` and pass a NamedTuple with None fields."""
+    out[0] = epilogue_args.mask_block_cnt[0] - epilogue_args.mask_block_idx[1]
+    if cutlass.const_expr(epilogue_args.scale is not None):
+        out[1] = epilogue_args.scale
+
+
+@pytest.mark.parametrize("scale", [None, Float32(2.5)], ids=["none-fields", "all-fields"])
+def test_a_namedtuple_given_to_a_bare_tuple_annotation_binds_as_a_structure(scale: Any) -> None:
+    args = BlockSparse(_t(1), _t(2), None, scale)
+    want, got, again = torch.zeros(2), torch.zeros(2), torch.zeros(2)
+    cute.compile(bare_tuple, _dyn(want), _dsl(args))(_dyn(want), _dsl(args))
+    k = cute_bind.kernel(bare_tuple)
+    k(got, args)
+    handle = k.bind(again, args)
+    handle.launch(again, args)
+    assert torch.equal(got, want) and torch.equal(again, want)
+    assert isinstance(handle.slots["epilogue_args"], StructureKind)
+
+
+def _generic_fake(*shape: Any) -> Any:
+    from cutlass.cute.runtime import make_fake_tensor
+
+    return make_fake_tensor(Float32, shape, stride=(1,), memspace=cute.AddressSpace.generic)
+
+
+def test_a_structure_holding_fake_tensors_serves_real_calls() -> None:
+    """``kernel.compile`` (TVM-FFI, as quack compiles) with the client's fakes inside a NamedTuple (quack's
+    ``EpilogueArguments`` holding ``mAuxOut``): the fakes give no launch storage, and real calls whose
+    structure fits the fakes are served by that compile, not compiled again from the real tensors."""
+    k = cute_bind.kernel(bare_tuple, cache=False, compile_options="--enable-tvm-ffi")
+    fake = _generic_fake(cute.sym_int())
+    k.compile(_generic_fake(2), BlockSparse(fake, fake, None, None))
+    for seed in (3, 5):
+        args = BlockSparse(_t(seed), _t(seed + 1), None, None)
+        got, want = torch.zeros(2), torch.zeros(2)
+        k(got, args)
+        cute.compile(bare_tuple, _dyn(want), _dsl(args))(_dyn(want), _dsl(args))
+        assert torch.equal(got, want)
+    assert k.cache_info()["compiled"] == 1  # served by the fakes' compile
+
+
+@pytest.mark.parametrize(
+    "args, parameter",
+    [
+        (BlockSparse(_t(1), _t(2), _t(3), None), "epilogue_args.full_block_cnt"),  # None at compile: a constant
+        (BlockSparse(_t(1).double(), _t(2), None, None), "epilogue_args.mask_block_cnt"),  # another dtype
+    ],
+    ids=["none-given-a-tensor", "dtype"],
+)
+def test_a_structure_of_fakes_refuses_what_its_compile_did_not_assume(args: Any, parameter: str) -> None:
+    """Such a call is not served (the guard names the field) and compiles for its own values instead."""
+    k = cute_bind.kernel(bare_tuple, cache=False, compile_options="--enable-tvm-ffi")
+    fake = _generic_fake(cute.sym_int())
+    k.compile(_generic_fake(2), BlockSparse(fake, fake, None, None))
+    values = {"out": torch.zeros(2), "epilogue_args": args}
+    served, refusals = k.compiler.serve(values, k.compiler.bind_values(values))
+    assert served is None and [r.parameter for r in refusals] == [parameter]
+    got, want = torch.zeros(2), torch.zeros(2)
+    if args.mask_block_cnt.dtype != torch.float32:
+        # the call's own compile fails (a Float64 stored into the Float32 out): CB315 names the guard
+        with pytest.raises(cute_bind.KernelCompileError) as info:
+            k(got, args)
+        assert info.value.code == "CB315" and f"parameter '{parameter}'" in str(info.value)
+        return
+    k(got, args)  # compiled for the call's own values
+    cute.compile(bare_tuple, _dyn(want), _dsl(args))(_dyn(want), _dsl(args))
+    assert torch.equal(got, want) and k.cache_info()["compiled"] == 2
