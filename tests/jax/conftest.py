@@ -1,4 +1,8 @@
-"""The cute_bind.jax tests: skipped where JAX is not installed (it is an optional extra; CI installs its CPU wheels)."""
+"""The cute_bind.jax tests: skipped where JAX is not installed (it is an optional extra; CI installs its CPU wheels).
+
+The host-only kernels run through XLA's CPU client: every test but the GPU
+module's runs with the CPU device as JAX's default (on a GPU machine too).
+"""
 
 from __future__ import annotations
 
@@ -6,5 +10,11 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
-# XLA's CPU client: the tests run host-only kernels through XLA's CPU FFI
-jax.config.update("jax_platforms", "cpu")
+
+@pytest.fixture(autouse=True)
+def _cpu_default(request: pytest.FixtureRequest):
+    if request.node.path.name == "test_gpu.py":
+        yield
+        return
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
