@@ -11,7 +11,12 @@ OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT/jax"
 L=$OUT/jax
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PYTHONFAULTHANDLER=1
-step() { local name=$1 t=$2; shift 2; timeout "$t" "$@" > "$L/$name.txt" 2>&1; echo "$?" > "$L/$name.rc"; }
+# each step's log and rc, then the tar again: a run cut short still brings back what finished
+step() {
+  local name=$1 t=$2; shift 2
+  timeout "$t" "$@" > "$L/$name.txt" 2>&1; echo "$?" > "$L/$name.rc"
+  tar czf "$OUT/jax_logs.tgz" -C "$OUT" --exclude='cache_*' jax
+}
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   python3 -c "import sys, jax, jaxlib; print(sys.version); print('jax', jax.__version__, jaxlib.__version__, jax.devices())"
@@ -19,18 +24,18 @@ step() { local name=$1 t=$2; shift 2; timeout "$t" "$@" > "$L/$name.txt" 2>&1; e
   python3 setup.py -q build_ext --inplace 2>&1 | grep -iE "cxla|error" | tail -n 5
   python3 -c "import cute_bind.jax._cxla as c; print('cute_bind.jax._cxla built, FFI API', c.API_MAJOR, c.API_MINOR)"
 } > "$L/env.txt" 2>&1
-step tests 170 python3 -m pytest -q -p no:cacheprovider -rs tests/jax -s
+step tests 110 python3 -m pytest -q -p no:cacheprovider -rs tests/jax -s
 export CUTE_BIND_CACHE_DIR=$L/cache_bench
-step host_default 130 python3 benchmarks/jax_bench.py host --json "$L/host_default.json"
-step host_nocmdbuf 90 env XLA_FLAGS=--xla_gpu_enable_command_buffer= python3 benchmarks/jax_bench.py host --iters 100 --repeats 5 --json "$L/host_nocmdbuf.json"
+step host_default 80 python3 benchmarks/jax_bench.py host --json "$L/host_default.json"
+step host_nocmdbuf 50 env XLA_FLAGS=--xla_gpu_enable_command_buffer= python3 benchmarks/jax_bench.py host --iters 100 --repeats 5 --json "$L/host_nocmdbuf.json"
 for b in cute_bind cutlass_call; do
   export CUTE_BIND_CACHE_DIR=$L/cache_start_$b
   rm -rf "$CUTE_BIND_CACHE_DIR"
-  step "start_${b}_cold" 45 python3 benchmarks/jax_bench.py start --bridge $b
-  step "start_${b}_warm" 45 python3 benchmarks/jax_bench.py start --bridge $b
+  step "start_${b}_cold" 25 python3 benchmarks/jax_bench.py start --bridge $b
+  step "start_${b}_warm" 25 python3 benchmarks/jax_bench.py start --bridge $b
 done
 rm -rf "$L"/cache_*
-tar czf "$OUT/jax_logs.tgz" -C "$OUT" jax
+tar czf "$OUT/jax_logs.tgz" -C "$OUT" jax && rm -rf "$L"/*.txt.keep
 echo "---- env"; cat "$L/env.txt"
 echo "---- tests rc=$(cat "$L/tests.rc")"; grep -E "passed|failed|error|graph=|SKIP" "$L/tests.txt" | tail -n 8
 for h in host_default host_nocmdbuf; do echo "---- $h rc=$(cat "$L/$h.rc")"; grep -E "^chain|issued|Error|error" "$L/$h.txt" | tail -n 12; done
