@@ -8,14 +8,14 @@
 # start of both bridges in fresh processes. Logs and JSON under $OUT (one tar); a short summary last.
 set -u
 OUT=${OUT:-$PWD/device-out}
-mkdir -p "$OUT/jax"
-L=$OUT/jax
+L=${JAX_LOGS:-/tmp/cute_bind_jax_logs}   # logs here; $OUT gets one tar of them (results come back as few files)
+rm -rf "$L" && mkdir -p "$L" "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PYTHONFAULTHANDLER=1
 # each step's log and rc, then the tar again: a run cut short still brings back what finished
 step() {
   local name=$1 t=$2; shift 2
   timeout "$t" "$@" > "$L/$name.txt" 2>&1; echo "$?" > "$L/$name.rc"
-  tar czf "$OUT/jax_logs.tgz" -C "$OUT" --exclude='cache_*' jax
+  tar czf "$OUT/jax_logs.tgz" -C "$(dirname "$L")" --exclude='cache_*' "$(basename "$L")"
 }
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
@@ -35,7 +35,7 @@ for b in cute_bind cutlass_call; do
   step "start_${b}_warm" 25 python3 benchmarks/jax_bench.py start --bridge $b
 done
 rm -rf "$L"/cache_*
-tar czf "$OUT/jax_logs.tgz" -C "$OUT" jax && rm -rf "$L"/*.txt.keep
+tar czf "$OUT/jax_logs.tgz" -C "$(dirname "$L")" "$(basename "$L")"
 echo "---- env"; cat "$L/env.txt"
 echo "---- tests rc=$(cat "$L/tests.rc")"; grep -E "passed|failed|error|graph=|SKIP" "$L/tests.txt" | tail -n 8
 for h in host_default host_nocmdbuf; do echo "---- $h rc=$(cat "$L/$h.rc")"; grep -E "^chain|issued|Error|error" "$L/$h.txt" | tail -n 12; done
