@@ -10,7 +10,7 @@ set -u
 OUT=${OUT:-$PWD/device-out}
 L=${JAX_LOGS:-/tmp/cute_bind_jax_logs}   # logs here; $OUT gets one tar of them (results come back as few files)
 rm -rf "$L" && mkdir -p "$L" "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PYTHONFAULTHANDLER=1
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PYTHONFAULTHANDLER=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 # each step's log and rc, then the tar again: a run cut short still brings back what finished
 step() {
   local name=$1 t=$2; shift 2
