@@ -260,11 +260,14 @@ def compile_with(callable_: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
         opts["loader"] = dsl.load_tvm_ffi_object
     with claim(_Subject(name, fn), key, **opts) as c:
         loaded = c.load()
+        call: Any = loaded
+        if loaded is not None and tvm_ffi:
+            try:
+                call = dsl.tvm_ffi_caller(loaded, c.header.get("call"), target[1])
+            except ValueError as exc:  # the entry names a default this process's function lacks: compile
+                _refuse(name, f"the entry's call cannot be rebuilt here ({exc})")
+                loaded = None
         if loaded is not None:
-            if tvm_ffi:
-                call = dsl.tvm_ffi_caller(loaded, c.header.get("call"))
-            else:
-                call = loaded
             return CachedFunction(loaded, c.key, tvm_ffi, call, original)
         compiled = original()
         if tvm_ffi and c.key is not None:

@@ -95,6 +95,17 @@ _TYPE_MRO = type.__dict__["__mro__"].__get__
 _TYPE_MODULE = type.__dict__["__module__"].__get__
 _TYPE_QUALNAME = type.__dict__["__qualname__"].__get__
 _OBJECT_GETATTRIBUTE = object.__dict__["__getattribute__"]
+#: the builtin classes whose own ``__getattribute__`` slot is the interpreter's generic lookup (an ``IntEnum``
+#: member finds ``int``'s first, a ``str`` subclass ``str``'s): reading through them runs no class's code
+_GENERIC_GETATTRIBUTE = tuple(c.__dict__["__getattribute__"] for c in (object, int, str, float, complex, tuple, bytes, frozenset))
+
+
+def _generic_getattribute(cls: type) -> bool:
+    """Whether an attribute read of a ``cls`` instance is the interpreter's own (no ``__getattribute__`` of a class's code)."""
+    found = _class_lookup(cls, "__getattribute__")
+    return any(found is g for g in _GENERIC_GETATTRIBUTE)
+
+
 _MODULE_DICT = _TYPE_DICT(types.ModuleType)["__dict__"].__get__  # a module's namespace, without its class's attribute hooks
 _MISSING = object()
 
@@ -144,7 +155,7 @@ def _read(obj: Any, cls: type, name: str) -> Any:
     A slot, the instance dictionary and a plain class attribute are read; a class that redefines
     ``__getattribute__`` or ``__getattr__`` (for a missing name), a property or any other descriptor
     would run code: :class:`Uncacheable`."""
-    if _class_lookup(cls, "__getattribute__") is not _OBJECT_GETATTRIBUTE:
+    if not _generic_getattribute(cls):
         raise Uncacheable(f"{_type_name(cls)} defines __getattribute__ (reading .{name} would run its code)")
     attr = _class_lookup(cls, name)
     if attr is not _MISSING and _is_data_descriptor(attr):
@@ -168,7 +179,7 @@ def _state(obj: Any, cls: type) -> dict[str, Any]:
     """An object's own attributes: its instance dictionary and its slots (an unset slot is left out).
 
     What a traced method reads as ``self.x``; read without running the object's code (see :func:`_read`)."""
-    if _class_lookup(cls, "__getattribute__") is not _OBJECT_GETATTRIBUTE:
+    if not _generic_getattribute(cls):
         raise Uncacheable(f"{_type_name(cls)} defines __getattribute__ (reading its attributes would run its code)")
     state: dict[str, Any] = {}
     for klass in reversed(_TYPE_MRO(cls)):
@@ -333,11 +344,30 @@ def _qualname(obj: Any) -> str:
 
 
 def _covered_module(name: str | None) -> bool:
-    """Modules whose behaviour is pinned by a version in the key: the DSL, the standard library, cute_bind."""
+    """Modules whose behaviour is pinned by a version in the key: the DSL, the standard library, cute_bind,
+    and the array and compiler libraries of :data:`_VERSIONED` (by their own version, :func:`_version_tag`)."""
     if not name:
         return False
     root = name.partition(".")[0]
-    return root in _COVERED or root in sys.stdlib_module_names or dsl.is_dsl_module_name(name)
+    return root in _COVERED or root in _VERSIONED or root in sys.stdlib_module_names or dsl.is_dsl_module_name(name)
+
+
+#: Libraries a traced function may call while tracing (a client asks ``torch.cuda.get_device_capability()``)
+#: whose code is pinned by their version: their sources are not hashed (torch's hold thread-locals and
+#: C state no key can spell), their version is fed where the key meets them. Packages not named here
+#: (the kernel's own package, quack, flash_attn) are hashed by source.
+_VERSIONED = frozenset({"torch", "numpy", "jax", "jaxlib", "triton", "tvm_ffi", "cupy", "einops", "ml_dtypes", "scipy"})
+
+
+def _version_tag(name: str | None) -> str:
+    """``@torch==2.13.0`` for a module of a :data:`_VERSIONED` library (its ``__version__``, read from the
+    loaded module's dictionary), ``""`` for any other."""
+    root = (name or "").partition(".")[0]
+    if root not in _VERSIONED:
+        return ""
+    module = sys.modules.get(root)
+    version = _MODULE_DICT(module).get("__version__") if module is not None else None
+    return f"@{root}=={version if type(version) is str else '?'}"
 
 
 def _last_line(code: types.CodeType) -> int:
@@ -426,7 +456,7 @@ class _Hasher:
             contents = _MODULE_DICT(value)
             module_name = contents.get("__name__")
             module_name = module_name if type(module_name) is str else "?"
-            self.feed("module", label, module_name)
+            self.feed("module", label, module_name + _version_tag(module_name))
             if not _covered_module(module_name) and id(value) not in self._seen:
                 self._seen.add(id(value))
                 for attr in sorted(names):
@@ -495,12 +525,16 @@ class _Hasher:
             if chain:
                 for f in chain:
                     if _covered_module(getattr(f, "__module__", None)):
-                        self.feed("covered", _qualname(f))
+                        self.feed("covered", _qualname(f) + _version_tag(getattr(f, "__module__", None)))
                     else:
                         self.function(f)
                 return "code:" + "|".join(_qualname(f) for f in chain)
             if t is types.FunctionType and _covered_module(v.__module__ if type(v.__module__) is str else None):
-                return f"covered:{_qualname(v)}"  # the DSL's own function (or the standard library's): its version covers it
+                return f"covered:{_qualname(v)}{_version_tag(v.__module__)}"  # the DSL's own function (or the standard library's): its version covers it
+        if _compiled_function(t):
+            # a compiled function held by a name the trace can see (a package's in-memory cache of its compiles):
+            # the DSL cannot trace into one, so what it holds never changes a compile; spelled by its kind
+            return f"compiled-function:{_type_name(t)}"
         fields = _class_lookup(t, "__dataclass_fields__")
         if fields is not _MISSING and type(fields) is dict:  # a dataclass instance: its fields, read as plain attributes
             names = [f.name for f in fields.values() if type(f) is dataclasses.Field and f._field_type is dataclasses._FIELD]  # type: ignore[attr-defined]
@@ -618,8 +652,9 @@ class _Hasher:
 
     def _class(self, cls: type) -> str:
         name = _type_name(cls)
-        if _covered_module(_TYPE_MODULE(cls) if type(_TYPE_MODULE(cls)) is str else None) or id(cls) in self._seen:
-            return f"type:{name}"
+        module = _TYPE_MODULE(cls) if type(_TYPE_MODULE(cls)) is str else None
+        if _covered_module(module) or id(cls) in self._seen:
+            return f"type:{name}{_version_tag(module)}"
         self._seen.add(id(cls))
         try:
             source = inspect.getsource(cls)
@@ -642,7 +677,7 @@ _INERT_CLASS_NAMES = frozenset({"__module__", "__qualname__", "__doc__", "__dict
 def _has_wrapped(v: Any, t: type) -> bool:
     """Whether ``v`` carries ``__wrapped__`` (a decorator's wrapper) in its own dictionary or its class's, and
     reading it runs no code of its class (no ``__getattribute__`` of its own)."""
-    if t is not types.FunctionType and _class_lookup(t, "__getattribute__") is not _OBJECT_GETATTRIBUTE:
+    if t is not types.FunctionType and not _generic_getattribute(t):
         return False
     if _class_lookup(t, "__wrapped__") is not _MISSING:
         return True
@@ -651,6 +686,24 @@ def _has_wrapped(v: Any, t: type) -> bool:
     except Uncacheable:
         return False
     return d is not None and "__wrapped__" in d
+
+
+def _compiled_function(t: type) -> bool:
+    """Whether ``t`` is a class of compiled functions: the DSL's (``cute.compile``'s result, its executor),
+    ``tvm_ffi.Function`` (a reloaded one), or a class that says it stands for one (``__cute_bind_compiled__``,
+    as :class:`~cute_bind.cache.CachedFunction`). Decided by the class, never by the object's own code."""
+    if _class_lookup(t, "__cute_bind_compiled__") is not _MISSING:
+        return True
+    tvm_ffi = sys.modules.get("tvm_ffi")
+    function = getattr(tvm_ffi, "Function", None) if tvm_ffi is not None else None
+    if isinstance(function, type) and issubclass(t, function):
+        return True
+    executor = sys.modules.get("cutlass.base_dsl.jit_executor")
+    for name in ("JitCompiledFunction", "JitExecutor"):
+        cls = getattr(executor, name, None) if executor is not None else None
+        if isinstance(cls, type) and issubclass(t, cls):
+            return True
+    return False
 
 
 def _known_value(v: Any, t: type) -> str | None:

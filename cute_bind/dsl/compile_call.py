@@ -249,11 +249,13 @@ def argument_spelling(value: Any, state: CompileOnly) -> tuple[Any, ...] | None:
             bool(getattr(value, "_use_32bit_stride", False)),
         )
     if type(value) is d.runtime_pointer_class:
-        dtype, space, align = getattr(value, "__cache_key__")
+        ptr: Any = value
+        dtype, space, align = ptr.__cache_key__
         return ("dsl-pointer", _name(dtype), str(space), int(align or 0))
     symint = _symint_class()
     if symint is not None and isinstance(value, symint):
-        return ("symint", int(getattr(value, "width")), int(getattr(value, "divisibility")), state.number(value))
+        sym: Any = value
+        return ("symint", int(sym.width), int(sym.divisibility), state.number(sym))
     stream = getattr(getattr(d, "cuda_driver", None), "CUstream", None)
     if stream is not None and type(value) is stream:
         return ("cuda-stream",)
@@ -359,17 +361,18 @@ def load_tvm_ffi_object(path: str, name: str) -> Any:
 
 def tvm_ffi_call_spec(compiled: Any) -> dict[str, Any] | None:
     """How the DSL's call of a TVM-FFI compiled function takes its arguments, as plain data: the
-    parameter names, positional defaults, keyword-only names and defaults and the dataclass parameters
+    parameter names, which of them have defaults, the keyword-only names and the dataclass parameters
     it unpacks, read from the keyword wrapper the DSL built for it (TVM-FFI's generated ``wrapper``:
-    its code's parameters, its defaults table). ``None`` when the call converts arguments some other
-    way (Python integers for pointer parameters) or a default is not plain data: such a function is
-    not stored (a reloaded one would be called otherwise)."""
+    its code's parameters, its defaults table). The default values themselves are not stored: the
+    entry's key holds the function's defaults, so a process that loads it takes them from its own
+    function (:func:`tvm_ffi_caller`). ``None`` when the call converts arguments some other way
+    (Python integers for pointer parameters): such a function is not stored."""
     from .tvm_ffi import tvm_ffi_unpacked_parameters
 
     args = getattr(compiled, "execution_args", None)
     if args is None or getattr(args, "has_pointer_address_arg_specs", False):
         return None
-    spec: dict[str, Any] = {"names": [], "defaults": [], "kwonly": [], "kwonly_defaults": {}, "unpack": []}
+    spec: dict[str, Any] = {"wrapped": False, "names": [], "defaulted": [], "kwonly": [], "unpack": []}
     wrapper = getattr(compiled, "_kwargs_wrapper", None)
     if wrapper is None:
         return spec  # the positional-only class: its call is the function's own
@@ -385,30 +388,35 @@ def tvm_ffi_call_spec(compiled: Any) -> dict[str, Any] | None:
         return None
     if type(table) is not dict:
         return None
-    for value in table.values():
-        if not (value is None or type(value) in (bool, int, float, str)):
-            return None
-    spec["names"] = names
-    spec["defaults"] = [table[n] for n in names if n in table]
-    spec["kwonly"] = kwonly
-    spec["kwonly_defaults"] = {n: table[n] for n in kwonly if n in table}
-    spec["wrapped"] = True
+    spec.update(wrapped=True, names=names, kwonly=kwonly, defaulted=[n for n in names + kwonly if n in table])
     return spec
 
 
-def tvm_ffi_caller(function: Any, spec: dict[str, Any] | None) -> Callable[..., Any]:
+def tvm_ffi_caller(function: Any, spec: dict[str, Any] | None, source: Any) -> Callable[..., Any]:
     """A call of a reloaded ``tvm_ffi.Function`` that takes arguments as the DSL's call of the compiled
     function took them (keyword arguments, defaults, unpacked dataclasses): TVM-FFI's own keyword wrapper,
-    built as the DSL builds it; the bare function where the DSL's call was positional only."""
+    built as the DSL builds it, the defaults read from ``source`` (the traced function of this process,
+    whose defaults the entry's key holds); the bare function where the DSL's call was positional only.
+    ``ValueError`` when ``source`` lacks a default the spec names."""
     if not spec or not spec.get("wrapped"):
         return function  # type: ignore[no-any-return]
     from tvm_ffi.utils import kwargs_wrapper
 
+    try:
+        parameters = inspect.signature(inspect.unwrap(source)).parameters
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the traced function's signature cannot be read ({exc})") from None
+    defaults: dict[str, Any] = {}
+    for name in spec["defaulted"]:
+        p = parameters.get(name)
+        if p is None or p.default is p.empty:
+            raise ValueError(f"the traced function has no default for {name!r}")
+        defaults[name] = p.default
     return kwargs_wrapper.make_kwargs_wrapper(
         function,
         arg_names=list(spec["names"]),
-        arg_defaults=tuple(spec["defaults"]),
+        arg_defaults=tuple(defaults[n] for n in spec["names"] if n in defaults),
         kwonly_names=list(spec["kwonly"]),
-        kwonly_defaults=dict(spec["kwonly_defaults"]),
+        kwonly_defaults={n: defaults[n] for n in spec["kwonly"] if n in defaults},
         map_dataclass_to_tuple=list(spec["unpack"]),
     )
