@@ -886,14 +886,10 @@ class Dispatcher:
             self._records.append(info)
             self._misses += 1
             self._latest = spec
-            log.info(
-                "kernel '%s': specialization #%d (%s in %.3f s): %s",
-                name,
-                index,
-                "compiled" if cold else "compile cached",
-                seconds,
-                reason,
-            )
+            # where the compiled function came from, in words: a disk-cache load is no compile (issue 44 item 5)
+            source = compiler.source(key, cold)
+            how = {"compiled": "compiled", "disk": "loaded from the disk cache"}.get(source, "compiled earlier in this process")
+            log.info("kernel '%s': specialization #%d (%s in %.3f s): %s", name, index, how, seconds, reason)
             return spec, True
 
     @staticmethod
