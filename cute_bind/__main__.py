@@ -36,6 +36,25 @@ reading the output:
 Numbers vary between runs and machines: compare rows of one run only."""
 
 
+def program() -> str:
+    """How the user started the command line, for usage lines: ``python -m cute_bind`` or ``cute-bind``."""
+    return "python -m cute_bind" if os.path.basename(sys.argv[0]) == "__main__.py" else "cute-bind"
+
+
+_EXPLAIN_DESCRIPTION = """\
+Print a diagnostic's catalog entry: what the code means, an example that
+raises it, and the fix. Every error cute_bind raises carries such a code
+(CB101, CB204, ...); without a code (or with --list) every code is listed
+with its one-line summary."""
+
+_CONTRACT_DESCRIPTION = """\
+Check that the installed nvidia-cutlass-dsl provides everything cute_bind
+reads from it (the functions, classes and internals it calls, checked by
+what they are, not by the version number), and say which version it is and
+whether that version is in the tested range. Exit status 1 when something is
+missing (each missing piece is named)."""
+
+
 def _version() -> str:
     from . import __version__
     from .dsl import dsl_version
@@ -100,14 +119,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["check"]:
         return _check(argv[1:])
+    prog = program()
     if argv[:1] == ["lsp"]:  # the language server (the `lsp` extra); its own options, like check
         from .lsp import main as lsp_main
 
-        return lsp_main(argv[1:])
-    parser = argparse.ArgumentParser(prog="cute-bind", description="cute_bind tools")
+        return lsp_main(argv[1:], prog=f"{prog} lsp")
+    parser = argparse.ArgumentParser(prog=prog, description="cute_bind tools")
     parser.add_argument("--version", action="version", version=_version(), help="print cute_bind's version and the DSL's, then exit")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("explain", help="print a diagnostic's catalog entry (or list all)")
+    p = sub.add_parser("explain", help="print a diagnostic's catalog entry (or list all)", description=_EXPLAIN_DESCRIPTION)
     p.add_argument("code", nargs="?", help="e.g. CB204")
     p.add_argument("--list", action="store_true", help="list every code")
     p.set_defaults(func=_explain)
@@ -134,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_bench)
     sub.add_parser("check", help="static eligibility check of source files (see cute-bind check --help)")
     sub.add_parser("lsp", help="language server: the check's errors, quick fixes and hover in editors (see cute-bind lsp --help)")
-    p = sub.add_parser("contract", help="check the installed nvidia-cutlass-dsl provides what cute_bind needs")
+    p = sub.add_parser(
+        "contract", help="check the installed nvidia-cutlass-dsl provides what cute_bind needs", description=_CONTRACT_DESCRIPTION
+    )
     p.set_defaults(func=_contract)
     p = sub.add_parser("cache", help="the disk compile cache: info (list entries), clear, prune")
     from .cache.cli import add_arguments

@@ -1,7 +1,7 @@
 """``cute-bind lsp``: cute_bind's eligibility errors in any editor, as a language server.
 
 The server speaks the Language Server Protocol over stdin/stdout (pygls and
-lsprotocol, the ``lsp`` extra: ``pip install "cute-bind[lsp]"``). It runs the
+lsprotocol, the ``lsp`` extra: ``pip install -e ".[lsp]"`` from the repository). It runs the
 static rules of ``cute-bind check`` and the mypy plugin
 (:mod:`cute_bind.static.rules`, through the incremental
 :mod:`cute_bind.static.incremental`) on the text of each open Python file, as
@@ -33,9 +33,9 @@ __all__ = ["main"]
 DEFAULT_DEBOUNCE_MS = 150
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str = "cute-bind lsp") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="cute-bind lsp",
+        prog=prog,
         description="Language server (stdin/stdout) reporting @cute_bind.kernel eligibility errors as you type, "
         "with quick fixes and hover. Settings: [tool.cute-bind] in pyproject.toml.",
     )
@@ -57,16 +57,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the server on stdin/stdout until the client exits it; returns the exit status."""
-    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+def main(argv: Sequence[str] | None = None, prog: str = "cute-bind lsp") -> int:
+    """Run the server on stdin/stdout until the client exits it; returns the exit status.
+
+    ``prog``: the command as the user typed it, for the usage line (``python -m cute_bind lsp``)."""
+    args = _parser(prog).parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         from .server import serve
     except ImportError as exc:
         if exc.name not in ("pygls", "lsprotocol") and not str(exc.name or "").startswith(("pygls.", "lsprotocol.")):
             raise
         print(
-            f'cute-bind lsp: the language server needs {exc.name}, which is not installed; install the extra: pip install "cute-bind[lsp]"',
+            f'cute-bind lsp: the language server needs {exc.name}, which is not installed; install the extra from the repository\'s checkout: pip install -e ".[lsp]"',
             file=sys.stderr,
         )
         return 2

@@ -52,7 +52,7 @@ sys.exit(main(['lsp']))
 """
     proc = _run(code)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert 'pip install "cute-bind[lsp]"' in proc.stderr
+    assert 'pip install -e ".[lsp]"' in proc.stderr
 
 
 def test_lsp_help() -> None:
