@@ -47,9 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import operator
 import os
-import sys
 import threading
 import time
 import warnings
@@ -57,13 +55,14 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Protocol
 
 from .. import diagnostics as D
-from .. import dsl, settings
+from .. import settings
 from ..diagnostics.errors import CuteBindError, LaunchArgumentError, LaunchValueError
-from ..cache.key import constexpr_key, constexpr_value
-from ..slots import Bound, PointerKind, ScalarKind, StreamKind, TensorKind
-from ..slots import dlpack as _dlpack
+from ..cache.key import constexpr_value
 from .compiler import CompileKey, Compiler, EnvCompile, served_key
-from .streams import _CUDA_DEVICE_TYPES, _DEFAULT_STREAM, _TORCH, _TorchStreams, current_stream  # noqa: F401 - re-exported
+from .probes import ARCH, Probe, device_of, probes_for
+from .probes import describe as describe_bound
+from .routes import CallShape, Miss, Route, unset
+from .streams import _DEFAULT_STREAM, _TORCH, _TorchStreams, current_stream  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
     from ..launch.prepared import PreparedLaunch
@@ -90,8 +89,7 @@ DEFAULT_LIMIT = 8
 ON_LIMIT = ("raise", "warn")
 
 
-class _Miss(Exception):
-    """The thread's current caller cannot take this call (internal: never reaches a user)."""
+_Miss = Miss  # the name tests and the decorator knew
 
 
 #: What ``Kernel.__call__`` catches from the current caller to take the dispatch path:
@@ -99,29 +97,8 @@ class _Miss(Exception):
 FALLBACK = (_Miss, LaunchArgumentError, LaunchValueError)
 
 
-def _unset(*args: Any, **kwargs: Any) -> Any:
-    raise _Miss
+_unset = unset
 
-
-class _Unprobeable(Exception):
-    pass
-
-
-class _Arch:
-    """The target architecture for probes, without a failing driver call per dispatch on a machine with no GPU."""
-
-    devices: int | None = None
-
-    def now(self) -> str | None:
-        env = settings.DSL_ARCH.text()
-        if env:
-            return env
-        if self.devices is None:
-            self.devices = dsl.cuda_device_count()  # once: a process without a device never gets one
-        return dsl.target_arch() if self.devices else None
-
-
-_ARCH = _Arch()
 
 #: Every live dispatcher (weakly): a forked child gives each one, and its kernel, new locks.
 _LIVE: weakref.WeakSet[Dispatcher] = weakref.WeakSet()
@@ -251,75 +228,12 @@ class _Local(threading.local):
         self.env: dict[EnvCompile, Callable[..., Any]] = {}
         #: the C path's routes: per specialization its route (or None), and the specializations
         #: this thread used, most recent first (the routes it tries, in that order)
-        self.routes: dict[_Spec, tuple[Any, ...] | None] = {}
+        self.routes: dict[_Spec, Route | None] = {}
         self.recent: list[_Spec] = []
         self.switches = 0  # dispatches that changed specialization, since the last settled streak
         self.streak = 0  # dispatches in a row that kept the specialization
         if registry is not None:  # the Python path: so cache_info() can add up every thread's hits
             registry.append(self.__dict__)
-
-
-# --------------------------------------------------------------------------- probes
-def _constexpr_probe(value: Any) -> Hashable:
-    hash(value)  # an unhashable value is unprobeable (the full path raises CB209 for it)
-    # exact, as in the compile key: a -0.0 must not find 0.0's specialization, a NaN must find its own
-    return (value.__class__, constexpr_key(value))
-
-
-def _pointer_probe(value: Any) -> Hashable:
-    cls = value.__class__
-    if cls is int:
-        return int
-    if dsl.is_runtime_pointer(value):
-        _, dtype, space, align = dsl.runtime_pointer_fields(value)
-        return (cls, dtype, int(getattr(space, "value", 0)), align)
-    if callable(getattr(value, "data_ptr", None)) and hasattr(value, "dtype"):
-        return (cls, str(value.dtype), bool(getattr(value, "is_cuda", False)))
-    for attr in ("__cuda_array_interface__", "__array_interface__"):
-        iface = getattr(value, attr, None)
-        if isinstance(iface, dict):
-            return (cls, attr, str(iface.get("typestr", "")))
-    raise _Unprobeable
-
-
-def _tensor_probe(layout: Any) -> Callable[[Any], Hashable]:
-    def probe(value: Any) -> Hashable:
-        if dsl.is_dsl_tensor(value) or isinstance(value, (bool, int, float, str, bytes)) or value is None:
-            raise _Unprobeable  # a from_dlpack tensor's own marking decides: the full path reads it
-        try:
-            view = _dlpack.read(value)
-        except Exception:
-            raise _Unprobeable from None
-        if layout == "static":
-            return (value.__class__, view.dtype, view.device, view.shape, view.strides)
-        # mark_layout_dynamic deduces the leading dimension from which modes have
-        # unit stride and which extent exceeds 1; nothing else of the values shapes the layout
-        units = tuple((s == 1, e > 1) for e, s in zip(view.shape, view.strides))
-        return (value.__class__, view.dtype, view.device, units)
-
-    return probe
-
-
-def _device_of(bound: Bound) -> set[int]:
-    """The CUDA device indices a bound slot's tensors are on (sequences: their elements)."""
-    slot = bound.slot
-    found: set[int] = set()
-    stack: list[Any] = [slot]
-    while stack:
-        s = stack.pop()
-        device = getattr(s, "device", None) if isinstance(s, TensorKind) else None
-        if device is not None and device[0] in _CUDA_DEVICE_TYPES:
-            found.add(int(device[1]))
-        stack.extend(getattr(s, "elements", None) or ())
-    return found
-
-
-def _describe(bound: Bound) -> str:
-    text = bound.slot.describe()
-    device = getattr(bound.slot, "device", None)
-    if isinstance(bound.slot, TensorKind) and device is not None:
-        text += f" on {_dlpack.describe_device(device)}"
-    return text
 
 
 # --------------------------------------------------------------------------- the dispatcher
@@ -330,7 +244,7 @@ class CallSite(Protocol):
         self, dispatch: Callable[[tuple[Any, ...], dict[str, Any] | None], Any], fallback: tuple[type[BaseException], ...]
     ) -> None: ...
     def _set_call(self, caller: Callable[..., Any] | None, fill_n: int = ..., stream_fn: Callable[[], int] | None = ...) -> None: ...
-    def _set_routes(self, routes: tuple[tuple[Any, ...], ...] | None) -> None: ...
+    def _set_routes(self, routes: tuple[Route, ...] | None) -> None: ...
     def _set_params(self, params: tuple[tuple[str, ...], int, tuple[Any, ...]] | None) -> None: ...
     def _count_hit(self) -> None: ...
     def _hits(self) -> int: ...
@@ -351,51 +265,17 @@ class Dispatcher:
         self.on_limit = on_limit
         params = compiler.signature.params
         self._runtime = tuple(p.name for p in params if p.slot is not None)
-        #: stream parameters declared with a None default: left out (or None) means the current stream
-        self._streams = tuple(p.name for p in params if isinstance(p.slot, StreamKind) and p.has_default and p.default is None)
-        probes: list[tuple[str, Callable[[Any], Hashable]]] = []
-        for p in params:
-            if p.slot is None:
-                probes.append((p.name, _constexpr_probe))
-            elif isinstance(p.slot, (ScalarKind, StreamKind)):
-                continue  # never part of the key
-            elif isinstance(p.slot, PointerKind):
-                probes.append((p.name, _pointer_probe))
-            elif isinstance(p.slot, TensorKind):
-                probes.append((p.name, _tensor_probe(p.slot.spec.layout)))
-            else:
-                probes = []  # a kind without a probe (sequences, kinds from elsewhere): the full key decides
-                self._probeable = False
-                break
-        else:
-            self._probeable = True
-        self._probes = tuple(probes)
-        # The fast caller's shape: every parameter positional, which are Constexpr, defaults of the tail.
-        positional = [p for p in params if not p.keyword_only]
-        self._simple = len(positional) == len(params)
-        self._npos = len(positional)
-        required = 0
-        for p in positional:
-            if p.has_default:
-                break
-            required += 1
-        self._required = required
-        self._tail = tuple(p.default for p in positional[required:]) if all(p.has_default for p in positional[required:]) else None
-        #: a keyword call's names mapped to positions (every parameter positional): it takes the routes and
-        #: the caller of a positional call (``positional``; ``_cdispatch.c``'s ``positional_call``)
-        self._positions = {p.name: i for i, p in enumerate(positional)} if self._simple else None
-        self._tail_values = self._tail or ()
-        self._plans: dict[tuple[Any, ...], Any] | None = {} if self._simple else None
-        self._constexpr = tuple((i, p.name) for i, p in enumerate(positional) if p.slot is None)
-        self._runtime_index = tuple(i for i, p in enumerate(positional) if p.slot is not None)
-        self._stream_index = tuple(self._runtime_index.index(i) for i, p in enumerate(positional) if p.name in self._streams)
+        #: the positional shape of the kernel's calls: keyword placement, callers and C routes (jit/routes.py)
+        self._shape = shape = CallShape(params)
+        self._streams = shape.stream_names
+        #: each key parameter's probe, or None: a kind without one (the full key decides every call)
+        self._probes: tuple[tuple[str, Probe], ...] | None = probes_for(params)
         self._lock = threading.RLock()
         _LIVE.add(self)  # for the reset of its locks in a forked child
         #: the kernel's C base keeps each thread's caller and hits (else the threading.local does)
         self._c = CallBase is not PythonCallBase and getattr(type(kernel), "__call__", None) is getattr(CallBase, "__call__", None)
         if self._c:
-            names = tuple(sys.intern(p.name) for p in positional)  # a call's keywords are interned: C finds them by identity
-            kernel._set_params((names, required, self._tail_values) if self._simple else None)
+            kernel._set_params(shape.params)
         self._reset()
 
     def _reset(self) -> None:
@@ -440,47 +320,9 @@ class Dispatcher:
             self._reset()
 
     def positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
-        """A keyword call as the positional call it stands for (defaults filled in before the last value
-        given), or None where the dispatch path must bind it: a name of no positional parameter, one given
-        twice, a required parameter left out, keyword-only parameters (the Python path's copy of
-        ``positional_call`` in ``_cdispatch.c``). The placement is planned once per call shape."""
-        plans = self._plans
-        if plans is None:
-            return None
-        shape = (len(args), *kwargs)
-        plan = plans.get(shape)
-        if plan is None:
-            if len(plans) >= 256:  # ever new call shapes: keep the table bounded
-                plans.clear()
-            plan = plans[shape] = self._plan(len(args), tuple(kwargs))
-        if plan is False:
-            return None
-        return plan((*args, *kwargs.values(), *self._tail_values))  # type: ignore[operator]
-
-    def _plan(self, n: int, names: tuple[str, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]] | bool:
-        """How :meth:`positional` places a call of ``n`` positionals and these keywords: an item getter
-        over ``(*args, *kwargs.values(), *tail)``, or False (the dispatch path binds it)."""
-        index = self._positions
-        if index is None or n > self._npos:
-            return False
-        source: list[int | None] = [*range(n), *(None,) * (self._npos - n)]
-        top = n
-        for k, name in enumerate(names):
-            i = index.get(name)
-            if i is None or source[i] is not None:
-                return False
-            source[i] = n + k
-            top = max(top, i + 1)
-        for i in range(top):
-            if source[i] is None:
-                if i < self._required:
-                    return False
-                source[i] = n + len(names) + i - self._required  # the default of the tail
-        order = [int(i) for i in source[:top] if i is not None]  # every position is filled by now
-        if len(order) == 1:
-            only = order[0]
-            return lambda values: (values[only],)
-        return operator.itemgetter(*order)
+        """A keyword call as the positional call it stands for, or None where the dispatch path must
+        bind it (:meth:`CallShape.positional <cute_bind.jit.routes.CallShape.positional>`)."""
+        return self._shape.positional(args, kwargs)
 
     # ------------------------------------------------------------------ the dispatch path
     def dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
@@ -567,9 +409,9 @@ class Dispatcher:
         without the streams it leaves out. Where a left-out stream comes before another positional
         parameter, a positional call (a keyword call placed by name is one) holds it (None) at its
         position: the caller drops it there, and refuses one given a stream (FALLBACK: dispatch)."""
-        positions = self._positions or {}
+        positions = self._shape.positions or {}
         drop = frozenset(positions[n] for n in entry.streams if n in positions)
-        if not drop or max(drop) == self._npos - 1 and len(drop) == 1:
+        if not drop or max(drop) == self._shape.npos - 1 and len(drop) == 1:
             return launch  # the stream last: a call leaving it out is the entry's call as it is
         first = min(drop)
 
@@ -606,10 +448,11 @@ class Dispatcher:
         self._by_probe[probe] = spec
 
     def _probe(self, values: dict[str, Any]) -> Hashable | None:
-        if not self._probeable:
+        probes = self._probes
+        if probes is None:
             return None
         try:
-            return (_ARCH.now(), *(fn(values[name]) for name, fn in self._probes))
+            return (ARCH.now(), *(fn(values[name]) for name, fn in probes))
         except Exception:  # unprobeable, unhashable, or a hostile attribute that raised: the full path decides (and reports)
             return None
 
@@ -683,106 +526,25 @@ class Dispatcher:
             routes = ()  # the current specialization has no route: its caller decides first, as before
         self.kernel._set_routes(routes or None)
 
-    def _route(self, spec: _Spec, handle: PreparedLaunch[Any] | None) -> tuple[Any, ...] | None:
-        """``spec``'s route (see ``try_route`` in ``_cdispatch.c``), or None where the handle has no
-        C launcher or the call needs the dispatch path (keyword-only parameters, tensors on several
-        devices with a stream to fill in)."""
+    def _route(self, spec: _Spec, handle: PreparedLaunch[Any] | None) -> Route | None:
+        """``spec``'s route (:meth:`CallShape.route <cute_bind.jit.routes.CallShape.route>`), or None
+        where the handle has no C launcher with a ``try_launch`` (the TVM-FFI launcher has none)."""
         launcher = getattr(handle, "_launcher", None) if handle is not None else None
-        if launcher is None or not self._simple:
-            return None
-        streams = self._stream_index
-        if spec.device == -1 and streams:
-            return None
-        attempt = getattr(launcher, "try_launch", None)  # the TVM-FFI launcher has none: its caller decides
+        attempt = getattr(launcher, "try_launch", None) if launcher is not None else None
         if attempt is None:
             return None
-        if not self._constexpr and not streams:
-            return (attempt, -1, None)
-        get_stream: Any = _TORCH.getter(spec.device) if streams else None
-        if not self._constexpr and len(streams) == 1 and streams[0] == self._npos - 1 and self._required == self._npos - 1:
-            return (attempt, self._npos - 1, get_stream)
-        tail, required = (self._tail, self._required) if self._tail is not None else ((), self._npos)
-        return (attempt, self._npos, required, tail, self._constexpr_checks(spec), self._runtime_index, streams, get_stream)
+        return self._shape.route(attempt, spec.device, self._constexpr_checks(spec))
 
     # ------------------------------------------------------------------ callers
     def _caller(self, spec: _Spec, launch: Callable[..., Any]) -> tuple[Callable[..., Any], tuple[int, Callable[[], int]] | None]:
-        """The function the fast path calls with the call's own arguments, for one specialization,
-        and for the common ``f(..., stream=None)`` form the ``(positional count, stream getter)``
-        with which the C path appends a left-out stream itself."""
-        if not self._simple:
-            return _unset, None  # keyword-only parameters: every call binds on the dispatch path
-        if not self._constexpr and not self._streams:
-            return launch, None  # the handle's launch takes the call's arguments as they are
-        name = self._name
-        streams = self._stream_index
-        nstreams = len(streams)
-        if spec.device == -1 and streams:
-            return _unset, None  # tensors on several devices: the dispatch path fills the stream in or raises CB220
-        if not self._constexpr and nstreams == 1 and streams[0] == self._npos - 1 and self._required == self._npos - 1:
-            # the common form ``f(..., stream=None)``, stream last: fill it in when left out
-            last = self._npos - 1
-            get_stream = _TORCH.getter(spec.device)
-
-            def call_stream_last(*args: Any, **kwargs: Any) -> Any:
-                if kwargs or len(args) != last:
-                    return launch(*args, **kwargs)  # the stream given (None: refused, then the dispatch path)
-                try:
-                    stream = get_stream()
-                except Exception:
-                    raise _Miss from None  # the dispatch path reports it (CB221)
-                return launch(*args, stream)
-
-            return call_stream_last, (last, get_stream)
-        # general form: fill defaults of the tail, check Constexpr values, drop them, fill streams
-        npos, required, tail = self._npos, self._required, self._tail
-        if tail is None:
-            tail = ()
-            required = npos
-        checks = self._constexpr_checks(spec)
-        index = self._runtime_index
-        getter: Callable[[tuple[Any, ...]], Any]
-        if len(index) == 1:
-            only = index[0]
-
-            def getter(a: tuple[Any, ...]) -> Any:
-                return (a[only],)
-
-        elif index:
-            getter = operator.itemgetter(*index)
-        else:
-
-            def getter(a: tuple[Any, ...]) -> Any:
-                return ()
-
-        device = spec.device
-        stream_names = self._streams
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            n = len(args)
-            if kwargs or n < required or n > npos:
-                raise _Miss
-            if n < npos:
-                args = args + tail[n - required :]
-            for i, cls, v in checks:
-                a = args[i]
-                # ``v != a``, not ``a != v``: ``v`` is the compile key's part, bare (an int, a str: one C compare,
-                # as ever) or a cache.key.Exact (floats by bits, nested types), whose own __ne__ must decide
-                if a.__class__ is not cls or v != a:
-                    raise _Miss
-            runtime = getter(args)
-            if nstreams:
-                runtime = list(runtime)
-                for j, sname in zip(streams, stream_names):
-                    if runtime[j] is None:
-                        runtime[j] = current_stream(device, name, sname)
-            return launch(*runtime)
-
-        return call, None
+        """The function the fast path calls with the call's own arguments, for one specialization
+        (:meth:`CallShape.caller <cute_bind.jit.routes.CallShape.caller>`)."""
+        return self._shape.caller(self._name, spec.device, self._constexpr_checks(spec), launch)
 
     def _constexpr_checks(self, spec: _Spec) -> tuple[tuple[int, type, Any], ...]:
         # each value as the compile key holds it (cache.key.constexpr_key): compared exactly by the caller
         values = {p.name: p for p in spec.key.constexpr}
-        return tuple((i, values[n].type, values[n].value) for i, n in self._constexpr)
+        return tuple((i, values[n].type, values[n].value) for i, n in self._shape.constexpr)
 
     def _direct(self, spec: _Spec) -> Callable[..., Any]:
         """For a compiled function cute_bind cannot prepare (CB3xx): the DSL's own call, key checked each time."""
@@ -837,7 +599,9 @@ class Dispatcher:
                     return spec, False
             name = self._name
             index = len(self._specs) + 1
-            describe = {p.name: (_describe(b) if b.key is not None else "") for p, b in zip(compiler.signature.runtime, binding.bounds)}
+            describe = {
+                p.name: (describe_bound(b) if b.key is not None else "") for p, b in zip(compiler.signature.runtime, binding.bounds)
+            }
             describe = {n: d for n, d in describe.items() if d}
             for c in key.constexpr:
                 describe[c.name] = repr(c.value)
@@ -870,7 +634,7 @@ class Dispatcher:
             seconds = time.perf_counter() - t0
             devices: set[int] = set()
             for b in binding.bounds:
-                devices |= _device_of(b)
+                devices |= device_of(b)
             info = Specialization(
                 index=index,
                 parameters=tuple(describe.items()),
