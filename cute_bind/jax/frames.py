@@ -119,7 +119,7 @@ def handler_module() -> Any:
     if _MODULE:
         return _MODULE[0]
     try:
-        from . import _cxla  # type: ignore[attr-defined]
+        from . import _cxla
     except ImportError as exc:
         raise D.error(
             D.JAX_MISSING,

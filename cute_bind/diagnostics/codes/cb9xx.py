@@ -189,6 +189,7 @@ JAX_PARAMETER_UNSUPPORTED = _entry(
     """,
     example=_PRELUDE
     + """
+import jax   # cute_bind.jax.op needs JAX
 import cute_bind.jax
 
 @cute_bind.kernel
