@@ -105,6 +105,10 @@ def results(folder: Path) -> dict[str, subprocess.CompletedProcess[str]]:
     return done
 
 
+#: Examples that need JAX (an optional extra): skipped where it is not installed.
+_JAX = re.compile(r"^\s*import jax\b", re.M)
+
+
 def _skip_unless_runnable(code: str) -> None:
     if code in NEEDS_NO_GPU and cuda_device_count() > 0:
         pytest.skip(f"{code}: {NEEDS_NO_GPU[code]}")
@@ -112,6 +116,8 @@ def _skip_unless_runnable(code: str) -> None:
         pytest.skip(f"{code}: the installed DSL has no {NEEDS_FEATURE[code]}")
     if _TORCH.search(CATALOG[code].example):
         torch_or_skip()
+    if _JAX.search(CATALOG[code].example):
+        pytest.importorskip("jax")
 
 
 def test_catalog_is_not_empty() -> None:

@@ -190,6 +190,8 @@ def test_page_runs_as_pasted(page: str, tmp_path: Path) -> None:
     if script:
         if "import torch" in script:
             torch_or_skip()
+        if re.search(r"^import jax\b", script, re.M):
+            pytest.importorskip("jax")  # an optional extra (CI's JAX step installs it)
         path = tmp_path / "page.py"
         path.write_text(script, encoding="utf-8")
         proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

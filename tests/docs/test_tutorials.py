@@ -38,12 +38,14 @@ RUNS = [
     ("10_torch_ops.py", False),
     ("10_torch_ops.py", True),
     ("11_porting_clients.py", False),
+    ("12_jax.py", False),
 ]
 TIMEOUT_S = 300
 #: scripts with nothing to show without torch: their last line then says "skipped", never "ok"
 NEEDS_TORCH = {"10_torch_ops.py"}
 #: scripts that need packages the main environment does not have: (script, distributions, where they run)
 NEEDS = {
+    "12_jax.py": (("jax",), "CI's JAX step (.ci/run) and the device job's benchmarks/jax_device.sh"),
     "11_porting_clients.py": (
         ("quack-kernels", "flash-attn-4"),
         "the clients' own venv in CI (.ci/run, tests/clients/requirements.txt) and the device job's clients part",
