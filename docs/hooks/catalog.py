@@ -140,10 +140,14 @@ def render_page(diagnostic: Any) -> str:
 
 
 def _sample_message(entries: dict[str, Any]) -> str:
-    """A real rendered message (built by cute_bind.error from the catalog template)."""
-    d = entries.get("CB204") or next(iter(entries.values()))
+    """The message CB204's runnable example raises (``handle.launch(addr, 2.5)`` for an Int32 slot), built by
+    cute_bind.error from the catalog template with every field the launch fills in: the refusing kind's
+    conversion sentence included (left out, the template's ``{conversion}`` read "?" on the page).
+    tests/docs/test_docs.py compares it with the error the example raises."""
+    d = entries["CB204"]
     expected = "an int in [-2147483648, 2147483647] for an Int32 slot"
-    return str(cute_bind.error(d, kernel="fill", parameter="value", expected=expected, got="float 2.5"))
+    conversion = cute_bind.diagnostics.WRONG_KIND_CONVERSIONS["integer"]
+    return str(cute_bind.error(d, kernel="fill", parameter="value", expected=expected, got="float 2.5", conversion=conversion))
 
 
 def render_index(entries: dict[str, Any]) -> str:
