@@ -23,9 +23,13 @@ the interception is removed before anything is timed).
 
 Workloads: FlashAttention-4 forward at decode (batch 1, 4, 8; one query token;
 512, 4096, 32768 keys; 16 heads; head dim 128; bf16), quack rmsnorm (bf16 x,
-fp32 weight) and softmax at 1x4096 and 8x4096 bf16.
+fp32 weight) and softmax at 1x4096 and 8x4096 bf16, quack's GEMM at
+M = N = K = 256, 512, 1024 bf16 with its default config (``tuned=False``; its
+compiled function takes NamedTuple epilogue and scheduler arguments).
+FlashAttention-4's split-KV decode is not in the table: flash-attn-4
+4.0.0b36 refuses ``num_splits > 1`` on sm90 ("SplitKV not supported on SM 9.0").
 
-    python benchmarks/clients_bench.py [--repeats 11] [--iters 300] [--only fa4,rmsnorm,softmax] [--json OUT]
+    python benchmarks/clients_bench.py [--repeats 11] [--iters 300] [--only fa4,rmsnorm,softmax,gemm] [--json OUT]
     python benchmarks/clients_bench.py --check-only      # CPU: structure, imports, and (with the clients
                                                          # installed) every path built without launching
 
@@ -61,6 +65,8 @@ FA4_KEYS = (512, 4096, 32768)
 HEADS, HEAD_DIM = 16, 128
 SMALL_ROWS = (1, 8)
 SMALL_N = 4096
+#: quack GEMM at small square shapes (M = N = K): the host-bound regime
+GEMM_SIZES = (256, 512, 1024)
 CLIENTS = ("quack-kernels", "flash-attn-4")
 
 PACKAGE, DIRECT, LAUNCH, KERNEL, OP = "package", "direct", "launch", "kernel", "op"
@@ -76,9 +82,9 @@ COLUMNS = {
 
 @dataclasses.dataclass(frozen=True)
 class Workload:
-    family: str  # fa4 | rmsnorm | softmax
+    family: str  # fa4 | rmsnorm | softmax | gemm
     label: str  # the table's workload cell
-    shape: tuple[int, ...]  # fa4: (batch, keys); others: (rows, N)
+    shape: tuple[int, ...]  # fa4: (batch, keys); gemm: (M, N, K); others: (rows, N)
     host: str  # the class of the host function the package compiles
 
     @property
@@ -90,6 +96,7 @@ def workloads(only: set[str] | None = None) -> list[Workload]:
     out = [Workload("fa4", f"FA4 fwd decode b={b} keys={k}", (b, k), "FlashAttentionForwardSm90") for b in FA4_BATCHES for k in FA4_KEYS]
     out += [Workload("rmsnorm", f"quack rmsnorm {m}x{SMALL_N}", (m, SMALL_N), "RMSNorm") for m in SMALL_ROWS]
     out += [Workload("softmax", f"quack softmax {m}x{SMALL_N}", (m, SMALL_N), "Softmax") for m in SMALL_ROWS]
+    out += [Workload("gemm", f"quack GEMM M=N=K={n} bf16", (n, n, n), "GemmDefaultSm90") for n in GEMM_SIZES]
     return [w for w in out if only is None or w.family in only]
 
 
@@ -109,6 +116,9 @@ def make_inputs(w: Workload, device: str) -> dict[str, Any]:
             mk = lambda s: torch.empty(b, s, HEADS, HEAD_DIM, dtype=torch.bfloat16, device="cuda")  # noqa: E731
             return {"q": mk(1), "k": mk(keys), "v": mk(keys)}
         return {"q": randn(b, 1, HEADS, HEAD_DIM), "k": randn(b, keys, HEADS, HEAD_DIM), "v": randn(b, keys, HEADS, HEAD_DIM)}
+    if w.family == "gemm":
+        m, n, k = w.shape
+        return {"A": randn(m, k), "B": randn(k, n)}
     m, n = w.shape
     if w.family == "rmsnorm":
         return {"x": randn(m, n), "weight": randn(n, dtype=torch.float32)}
@@ -127,13 +137,17 @@ def package_function(w: Workload) -> Callable[[dict[str, Any]], Any]:
         return fa4
     import quack
 
+    if w.family == "gemm":
+        from quack.gemm_interface import gemm
+
+        return lambda i: gemm(i["A"], i["B"], tuned=False)  # its default config: no autotuning in the timed loop
     if w.family == "rmsnorm":
         return lambda i: quack.rmsnorm(i["x"], i["weight"])
     return lambda i: quack.softmax(i["x"])
 
 
 #: the op's allocated output and the input it is shaped like (the package's ``torch.empty_like``)
-OP_OUTPUTS = {"fa4": {"mO": "mQ"}, "rmsnorm": {"mO": "mX"}, "softmax": {"mO": "mX"}}
+OP_OUTPUTS = {"fa4": {"mO": "mQ"}, "rmsnorm": {"mO": "mX"}, "softmax": {"mO": "mX"}, "gemm": {"mD": "mA"}}  # square GEMMs: D is A's shape
 
 
 # ------------------------------------------------------------------ capture: the compile and the call the package makes
@@ -233,7 +247,8 @@ def build_paths(cap: Captured, gpu: bool, kernels: dict[Any, Any] | None = None)
     w, r, call = cap.workload, cap.record, cap.call
     args = tuple(call.args) if gpu else tuple(_real(call.args))
     kwargs = dict(call.kwargs) if gpu else dict(_real(call.kwargs))
-    out_pos = cap.names.index("mO") if "mO" in cap.names else None
+    out_name = next(iter(OP_OUTPUTS[w.family]))
+    out_pos = cap.names.index(out_name) if out_name in cap.names else None
     fixed_out = (lambda _result: args[out_pos]) if out_pos is not None else (lambda result: result)
     package = package_function(w)
     paths = [Path_(PACKAGE, lambda: package(cap.inputs), lambda result: result)]
@@ -386,8 +401,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="no timing: imports, arguments, and with the clients installed every path built (CPU)")  # fmt: skip
     ns = parser.parse_args(argv)
     only = {f for f in ns.only.split(",") if f} or None
-    if only and only - {"fa4", "rmsnorm", "softmax"}:
-        parser.error(f"unknown workload families: {sorted(only - {'fa4', 'rmsnorm', 'softmax'})}")
+    families = {w.family for w in workloads()}
+    if only and only - families:
+        parser.error(f"unknown workload families: {sorted(only - families)} (known: {sorted(families)})")
     if ns.repeats < 1 or ns.iters < 1:
         parser.error("--repeats and --iters must be positive")
 

@@ -377,13 +377,7 @@ class ModuleAnalysis(NameResolver):
                 continue
             found = self._kind(ann, field_scope, field_before)
             if found.kind == "constexpr":
-                if namedtuple:
-                    return _Kind(
-                        "CB125",
-                        f"field '{name}' is Constexpr: the DSL passes no Python constant inside a NamedTuple "
-                        "(only None); use a dataclass for compile-time fields",
-                    )
-                continue
+                continue  # a constant of the compiled code (no C argument), in a NamedTuple as in a dataclass
             if namedtuple and self._is_stream(ann, field_scope, field_before):
                 return _Kind("CB125", _NAMEDTUPLE_STREAM.format(name=name))
             if found.kind in _ELIGIBLE:

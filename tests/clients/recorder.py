@@ -581,6 +581,98 @@ def fa4_bwd_sm90() -> None:
         fi.FlashAttnFunc.backward(ctx, torch.randn_like(out), None)
 
 
+def _fa4_fwd(*shape: int, extra: Callable[[], dict[str, Any]] | None = None, **options: Any) -> None:
+    """``flash_attn_func`` on (batch, seqlen_q, seqlen_k, heads, heads_kv); ``extra()`` makes tensor
+    options inside the CPU compile mode (fake CUDA tensors)."""
+    fi = importlib.import_module("flash_attn.cute.interface")
+    with _fa4_fake_calls():
+        fi.flash_attn_func(*_fa4_qkv(*shape), **options, **(extra() if extra is not None else {}))
+
+
+def fa4_fwd_sm90_softcap() -> None:
+    _fa4_fwd(2, 256, 256, 16, 16, softcap=15.0)
+
+
+def fa4_fwd_sm90_sliding_window() -> None:
+    _fa4_fwd(2, 512, 512, 16, 16, causal=True, window_size=(128, 0))
+
+
+def fa4_fwd_sm90_learnable_sink() -> None:
+    import torch
+
+    _fa4_fwd(2, 256, 256, 16, 16, extra=lambda: {"learnable_sink": torch.randn(16, dtype=torch.bfloat16, device="cuda")})
+
+
+# FlashAttention-4 4.0.0b36 calls a score_mod as score_mod(scores, b, h, q_idx=, kv_idx=, seqlen_info=, aux_tensors=)
+def _score_times_two(tSrS_ssa: Any, b_idx: Any, h_idx: Any, q_idx: Any, kv_idx: Any, seqlen_info: Any, aux_tensors: Any) -> Any:
+    import cutlass.cute as cute
+
+    return tSrS_ssa * cute.full_like(tSrS_ssa, 2)
+
+
+def _score_head_bias(tSrS_ssa: Any, b_idx: Any, h_idx: Any, q_idx: Any, kv_idx: Any, seqlen_info: Any, aux_tensors: Any) -> Any:
+    """A per-head bias read from an aux tensor (``aux_tensors[0][h]``)."""
+    import cutlass
+    import cutlass.cute as cute
+
+    bias = aux_tensors[0]
+    h = cute.make_rmem_tensor(1, cutlass.Int32)
+    h.store(h_idx)
+    value = cute.make_rmem_tensor(1, bias.element_type)
+    value[0] = bias[h[0]]
+    return tSrS_ssa + value.load().to(cutlass.Float32)
+
+
+def _cute_jit(fn: Any) -> Any:
+    import cutlass.cute as cute
+
+    return cute.jit(fn)
+
+
+def fa4_fwd_sm90_score_mod() -> None:
+    _fa4_fwd(2, 256, 256, 16, 16, score_mod=_cute_jit(_score_times_two))
+
+
+def fa4_fwd_sm90_score_mod_aux() -> None:
+    import torch
+
+    _fa4_fwd(2, 256, 256, 16, 16, score_mod=_cute_jit(_score_head_bias), extra=lambda: {"aux_tensors": [torch.randn(16, device="cuda")]})
+
+
+def _fa4_bwd(q: Any, k: Any, v: Any, **options: Any) -> None:
+    import torch
+
+    fi = importlib.import_module("flash_attn.cute.interface")
+    ctx = _Ctx()
+    out, _lse = fi.FlashAttnFunc.forward(ctx, q, k, v, return_lse=True, **options)
+    fi.FlashAttnFunc.backward(ctx, torch.randn_like(out), None)
+
+
+def fa4_bwd_sm90_causal_gqa() -> None:
+    with _fa4_fake_calls():
+        _fa4_bwd(*_fa4_qkv(2, 256, 256, 16, 4), causal=True)
+
+
+def fa4_bwd_sm90_varlen() -> None:
+    """The backward over packed sequences (``FlashAttnVarlenFunc``), causal."""
+    import torch
+
+    fi = importlib.import_module("flash_attn.cute.interface")
+    with _fa4_fake_calls():
+        lengths = (100, 37, 250)
+        cu = torch.tensor([0, *itertools.accumulate(lengths)], dtype=torch.int32, device="cuda")
+
+        def make(h: int) -> Any:
+            return torch.randn(sum(lengths), h, 128, dtype=torch.bfloat16, device="cuda")
+
+        ctx = _Ctx()
+        q, k, v = make(8), make(8), make(8)
+        out, _lse = fi.FlashAttnVarlenFunc.forward(
+            ctx, q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=250, max_seqlen_k=250, causal=True, return_lse=True
+        )
+        fi.FlashAttnVarlenFunc.backward(ctx, torch.randn_like(out), None)
+
+
 #: case name -> (modules it needs, driver); a driver given ``tmp`` gets a private folder
 CASES: dict[str, tuple[tuple[str, ...], Callable[..., None]]] = {
     "quack.softmax_fwd": (("quack",), quack_softmax_fwd),
@@ -606,12 +698,22 @@ CASES: dict[str, tuple[tuple[str, ...], Callable[..., None]]] = {
     "fa4.bwd_sm90": (("flash_attn.cute.interface",), fa4_bwd_sm90),
     "fa4.fwd_sm90_varlen": (("flash_attn.cute.interface",), fa4_fwd_sm90_varlen),
     "fa4.fwd_sm90_paged_kv": (("flash_attn.cute.interface",), fa4_fwd_sm90_paged_kv),
+    "fa4.fwd_sm90_softcap": (("flash_attn.cute.interface",), fa4_fwd_sm90_softcap),
+    "fa4.fwd_sm90_sliding_window": (("flash_attn.cute.interface",), fa4_fwd_sm90_sliding_window),
+    "fa4.fwd_sm90_learnable_sink": (("flash_attn.cute.interface",), fa4_fwd_sm90_learnable_sink),
+    "fa4.fwd_sm90_score_mod": (("flash_attn.cute.interface",), fa4_fwd_sm90_score_mod),
+    "fa4.fwd_sm90_score_mod_aux": (("flash_attn.cute.interface",), fa4_fwd_sm90_score_mod_aux),
+    "fa4.bwd_sm90_causal_gqa": (("flash_attn.cute.interface",), fa4_bwd_sm90_causal_gqa),
+    "fa4.bwd_sm90_varlen": (("flash_attn.cute.interface",), fa4_bwd_sm90_varlen),
 }
 
 #: The sm100 target's cases (``--target sm100``): FlashAttention-4's entries above, compiled for Blackwell.
 #: The same drivers; FLASH_ATTENTION_ARCH (``TARGETS["sm100"]``) picks its Sm100 kernels.
+#: The sm90 entries compiled for sm100 too (the newer sm90 rows are not: each is compiled and launched on
+#: the H100/H200 only)
+_SM100_OF = ("fa4.fwd_sm90", "fa4.fwd_sm90_causal_gqa", "fa4.fwd_sm90_decode", "fa4.bwd_sm90", "fa4.fwd_sm90_varlen", "fa4.fwd_sm90_paged_kv")
 SM100_CASES: dict[str, tuple[tuple[str, ...], Callable[..., None]]] = {
-    name.replace("_sm90", "_sm100"): entry for name, entry in CASES.items() if name.startswith("fa4.")
+    name.replace("_sm90", "_sm100"): CASES[name] for name in _SM100_OF
 }
 ALL_CASES = {**CASES, **SM100_CASES}
 #: each target's cases

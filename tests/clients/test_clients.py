@@ -81,6 +81,24 @@ RECORDED = (
     "fa4.bwd_sm90:FlashAttentionBackwardPostprocess",
     "fa4.fwd_sm90_varlen:FlashAttentionForwardSm90",  # packed sequences: cu_seqlens, causal
     "fa4.fwd_sm90_paged_kv:FlashAttentionForwardSm90",  # page_table, seqused_k, GQA
+    # quack's GEMM family: NamedTuple epilogue/scheduler arguments (a Constexpr IntEnum field), the stream mid-signature
+    "quack.gemm:GemmDefaultSm90",
+    "quack.gemm_add:GemmDefaultSm90",  # C and beta in the epilogue arguments
+    "quack.gemm_act:GemmMod_linear_act_epi_8d301ac730954aed__none_sm9",  # fused relu, the pre-activation stored
+    "quack.gemm_varlen_m:GemmDefaultSm90",  # cu_seqlens_m: grouped rows
+    # FlashAttention-4's forward variants (each its own compile) and backward variants
+    "fa4.fwd_sm90_softcap:FlashAttentionForwardSm90",
+    "fa4.fwd_sm90_sliding_window:FlashAttentionForwardSm90",
+    "fa4.fwd_sm90_learnable_sink:FlashAttentionForwardSm90",
+    "fa4.fwd_sm90_score_mod:FlashAttentionForwardSm90",  # a score_mod, no aux tensors
+    "fa4.fwd_sm90_score_mod_aux:FlashAttentionForwardSm90",  # a score_mod reading an aux tensor (aux_data with tensors)
+    "fa4.bwd_sm90_causal_gqa:FlashAttentionForwardSm90",
+    "fa4.bwd_sm90_causal_gqa:FlashAttentionBackwardSm90",  # (its preprocess is fa4.bwd_sm90's compile)
+    "fa4.bwd_sm90_causal_gqa:FlashAttentionBackwardPostprocess",
+    "fa4.bwd_sm90_varlen:FlashAttentionForwardSm90",
+    "fa4.bwd_sm90_varlen:FlashAttentionBackwardPreprocess",
+    "fa4.bwd_sm90_varlen:FlashAttentionBackwardSm90",
+    "fa4.bwd_sm90_varlen:FlashAttentionBackwardPostprocess",
 )
 
 #: The same for FlashAttention-4's Blackwell kernels (``--target sm100``): compiled for ``sm_100a`` on the

@@ -92,7 +92,7 @@ def structures(
     by_module: helper.SinkTensors,
     labels: Labels,  # expect: CB125
     labelled: Labelled,  # expect: CB125
-    compiled: Compiled,  # expect: CB125
+    compiled: Compiled,  # a NamedTuple's Constexpr field: a constant, as in a dataclass
     streamed: Streamed,  # expect: CB125
     streamed_data: StreamedData,
     plain: Plain,  # expect: CB102
