@@ -13,7 +13,8 @@ cute_bind`` never imports torch.
 
 from __future__ import annotations
 
-from .custom_op import Like, OutputSpec, TorchOp, like, op
+from .custom_op import TorchOp, op
+from .outputs import Like, OutputSpec, like
 from .schema import OpParam, OpPlan
 
 __all__ = ["Like", "OpParam", "OpPlan", "OutputSpec", "TorchOp", "like", "op"]

@@ -1,6 +1,6 @@
 """The C eager call of a :mod:`cute_bind.torch` op (``cute_bind.torch._ceager``), when an op uses it, and its place under ``torch.compile``.
 
-An op's generated eager call (:func:`cute_bind.torch.custom_op._generate`)
+An op's generated eager call (:func:`cute_bind.torch.generate.generate`)
 calls the kernel directly when nothing else must see the call, on torch's
 current stream. Deciding that is a handful of torch calls (the mode checks,
 the tensors' class and ``requires_grad``, the device, the stream), each cheap,
@@ -49,7 +49,7 @@ torch's in-place rules (CB708: a stride 0, memory shared with another written
 tensor or with part of an input): ``EagerCheck.writes(nmut, *tensors)`` in C,
 through torch's DLPack reader, says True where nothing overlaps; otherwise (an
 overlap, or no reader) the Python check
-(:func:`cute_bind.torch.custom_op._writes_checker`) decides and raises, and
+(:func:`cute_bind.torch.generate.writes_checker`) decides and raises, and
 ``EagerCall`` hands such a call to the Python call.
 
 ``CUTE_BIND_PURE_PYTHON=1`` (read when an op is made) keeps the Python call
@@ -161,7 +161,7 @@ def _resolved(types_: tuple[type, ...], name: str) -> Any:
 
 
 def make_spec(rt: Any, several_devices: bool) -> EagerSpec | None:
-    """The spec for torch's entry points in ``rt`` (``custom_op._Runtime``), or None where torch differs from what the C checks read.
+    """The spec for torch's entry points in ``rt`` (``runtime.Runtime``), or None where torch differs from what the C checks read.
 
     Every mode check must be torch's own (a torch without one sends every call
     to the dispatcher, so checking in C gains nothing), and ``requires_grad``

@@ -367,9 +367,9 @@ def _error_pending():
 
 
 def test_the_op_reads_device_stream_and_grad_mode_from_torchs_c_functions_where_torch_has_them():
-    from cute_bind.torch import custom_op
+    from cute_bind.torch import runtime
 
-    rt = custom_op._runtime()
+    rt = runtime.runtime()
     spec = eager.make_spec(rt, False)
     assert spec is not None
     if type(getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)).__name__ == "PyCapsule":
@@ -391,9 +391,9 @@ def test_the_op_reads_device_stream_and_grad_mode_from_torchs_c_functions_where_
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @needs_c
 def test_on_a_gpu_the_c_checks_give_torchs_current_stream():
-    from cute_bind.torch import custom_op
+    from cute_bind.torch import runtime
 
-    rt = custom_op._runtime()
+    rt = runtime.runtime()
     check = _ceager.EagerCheck(eager.make_spec(rt, rt.several_devices()))
     x = torch.ones(8, device="cuda")
     assert check.check(x) == rt.raw_stream(x.get_device()) == torch.cuda.current_stream().cuda_stream

@@ -17,7 +17,7 @@ from pathlib import Path  # noqa: E402
 
 import cute_bind  # noqa: E402
 import cute_bind.torch as cbt  # noqa: E402
-from cute_bind.torch import custom_op as op_module  # noqa: E402
+from cute_bind.torch import generate, runtime  # noqa: E402
 from tests.kernels import host  # noqa: E402
 from tests.torch.conftest import Sub, dispatcher_calls, in_dispatch_mode, in_function_mode, no_grad  # noqa: E402
 
@@ -265,7 +265,7 @@ def test_like_naming_no_tensor_input_is_cb703(opname):
 
 def test_without_torch_is_cb701(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
-    monkeypatch.setattr(op_module, "_RUNTIME", None)
+    monkeypatch.setattr(runtime, "_RUNTIME", None)
     with pytest.raises(ImportError, match=r"\[CB701\]") as info:
         cbt.op("cbtest::notorch", host.tscale, mutates_args=("out",))
     assert isinstance(info.value, cute_bind.CuteBindError) and info.value.code == "CB701"
@@ -294,7 +294,7 @@ def test_kernel_without_stream_parameter_only_on_the_default_stream(raw, capturi
 
     plan = plan_op("cbtest::streamless", cute_bind.kernel(host.tscale).signature, ("out",), ())
     rt = SimpleNamespace(raw_stream=lambda d: raw, current_device=lambda: 0, capturing=lambda: capturing)
-    other_device, default_only = op_module._stream_errors(rt, plan)
+    other_device, default_only = generate.stream_errors(rt, plan)
     if not raises:
         default_only(0)
         return
@@ -458,7 +458,7 @@ def test_the_generated_call_is_in_linecache_for_tracebacks(opname):
 def test_one_visible_device_skips_the_capture_device_lookups(opname, monkeypatch):
     """CB705's check (tensors on another device than a capture's) costs two lookups per call on a GPU; with one
     visible device the tensors' device is the current one, so the op is made without them."""
-    rt = op_module._runtime()
+    rt = runtime.runtime()
     for count, expected in ((1, False), (2, True)):
         monkeypatch.setattr(rt.torch.cuda, "is_available", lambda: True)
         monkeypatch.setattr(rt.torch.cuda, "device_count", lambda count=count: count)
