@@ -159,7 +159,7 @@ class JaxOp:
                 kernel=self.plan.kernel,
                 parameter=p.name,
                 expected="a concrete Python value fixed when the call is traced",
-                got=f"a traced JAX value {describe_value(value)}",
+                got=f"a {'traced ' if isinstance(value, jax.core.Tracer) else ''}JAX value {describe_value(value)} (it lives on the device)",
             )
         item = getattr(value, "item", None)
         if item is not None and type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():

@@ -16,6 +16,7 @@ copy of the frame's storage and calls the compiled entry point.
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -61,9 +62,16 @@ def _abstract(*avals: Any, op: Any, operands: Any, statics: Any, results: Any, g
 call_p.def_abstract_eval(_abstract)
 
 
+@functools.lru_cache(maxsize=256)
+def _eager(params: tuple[tuple[str, Any], ...]) -> Any:
+    """The jitted single call an eager call runs (one per distinct call, as jit's own cache would keep)."""
+    kwargs = dict(params)
+    return jax.jit(lambda *a: call_p.bind(*a, **kwargs))
+
+
 def _impl(*args: Any, **params: Any) -> Any:
-    # outside jit (eager JAX): jit the one call, as JAX does for its own primitives
-    return jax.jit(lambda *a: call_p.bind(*a, **params))(*args)
+    # outside jit (eager JAX): run the one call jitted, as JAX does for its own primitives
+    return _eager(tuple(sorted(params.items())))(*args)
 
 
 call_p.def_impl(_impl)

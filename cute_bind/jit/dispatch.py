@@ -413,6 +413,10 @@ class Dispatcher:
         drop = frozenset(positions[n] for n in entry.streams if n in positions)
         if not drop or max(drop) == self._shape.npos - 1 and len(drop) == 1:
             return launch  # the stream last: a call leaving it out is the entry's call as it is
+        if any(n not in self._compiler.none_streams for n in entry.streams):
+            # a required stream: None on its place is no stream, so a positional call past it is the
+            # entry's own call shape (Compiler._entry_shaped: quack's GEMM), taken as it is
+            return launch
         first = min(drop)
 
         def env_call(*args: Any, **kwargs: Any) -> Any:
