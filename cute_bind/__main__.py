@@ -22,9 +22,10 @@ reading the output:
   host us/launch (median)  microseconds of host time per launch, the median
                            over interleaved rounds (lower is better); 'min'
                            is the fastest round
-  vs bare                  difference from the 'bare engine call' row (the
-                           compiled code called the way the DSL calls it);
-                           negative means cheaper than that call
+  over cheapest call       the median minus the cheapest call into the same
+                           compiled code that the run measured (the lowest
+                           'bare' row): what a path costs beyond the call
+                           itself; below zero only by timing noise
   direct reused / path     how many times faster than calling the compiled
                            function directly (1.0x = the same; 0.5x = twice
                            as slow)
@@ -33,7 +34,9 @@ reading the output:
   Verdict                  the result in one sentence
   checks                   each path's output compared bitwise with the direct
                            call; the exit status is 1 if any differs
-Numbers vary between runs and machines: compare rows of one run only."""
+Numbers vary between runs and machines: compare rows of one run only. Without
+a GPU the figures are CPU time of host-only functions; the output starts with
+the documented GPU run for comparison (docs/benchmarks.md)."""
 
 
 def program() -> str:

@@ -221,7 +221,7 @@ def _launch_compare(case: str, gpu: bool, cache: Path, repeats: int, iters: int,
         ),
         TimedPath.of(f"{case}: launch, reloaded handle", fixed_loop(loaded.launch, run_args), "loaded from the disk cache"),
     ]
-    return time_rows(loops, repeats, iters, torch_stream)
+    return time_rows(loops, repeats, iters, torch_stream, label="cold start")
 
 
 def run_coldstart(*, host_only: bool | None = None, repeats: int = 5, iters: int = 2000) -> ColdReport:

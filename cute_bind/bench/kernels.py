@@ -58,6 +58,33 @@ def scale_host(
         o[k] = i[k] * alpha
 
 
+@cute.jit
+def scale_left_out(
+    out: Pointer[cutlass.Float32, 16, GMEM],
+    inp: Pointer[cutlass.Float32, 16, GMEM],
+    alpha: cutlass.Float32,
+    n: cutlass.Int32,
+    stream: cuda.CUstream = None,
+) -> None:
+    """:func:`scale` with a stream that a ``kernel(...)`` call may leave out (torch's current stream then)."""
+    _scale_kernel(out, inp, alpha, n).launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1), stream=stream)
+
+
+@cute.jit
+def scale_host_left_out(
+    out: Pointer[cutlass.Float32],
+    inp: Pointer[cutlass.Float32],
+    alpha: cutlass.Float32,
+    n: cutlass.Int32,
+    stream: cuda.CUstream = None,
+) -> None:
+    """:func:`scale_host` with a stream that a ``kernel(...)`` call may leave out."""
+    o = cute.make_tensor(out, cute.make_layout(64))
+    i = cute.make_tensor(inp, cute.make_layout(64))
+    for k in range(n):
+        o[k] = i[k] * alpha
+
+
 @cute.kernel
 def _scale_tensor_kernel(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32) -> None:
     tidx, _, _ = cute.arch.thread_idx()

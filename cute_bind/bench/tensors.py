@@ -266,7 +266,7 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
         )
     if gpu:
         paths += _gpu_paths(compiled, direct_args[0], pool, refs, alpha, torch_stream, poison, out_bytes, checks)
-    rows: list[Row] = time_rows(paths, repeats, iters, torch_stream if gpu else None)
+    rows: list[Row] = time_rows(paths, repeats, iters, torch_stream if gpu else None, label="tensor workload")
     handle.close()
     phandle.close()
     from ..launch.prepared import fast_path
@@ -443,7 +443,8 @@ def tensor_verdict(report: Report) -> str:
     failed = [k for k, v in report.checks.items() if v is False]
     if failed:
         return f"Verdict: NOT OK: these paths wrote different bytes from the direct call: {', '.join(failed)}."
-    head = f"Verdict: a prepared launch with new tensors each step took {launch:.2f} us per call"
+    where = "on this machine's GPU" if report.mode.startswith("GPU") else "on this machine's CPU alone (host-only, no GPU driver)"
+    head = f"Verdict: {where}, a prepared launch with new tensors each step took {launch:.2f} us per call"
     if launch <= direct:
         return (
             f"{head}, {direct / launch:.0f}x less than the direct call even when that call reuses its tensors ({direct:.2f} us), "

@@ -13,13 +13,21 @@ import os
 import platform
 import re
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from .._generated import compile_source
 
-__all__ = ["Row", "Report", "TimedPath", "fast_path_words", "fixed_loop", "legend", "machine", "time_rows"]
+__all__ = ["Row", "Report", "TimedPath", "fast_path_words", "fixed_loop", "legend", "machine", "progress", "time_rows"]
+
+
+def progress(message: str, end: str = "\n") -> None:
+    """A progress line on stderr, at once (the tables go to stdout): a run would otherwise print nothing
+    for its first seconds, while the DSL imports and compiles."""
+    sys.stderr.write(message + end)
+    sys.stderr.flush()
 
 
 @dataclass
@@ -127,11 +135,16 @@ def fixed_loop(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 
 
 def time_rows(
-    given: Sequence[TimedPath | tuple[str, Callable[[int], float], str]], repeats: int, iters: int, torch_stream: Any = None
+    given: Sequence[TimedPath | tuple[str, Callable[[int], float], str]],
+    repeats: int,
+    iters: int,
+    torch_stream: Any = None,
+    label: str = "",
 ) -> list[Row]:
     """Time every path interleaved: ``repeats`` rounds of ``iters`` launches each (CUDA events too on a stream).
 
     A path may be given as a ``(label, loop, note)`` tuple (benchmark scripts do): it is keyed by its label.
+    With a ``label`` the rounds are counted on stderr as they finish (:func:`progress`).
     """
     import contextlib
 
@@ -157,7 +170,11 @@ def time_rows(
             p.loop(max(100, iters // 20))
         if gpu:
             torch.cuda.synchronize()
-        for _ in range(repeats):
+        if label:
+            progress(f"  {label}: timing {len(paths)} paths, {repeats} rounds x {iters} calls: round ", end="")
+        for done in range(repeats):
+            if label:
+                progress(f"{done + 1}{'' if done + 1 == repeats else ','}", end="")
             for p in paths:
                 if gpu:
                     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -169,6 +186,8 @@ def time_rows(
                     torch.cuda.synchronize()
                 else:
                     samples[p.key].append(p.loop(iters))
+        if label:
+            progress("")
     finally:
         stream_ctx.__exit__(None, None, None)
         if gc_was:

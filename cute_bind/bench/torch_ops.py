@@ -129,7 +129,7 @@ def run_torch_ops(*, host_only: bool | None = None, repeats: int = 21, iters: in
         if gpu:
             paths += _tvm_path(torch, tag, x, y, agree, checks)
         paths += _compiled_paths(torch, op, op_f, x, y, gpu, agree, checks)
-        rows: list[Row] = time_rows(paths, repeats, iters, torch_stream)
+        rows: list[Row] = time_rows(paths, repeats, iters, torch_stream, label="torch workload")
     handle.close()
     from ..launch.prepared import fast_path
 
