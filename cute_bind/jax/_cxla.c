@@ -104,7 +104,7 @@ static XLA_FFI_Error *frame_error(const XLA_FFI_Api *api, uint64_t id) {
     snprintf(msg, sizeof msg,
              "[CB902] a cute_bind.jax call lowered in another process (frame %llu, this process's nonce %u); "
              "expected a program lowered in this process.\n  fix: Lower and compile the jitted function in the process that "
-             "runs it (jax.export and serialized executables carry no cute_bind kernel).\n"
+             "runs it: `jax.export` and serialized executables carry no cute_bind kernel.\n"
              "  (python -m cute_bind explain CB902)",
              (unsigned long long)id, (unsigned)nonce);
     return make_error(api, XLA_FFI_Error_Code_FAILED_PRECONDITION, msg);
@@ -168,7 +168,8 @@ static XLA_FFI_Error *check_counts(XLA_FFI_CallFrame *call, const Frame *f) {
     char msg[640];
     snprintf(msg, sizeof msg,
              "[CB903] kernel '%s': the custom call has %lld operands and %lld results; expected %lld and %lld "
-             "(the frame it was lowered with).\n  fix: Call the kernel through cute_bind.jax; do not edit its custom call.",
+             "(the frame it was lowered with).\n  fix: Call the kernel through `cute_bind.jax`; do not edit or reuse its custom call "
+             "(`cute_bind_call`).\n  (python -m cute_bind explain CB903)",
              f->name, (long long)call->args.size, (long long)call->rets.size, (long long)f->nargs, (long long)f->nrets);
     return make_error(call->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, msg);
 }
@@ -219,8 +220,9 @@ static XLA_FFI_Error *execute(XLA_FFI_CallFrame *call, XLA_FFI_Handler_Traits tr
             char msg[768];
             snprintf(msg, sizeof msg,
                      "[CB904] kernel '%s': XLA's buffer for %s %d is at 0x%llx; expected an address aligned to %llu bytes "
-                     "(the alignment the compiled code assumes).\n  fix: Declare a smaller alignment in the parameter's "
-                     "annotation (cute_bind.Tensor[dtype, rank, align]) or pass an array XLA allocates itself (not a slice).\n"
+                     "(the alignment the compiled code assumes).\n  fix: Declare the alignment the kernel needs and no more in the "
+                     "parameter's annotation (`cute_bind.Tensor[dtype, rank, align]`), or copy the array (`x + 0` inside jit gives a "
+                     "buffer of its own).\n"
                      "  (python -m cute_bind explain CB904)",
                      f->name, p->source == 0 ? "operand" : "result", p->index, (unsigned long long)address,
                      (unsigned long long)p->align);
