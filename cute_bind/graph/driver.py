@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from .. import diagnostics as D
 from .. import settings
+from ..launch import native
 
 __all__ = ["Driver", "CudaDriver", "KernelParams", "Node", "driver_error"]
 
@@ -137,12 +138,10 @@ def _c_replay(drv: Any) -> tuple[Callable[..., Any], int, int] | str:
     (bindings for CUDA 13.2 on a 13.0 driver), and the entry points of either
     version take the parameter records the bindings build.
     """
-    if settings.PURE_PYTHON.flag():
-        return "CUTE_BIND_PURE_PYTHON=1"
-    try:
-        from ._cgraph import replay
-    except ImportError as exc:
-        return f"the C extension is not built ({exc})"
+    module = native.load("cute_bind.graph._cgraph")
+    if module is None:
+        return "CUTE_BIND_PURE_PYTHON=1" if settings.PURE_PYTHON.flag() else "the C extension is not built"
+    replay = module.replay
     try:
         version = int(drv.CUDA_VERSION) if hasattr(drv, "CUDA_VERSION") else 12000
         get_version = getattr(drv, "cuDriverGetVersion", None)

@@ -15,10 +15,10 @@ from collections import abc
 from typing import Any, Callable, Sequence
 
 from .. import diagnostics as D
-from .. import settings
 from ..diagnostics.errors import CuteBindError
 from ..launch import PreparedLaunch
 from ..launch.arguments import bind_arguments
+from ..launch import native
 from ..launch.lifecycle import HandleState, Lifecycle
 from .steps import GraphStats, Phase, Step
 
@@ -30,13 +30,8 @@ _U64 = 1 << 64
 def _c_setter() -> Any:
     """The C pointer setter class (``_cgraph.PointerSetter``), or None: not built, or
     ``CUTE_BIND_PURE_PYTHON=1`` (read when an updater is made, like the launch paths)."""
-    if settings.PURE_PYTHON.flag():
-        return None
-    try:
-        from ._cgraph import PointerSetter
-    except ImportError:
-        return None
-    return PointerSetter
+    module = native.load("cute_bind.graph._cgraph")
+    return None if module is None else module.PointerSetter
 
 
 class Updates(Lifecycle):
@@ -234,12 +229,10 @@ class Updates(Lifecycle):
                 raise self._misuse("updaters takes a sequence of (step, parameter) pairs", "a (step, parameter) pair", repr(target))
             setters.append(self.updater(*target))
         count = len(setters)
-        cset = _c_setter()
+        cgraph = native.load("cute_bind.graph._cgraph")
         batch = None
-        if cset is not None and all(getattr(f, "__self__", None).__class__ is cset for f in setters):
-            from ._cgraph import set_pointers
-
-            batch = functools.partial(set_pointers, tuple(f.__self__ for f in setters))  # type: ignore[attr-defined]
+        if cgraph is not None and all(getattr(f, "__self__", None).__class__ is cgraph.PointerSetter for f in setters):
+            batch = functools.partial(cgraph.set_pointers, tuple(getattr(f, "__self__", None) for f in setters))
         misuse = self._misuse
 
         def wrong(values: Any) -> CuteBindError:

@@ -55,9 +55,9 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Protocol
 
 from .. import diagnostics as D
-from .. import settings
 from ..diagnostics.errors import CuteBindError, LaunchArgumentError, LaunchValueError
 from ..cache.key import constexpr_value
+from ..launch import native
 from .compiler import CompileKey, Compiler, EnvCompile, served_key
 from .probes import ARCH, Probe, device_of, probes_for
 from .probes import describe as describe_bound
@@ -136,13 +136,8 @@ def _call_base() -> type:
     Read once, at import: ``CUTE_BIND_PURE_PYTHON=1`` set before importing
     cute_bind selects the Python ``Kernel.__call__``.
     """
-    if settings.PURE_PYTHON.flag():
-        return PythonCallBase
-    try:
-        from ._cdispatch import CallBase as base
-    except ImportError:
-        return PythonCallBase
-    return base
+    module = native.load("cute_bind.jit._cdispatch")
+    return PythonCallBase if module is None else module.CallBase
 
 
 #: Base class of :class:`cute_bind.Kernel`: its ``tp_call`` is the hit path when the C extension is built.

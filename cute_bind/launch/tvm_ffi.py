@@ -51,8 +51,9 @@ import sys
 from typing import Any, Callable, Final, NamedTuple
 
 from .. import diagnostics as D
-from .. import dsl, settings
+from .. import dsl
 from ..slots import describe_value, dlpack
+from . import native
 from .lifecycle import HandleState, Lifecycle
 from .spec import TvmConstantArg, TvmFfiLaunchSpec, TvmKeepAlive, TvmStructureArg, TvmStructureNode, TvmTensorArg
 
@@ -62,13 +63,8 @@ _REQUIRED = object()
 
 
 def _c_launcher_class() -> Any:
-    if settings.PURE_PYTHON.flag():
-        return None
-    try:
-        from ._ctvmffi import Launcher
-    except ImportError:
-        return None
-    return Launcher
+    module = native.load("cute_bind.launch._ctvmffi")
+    return None if module is None else module.Launcher
 
 
 def _kind_of(value: Any) -> tuple[str, Any]:

@@ -70,14 +70,15 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import settings
+from ..launch import native
 
 __all__ = ["EagerSpec", "EagerCallSpec", "make_spec", "checker", "unavailable", "checks_apply", "call_spec", "install", "rebind", "STREAM"]
 
-_ceager: Any
-try:
-    from . import _ceager
-except ImportError:  # pragma: no cover - exercised in the pure-Python CI job (no extension built)
-    _ceager = None
+
+def _extension() -> Any:
+    """``cute_bind.torch._ceager``, or None: not built, or ``CUTE_BIND_PURE_PYTHON=1`` (:func:`cute_bind.launch.native.load`)."""
+    return native.load("cute_bind.torch._ceager")
+
 
 #: the most tensor types and mode checks the C checks hold (their fixed arrays)
 MAX_TYPES = 8
@@ -146,11 +147,9 @@ class EagerSpec:
 
 def unavailable() -> str | None:
     """Why no op uses the C checks in this process (None: they are available)."""
-    if _ceager is None:
-        return "the extension cute_bind.torch._ceager is not built"
-    if settings.PURE_PYTHON.flag():
-        return "CUTE_BIND_PURE_PYTHON=1"
-    return None
+    if _extension() is not None:
+        return None
+    return "CUTE_BIND_PURE_PYTHON=1" if settings.PURE_PYTHON.flag() else "the extension cute_bind.torch._ceager is not built"
 
 
 def _resolved(types_: tuple[type, ...], name: str) -> Any:
@@ -237,7 +236,7 @@ def checker(rt: Any, several_devices: bool) -> Any:
     if unavailable() is not None:
         return None
     spec = make_spec(rt, several_devices)
-    return None if spec is None else _ceager.EagerCheck(spec)
+    return None if spec is None else _extension().EagerCheck(spec)
 
 
 @dataclass(frozen=True)
@@ -350,9 +349,10 @@ def install(op: functools.partial[Any], spec: EagerCallSpec | None, fallback: Ca
     for that lock.
     """
     compiler = getattr(sys.modules.get("torch"), "compiler", None)
-    if spec is None or _ceager is None or not callable(getattr(compiler, "substitute_in_graph", None)):
+    extension = _extension()
+    if spec is None or extension is None or not callable(getattr(compiler, "substitute_in_graph", None)):
         return
-    call: Callable[..., Any] = _ceager.EagerCall(spec).call  # one bound builtin: torch.compile knows its stand-in by identity
+    call: Callable[..., Any] = extension.EagerCall(spec).call  # one bound builtin: torch.compile knows its stand-in by identity
 
     def lost() -> None:
         rebind(op, fallback)

@@ -344,7 +344,8 @@ def test_the_c_call_hands_an_overlapping_write_to_the_python_call(write_ops):
 
     op = write_ops["C call"]
     owner = getattr(op.func, "__self__", None)
-    if eager._ceager is None or not isinstance(owner, eager._ceager.EagerCall):
+    extension = eager._extension()
+    if extension is None or not isinstance(owner, extension.EagerCall):
         pytest.skip("no C eager call")
     b = _buf()
     taken, declined = owner.counts()

@@ -27,7 +27,10 @@ from tests.kernels import host  # noqa: E402
 from tests.torch.conftest import Sub, dispatcher_calls, in_dispatch_mode, in_function_mode, no_grad  # noqa: E402
 
 needs_c = pytest.mark.skipif(eager.unavailable() is not None, reason=f"no C eager call: {eager.unavailable()}")
-_ceager = eager._ceager
+try:
+    from cute_bind.torch import _ceager
+except ImportError:  # not built
+    _ceager = None
 
 
 def arange(n, dtype=torch.float32):
