@@ -13,7 +13,25 @@ from cute_bind.dsl import cuda_device_count  # noqa: E402
 HAS_GPU = cuda_device_count() > 0
 
 
+#: The quick subset (`python -m pytest -m quick`, README "First commands"): the core tests of every room,
+#: about a minute and a half on 2 cores where the whole suite takes 12-24 minutes.
+QUICK = (
+    "tests/launch/test_prepared.py",
+    "tests/slots/test_slots.py",
+    "tests/jit/test_dispatch.py",
+    "tests/diagnostics/test_catalog.py",
+    "tests/cache/test_store.py",
+    "tests/graph/test_graph.py",
+    "tests/static/test_checker.py",
+    "tests/test_main.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
+    quick = pytest.mark.quick
+    for item in items:
+        if os.path.relpath(str(item.path), ROOT).replace(os.sep, "/") in QUICK:
+            item.add_marker(quick)
     if HAS_GPU:
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")
