@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from importlib import metadata
 
 
@@ -156,16 +157,19 @@ def fa4_compile(batch: int, keys: int):
     def qkv():
         return [torch.randn(batch, s, 16, 128, dtype=torch.bfloat16, device="cuda") for s in (1, keys, keys)]
 
-    if GPU:
-        q, k, v = qkv()
-        reference, _ = flash_attn_func(q, k, v)  # compiles (once per configuration), then runs
-    else:
-        from torch._subclasses.fake_tensor import FakeTensorMode
+    with warnings.catch_warnings():  # two upstream warnings of FlashAttention-4's first call (the page says why)
+        warnings.filterwarnings("ignore", "Argument aux_data .* cannot be converted to a JitArgument", UserWarning)
+        warnings.filterwarnings("ignore", "Accessing the data pointer of FakeTensor is deprecated", UserWarning)
+        if GPU:
+            q, k, v = qkv()
+            reference, _ = flash_attn_func(q, k, v)  # compiles (once per configuration), then runs
+        else:
+            from torch._subclasses.fake_tensor import FakeTensorMode
 
-        with FakeTensorMode():  # FlashAttention-4's CPU compile mode: it compiles and skips the call
-            flash_attn_func(*qkv())
-        q, k, v = [torch.randn(batch, s, 16, 128, dtype=torch.bfloat16) for s in (1, keys, keys)]
-        reference = None
+            with FakeTensorMode():  # FlashAttention-4's CPU compile mode: it compiles and skips the call
+                flash_attn_func(*qkv())
+            q, k, v = [torch.randn(batch, s, 16, 128, dtype=torch.bfloat16) for s in (1, keys, keys)]
+            reference = None
     (compiled,) = interface._flash_attn_fwd.compile_cache.cache.values()
     # --8<-- [end:fa4-compile]
     return compiled, (q, k, v), reference

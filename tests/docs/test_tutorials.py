@@ -10,6 +10,7 @@ without it.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,8 @@ RUNS = [
     ("12_jax.py", False),
 ]
 TIMEOUT_S = 300
+#: a Python warning as printed ("...: UserWarning: ...") or a torch C++ one ("[W1203 13:55:53.2 StorageImpl.cpp:34] Warning: ...")
+WARNING = re.compile(r"\b\w*Warning: |^\[W\d{4} ")
 #: scripts with nothing to show without torch: their last line then says "skipped", never "ok"
 NEEDS_TORCH = {"10_torch_ops.py"}
 #: scripts that need packages the main environment does not have: (script, distributions, where they run)
@@ -108,6 +111,9 @@ def test_tutorial_runs(script: str, hide_torch: bool, tmp_path: Path) -> None:
     )
     output = f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
     assert proc.returncode == 0, output
+    # a newcomer meets no unexplained warning (issue 44 item 3: tutorial 11 printed two upstream ones)
+    warned = [ln for ln in proc.stderr.splitlines() if WARNING.search(ln)]
+    assert not warned, f"{script} printed warnings its page does not explain:\n" + "\n".join(warned)
     last = proc.stdout.rstrip().splitlines()[-1] if proc.stdout.strip() else ""
     if script in NEEDS_TORCH and (hide_torch or not _torch_installed()):  # nothing of it can run: it says so, never "ok"
         assert last.startswith("skipped: torch is not installed"), output
