@@ -29,6 +29,7 @@ from .lookup import HISTORY_SIZE, Claim, Event, claim, history, mark
 from .settings import cache_dir, default_dir, enabled, size_limit
 from .store import EntryInfo, Store, UntrustedPath, load_key
 from .warm import Args, WarmResult, warm
+from .bundle import export_bundle, import_bundle, read_bundle
 from .cute_compile import CachedFunction, Compile, compile, install, installed, is_installed, uninstall
 
 __all__ = [
@@ -36,6 +37,9 @@ __all__ = [
     "CachedFunction",
     "Compile",
     "compile",
+    "export_bundle",
+    "import_bundle",
+    "read_bundle",
     "install",
     "installed",
     "is_installed",

@@ -1,4 +1,4 @@
-"""``python -m cute_bind cache info|clear|prune``."""
+"""``python -m cute_bind cache info|clear|prune|warm|export|import``."""
 
 from __future__ import annotations
 
@@ -16,12 +16,48 @@ from .store import STATUSES, EntryInfo, UntrustedPath
 __all__ = ["add_arguments", "main"]
 
 
+def _ship(args: argparse.Namespace, root: str) -> int:
+    """``warm``, ``export`` and ``import`` (their errors are the caller's one-line reports)."""
+    from .bundle import export_bundle, import_bundle
+    from .grid import parse_axis, warm_grid
+
+    if not args.target:
+        what = "a target (module:attribute)" if args.action == "warm" else "a bundle file"
+        print(f"cute-bind cache {args.action}: expected {what}", file=sys.stderr)
+        return 2
+    if args.action == "warm":
+        os.environ[ENV_DIR] = root  # the workers' folder too
+        results = warm_grid(args.target, [parse_axis(a) for a in args.grid], workers=args.workers, progress=sys.stderr)
+        outcomes = [o for r in results for o in r.outcomes]
+        failed = [r for r in results if r.error is not None]
+        print(
+            f"warmed {len(results)} configurations into {root}: "
+            + ", ".join(f"{outcomes.count(k)} {k}" for k in ("compiled", "hit", "uncached"))
+            + (f"; {len(failed)} raised after compiling what they could" if failed else "")
+        )
+        return 0 if results and not all(r.error and not r.outcomes for r in results) else 1
+    keys = {"key_file": args.key_file, "ed25519_key": args.ed25519_key, "root": root}
+    if args.action == "export":
+        print(f"exported {export_bundle(args.target, **keys)} entries of {root} to {args.target}")
+    else:
+        print(f"imported {import_bundle(args.target, **keys)} entries from {args.target} into {root}")
+    return 0
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "action",
-        choices=("info", "clear", "prune"),
-        help="info: list entries; clear: remove all; prune: clean up and evict to the size limit",
+        choices=("info", "clear", "prune", "warm", "export", "import"),
+        help="info: list entries; clear: remove all; prune: clean up and evict to the size limit; "
+        "warm TARGET: compile a grid of configurations; export FILE / import FILE: a signed bundle of entries",
     )
+    p.add_argument("target", nargs="?", help="warm: module:attribute or file.py:attribute; export/import: the bundle file")
+    p.add_argument(
+        "--grid", action="append", default=[], metavar="NAME=JSON", help="warm: one axis of the grid, e.g. head_dim=[64,128] (repeatable)"
+    )
+    p.add_argument("--workers", type=int, default=1, help="warm: worker processes (default 1: this process)")
+    p.add_argument("--key-file", help="export/import: an HMAC-SHA256 key file (outside the cache folder, not readable by every user)")
+    p.add_argument("--ed25519-key", help="export: an Ed25519 private key (PEM); import: the matching public key (PEM); needs cryptography")
     p.add_argument("--dir", help="cache folder (default: CUTE_BIND_CACHE_DIR, an absolute path, or the user's cache folder); never empty")
     p.add_argument("--max-size", help="prune: size limit such as 512M (default: CUTE_BIND_CACHE_SIZE or 1G)")
     p.add_argument("--older-than", type=_days, metavar="DAYS", help="prune: also remove entries unused for this many days")
@@ -109,6 +145,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace, root: str) -> int:
+    if args.action in ("warm", "export", "import"):
+        return _ship(args, root)
     if args.action == "clear":
         print(f"removed {clear(root)} entries from {root}")
         return 0

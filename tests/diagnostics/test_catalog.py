@@ -35,6 +35,7 @@ KNOWN_CODES = [
     "CB315",  # no compile() takes a call whose own compile failed (specializations as guards)
     "CB226",  # a compile-only value (a fake tensor or stream) where a launch needs a real one
     "CB610", "CB611", "CB612", "CB613",  # the disk cache's trust checks
+    "CB614", "CB615", "CB616",  # signed cache bundles (cute-bind cache export/import)
     "CB708",  # a torch op's written tensor overlapping itself, another written tensor or an input
     "CB234",  # a plain tuple of another arity given for a NamedTuple parameter
     "CB316",  # a dataclass a TVM-FFI function's call passes as an opaque object (issue 40 item 2)

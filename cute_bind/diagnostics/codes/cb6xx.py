@@ -433,3 +433,104 @@ fill.bind(addr, 1)                                        # -> CB613 (compiles w
     private cache.
     """,
 )
+
+
+# CB614-CB616: bundles of cache entries shipped to another machine (cute_bind/cache/bundle.py).
+_BUNDLE_PRELUDE = (
+    _FILL
+    + """
+import os
+import tempfile
+
+os.environ["CUTE_BIND_CACHE_DIR"] = tempfile.mkdtemp()   # a private cache folder for the example
+fill.bind(addr, 1)                                        # compiles and stores the entry
+key_file = os.path.join(tempfile.mkdtemp(), "ship.key")  # the signing key, outside the cache folder
+with open(os.open(key_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+    f.write("0123456789abcdef0123456789abcdef")
+bundle = os.path.join(tempfile.mkdtemp(), "warm.bundle")
+"""
+)
+
+
+BUNDLE_UNSIGNED = _entry(
+    "CB614",
+    "bundle-unsigned",
+    _E.CacheSettingError,
+    summary="A cache bundle carries no signature, or its signature does not verify under the key given; nothing of it is imported.",
+    message="the cache bundle {detail} is refused: expected {expected}, got {got}",
+    explanation="""
+    A bundle (`cute-bind cache export`) ships compiled kernels, native code
+    the importing processes will load and run, so it is imported only when
+    it is signed and its signature verifies under the key the importer gives:
+    an HMAC-SHA256 key file both sides hold, or an Ed25519 key pair (the
+    exporter's private key, the importer's public key). The signature is
+    checked before anything else of the file is read. A file without one
+    (written by hand, truncated), signed with another key or modified after
+    signing is refused whole; so is an export without exactly one signing key.
+    """,
+    example=_BUNDLE_PRELUDE
+    + """
+with open(bundle, "wb") as f:
+    f.write(b"CUTE_BIND BUNDLE 1\\n")                    # a bundle without a signature
+cute_bind.cache.import_bundle(bundle, key_file=key_file)  # -> CB614
+""",
+    fix="""
+    Import the bundle with the key it was signed with
+    (`cute-bind cache import FILE --key-file KEY`, or `--ed25519-key PUBLIC.pem`
+    for a bundle signed with the private key), or export it again
+    (`cute-bind cache export FILE --key-file KEY`) from a cache you trust.
+    """,
+)
+
+
+BUNDLE_FOREIGN = _entry(
+    "CB615",
+    "bundle-foreign",
+    _E.CacheSettingError,
+    summary="A cache bundle was made for another GPU architecture, DSL, cute_bind, Python, machine or CUTE_DSL_* settings; it is not imported.",
+    message="the cache bundle {detail} is refused: it was made for another environment: {got}; expected {expected}",
+    explanation="""
+    An entry loads only in the environment it was compiled in: the same
+    nvidia-cutlass-dsl (and CUDA variant), cute_bind sources, Python,
+    machine and CPU model, `CUTE_DSL_*` settings and target architecture.
+    A bundle's manifest names the exporter's; a verified bundle whose
+    manifest differs from the importing process is refused with the
+    differences named, rather than filling the cache with entries that
+    would never load (or, for another GPU, load code built for it).
+    """,
+    example=_BUNDLE_PRELUDE
+    + """
+cute_bind.cache.export_bundle(bundle, key_file=key_file)  # signed, for this environment
+os.environ["CUTE_DSL_ARCH"] = "sm_100a"                   # another target architecture
+cute_bind.cache.import_bundle(bundle, key_file=key_file)  # -> CB615
+""",
+    fix="""
+    Export the bundle on a build machine with the importer's GPU
+    architecture (`CUTE_DSL_ARCH`), DSL, cute_bind and Python versions, or
+    warm the cache on the target machine itself (`cute-bind cache warm`).
+    """,
+)
+
+
+BUNDLE_SIGNER_MISSING = _entry(
+    "CB616",
+    "bundle-signer-missing",
+    _E.OptionalDependencyError,
+    summary="An Ed25519-signed cache bundle needs the optional 'cryptography' package, which cannot be imported.",
+    message="cache bundles signed with Ed25519 need {expected}; got {got}",
+    explanation="""
+    HMAC-SHA256 bundles need only the standard library. Ed25519 signatures
+    (a private key to export, a public key to import, so the importer never
+    holds a key that could sign) are made and checked with the
+    `cryptography` package, an optional dependency of cute_bind.
+    """,
+    example=_BUNDLE_PRELUDE
+    + """
+import sys
+sys.modules["cryptography"] = None                        # as on a machine without it
+cute_bind.cache.export_bundle(bundle, ed25519_key=key_file)  # -> CB616
+""",
+    fix="""
+    `pip install cryptography` (or sign with an HMAC key file: `--key-file`).
+    """,
+)
