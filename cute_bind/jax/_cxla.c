@@ -71,6 +71,7 @@ typedef struct {
     Patch *patches;
     int64_t stream_offset; /* -1: the function takes no stream */
     int cuda;              /* 1: the stream comes from XLA; 0 (host platform): 0 is written */
+    int device;            /* the CUDA device the launch was bound for (its module is loaded there) */
     uint64_t launches;     /* executions that called the entry (atomic) */
     char name[160];        /* the kernel's name, for messages */
 } Frame;
@@ -230,6 +231,31 @@ static XLA_FFI_Error *execute(XLA_FFI_CallFrame *call, XLA_FFI_Handler_Traits tr
         }
         memcpy(storage + p->offset, &address, sizeof address);
     }
+    if (f->cuda && call->api->struct_size >= offsetof(XLA_FFI_Api, XLA_FFI_DeviceOrdinal_Get) + sizeof(void *)) {
+        XLA_FFI_DeviceOrdinal_Get_Args dargs;
+        memset(&dargs, 0, sizeof dargs);
+        dargs.struct_size = XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE;
+        dargs.ctx = call->ctx;
+        XLA_FFI_Error *derr = call->api->XLA_FFI_DeviceOrdinal_Get(&dargs);
+        if (derr == NULL && dargs.device_ordinal != f->device) {
+            free(heap);
+            char msg[640];
+            snprintf(msg, sizeof msg,
+                     "[CB911] kernel '%s': XLA runs the call on device %d; expected device %d, the one its launch was prepared "
+                     "for when the call was lowered.\n  fix: Run cute_bind.jax calls on one GPU per process (the device JAX "
+                     "lowers on first), e.g. CUDA_VISIBLE_DEVICES per process, or jax.default_device.\n"
+                     "  (python -m cute_bind explain CB911)",
+                     f->name, (int)dargs.device_ordinal, f->device);
+            return make_error(call->api, XLA_FFI_Error_Code_FAILED_PRECONDITION, msg);
+        }
+        if (derr != NULL) {
+            XLA_FFI_Error_Destroy_Args dd;
+            memset(&dd, 0, sizeof dd);
+            dd.struct_size = XLA_FFI_Error_Destroy_Args_STRUCT_SIZE;
+            dd.error = derr;
+            call->api->XLA_FFI_Error_Destroy(&dd); /* an XLA without device ordinals: nothing to check */
+        }
+    }
     if (f->stream_offset >= 0) {
         void *stream = NULL;
         if (f->cuda) {
@@ -295,7 +321,7 @@ static void free_frame(Frame *f) {
 }
 
 PyDoc_STRVAR(register_doc,
-             "register(entry, storage, part_offsets, has_result, extra, nargs, nrets, patches, stream_offset, cuda, name) -> int\n"
+             "register(entry, storage, part_offsets, has_result, extra, nargs, nrets, patches, stream_offset, cuda, name, device=0) -> int\n"
              "--\n\n"
              "Copy one prepared launch into a frame the XLA handler runs; return the frame's id (the custom call's\n"
              "cute_bind_frame attribute). patches: tuple of (offset, source, index, align), source 0 an operand,\n"
@@ -308,8 +334,9 @@ static PyObject *py_register(PyObject *self, PyObject *args) {
     int has_result, cuda;
     long long nargs, nrets, stream_offset;
     const char *name;
-    if (!PyArg_ParseTuple(args, "KO!O!pO!LLO!Lps", &entry, &PyBytes_Type, &storage, &PyTuple_Type, &parts, &has_result, &PyTuple_Type, &extra,
-                          &nargs, &nrets, &PyTuple_Type, &patches, &stream_offset, &cuda, &name))
+    int device = 0;
+    if (!PyArg_ParseTuple(args, "KO!O!pO!LLO!Lps|i", &entry, &PyBytes_Type, &storage, &PyTuple_Type, &parts, &has_result, &PyTuple_Type,
+                          &extra, &nargs, &nrets, &PyTuple_Type, &patches, &stream_offset, &cuda, &name, &device))
         return NULL;
     char *sbuf;
     Py_ssize_t slen;
@@ -332,6 +359,7 @@ static PyObject *py_register(PyObject *self, PyObject *args) {
     memcpy(f->storage, sbuf, (size_t)slen);
     f->has_result = has_result;
     f->cuda = cuda;
+    f->device = device;
     f->nargs = nargs;
     f->nrets = nrets;
     f->stream_offset = stream_offset;
@@ -341,6 +369,7 @@ static PyObject *py_register(PyObject *self, PyObject *args) {
     if (nargs < 0 || nrets < 0 || nargs > INT32_MAX || nrets > INT32_MAX) bad = "negative or huge buffer counts";
     if (stream_offset >= 0 && stream_offset + 8 > f->storage_size) bad = "stream_offset outside the storage";
     if (stream_offset < -1) bad = "stream_offset below -1";
+    if (device < 0) bad = "a negative device";
     for (int64_t k = 0; bad == NULL && k < f->nparts; k++) {
         if (read_i64(parts, k, &f->part_offsets[k]) < 0) goto fail;
         if (f->part_offsets[k] < 0 || f->part_offsets[k] >= f->storage_size) bad = "a part offset outside the storage";

@@ -19,6 +19,7 @@ def register(
     stream_offset: int,
     cuda: bool,
     name: str,
+    device: int = 0,
     /,
 ) -> int: ...
 def launches(frame_id: int, /) -> int: ...

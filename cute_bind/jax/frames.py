@@ -224,6 +224,7 @@ def frame_for(
             stream_offset,
             cuda,
             plan.kernel,
+            device,
         )
         frame = Frame(int(frame_id), handle, plan.kernel)
         _KEPT.append(frame)

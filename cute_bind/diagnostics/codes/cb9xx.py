@@ -305,3 +305,30 @@ jax.export.export(jax.jit(lambda x: f(x, 2.0)), platforms=["cpu"])(jax.ShapeDtyp
     cute_bind's disk cache make a warm start cheap).
     """,
 )
+
+
+JAX_DEVICE_MISMATCH = _entry(
+    "CB911",
+    "jax-device-mismatch",
+    _E.LaunchRuntimeError,
+    summary="XLA ran a cute_bind.jax call on another GPU than the one its launch was prepared for.",
+    message="kernel '{kernel}': {got}; expected {expected}",
+    explanation="""
+    A frame is bound when the call is lowered, for the first CUDA device
+    (device 0): its compiled module is loaded there, and a launch elsewhere
+    would run code of another device's context. XLA compiles a program once
+    for every device of the process, so the handler asks XLA which device it
+    runs on and refuses another one before any launch, instead of faulting.
+    Raised by XLA (as the message of its own error).
+    """,
+    example=_PRELUDE
+    + """
+# Raised by the XLA FFI handler inside XLA's error: a program run on the second GPU.
+raise cute_bind.error(cute_bind.CATALOG["CB911"], kernel="scale", expected="device 0, the one its launch was prepared for",
+                      got="XLA runs the call on device 1")
+""",
+    fix="""
+    Run cute_bind.jax calls on one GPU per process (the device JAX lowers on
+    first), e.g. with `CUDA_VISIBLE_DEVICES` set per process.
+    """,
+)
