@@ -126,3 +126,13 @@ def test_counts_only_executions_that_launched():
     for _ in range(4):
         g(np.ones(4, np.float32)).block_until_ready()
     assert frame.launches() == n + 4
+
+
+def test_another_device_is_cb911_before_any_launch():
+    """A CUDA frame bound for device 5, run by XLA on device 0 (the CPU client's ordinal): refused before the
+    entry (a function that would crash) or the stream is touched."""
+    fatal = ctypes.cast(ctypes.pythonapi.Py_FatalError, ctypes.c_void_p).value
+    frame_id = cxla.register(fatal, bytes(64), (0,), False, (), 1, 1, ((0, 0, 0, 1),), 8, True, "k", 5)
+    with pytest.raises(Exception, match=r"\[CB911\] kernel 'k': XLA runs the call on device 0; expected device 5"):
+        raw_call(TARGET, frame_id, jnp.ones(4, jnp.float32))
+    assert cxla.launches(frame_id) == 0
