@@ -24,6 +24,7 @@ docs/concepts/cache.md, "Caching a package's compiles".
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import threading
 import time
 import types
@@ -123,13 +124,22 @@ class CachedFunction:
     that compile. :attr:`function` is the loaded function itself.
     """
 
-    __slots__ = ("function", "key", "tvm_ffi", "_call", "_recompile", "_fresh", "_lock", "__weakref__")
+    __slots__ = ("function", "key", "tvm_ffi", "_call", "_signature", "_recompile", "_fresh", "_lock", "__weakref__")
 
-    def __init__(self, function: Any, key: str | None, tvm_ffi: bool, call: Callable[..., Any], recompile: Callable[[], Any]) -> None:
+    def __init__(
+        self,
+        function: Any,
+        key: str | None,
+        tvm_ffi: bool,
+        call: Callable[..., Any],
+        recompile: Callable[[], Any],
+        signature: inspect.Signature | None = None,
+    ) -> None:
         self.function = function
         self.key = key
         self.tvm_ffi = tvm_ffi
         self._call = call
+        self._signature = signature
         self._recompile = recompile
         self._fresh: Any = None
         self._lock = threading.Lock()
@@ -139,12 +149,25 @@ class CachedFunction:
 
     @property
     def __cute_bind_compiled__(self) -> Any:
-        """What ``cute_bind.prepare`` prepares for this result: the loaded function."""
+        """What ``cute_bind.prepare`` prepares for this result: the loaded function (``result.prepare(...)``
+        also maps keyword arguments and defaults as the call does)."""
         return self.function
 
     def prepare(self, *args: Any, **kwargs: Any) -> Any:
-        """The prepared launch of the loaded function for these arguments (``cute_bind.prepare``)."""
-        return _prepare()(self.function, *args, **kwargs)
+        """The prepared launch of the loaded function for these arguments (``cute_bind.prepare``), taken as
+        the call takes them (keywords and defaults of a TVM-FFI function included)."""
+        return _prepare()(self.function, *self.positional(args, kwargs))
+
+    def positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """A call's arguments as the loaded function takes them: positionally, defaults filled in (a TVM-FFI
+        function reloaded from disk takes nothing else); as given for a plain compiled function."""
+        if self._signature is None:
+            if kwargs and self.tvm_ffi:
+                raise TypeError("this TVM-FFI function takes positional arguments only")
+            return args if not kwargs else _plain_positional(self.function, args, kwargs)
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
 
     def fresh(self) -> Any:
         """The DSL's own compiled function for the same arguments (compiled once, on first use)."""
@@ -171,6 +194,10 @@ class CachedFunction:
     def __repr__(self) -> str:
         kind = "TVM-FFI function" if self.tvm_ffi else "compiled function"
         return f"<cute_bind cached {kind} {str(self.key)[:12]}>"
+
+
+def _plain_positional(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    raise TypeError("prepare() of a loaded plain function takes positional arguments (keywords: call cute_bind.prepare(result, ...))")
 
 
 class _Prepare:
@@ -261,14 +288,15 @@ def compile_with(callable_: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
     with claim(_Subject(name, fn), key, **opts) as c:
         loaded = c.load()
         call: Any = loaded
+        signature = None
         if loaded is not None and tvm_ffi:
             try:
-                call = dsl.tvm_ffi_caller(loaded, c.header.get("call"), target[1])
+                call, signature = dsl.tvm_ffi_caller(loaded, c.header.get("call"), target[1])
             except ValueError as exc:  # the entry names a default this process's function lacks: compile
                 _refuse(name, f"the entry's call cannot be rebuilt here ({exc})")
                 loaded = None
         if loaded is not None:
-            return CachedFunction(loaded, c.key, tvm_ffi, call, original)
+            return CachedFunction(loaded, c.key, tvm_ffi, call, original, signature)
         compiled = original()
         if tvm_ffi and c.key is not None:
             spec = dsl.tvm_ffi_call_spec(compiled)

@@ -392,14 +392,16 @@ def tvm_ffi_call_spec(compiled: Any) -> dict[str, Any] | None:
     return spec
 
 
-def tvm_ffi_caller(function: Any, spec: dict[str, Any] | None, source: Any) -> Callable[..., Any]:
+def tvm_ffi_caller(function: Any, spec: dict[str, Any] | None, source: Any) -> tuple[Callable[..., Any], inspect.Signature | None]:
     """A call of a reloaded ``tvm_ffi.Function`` that takes arguments as the DSL's call of the compiled
     function took them (keyword arguments, defaults, unpacked dataclasses): TVM-FFI's own keyword wrapper,
     built as the DSL builds it, the defaults read from ``source`` (the traced function of this process,
     whose defaults the entry's key holds); the bare function where the DSL's call was positional only.
+    Also the call's signature (``None`` for the bare function): binding a call to it and applying its
+    defaults gives the positional arguments the bare function takes, in order.
     ``ValueError`` when ``source`` lacks a default the spec names."""
     if not spec or not spec.get("wrapped"):
-        return function  # type: ignore[no-any-return]
+        return function, None
     from tvm_ffi.utils import kwargs_wrapper
 
     try:
@@ -412,7 +414,7 @@ def tvm_ffi_caller(function: Any, spec: dict[str, Any] | None, source: Any) -> C
         if p is None or p.default is p.empty:
             raise ValueError(f"the traced function has no default for {name!r}")
         defaults[name] = p.default
-    return kwargs_wrapper.make_kwargs_wrapper(
+    call = kwargs_wrapper.make_kwargs_wrapper(
         function,
         arg_names=list(spec["names"]),
         arg_defaults=tuple(defaults[n] for n in spec["names"] if n in defaults),
@@ -420,3 +422,9 @@ def tvm_ffi_caller(function: Any, spec: dict[str, Any] | None, source: Any) -> C
         kwonly_defaults={n: defaults[n] for n in spec["kwonly"] if n in defaults},
         map_dataclass_to_tuple=list(spec["unpack"]),
     )
+    P = inspect.Parameter
+    signature = inspect.Signature(
+        [P(n, P.POSITIONAL_OR_KEYWORD, default=defaults.get(n, P.empty)) for n in spec["names"]]
+        + [P(n, P.KEYWORD_ONLY, default=defaults.get(n, P.empty)) for n in spec["kwonly"]]
+    )
+    return call, signature
