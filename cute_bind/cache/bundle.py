@@ -162,8 +162,10 @@ def _verify(data: bytes, source: str, key_file: Path | None, ed25519_key: Path |
             got=got,
         )
 
-    if not data.startswith(BUNDLE_MAGIC) or len(data) < len(BUNDLE_MAGIC) + _U64.size:
+    if not data.startswith(BUNDLE_MAGIC):
         raise refuse("not a cute_bind bundle")
+    if len(data) < len(BUNDLE_MAGIC) + _U64.size:
+        raise refuse("no signature (the file ends without one)")
     (n,) = _U64.unpack_from(data, len(data) - _U64.size)
     if n > 4096 or n > len(data) - _U64.size - len(BUNDLE_MAGIC):
         raise refuse("no signature (the file ends without one)")
