@@ -97,7 +97,10 @@ def configurations(target: str, axes: Iterable[tuple[str, list[Any]]] = ()) -> l
         raise D.error(D.CACHE_SETTING_INVALID, parameter="--grid", expected="a function target (a list target is its own grid)", got=target)
     out = []
     for i, item in enumerate(obj):
-        if callable(item):
+        if isinstance(item, functools.partial):
+            shown = ", ".join([repr(a) for a in item.args] + [f"{k}={v!r}" for k, v in item.keywords.items()])
+            out.append((f"#{i} {getattr(item.func, '__name__', '?')}({shown})", item))
+        elif callable(item):
             out.append((f"#{i} {getattr(item, '__name__', type(item).__name__)}", item))
         elif isinstance(item, tuple) and 2 <= len(item) <= 3 and callable(item[0]):
             fn, args, kwargs = item[0], tuple(item[1]), dict(item[2]) if len(item) == 3 else {}
