@@ -30,11 +30,12 @@ from .settings import cache_dir, default_dir, enabled, size_limit
 from .store import EntryInfo, Store, UntrustedPath, load_key
 from .warm import Args, WarmResult, warm
 from .bundle import export_bundle, import_bundle, read_bundle
-from .cute_compile import CachedFunction, Compile, compile, install, installed, is_installed, uninstall
+from .cute_compile import CachedFunction, Compile, adopt, compile, install, installed, is_installed, uninstall
 
 __all__ = [
     "Args",
     "CachedFunction",
+    "adopt",
     "Compile",
     "compile",
     "export_bundle",

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
+import stat
 import threading
 import time
 import types
@@ -34,10 +36,13 @@ from typing import Any, Callable
 from .. import diagnostics as D
 from .. import dsl
 from . import key as _key
-from .lookup import _record, _warn_once, claim
+from . import settings as _settings
+from . import store as _store
+from .lookup import _record, _warn_once, claim, load_payload
 
 __all__ = [
     "CachedFunction",
+    "adopt",
     "Compile",
     "compile",
     "install",
@@ -311,6 +316,74 @@ def compile_with(callable_: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
                 c.extra["call"] = spec
         c.store(compiled)
     return _with_prepare(compiled)
+
+
+def _read_artifact(path: str) -> bytes:
+    """A package's object file, read as the cache reads its own files: not through a link or FIFO, a regular
+    file of this user's that nobody else can write, at most the cache's entry size
+    (:class:`~cute_bind.cache.UntrustedPath` otherwise)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        problem = "not a regular file" if not stat.S_ISREG(st.st_mode) else _store.untrusted_reason(st, shared=False)
+        if problem is None and st.st_size > _settings.MAX_ENTRY_SIZE:
+            problem = f"{st.st_size} bytes, over the entry limit of {_settings.MAX_ENTRY_SIZE}"
+        if problem is not None:
+            raise _store.UntrustedPath(path, problem, "adopt only object files your own build wrote (yours, mode 0644 or 0600)", "file")
+        chunks, left = [], st.st_size
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def adopt(path: str | os.PathLike[str], fn: Any, *args: Any, function_name: str = "func", **kwargs: Any) -> str | None:
+    """Import an object file a package already made (quack's ``.o`` cache: ``export_to_c(path, function_name)``
+    of a TVM-FFI compile) into the cache, under the key ``cute_bind.compile(fn, *args, **kwargs)`` computes:
+    that call then loads it instead of compiling. Returns the entry's key; ``None`` where the compile is one
+    the cache never stores (CB608 said why).
+
+    ``path`` vouches for the compile: it must be the export of exactly this function and these arguments (the
+    file's symbols cannot say which compile made them), so adopt only files your own build wrote. It is read
+    with the cache's checks (a regular file of yours nobody else can write, no link: UntrustedPath), and
+    loaded once before it is stored (the DSL's loader refuses anything else). An adopted entry is called as
+    the package calls its own loaded function: positionally, every argument given.
+    """
+    source = os.fspath(path)
+    options = kwargs.get("options")
+    callable_ = dsl.compile_callable()
+    target = dsl.compile_target(fn)
+    if target is None:
+        raise TypeError(f"cute.compile does not take a {type(fn).__name__}")
+    name = _target_name(*target)
+    call_kwargs = {k: v for k, v in kwargs.items() if k != "options"}
+    try:
+        key = compile_key(callable_, args, call_kwargs, options)
+    except _key.Uncacheable as exc:
+        _refuse(name, str(exc))
+        return None
+    tvm_ffi = dsl.resolved_options(callable_, options).tvm_ffi
+    data = _read_artifact(source)
+    loader = dsl.load_tvm_ffi_object if tvm_ffi else dsl.load_object
+    load_payload(data, function_name, None, loader)  # the DSL's loader takes it, or raises
+    header: dict[str, Any] = {
+        "compile": "cute.compile",
+        "kind": "tvm-ffi" if tvm_ffi else "plain",
+        "adopted": source,
+        "prefix": function_name,
+    }
+    if tvm_ffi:
+        header["call"] = {"wrapped": False, "names": [], "defaulted": [], "kwonly": [], "unpack": []}
+    with claim(_Subject(name, fn), key, exporter=lambda compiled, prefix: data, loader=loader, header=header) as c:
+        if c.load() is not None:
+            return c.key  # already cached: the cache's own entry stays
+        c.store(None)
+        return c.key if c.outcome == "compiled" else None
 
 
 class Compile:

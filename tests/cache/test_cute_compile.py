@@ -7,6 +7,7 @@ the cached result's output with the DSL's own compile of the same arguments.
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 
@@ -325,3 +326,49 @@ def test_the_setting_installs_at_import(tmp_path):
         assert out.stdout.strip() == expected, out.stderr[-2000:]
     bad = subprocess.run([sys.executable, "-c", code], env=child_env(CUTE_BIND_COMPILE_HOOK="maybe"), capture_output=True, text=True)
     assert "CB609" in bad.stderr
+
+
+# ------------------------------------------------------------------ a package's artifacts (item 3)
+def test_adopt_a_package_export_then_compile_hits(kernels, tmp_path):
+    """quack's .o cache: the package exported a TVM-FFI compile; adopting it makes cute_bind.compile load it."""
+    arg = from_dlpack(torch.zeros(4))
+    package = cute.compile(kernels.axpy, arg, 1, options="--enable-tvm-ffi")  # the DSL alone, as the package
+    path = tmp_path / "pkg.o"
+    package.export_to_c(object_file_path=str(path), function_name="func")
+    os.chmod(path, 0o600)
+    key = cute_bind.cache.adopt(path, kernels.axpy, arg, 1, options="--enable-tvm-ffi")
+    assert key is not None and [e.status for e in cute_bind.cache.info()] == ["ok"]
+    mark = cute_bind.cache.mark()
+    hit = cute_bind.compile(kernels.axpy, arg, 1, options="--enable-tvm-ffi")
+    assert _outcomes(mark) == ["hit"] and isinstance(hit, cute_compile.CachedFunction)
+    ours, theirs = torch.arange(4.0), torch.arange(4.0)
+    hit(ours, 3, 0)  # adopted: called positionally, as the package calls its own loaded function
+    package(theirs, 3)
+    assert torch.equal(ours, theirs)
+    handle = cute_bind.prepare(hit, ours, 3, 0)  # and prepared (item 3)
+    assert handle is not None
+
+
+@pytest.mark.parametrize("mode", [0o664, 0o666])
+def test_adopt_refuses_a_file_others_can_write(kernels, tmp_path, mode):
+    arg = from_dlpack(torch.zeros(4))
+    path = tmp_path / "pkg.o"
+    cute.compile(kernels.axpy, arg, 1, options="--enable-tvm-ffi").export_to_c(object_file_path=str(path), function_name="func")
+    os.chmod(path, mode)
+    with pytest.raises(cute_bind.cache.UntrustedPath, match="writable"):
+        cute_bind.cache.adopt(path, kernels.axpy, arg, 1, options="--enable-tvm-ffi")
+    assert cute_bind.cache.info() == []
+
+
+def test_adopt_refuses_a_link_and_a_file_the_loader_refuses(kernels, tmp_path):
+    arg = from_dlpack(torch.zeros(4))
+    target = tmp_path / "real.o"
+    target.write_bytes(b"not an object file")
+    os.chmod(target, 0o600)
+    link = tmp_path / "link.o"
+    link.symlink_to(target)
+    with pytest.raises(OSError):
+        cute_bind.cache.adopt(link, kernels.axpy, arg, 1, options="--enable-tvm-ffi")
+    with pytest.raises(Exception):
+        cute_bind.cache.adopt(target, kernels.axpy, arg, 1, options="--enable-tvm-ffi")
+    assert cute_bind.cache.info() == []
