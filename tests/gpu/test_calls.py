@@ -18,12 +18,6 @@ from cute_bind.bench.kernels import scale, scale_tensors  # noqa: E402
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(autouse=True)
-def _require_cuda():
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-
-
 def _stream_of_last_call(k):
     """The stream the calling thread's handle launched on last (its stream slot's bytes)."""
     ((_, _, handle, _),) = [v for s, v in k._calls.local.handles.items() if s is k._calls.local.last]

@@ -31,12 +31,6 @@ from tests.kernels import styles as S  # noqa: E402
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(autouse=True)
-def _require_cuda() -> None:
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-
-
 def fresh(seed: int, n: int) -> Any:
     return torch.randn(n, device="cuda", generator=torch.Generator(device="cuda").manual_seed(seed))
 

@@ -31,12 +31,6 @@ SCALE = cute_bind.kernel(scale)
 GMEM = cute.AddressSpace.gmem
 
 
-@pytest.fixture(autouse=True)
-def _require_cuda():
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-
-
 def gen(seed):
     return torch.Generator(device="cuda").manual_seed(seed)
 

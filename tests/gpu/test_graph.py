@@ -23,12 +23,6 @@ FIXED = cute_bind.kernel(scale_fixed_grid)
 T2D = cute_bind.kernel(tensor2d)
 
 
-@pytest.fixture(autouse=True)
-def _require_cuda():
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-
-
 def fresh(seed, *shape):
     return torch.randn(*(shape or (N,)), device="cuda", generator=torch.Generator(device="cuda").manual_seed(seed))
 

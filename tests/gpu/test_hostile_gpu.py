@@ -21,12 +21,6 @@ from cute_bind.bench.kernels import scale  # noqa: E402
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(autouse=True)
-def _require_cuda():
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-
-
 def _code(fn, *args):
     try:
         fn(*args)

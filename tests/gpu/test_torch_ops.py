@@ -19,12 +19,6 @@ from tests.kernels.gpu import tscale, tscale_default_stream  # noqa: E402
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(autouse=True)
-def _require_cuda():
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-
-
 @pytest.fixture(scope="module")
 def ops():
     k = cute_bind.kernel(tscale)

@@ -22,13 +22,7 @@ FAKE = K.FAKE
 N = 64
 
 
-@pytest.fixture(autouse=True)
-def _clean_fake() -> Any:
-    FAKE.synchronize()
-    FAKE._fail.clear()
-    yield
-    assert not FAKE._capturing, "a test left the fake driver capturing"
-    FAKE.synchronize()
+pytestmark = pytest.mark.usefixtures("clean_fake")  # tests/graph/conftest.py
 
 
 def arr(seed: int) -> np.ndarray:
