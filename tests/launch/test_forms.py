@@ -94,16 +94,6 @@ class CAIArray:
         return view.__dlpack__()
 
 
-@pytest.fixture(params=["c", "python"])
-def path(request: Any, monkeypatch: Any) -> str:
-    """Handles built in the test use the C launcher or the generated Python one."""
-    if request.param == "python":
-        monkeypatch.setenv("CUTE_BIND_PURE_PYTHON", "1")
-    elif _prepared.fast_path() != "c":
-        pytest.skip("the C fast path is not built")
-    return str(request.param)
-
-
 @pytest.fixture
 def slow(monkeypatch: Any) -> list[Any]:
     """Every call of a handle's slow path (patched before the handle is built: both fast paths capture it)."""

@@ -36,16 +36,6 @@ N = 64
 W = Where("scale", "inp")
 
 
-@pytest.fixture(params=["c", "python"])
-def path(request: Any, monkeypatch: Any) -> str:
-    """Handles built in the test use the C launcher or the generated Python one."""
-    if request.param == "python":
-        monkeypatch.setenv("CUTE_BIND_PURE_PYTHON", "1")
-    elif _prepared.fast_path() != "c":
-        pytest.skip("the C fast path is not built")
-    return str(request.param)
-
-
 class DLOnly:
     """An array offering only ``__dlpack__`` (as a JAX or MLX array on the CPU does): no address otherwise."""
 
