@@ -673,6 +673,17 @@ def fa4_bwd_sm90_varlen() -> None:
         fi.FlashAttnVarlenFunc.backward(ctx, torch.randn_like(out), None)
 
 
+def fa4_fwd_sm100_fp8() -> None:
+    """FP8 (e4m3) attention with per-(batch, kv-head) descales, a Blackwell-only path: compiled on the CPU only."""
+    import torch
+
+    fi = importlib.import_module("flash_attn.cute.interface")
+    with _fa4_fake_calls():
+        q, k, v = (t.to(torch.float8_e4m3fn) for t in _fa4_qkv(2, 256, 256, 16, 16))
+        descale = [torch.ones(2, 16, dtype=torch.float32, device="cuda") for _ in range(3)]
+        fi._flash_attn_fwd(q, k, v, q_descale=descale[0], k_descale=descale[1], v_descale=descale[2])
+
+
 #: case name -> (modules it needs, driver); a driver given ``tmp`` gets a private folder
 CASES: dict[str, tuple[tuple[str, ...], Callable[..., None]]] = {
     "quack.softmax_fwd": (("quack",), quack_softmax_fwd),
@@ -711,9 +722,17 @@ CASES: dict[str, tuple[tuple[str, ...], Callable[..., None]]] = {
 #: The same drivers; FLASH_ATTENTION_ARCH (``TARGETS["sm100"]``) picks its Sm100 kernels.
 #: The sm90 entries compiled for sm100 too (the newer sm90 rows are not: each is compiled and launched on
 #: the H100/H200 only)
-_SM100_OF = ("fa4.fwd_sm90", "fa4.fwd_sm90_causal_gqa", "fa4.fwd_sm90_decode", "fa4.bwd_sm90", "fa4.fwd_sm90_varlen", "fa4.fwd_sm90_paged_kv")
+_SM100_OF = (
+    "fa4.fwd_sm90",
+    "fa4.fwd_sm90_causal_gqa",
+    "fa4.fwd_sm90_decode",
+    "fa4.bwd_sm90",
+    "fa4.fwd_sm90_varlen",
+    "fa4.fwd_sm90_paged_kv",
+)
 SM100_CASES: dict[str, tuple[tuple[str, ...], Callable[..., None]]] = {
-    name.replace("_sm90", "_sm100"): CASES[name] for name in _SM100_OF
+    **{name.replace("_sm90", "_sm100"): CASES[name] for name in _SM100_OF},
+    "fa4.fwd_sm100_fp8": (("flash_attn.cute.interface",), fa4_fwd_sm100_fp8),  # FlashAttention-4's FP8 is sm100-only
 }
 ALL_CASES = {**CASES, **SM100_CASES}
 #: each target's cases

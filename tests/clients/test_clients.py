@@ -114,6 +114,7 @@ RECORDED_SM100 = (
     "fa4.bwd_sm100:FlashAttentionBackwardPostprocess",
     "fa4.fwd_sm100_varlen:FlashAttentionForwardSm100",
     "fa4.fwd_sm100_paged_kv:FlashAttentionForwardSm100",
+    "fa4.fwd_sm100_fp8:FlashAttentionForwardSm100",  # e4m3 q/k/v with per-(batch, kv-head) descales
 )
 
 #: each target's recorded compiles
