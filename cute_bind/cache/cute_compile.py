@@ -129,7 +129,7 @@ class CachedFunction:
     that compile. :attr:`function` is the loaded function itself.
     """
 
-    __slots__ = ("function", "key", "tvm_ffi", "_call", "_signature", "_recompile", "_fresh", "_lock", "__weakref__")
+    __slots__ = ("function", "key", "tvm_ffi", "argument_types", "_call", "_signature", "_recompile", "_fresh", "_lock", "__weakref__")
 
     def __init__(
         self,
@@ -139,8 +139,11 @@ class CachedFunction:
         call: Callable[..., Any],
         recompile: Callable[[], Any],
         signature: inspect.Signature | None = None,
+        argument_types: list[str] | None = None,
     ) -> None:
         self.function = function
+        #: the C argument types its compile's IR held (kept in the entry): what ``prepare`` checks tensors against
+        self.argument_types = argument_types
         self.key = key
         self.tvm_ffi = tvm_ffi
         self._call = call
@@ -301,7 +304,10 @@ def compile_with(callable_: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
                 _refuse(name, f"the entry's call cannot be rebuilt here ({exc})")
                 loaded = None
         if loaded is not None:
-            return CachedFunction(loaded, c.key, tvm_ffi, call, original, signature)
+            types = c.header.get("argument_types")
+            if not (type(types) is list and all(type(t) is str for t in types)):
+                types = None
+            return CachedFunction(loaded, c.key, tvm_ffi, call, original, signature, types)
         compiled = original()
         if tvm_ffi and c.key is not None:
             spec = dsl.tvm_ffi_call_spec(compiled)
@@ -314,6 +320,11 @@ def compile_with(callable_: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
                 c.outcome = "uncached"
             else:
                 c.extra["call"] = spec
+        if not tvm_ffi and c.key is not None:
+            try:
+                c.extra["argument_types"] = dsl.compiled_argument_types(compiled)
+            except Exception:  # no IR to read: prepare() of a hit then refuses tensors (CB307), as of any loaded function
+                c.extra["argument_types"] = None
         c.store(compiled)
     return _with_prepare(compiled)
 

@@ -41,7 +41,10 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any] 
     disk cache is prepared as the function it loaded.
     """
     inner = getattr(type(compiled), "__cute_bind_compiled__", None)
+    known_types: list[str] | None = None
     if isinstance(inner, property):  # cute_bind.cache.CachedFunction: its loaded function
+        # the argument types its compile's IR held, kept in the (checked) cache entry: a loaded function has no IR
+        known_types = getattr(compiled, "argument_types", None)
         compiled = inner.__get__(compiled)
     if dsl.is_tvm_ffi_function(compiled) and not dsl.is_compiled(compiled):
         # a bare tvm_ffi.Function: the DSL's exported functions loaded back
@@ -83,7 +86,7 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any] 
                 continue
             slot = found
         bounds.append(_prepare_slot(slot, value, where))
-    _check_tensor_descriptors(name, compiled, list(rsig.names), bounds, values)
+    _check_tensor_descriptors(name, compiled, list(rsig.names), bounds, values, known_types)
     return build(
         kernel=name,
         compiled=compiled,
@@ -114,7 +117,9 @@ def _part_leaves(slot: SlotKind, value: Any) -> list[tuple[SlotKind, Any]]:
     return [(slot, value)] * len(slot.parts)
 
 
-def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds: list[Bound], values: dict[str, Any]) -> None:
+def _check_tensor_descriptors(
+    name: str, compiled: Any, names: list[str], bounds: list[Bound], values: dict[str, Any], known_types: list[str] | None = None
+) -> None:
     """A prepared tensor's descriptor must be the one the compiled function reads.
 
     ``prepare()`` learns a tensor slot's layout from the value it is given (a
@@ -149,7 +154,7 @@ def _check_tensor_descriptors(name: str, compiled: Any, names: list[str], bounds
     tensors = [(k, label, leaf, given) for k, (label, leaf, given) in enumerate(leaves) if isinstance(leaf, TensorKind)]
     if not tensors:
         return
-    types = dsl.compiled_argument_types(compiled)
+    types = known_types if known_types is not None else dsl.compiled_argument_types(compiled)
     if types is None:
         raise D.error(
             D.NO_ARGUMENT_TYPES,

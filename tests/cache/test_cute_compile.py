@@ -372,3 +372,19 @@ def test_adopt_refuses_a_link_and_a_file_the_loader_refuses(kernels, tmp_path):
     with pytest.raises(Exception):
         cute_bind.cache.adopt(target, kernels.axpy, arg, 1, options="--enable-tvm-ffi")
     assert cute_bind.cache.info() == []
+
+
+def test_prepare_takes_a_plain_hit_with_tensor_parameters(kernels):
+    """A loaded function has no IR; the argument types its compile's IR held come from the entry."""
+    t = torch.arange(4.0)
+    arg = from_dlpack(t)
+    cute_bind.compile(kernels.axpy, arg, cutlass.Int32(1))
+    hit = cute_bind.compile(kernels.axpy, arg, cutlass.Int32(1))
+    assert isinstance(hit, cute_compile.CachedFunction) and hit.argument_types
+    handle = cute_bind.prepare(hit, arg, cutlass.Int32(2))
+    handle.launch(arg, cutlass.Int32(2))
+    reference = torch.arange(4.0)
+    cute.compile(kernels.axpy, from_dlpack(reference), cutlass.Int32(1))(from_dlpack(reference), cutlass.Int32(2))
+    assert torch.equal(t, reference)
+    with pytest.raises(cute_bind.CuteBindError, match="CB307"):
+        cute_bind.prepare(hit.function, arg, cutlass.Int32(2))  # the bare loaded function: no types to check against
