@@ -60,17 +60,40 @@ def _parser(prog: str = "cute-bind lsp") -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, prog: str = "cute-bind lsp") -> int:
     """Run the server on stdin/stdout until the client exits it; returns the exit status.
 
-    ``prog``: the command as the user typed it, for the usage line (``python -m cute_bind lsp``)."""
+    ``prog``: the command as the user typed it, for the usage line (``python -m cute_bind lsp``).
+    The first exchange (``initialize`` and the first opened file's diagnostics) is answered before
+    pygls is imported (:mod:`cute_bind.lsp.fast`), then the server proper takes over."""
+    import importlib.util
+
     args = _parser(prog).parse_args(list(sys.argv[1:] if argv is None else argv))
-    try:
-        from .server import serve
-    except ImportError as exc:
-        if exc.name not in ("pygls", "lsprotocol") and not str(exc.name or "").startswith(("pygls.", "lsprotocol.")):
-            raise
-        print(
-            f'cute-bind lsp: the language server needs {exc.name}, which is not installed; install the extra from the repository\'s checkout: pip install -e ".[lsp]"',
-            file=sys.stderr,
-        )
-        return 2
-    serve(debounce_ms=args.debounce_ms, docs_url=args.docs_url)
-    return 0
+    missing = next((name for name in ("pygls", "lsprotocol") if importlib.util.find_spec(name) is None), None)
+    if missing is None:
+        try:
+            from .server_core import version
+
+            docs_url = args.docs_url
+            if docs_url is None:
+                from ..settings import DOCS_URL
+
+                docs_url = DOCS_URL.text() or None
+            from .fast import DropReply, Replay, front
+
+            read, answered = front(sys.stdin.buffer, sys.stdout.buffer, version(), docs_url)
+            from .server import serve
+        except ImportError as exc:
+            missing = exc.name if exc.name and exc.name.split(".")[0] in ("pygls", "lsprotocol") else None
+            if missing is None:
+                raise
+        else:
+            serve(
+                debounce_ms=args.debounce_ms,
+                docs_url=args.docs_url,
+                stdin=Replay(read, sys.stdin.buffer),
+                stdout=DropReply(sys.stdout.buffer, answered),
+            )
+            return 0
+    print(
+        f'cute-bind lsp: the language server needs {missing}, which is not installed; install the extra from the repository\'s checkout: pip install -e ".[lsp]"',
+        file=sys.stderr,
+    )
+    return 2

@@ -17,57 +17,27 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Generator, Sequence
-from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.workspace import PositionCodec
 
-from ..diagnostics import CATALOG, render_entry
 from ..settings import DOCS_URL
 from ..static.config import ConfigError, Resolver, Settings
 from ..static.describe import describe_kernel, describe_parameter
 from ..static.fixes import Fix
 from ..static.incremental import Document, Finding
-from ..static.rules import DECORATOR_CODES, REPORTED_CODES, module_name_for_path, not_checked, refresh_modules, too_deep
-from ..static.source import LIMIT_TEXT, MAX_SOURCE_BYTES, split_lines
+from ..static.rules import DECORATOR_CODES, REPORTED_CODES, module_name_for_path, refresh_modules
+from ..static.source import split_lines
 from . import pages
+from .server_core import MARKER as _MARKER
+from .server_core import SOURCE, doc_url, findings
+from .server_core import file_path as _path
+from .server_core import version as _version
 
 __all__ = ["CuteBindServer", "SOURCE", "serve", "doc_url"]
-
-#: ``Diagnostic.source`` of every diagnostic the server publishes.
-SOURCE = "cute-bind"
-# Every way of reaching the decorator goes through an import naming the package (as in checker.py).
-_MARKER = "cute_bind"
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("cute-bind")
-    except Exception:  # not installed as a distribution (a checkout on sys.path)
-        return "0"
-
-
-def doc_url(code: str, base: str | None) -> str | None:
-    """The page of ``code``: ``base/diagnostics/CODE/`` on a documentation site (the layout the
-    docs build gives, docs/hooks/catalog.py), or, without a site, a local Markdown page rendered
-    from the catalog entry (what ``python -m cute_bind explain CODE`` prints), written in the
-    user's own cache folder (:mod:`cute_bind.lsp.pages`); ``None`` where that folder may not be
-    used or the page cannot be written."""
-    if base:
-        return f"{base.rstrip('/')}/diagnostics/{code}/"
-    folder, _ = pages.private_folder(*pages.pages_folder(_version()))
-    if folder is None:
-        return None
-    try:
-        return Path(pages.write_page(folder, f"{code}.md", render_entry(CATALOG[code]))).as_uri()
-    except OSError:
-        return None
 
 
 @dataclass
@@ -84,11 +54,6 @@ class _Open:
     lines: list[str] = field(default_factory=list)
     published: list[tuple[types.Diagnostic, Finding]] = field(default_factory=list)
     checked_version: int | None = None  # the version the published diagnostics and fixes are for
-
-
-def _path(uri: str) -> str | None:
-    parsed = urlparse(uri)
-    return unquote(parsed.path) if parsed.scheme == "file" else None
 
 
 class _Protocol(LanguageServerProtocol):
@@ -254,18 +219,10 @@ class CuteBindServer(LanguageServer):
         )
 
     def _findings(self, state: _Open, text: str) -> list[Finding]:
-        """The findings of ``text``, or one CB126 for the file where it is too large or too deep to analyse."""
-        where = state.path or "<unsaved>"
-        if len(text) > MAX_SOURCE_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
-            state.document = Document(state.document.module)  # let the old version's blocks go
-            return [Finding(not_checked(where, f"it holds more than the {LIMIT_TEXT} the static tools read"), -1)]
-        refresh_modules()  # a module a structure comes from may have been saved since
-        try:
-            state.document.update(text)
-        except (RecursionError, MemoryError) as exc:
-            state.document = Document(state.document.module)
-            return [Finding(too_deep(where, exc), -1)]
-        return state.document.findings
+        """The findings of ``text``, or one CB126 for the file where it is too large or too deep to analyse
+        (the document then starts afresh: the old version's blocks go)."""
+        state.document, found = findings(state.document, state.path, text)
+        return found
 
     # ------------------------------------------------------------------ positions
     def _codec(self) -> PositionCodec:
@@ -482,6 +439,6 @@ def make_server(debounce_ms: int = 150, docs_url: str | None = None) -> CuteBind
     return server
 
 
-def serve(debounce_ms: int = 150, docs_url: str | None = None) -> None:
-    """Run the server on stdin/stdout."""
-    make_server(debounce_ms, docs_url).start_io()
+def serve(debounce_ms: int = 150, docs_url: str | None = None, stdin: Any = None, stdout: Any = None) -> None:
+    """Run the server on stdin/stdout (or on the given streams: :mod:`cute_bind.lsp.fast` replays what it read)."""
+    make_server(debounce_ms, docs_url).start_io(stdin, stdout)
