@@ -61,6 +61,10 @@ class Setting:
         """Whether the variable is set to a true value (anything but empty or ``0``)."""
         return os.environ.get(self.name, "") not in ("", "0")
 
+    def set(self, text: str) -> None:
+        """Set the variable for this process and the processes it starts (``cute-bind cache warm --dir``'s workers)."""
+        os.environ[self.name] = text
+
 
 #: Every setting, by variable name, in the order registered (the order documented).
 SETTINGS: Final[dict[str, Setting]] = {}

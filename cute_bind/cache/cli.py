@@ -10,6 +10,7 @@ import time
 
 from ..diagnostics.errors import CuteBindError
 from . import cache_dir, clear, environment, info, prune, size_limit
+from ..settings import CACHE_DIR
 from .settings import ENV_DIR, default_dir, folder_argument, parse_size
 from .store import STATUSES, EntryInfo, UntrustedPath
 
@@ -26,7 +27,7 @@ def _ship(args: argparse.Namespace, root: str) -> int:
         print(f"cute-bind cache {args.action}: expected {what}", file=sys.stderr)
         return 2
     if args.action == "warm":
-        os.environ[ENV_DIR] = root  # the workers' folder too
+        CACHE_DIR.set(root)  # the workers' folder too
         results = warm_grid(args.target, [parse_axis(a) for a in args.grid], workers=args.workers, progress=sys.stderr)
         outcomes = [o for r in results for o in r.outcomes]
         failed = [r for r in results if r.error is not None]
