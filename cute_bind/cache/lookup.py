@@ -282,7 +282,11 @@ class Claim:
         if r.status != "hit":  # pragma: no cover - every status is handled above
             return None
         try:
-            compiled = load_payload(r.payload, str(r.header.get("prefix", "")), store, self.loader)
+            prefix = str(r.header.get("prefix", ""))
+            if self.loader is None:  # the decorator's entries: the plain loader (a test may stand in for load_payload)
+                compiled = load_payload(r.payload, prefix, store)
+            else:
+                compiled = load_payload(r.payload, prefix, store, self.loader)
         except Exception as exc:
             first = _first_line(exc)
             _warn_once(D.CACHE_ENTRY_MISMATCH, f"{path}:load", kernel=name, got=f"the DSL cannot load it ({first})", detail=str(path))
