@@ -52,7 +52,7 @@ import threading
 import time
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Hashable, NamedTuple, Protocol
 
 from .. import diagnostics as D
 from ..diagnostics.errors import CuteBindError, LaunchArgumentError, LaunchValueError
@@ -77,6 +77,7 @@ __all__ = [
     "FALLBACK",
     "ON_LIMIT",
     "Specialization",
+    "ThreadHandle",
     "call_path",
     "current_stream",
 ]
@@ -208,16 +209,26 @@ class _Spec:
         self.describe = describe  # each key parameter's description (the recompile reasons compare them)
 
 
+class ThreadHandle(NamedTuple):
+    """One thread's way to a specialization: its handle's ``launch`` (runtime values in order), the
+    ``caller`` the fast path calls with a call's own arguments, the ``handle`` (None: the compiled
+    function cannot be prepared, ``launch`` is the DSL's call) and, for the ``f(..., stream=None)``
+    form, ``fill``: the positional count and stream getter with which C appends a left-out stream."""
+
+    launch: Callable[..., Any]
+    caller: Callable[..., Any]
+    handle: PreparedLaunch[Any] | None
+    fill: tuple[int, Callable[[], int]] | None
+
+
 class _Local(threading.local):
     """Per-thread state: the current caller, this thread's handles, its hit count."""
 
     def __init__(self, registry: list[dict[str, Any]] | None) -> None:
         self.call: Callable[..., Any] = _unset
         self.hits = 0
-        #: per specialization: (launch, caller, handle or None, (fill_n, stream_fn) or None)
-        self.handles: dict[
-            _Spec, tuple[Callable[..., Any], Callable[..., Any], PreparedLaunch[Any] | None, tuple[int, Callable[[], int]] | None]
-        ] = {}
+        #: per specialization: this thread's handle of it and how its calls reach it
+        self.handles: dict[_Spec, ThreadHandle] = {}
         self.last: _Spec | None = None
         #: per TVM-FFI environment-stream compile: this thread's handle's launch (Dispatcher._env_use)
         self.env: dict[EnvCompile, Callable[..., Any]] = {}
@@ -487,25 +498,25 @@ class Dispatcher:
             else:
                 launch = self._direct(spec)
             caller, fill = self._caller(spec, launch)
-            pair = (launch, caller, handle, fill)
+            pair = ThreadHandle(launch, caller, handle, fill)
             local.handles[spec] = pair
         if self._c:
-            self._set_routes(local, spec, pair[2])
+            self._set_routes(local, spec, pair.handle)
         if switching:
             if self._c:
                 self.kernel._set_call(None)
             else:
                 local.call = _unset
         elif self._c:
-            fill = pair[3]
+            fill = pair.fill
             if fill is not None:  # the C path appends the stream itself: no Python frame on a hit
-                self.kernel._set_call(pair[0], fill[0], fill[1])
+                self.kernel._set_call(pair.launch, fill[0], fill[1])
             else:
-                self.kernel._set_call(pair[1])
+                self.kernel._set_call(pair.caller)
         else:
-            local.call = pair[1]
+            local.call = pair.caller
         local.last = spec
-        return pair[0]
+        return pair.launch
 
     # ------------------------------------------------------------------ routes (the C path)
     def _set_routes(self, local: _Local, spec: _Spec, handle: PreparedLaunch[Any] | None) -> None:

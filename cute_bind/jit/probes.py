@@ -1,9 +1,12 @@
 """Probes: a cheap hint of a call's specialization, read from its values without building DSL objects.
 
-A kernel's probe is the target architecture plus one part per key parameter (a pointer's type
-and dtype, a tensor's dtype, device and unit-stride pattern, a Constexpr value exactly): the
-dispatcher looks a specialization up by it before computing the full compile key. It is only a
-hint: a specialization found by probe that refuses the values sends the call through the full key.
+A kernel's probe is the target architecture plus one part per key parameter: a Constexpr value
+exactly, and each slot's own part, as its kind reads it (:meth:`SlotKind.probe
+<cute_bind.slots.SlotKind.probe>`: a pointer's type and element type, a tensor's element type,
+device and unit-stride pattern; numbers and streams are never part of the key). The dispatcher
+looks a specialization up by it before computing the full compile key. It is only a hint: a
+specialization found by probe that refuses the values sends the call through the full key. A kind
+without a probe (``unprobeable``) keys every call of its kernels in full.
 """
 
 from __future__ import annotations
@@ -12,18 +15,15 @@ from typing import Any, Callable, Hashable, Sequence
 
 from .. import dsl, settings
 from ..cache.key import constexpr_key
-from ..slots import Bound, PointerKind, ScalarKind, StreamKind, TensorKind
+from ..slots import Bound, TensorKind
 from ..slots import dlpack as _dlpack
+from ..slots.base import Unprobeable, unprobeable
 from .streams import _CUDA_DEVICE_TYPES
 
 __all__ = ["ARCH", "Probe", "Unprobeable", "describe", "device_of", "probes_for"]
 
 #: one parameter's probe: its value -> a hashable part (raises for a value it cannot read)
 Probe = Callable[[Any], Hashable]
-
-
-class Unprobeable(Exception):
-    """A value no probe reads: the full compile key decides."""
 
 
 class _Arch:
@@ -49,55 +49,16 @@ def constexpr_probe(value: Any) -> Hashable:
     return (value.__class__, constexpr_key(value))
 
 
-def pointer_probe(value: Any) -> Hashable:
-    cls = value.__class__
-    if cls is int:
-        return int
-    if dsl.is_runtime_pointer(value):
-        _, dtype, space, align = dsl.runtime_pointer_fields(value)
-        return (cls, dtype, int(getattr(space, "value", 0)), align)
-    if callable(getattr(value, "data_ptr", None)) and hasattr(value, "dtype"):
-        return (cls, str(value.dtype), bool(getattr(value, "is_cuda", False)))
-    for attr in ("__cuda_array_interface__", "__array_interface__"):
-        iface = getattr(value, attr, None)
-        if isinstance(iface, dict):
-            return (cls, attr, str(iface.get("typestr", "")))
-    raise Unprobeable
-
-
-def tensor_probe(layout: Any) -> Probe:
-    def probe(value: Any) -> Hashable:
-        if dsl.is_dsl_tensor(value) or isinstance(value, (bool, int, float, str, bytes)) or value is None:
-            raise Unprobeable  # a from_dlpack tensor's own marking decides: the full path reads it
-        try:
-            view = _dlpack.read(value)
-        except Exception:
-            raise Unprobeable from None
-        if layout == "static":
-            return (value.__class__, view.dtype, view.device, view.shape, view.strides)
-        # mark_layout_dynamic deduces the leading dimension from which modes have
-        # unit stride and which extent exceeds 1; nothing else of the values shapes the layout
-        units = tuple((s == 1, e > 1) for e, s in zip(view.shape, view.strides))
-        return (value.__class__, view.dtype, view.device, units)
-
-    return probe
-
-
 def probes_for(params: Sequence[Any]) -> tuple[tuple[str, Probe], ...] | None:
-    """Each key parameter's probe, by name (a signature's parameters: ``name``, ``slot``), or
-    None where one has no probe (sequences, kinds from elsewhere): the full key decides every call."""
+    """Each key parameter's probe, by name (a signature's parameters: ``name``, ``slot``, None for a
+    Constexpr one), or None where a slot's kind has no probe: the full key decides every call."""
     probes: list[tuple[str, Probe]] = []
     for p in params:
-        if p.slot is None:
-            probes.append((p.name, constexpr_probe))
-        elif isinstance(p.slot, (ScalarKind, StreamKind)):
-            continue  # never part of the key
-        elif isinstance(p.slot, PointerKind):
-            probes.append((p.name, pointer_probe))
-        elif isinstance(p.slot, TensorKind):
-            probes.append((p.name, tensor_probe(p.slot.spec.layout)))
-        else:
+        probe = constexpr_probe if p.slot is None else p.slot.probe()
+        if probe is unprobeable:
             return None
+        if probe is not None:
+            probes.append((p.name, probe))
     return tuple(probes)
 
 

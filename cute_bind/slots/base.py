@@ -27,7 +27,7 @@ import struct
 import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Hashable, Sequence
 
 from .. import diagnostics as D
 
@@ -49,6 +49,8 @@ __all__ = [
     "read_without_code",
     "holding_storage",
     "storage_of",
+    "Unprobeable",
+    "unprobeable",
 ]
 
 U64 = 1 << 64
@@ -155,7 +157,7 @@ class Bound:
     slot: SlotKind
 
 
-class Held(tuple):  # type: ignore[type-arg]
+class Held(tuple):  # type: ignore[type-arg]  # items of any type
     """Items a ``coerce``/converter returns, plus ``owner``: what their addresses point into.
 
     A value read through a new object (a DLPack capsule that may own a fresh
@@ -262,6 +264,14 @@ class SlotKind(ABC):
         """Data the C fast path's class needs (``None`` for the plain classes)."""
         return None
 
+    def probe(self) -> Callable[[Any], Hashable] | None:
+        """For ``kernel(...)``'s dispatch: a cheap hint of this slot's part of the compile key, read
+        from a value without building DSL objects (raising :class:`Unprobeable` for a value it
+        cannot read: the full key decides that call); ``None``: the slot is never part of the key
+        (numbers, streams). The default, :func:`unprobeable`, is a kind without a probe: every
+        call of a kernel with such a slot is keyed in full (correct, a little slower)."""
+        return unprobeable
+
     def fallback(self, where: Where) -> Any:
         """For the Python fast path of a kind with a ``guard``: a function turning a value the guard
         refuses into what ``coerce`` returns (raising on anything it does not take), tried before the
@@ -329,6 +339,15 @@ class SlotKind(ABC):
 
 
 @dataclass(frozen=True)
+class Unprobeable(Exception):
+    """A value a slot's probe cannot read: the dispatch path computes the full compile key."""
+
+
+def unprobeable(value: Any) -> Hashable:
+    """The probe of a kind that has none (:meth:`SlotKind.probe`'s default)."""
+    raise Unprobeable
+
+
 class Constexpr:
     """A compile-time parameter: part of the compile key, not a runtime slot."""
 

@@ -7,13 +7,13 @@ import operator
 import sys
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Hashable, NamedTuple
 
 from .. import dsl
 from .. import diagnostics as D
 from .._types import PointerSpec, pointer_spec_of
 from . import dlpack as _dlpack
-from .base import NEGATIVE_FIX, U64, Bound, HeldAddress, SlotKind, Where, describe_value, invalid_dlpack, negative_view
+from .base import NEGATIVE_FIX, U64, Bound, HeldAddress, SlotKind, Unprobeable, Where, describe_value, invalid_dlpack, negative_view
 from .registry import register
 
 __all__ = ["PointerKind", "CPointerSpec"]
@@ -61,6 +61,23 @@ class _PointerValue:
 
 def _dtype_name(dtype: Any) -> str | None:
     return getattr(dtype, "__name__", None) if dtype is not None else None
+
+
+def _pointer_probe(value: Any) -> Hashable:
+    """A pointer slot's probe (:meth:`PointerKind.probe`)."""
+    cls = value.__class__
+    if cls is int:
+        return int
+    if dsl.is_runtime_pointer(value):
+        _, dtype, space, align = dsl.runtime_pointer_fields(value)
+        return (cls, dtype, int(getattr(space, "value", 0)), align)
+    if callable(getattr(value, "data_ptr", None)) and hasattr(value, "dtype"):
+        return (cls, str(value.dtype), bool(getattr(value, "is_cuda", False)))
+    for attr in ("__cuda_array_interface__", "__array_interface__"):
+        iface = getattr(value, attr, None)
+        if isinstance(iface, dict):
+            return (cls, attr, str(iface.get("typestr", "")))
+    raise Unprobeable
 
 
 class PointerKind(SlotKind):
@@ -378,6 +395,10 @@ class PointerKind(SlotKind):
         """(host memory taken, CUDA memory taken), as :meth:`_check_matches` decides for a CPU/CUDA tensor."""
         gmem = dsl.dsl().cute.AddressSpace.gmem if self.space is not None else None
         return (self.space is None or self.space != gmem, self.space is None or self.space == gmem)
+
+    def probe(self) -> Callable[[Any], Hashable]:
+        """The value's type and what it says of its element type and memory (an int: just ``int``)."""
+        return _pointer_probe
 
     def c_spec(self) -> CPointerSpec:
         """The :class:`CPointerSpec` of this (bound) slot: torch tensors, NumPy arrays, ctypes

@@ -143,6 +143,10 @@ class ScalarKind(SlotKind):
             return self._coerce_float(value, where)
         return self._coerce_int(value, where)
 
+    def probe(self) -> None:
+        """Numbers are never part of the compile key."""
+        return None
+
     def c_spec(self) -> CNumberSpec:
         """For the C fast path's number classes ("I", "R", "h", "g", "B"): NumPy's scalar types,
         read with ``operator.index`` (integer slots) or ``float()`` (float slots) in C as

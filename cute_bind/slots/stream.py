@@ -40,7 +40,7 @@ def stream_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
     ints = [dsl.cuda_stream_class()]
     runtime = sys.modules.get("cuda.bindings.runtime")
     if isinstance(getattr(runtime, "cudaStream_t", None), type):
-        ints.append(runtime.cudaStream_t)  # type: ignore[union-attr]
+        ints.append(runtime.cudaStream_t)  # type: ignore[union-attr]  # imported: checked just above
     return tuple(attr), tuple(t for t in ints if t is not int and t.__module__.startswith("cuda") and hasattr(t, "getPtr"))
 
 
@@ -85,6 +85,10 @@ class StreamKind(SlotKind):
 
     def guard(self, var: str) -> str | None:
         return f"{var}.__class__ is int"
+
+    def probe(self) -> None:
+        """Streams are never part of the compile key."""
+        return None
 
     def c_spec(self) -> CStreamSpec:
         # where: the C path's reader only decides whether a value is taken; its errors are

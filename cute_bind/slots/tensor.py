@@ -21,14 +21,14 @@ from __future__ import annotations
 import struct
 import typing
 import weakref
-from typing import Any, NamedTuple
+from typing import Any, Callable, Hashable, NamedTuple
 
 from .. import dsl
 from .. import diagnostics as D
 from .._generated import compile_source
 from .._types import TensorSpec, tensor_spec_of
 from . import dlpack as _dlpack
-from .base import NEGATIVE_FIX, Bound, Held, SlotKind, Where, describe_value, invalid_dlpack, item_ranges, negative_view
+from .base import NEGATIVE_FIX, Bound, Held, SlotKind, Unprobeable, Where, describe_value, invalid_dlpack, item_ranges, negative_view
 from .registry import register
 
 __all__ = ["TensorKind", "CTensorSpec", "CMode"]
@@ -559,6 +559,26 @@ class TensorKind(SlotKind):
         return all(
             all(m.static is None for m in modes) or all(m.static is not None for m in modes) for modes in (layout.shape, layout.stride)
         ) and all(m.static is None for m in layout.stride)
+
+    def probe(self) -> Callable[[Any], Hashable]:
+        """The value's type, element type, device and layout pattern (all of it for a static layout;
+        for a dynamic one which modes have unit stride and which extent exceeds 1, as
+        ``mark_layout_dynamic`` reads them)."""
+        layout = self.spec.layout
+
+        def probe(value: Any) -> Hashable:
+            if dsl.is_dsl_tensor(value) or isinstance(value, (bool, int, float, str, bytes)) or value is None:
+                raise Unprobeable  # a from_dlpack tensor's own marking decides: the full path reads it
+            try:
+                view = _dlpack.read(value)
+            except Exception:
+                raise Unprobeable from None
+            if layout == "static":
+                return (value.__class__, view.dtype, view.device, view.shape, view.strides)
+            units = tuple((s == 1, e > 1) for e, s in zip(view.shape, view.strides))
+            return (value.__class__, view.dtype, view.device, units)
+
+        return probe
 
     def c_spec(self) -> CTensorSpec | None:
         """The :class:`CTensorSpec` of the C fast path's class "T" (None before ``bind()``).

@@ -62,3 +62,46 @@ def test_new_kind_on_both_fast_paths(path, monkeypatch):
     with pytest.raises(cute_bind.LaunchArgumentError) as info:
         handle.launch(out, 2.5)
     assert (info.value.code, info.value.parameter) == ("CB204", "value")
+
+
+class TaggedInt32(ClampedInt32):
+    """A toy kind that is part of the compile key's probe: its values' parity picks a specialization hint.
+
+    It defines one object's worth of rules (recognize, coerce, bind, probe) and joins the registry with
+    one line; dispatch, the compiler and ``prepare()`` read it through those methods only."""
+
+    kind = "tagged"
+    probed: list[Any] = []
+
+    def probe(self) -> Any:
+        def probe(value: Any) -> Any:
+            TaggedInt32.probed.append(value)
+            return ("tagged", type(value))
+
+        return probe
+
+
+@pytest.mark.parametrize("kind", [ClampedInt32, TaggedInt32], ids=["without a probe", "with a probe"])
+def test_a_toy_kind_is_taken_by_dispatch_compile_and_prepare(kind: type[SlotKind], path: str, monkeypatch: Any) -> None:
+    """A kind from outside the package, registered with one line, goes through ``kernel(...)`` (the
+    dispatch path and its probes, the compiler's key, hits on the thread's caller), ``compile()``,
+    ``bind()`` and ``cute_bind.prepare()`` of the compiled function, with no edit anywhere else."""
+    monkeypatch.setattr(registry, "_KINDS", list(registry.kinds()))
+    monkeypatch.setattr(registry, "_ELEMENT_KINDS", list(registry.element_kinds()))
+    registry.register(kind, before=ScalarKind)
+    TaggedInt32.probed.clear()
+    k = cute_bind.kernel(fill_i32)
+    assert type(k.signature.params[1].slot) is kind
+    out = np.zeros(4, np.int32)
+    for value, stored in [(50, 10), (3, 3), (-1, 0), (7, 7)]:  # kernel(...): the dispatch path, then the caller
+        k(out, value)
+        assert out[0] == stored
+    info = k.cache_info()
+    assert (info["misses"], info["specializations"], info["hits"]) == (1, 1, 3)
+    # the probe is asked on the dispatch path only (the first call here); a kind without one keys every dispatch in full
+    assert TaggedInt32.probed == ([50] if kind is TaggedInt32 else [])
+    compiled = k.compile(out, 2)
+    handle = cute_bind.prepare(compiled, out, 2)
+    handle.launch(out, 99)
+    assert out[0] == 10
+    assert type(handle.slots["value"]) is kind
