@@ -183,15 +183,15 @@ class CudaDriver(Driver):
             if err:
                 raise driver_error("cuGraphLaunch", int(err), str(getattr(err, "name", err)))
 
-        self.set_kernel_params = set_kernel_params  # type: ignore[method-assign]
-        self.launch = launch  # type: ignore[method-assign]
+        self.set_kernel_params = set_kernel_params  # type: ignore[method-assign]  # the bindings' entry points, bound once
+        self.launch = launch  # type: ignore[method-assign]  # the bindings' entry points, bound once
         found = _c_replay(drv)
         self._creplay = None if isinstance(found, str) else found
         #: why :attr:`replay_path` is "python" ("" when it is "c")
         self.replay_path_reason = found if isinstance(found, str) else ""
         if self._creplay is not None:
-            self.record = self._record_addresses  # type: ignore[method-assign]
-            self.replay = self._replay_c  # type: ignore[method-assign]
+            self.record = self._record_addresses  # type: ignore[method-assign]  # the C loop's record form
+            self.replay = self._replay_c  # type: ignore[method-assign]  # the C loop
             self.replay_path = "c"
 
     @staticmethod

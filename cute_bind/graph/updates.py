@@ -178,7 +178,8 @@ class Updates(Lifecycle):
                 st.refresh_fast()
                 cset = _c_setter()
                 if cset is not None:  # the same steps in C: a bound METH_O method, no Python frame
-                    return cset(ref, dirty, functools.partial(set_slow, st, j)).set  # type: ignore[no-any-return]
+                    setter: Callable[[Any], None] = cset(ref, dirty, functools.partial(set_slow, st, j)).set  # a bound METH_O
+                    return setter
 
                 def set_pointer(value: Any) -> None:
                     r = ref
@@ -221,7 +222,7 @@ class Updates(Lifecycle):
         A value list of another length raises CB806 and stages nothing.
         """
         self._require_ready("updaters belong to a recorded graph (after the with block)")
-        if isinstance(targets, (str, bytes)) or not isinstance(targets, abc.Sequence):  # type: ignore[unreachable]
+        if isinstance(targets, (str, bytes)) or not isinstance(targets, abc.Sequence):  # type: ignore[unreachable]  # the annotation says Sequence; a caller may pass anything
             raise self._misuse("updaters takes a sequence of (step, parameter) pairs", "a list of pairs", type(targets).__name__)
         setters = []
         for target in targets:

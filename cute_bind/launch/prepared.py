@@ -293,7 +293,8 @@ class PreparedLaunch(Lifecycle, Generic[P]):
                     keep=KeepAlive(self._storage, self._cstorage, self._argv, self._result, self._cresult, self._pin),
                 )
             )
-            return self._launcher.launch  # type: ignore[no-any-return]
+            launch: Callable[..., int | None] = self._launcher.launch  # the C launcher's bound method
+            return launch
         if self._checked:
             slow = self._slow
 
@@ -329,7 +330,8 @@ class PreparedLaunch(Lifecycle, Generic[P]):
             *(c for c in converters if c is not None),
             *(f for f in fallbacks if f is not None),
         )
-        return fn  # type: ignore[no-any-return]
+        generated: Callable[..., int | None] = fn  # the generated launch function
+        return generated
 
     def _c_extra(self, i: int, slot: SlotKind) -> Any:
         """What the C fast path's class for slot ``i`` needs: a tensor spec, the leaves of a
@@ -417,7 +419,8 @@ class PreparedLaunch(Lifecycle, Generic[P]):
     def _write_and_call(self, packed: list[Any]) -> int | None:
         sh = self._shared
         if self._launcher is not None:  # the C fast path's flag guards the storage
-            return self._launcher.write_and_call(sh.layout.struct.pack(*packed))  # type: ignore[no-any-return]
+            result: int | None = self._launcher.write_and_call(sh.layout.struct.pack(*packed))  # the C launcher returns `ret`
+            return result
         self._enter()
         try:
             sh.layout.struct.pack_into(self._storage, 0, *packed)

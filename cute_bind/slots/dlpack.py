@@ -198,7 +198,7 @@ def exchange_function(tp: type) -> Exchange | None:
     """:func:`exchange_table` of ``tp``, cached per type (what slots read their values through)."""
     cached = _EXCHANGE_CACHE.get(tp, _UNKNOWN)
     if cached is not _UNKNOWN:
-        return cached  # type: ignore[no-any-return]
+        return cached  # type: ignore[no-any-return]  # the cache holds what exchange_table returned
     found = exchange_table(tp)
     try:
         _EXCHANGE_CACHE[tp] = found
@@ -430,7 +430,7 @@ def array_layout() -> ArrayLayout | None:
     None when NumPy is not imported, the platform is not 64-bit, or any check fails (then arrays
     are read through their Python protocols, as before)."""
     if "numpy" in _LAYOUTS:
-        return _LAYOUTS["numpy"]  # type: ignore[no-any-return]
+        return _LAYOUTS["numpy"]  # type: ignore[no-any-return]  # _LAYOUTS["numpy"] is an ArrayLayout or None
     np = sys.modules.get("numpy")
     if np is None:
         return None  # not cached: NumPy may be imported later
@@ -474,7 +474,7 @@ class CtypesLayout(NamedTuple):
 def ctypes_layout() -> CtypesLayout | None:
     """The verified :class:`CtypesLayout`, or None (then ctypes objects take the slow path)."""
     if "ctypes" in _LAYOUTS:
-        return _LAYOUTS["ctypes"]  # type: ignore[no-any-return]
+        return _LAYOUTS["ctypes"]  # type: ignore[no-any-return]  # _LAYOUTS["ctypes"] is a CtypesLayout or None
     found: CtypesLayout | None = None
     try:
         buf = (ctypes.c_float * 4)()
@@ -618,7 +618,7 @@ def reader_for(tp: type) -> Reader | None:
     """
     reader = _READERS.get(tp, _UNKNOWN)
     if reader is not _UNKNOWN:
-        return reader  # type: ignore[no-any-return]
+        return reader  # type: ignore[no-any-return]  # the cache holds readers or None
     reader = None
     torch = sys.modules.get("torch")
     if torch is not None and (tp is torch.Tensor or tp is getattr(getattr(torch, "nn", None), "Parameter", None)):
@@ -635,7 +635,7 @@ def reader_for(tp: type) -> Reader | None:
         _READERS[tp] = reader
     except TypeError:  # not weakly referenceable: not cached
         pass
-    return reader  # type: ignore[no-any-return]
+    return reader  # type: ignore[no-any-return]  # one of the readers above, or None
 
 
 # __dlpack__ keyword sets, tried in order: no synchronisation (as the DSL asks)

@@ -77,7 +77,7 @@ def _is_structure(annotation: Any) -> bool:
 
 def _field_names(cls: type) -> tuple[str, ...]:
     if _is_namedtuple(cls):
-        return tuple(cls._fields)  # type: ignore[attr-defined]
+        return tuple(cls._fields)  # type: ignore[attr-defined]  # a NamedTuple class
     return tuple(f.name for f in dataclasses.fields(cls))
 
 

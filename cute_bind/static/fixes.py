@@ -267,10 +267,10 @@ def _unresolved(analysis: ModuleAnalysis, site: Site, ann: ast.expr, d: StaticDi
     quote = _string_literal(lines, ann)
     if quote is not None:
         try:
-            inner = ast.parse(ann.value.lstrip(" \t"), mode="eval").body  # type: ignore[attr-defined]
+            inner = ast.parse(ann.value.lstrip(" \t"), mode="eval").body  # type: ignore[attr-defined]  # a str Constant, checked above
         except (SyntaxError, ValueError):
             return []
-        lead = len(ann.value) - len(ann.value.lstrip(" \t"))  # type: ignore[attr-defined]
+        lead = len(ann.value) - len(ann.value.lstrip(" \t"))  # type: ignore[attr-defined]  # a str Constant, checked above
         names = [n for n in ast.walk(inner) if isinstance(n, ast.Name) and n.id == missing and n.lineno == 1]
         base = ann.col_offset + 1 + lead
         edits = tuple(TextEdit(ann.lineno, base + n.col_offset, ann.lineno, base + (n.end_col_offset or 0), spelled) for n in names)
@@ -296,7 +296,7 @@ def _leaves(analysis: ModuleAnalysis, site: Site, node: ast.Subscript) -> list[a
         if isinstance(item, ast.Constant) and item.value is Ellipsis:
             return None
         if _tuple_head(analysis, site, item):
-            inner = _leaves(analysis, site, item)  # type: ignore[arg-type]
+            inner = _leaves(analysis, site, item)  # type: ignore[arg-type]  # _tuple_head found a subscript
             if inner is None:
                 return None
             out += inner

@@ -52,7 +52,7 @@ __all__ = ["TorchOp", "Like", "like", "op"]
 _LIBRARIES: list[Any] = []
 
 
-class TorchOp(functools.partial):  # type: ignore[type-arg]
+class TorchOp(functools.partial):  # type: ignore[type-arg]  # a partial of any call: its result type varies per op
     """A cute_bind kernel registered as the torch custom op ``torch.ops.<namespace>.<name>``.
 
     Made by :func:`op`. Call it like the kernel, without the stream and output
@@ -194,7 +194,7 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
     obj._impl = impl
     obj._fake = fake
     obj._traced = traced
-    obj.__signature__ = _python_signature(plan)  # type: ignore[attr-defined]
+    obj.__signature__ = _python_signature(plan)  # type: ignore[attr-defined]  # inspect reads it; partial's stub has none
     return obj
 
 

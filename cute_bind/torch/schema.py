@@ -219,7 +219,7 @@ def _input(kernel: str, p: Param) -> OpParam:
                 slot.describe(),
                 "a sequence must have one element kind (tensors, pointers or one scalar type) to be a schema list",
             )
-        ((schema_type, tensor),) = kinds  # type: ignore[misc]
+        ((schema_type, tensor),) = kinds  # type: ignore[misc]  # a set of one pair, checked above
         schema_type = f"{schema_type}[]"
         sequence = True
         number = None if tensor else _kinds(((slot.homogeneous,) if slot.homogeneous is not None else ()) + tuple(slot.elements or ()))
@@ -234,7 +234,7 @@ def _input(kernel: str, p: Param) -> OpParam:
                 else f"the {slot.element.kind} slot kind has no torch schema type"
             )
             raise _unsupported(kernel, p, slot.describe(), why + "; give it a default to have the op pass that value always")
-        ((schema_type, tensor),) = members  # type: ignore[misc]
+        ((schema_type, tensor),) = members  # type: ignore[misc]  # a set of one pair, checked above
         number = None if tensor else _kinds(slot.members)
     else:
         element = _element_type(slot)
