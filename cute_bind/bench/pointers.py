@@ -421,8 +421,8 @@ def format_table(report: Report) -> str:
     below = []
     for r in rows:
         ev = f" {r.event_us:.2f} |" if has_events and r.event_us is not None else (" - |" if has_events else "")
-        over = r.median_us - floor
-        if round(over, 2) < 0:
+        over = round(r.median_us - floor, 2) + 0.0  # + 0.0: a -0.004 reads +0.00, as it rounds
+        if over < 0:
             below.append(r.path)
         lines.append(f"| {r.path} | {r.median_us:.2f} | {r.min_us:.2f} | {over:+.2f} | {direct / r.median_us:.1f}x |{ev}")
     summary = [
