@@ -388,7 +388,12 @@ def tvm_ffi_call_spec(compiled: Any) -> dict[str, Any] | None:
         return None
     if type(table) is not dict:
         return None
-    spec.update(wrapped=True, names=names, kwonly=kwonly, defaulted=[n for n in names + kwonly if n in table])
+    # the wrapper's own defaults say which parameters have one (None and bools are written into its code,
+    # the others stand for the table's values); the values come from the loading process's function
+    positional_defaults = len(wrapper.__defaults__ or ())
+    defaulted = names[len(names) - positional_defaults :] if positional_defaults else []
+    defaulted += [n for n in kwonly if n in (wrapper.__kwdefaults__ or {})]
+    spec.update(wrapped=True, names=names, kwonly=kwonly, defaulted=defaulted)
     return spec
 
 

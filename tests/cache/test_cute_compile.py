@@ -37,6 +37,13 @@ def axpy(a: cute.Tensor, n: cutlass.Int32, scale: cutlass.Constexpr = 2.0, *, bi
         a[i] = a[i] * scale + n + bias + OFFSET
 
 
+@cute.jit
+def shifted(a: cute.Tensor, n: cutlass.Int32, bias: cutlass.Int32 = 1, flag: cutlass.Boolean = False):
+    # a default TVM-FFI's wrapper keeps in its table (1) before one it writes into its code (False)
+    for i in range(cute.size(a)):
+        a[i] = a[i] + n + bias
+
+
 class Scaler:
     def __init__(self, factor):
         self.factor = factor
@@ -388,3 +395,16 @@ def test_prepare_takes_a_plain_hit_with_tensor_parameters(kernels):
     assert torch.equal(t, reference)
     with pytest.raises(cute_bind.CuteBindError, match="CB307"):
         cute_bind.prepare(hit.function, arg, cutlass.Int32(2))  # the bare loaded function: no types to check against
+
+
+def test_a_hit_keeps_defaults_of_both_kinds(kernels):
+    arg = from_dlpack(torch.zeros(4))
+    cute_bind.compile(kernels.shifted, arg, 1, options="--enable-tvm-ffi")
+    mark = cute_bind.cache.mark()
+    hit = cute_bind.compile(kernels.shifted, arg, 1, options="--enable-tvm-ffi")
+    assert _outcomes(mark) == ["hit"] and isinstance(hit, cute_compile.CachedFunction)
+    ours, theirs = torch.zeros(4), torch.zeros(4)
+    hit(ours, 3)
+    cute.compile(kernels.shifted, arg, 1, options="--enable-tvm-ffi")(theirs, 3)
+    assert torch.equal(ours, theirs) and ours[0].item() == 4.0
+    assert hit.positional((ours, 3), {}) == (ours, 3, 1, False)
