@@ -30,22 +30,42 @@ class OptionalBuildExt(build_ext):
             print(f"cute_bind: C fast path not built ({exc}); using the pure-Python launcher")
 
 
-def c_extension(name: str, depends: tuple[str, ...] = ()) -> Extension:
-    """One optional C fast path: ``cute_bind/<room>/<module>.c``, built for the stable ABI (its
-    source defines Py_LIMITED_API 0x030A0000); ``depends``: headers it shares, so a change
-    rebuilds it and the sdist ships them."""
+def local_headers(source: str) -> list[str]:
+    """Every header ``source`` includes with ``#include "..."`` (its own folder's or a sibling package's),
+    and theirs, as paths from the repository root: what a change of must rebuild the extension."""
+    import os
+    import re
+
+    found: list[str] = []
+    todo = [source]
+    while todo:
+        path = todo.pop()
+        with open(path, encoding="utf-8") as f:
+            names = re.findall(r'^\s*#\s*include\s+"([^"]+)"', f.read(), flags=re.M)
+        for name in names:
+            header = os.path.normpath(os.path.join(os.path.dirname(path), name))
+            if os.path.isfile(header) and header not in found:  # a system or jaxlib header is not ours
+                found.append(header)
+                todo.append(header)
+    return sorted(found)
+
+
+def c_extension(name: str) -> Extension:
+    """One optional C fast path: ``cute_bind/<package>/<module>.c`` (which may include files of its own,
+    ``<module>_<part>.c``, as one translation unit), built for the stable ABI (its source defines
+    Py_LIMITED_API 0x030A0000); its ``depends`` are the files its ``#include "..."`` lines name
+    (:func:`local_headers`), so a change of any of them rebuilds every extension that uses it and the
+    sdist ships them. Symbols are hidden: only the module's PyInit is exported."""
+    source = name.replace(".", "/") + ".c"
     return Extension(
         name,
-        [name.replace(".", "/") + ".c"],
-        depends=list(depends),
+        [source],
+        depends=local_headers(source),
         py_limited_api=True,
-        extra_compile_args=["-O2"],
+        extra_compile_args=["-O2", "-fvisibility=hidden"],
         extra_link_args=LINK_ARGS,
         optional=True,
     )
-
-
-COMMON = ("cute_bind/launch/_cb_common.h",)  # shared by both launchers
 
 
 def xla_ffi_extension() -> list[Extension]:
@@ -71,8 +91,8 @@ def xla_ffi_extension() -> list[Extension]:
 
 setup(
     ext_modules=[
-        c_extension("cute_bind.launch._claunch", COMMON),
-        c_extension("cute_bind.launch._ctvmffi", COMMON),
+        c_extension("cute_bind.launch._claunch"),
+        c_extension("cute_bind.launch._ctvmffi"),
         c_extension("cute_bind.graph._cgraph"),
         c_extension("cute_bind.torch._ceager"),
         c_extension("cute_bind.jit._cdispatch"),

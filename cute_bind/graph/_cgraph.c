@@ -44,32 +44,10 @@
 #include <Python.h>
 #include <stdint.h>
 
-/* Py_XSETREF is not in the limited API */
-#define CG_XSETREF(dst, src) do { PyObject *_old = (PyObject *)(dst); (dst) = (src); Py_XDECREF(_old); } while (0)
+#include "../launch/_cb_common.h" /* cb_address_of, CB_SETREF */
 
 typedef int (*set_params_fn)(void *graph_exec, void *node, const void *params);
 typedef int (*graph_launch_fn)(void *graph_exec, void *stream);
-
-/* an unsigned 64-bit address from a Python int (no other type: a float or a
- * str is a caller bug, not something to convert) */
-static int address_of(PyObject *obj, const char *what, int allow_null, uint64_t *out) {
-    if (!PyLong_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int address, got %R", what, (PyObject *)Py_TYPE(obj));
-        return -1;
-    }
-    unsigned long long v = PyLong_AsUnsignedLongLong(obj);
-    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s must be an address in [0, 2**64), got %R", what, obj);
-        return -1;
-    }
-    if (!allow_null && v == 0) {
-        PyErr_Format(PyExc_ValueError, "%s must not be null", what);
-        return -1;
-    }
-    *out = (uint64_t)v;
-    return 0;
-}
 
 static PyObject *failure(const char *call, int code) {
     return Py_BuildValue("(si)", call, code);
@@ -81,7 +59,7 @@ static int pair_of(PyObject *pair, uint64_t *node, uint64_t *params) {
         PyErr_Format(PyExc_TypeError, "dirty values must be (node, params) address pairs, got %R", (PyObject *)Py_TYPE(pair));
         return -1;
     }
-    if (address_of(PyTuple_GetItem(pair, 0), "node", 0, node) < 0 || address_of(PyTuple_GetItem(pair, 1), "params", 0, params) < 0)
+    if (cb_address_of(PyTuple_GetItem(pair, 0), "node", 0, node) < 0 || cb_address_of(PyTuple_GetItem(pair, 1), "params", 0, params) < 0)
         return -1;
     return 0;
 }
@@ -93,8 +71,8 @@ static PyObject *cg_replay(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     uint64_t set_addr, launch_addr, exec_addr, stream_addr;
-    if (address_of(args[0], "set_params", 0, &set_addr) < 0 || address_of(args[1], "launch", 0, &launch_addr) < 0 ||
-        address_of(args[2], "graph_exec", 0, &exec_addr) < 0 || address_of(args[4], "stream", 1, &stream_addr) < 0)
+    if (cb_address_of(args[0], "set_params", 0, &set_addr) < 0 || cb_address_of(args[1], "launch", 0, &launch_addr) < 0 ||
+        cb_address_of(args[2], "graph_exec", 0, &exec_addr) < 0 || cb_address_of(args[4], "stream", 1, &stream_addr) < 0)
         return NULL;
     PyObject *dirty = args[3];
     if (!PyDict_Check(dirty)) {
@@ -248,9 +226,9 @@ static int setter_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     Py_INCREF(ref);
     Py_INCREF(dirty);
     Py_INCREF(slow);
-    CG_XSETREF(ps->ref, ref);
-    CG_XSETREF(ps->dirty, dirty);
-    CG_XSETREF(ps->slow, slow);
+    CB_SETREF(ps->ref, ref);
+    CB_SETREF(ps->dirty, dirty);
+    CB_SETREF(ps->slow, slow);
     return 0;
 }
 

@@ -1,9 +1,11 @@
 /*
- * What both C launchers share (_claunch.c: PreparedLaunch; _ctvmffi.c: TVM-FFI
- * prepared launches): the DLPack tensor they read tensors into, the reader's
- * signature, and the typed readers of the records Python hands them
- * (cute_bind.launch.spec). Included by both; setup.py lists it in `depends`
- * so a change rebuilds both, and the sdist ships it.
+ * What the C extensions share (launch/_claunch.c: PreparedLaunch; launch/_ctvmffi.c: TVM-FFI
+ * prepared launches; graph/_cgraph.c: graph replays; torch/_ceager.c: a torch op's eager call):
+ * the DLPack tensor they read tensors into and DLPack's device types, the reader's signature,
+ * the one "declined" rule for a conversion that raised, the set-reference macro, and the typed
+ * readers of the records Python hands them (cute_bind.launch.spec, the slots' C specs). setup.py
+ * finds it through each source's #include lines and lists it in that extension's `depends`, so a
+ * change rebuilds every user, and the sdist ships it.
  *
  * The readers never trust a record: each field is fetched by name once,
  * its type checked (a TypeError naming the field otherwise), and returned as
@@ -28,6 +30,48 @@ typedef struct {
     int64_t *strides;
     uint64_t byte_offset;
 } DLTensorC;
+
+/* DLPack's device types (dlpack.h's DLDeviceType) the extensions compare against. */
+enum { CB_DL_CPU = 1, CB_DL_CUDA = 2, CB_DL_CUDA_HOST = 3, CB_DL_CUDA_MANAGED = 13 };
+
+/* Py_XSETREF is not in the limited API */
+#define CB_SETREF(dst, src) do { PyObject *_old = (PyObject *)(dst); (dst) = (src); Py_XDECREF(_old); } while (0)
+
+/* A conversion raised: an Exception means "not taken as is" (0, cleared: the slower path decides
+ * and raises the catalog error); anything else (KeyboardInterrupt, SystemExit; MemoryError is an
+ * Exception) propagates (-1). The one rule of every extension's fast path. */
+static inline int
+cb_decline(void)
+{
+    if (PyErr_ExceptionMatches(PyExc_Exception)) {
+        PyErr_Clear();
+        return 0;
+    }
+    return -1;
+}
+
+/* An unsigned 64-bit address from a Python int (no other type: a float or a str is a caller bug,
+ * not something to convert); `allow_null` 0 refuses 0. -1 with TypeError/ValueError naming `what`. */
+static inline int
+cb_address_of(PyObject *obj, const char *what, int allow_null, uint64_t *out)
+{
+    if (!PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int address, got %R", what, (PyObject *)Py_TYPE(obj));
+        return -1;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(obj);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s must be an address in [0, 2**64), got %R", what, obj);
+        return -1;
+    }
+    if (!allow_null && v == 0) {
+        PyErr_Format(PyExc_ValueError, "%s must not be null", what);
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
 
 /* The DLPack exchange API's dltensor_from_py_object_no_sync: fills `out` from a Python object. */
 typedef int (*cb_dltensor_reader)(void *py_object, DLTensorC *out);
@@ -73,6 +117,33 @@ cb_address(PyObject *v, const char *what, const char *name, uint64_t *out)
     }
     *out = (uint64_t)u;
     return 0;
+}
+
+/* The fields `names` (NULL-terminated) of a record, each read by name, as a new tuple in that order
+ * (what a reader then takes apart: a reordered field of the Python record cannot be read as
+ * another); NULL with a TypeError naming `what` and `record` where one is missing (a plain tuple
+ * has none). Every record C reads is read this way, and its reader's names are exported. */
+static inline PyObject *
+cb_record(PyObject *rec, const char *what, const char *record, const char *const *names)
+{
+    Py_ssize_t n = 0;
+    while (names[n]) n++;
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *v = PyObject_GetAttrString(rec, names[k]);
+        if (!v) {
+            if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_TypeError, "%s must be a %s record (no field '%s' in %R)", what, record, names[k],
+                             (PyObject *)Py_TYPE(rec));
+            }
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SetItem(t, k, v);
+    }
+    return t;
 }
 
 /* A tuple of the field names a C record reader reads, for the module to export (the stub test

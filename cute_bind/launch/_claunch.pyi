@@ -1,7 +1,7 @@
 """Type stub of the optional C fast path (cute_bind/launch/_claunch.c).
 
 tests/launch/test_spec.py checks it against what the C module declares (its
-text signatures, LAUNCH_SPEC_FIELDS, SEQ_LEAF_FIELDS).
+text signatures and the field lists of every record it reads by name).
 """
 
 from typing import Any, Callable
@@ -10,8 +10,14 @@ from .spec import LaunchSpec
 
 #: the LaunchSpec fields Launcher(spec) reads, in order
 LAUNCH_SPEC_FIELDS: tuple[str, ...]
-#: the SeqLeaf fields a sequence slot's leaves are read by, in position order
+#: the SeqLeaf fields a sequence slot's leaves are read by
 SEQ_LEAF_FIELDS: tuple[str, ...]
+#: the slot records' fields C reads by name: CTensorSpec, CMode, CPointerSpec, CStreamSpec, CNumberSpec
+TENSOR_SPEC_FIELDS: tuple[str, ...]
+MODE_FIELDS: tuple[str, ...]
+POINTER_SPEC_FIELDS: tuple[str, ...]
+STREAM_SPEC_FIELDS: tuple[str, ...]
+NUMBER_SPEC_FIELDS: tuple[str, ...]
 
 class Launcher:
     def __init__(self, spec: LaunchSpec, /) -> None: ...

@@ -235,7 +235,7 @@ write_one(Launcher *self, Py_ssize_t i, PyObject *v, AnyC *out, int32_t *dev_typ
         out->type_index = K_DLTENSOR_PTR;
         out->zero_padding = 0;
         out->v_ptr = dl;
-        if (dl->device_type != 1 /* kDLCPU */ && *dev_type == -1 && self->streams[i]) {
+        if (dl->device_type != CB_DL_CPU && *dev_type == -1 && self->streams[i]) {
             void *s = NULL;
             if (self->streams[i](dl->device_type, dl->device_id, &s) == 0) {
                 *dev_type = dl->device_type;

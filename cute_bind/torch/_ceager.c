@@ -79,11 +79,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../launch/_cb_common.h" /* DLTensorC, cb_dltensor_reader */
+#include "../launch/_cb_common.h" /* DLTensorC, cb_dltensor_reader, cb_decline, the DLPack device types */
 
 #define EC_MAX_TYPES 8
-#define EC_DL_CPU 1  /* DLPack's kDLCPU */
-#define EC_DL_CUDA 2 /* DLPack's kDLCUDA */
 #define EC_MAX_MODES 8
 #define EC_MAX_ARGS 64 /* an op's inputs and its kernel's arguments on the C call */
 
@@ -105,17 +103,6 @@ typedef struct {
     PyObject *exchange;                                                 /* owned: what keeps reader and work_stream alive */
     unsigned long long taken, declined;
 } EagerCheck;
-
-/* The pending exception: an Exception is "not taken" (cleared, 0); anything else propagates (-1). */
-static int
-decline_error(void)
-{
-    if (PyErr_ExceptionMatches(PyExc_Exception)) {
-        PyErr_Clear();
-        return 0;
-    }
-    return -1;
-}
 
 /* A result's truth: 1, 0, or -1 with an exception set. Consumes `o` (NULL: the call raised). */
 static int
@@ -159,8 +146,8 @@ check(EagerCheck *self, PyObject *const *args, Py_ssize_t nargs)
             r = PyErr_Occurred() ? -1 : 0;
             goto decline;
         }
-        if (dl.device_type == EC_DL_CPU) return PyLong_FromLong(0);
-        if (dl.device_type != EC_DL_CUDA || dl.device_id < 0) Py_RETURN_NONE;
+        if (dl.device_type == CB_DL_CPU) return PyLong_FromLong(0);
+        if (dl.device_type != CB_DL_CUDA || dl.device_id < 0) Py_RETURN_NONE;
         device = dl.device_id;
     } else {
         if ((dev = PyObject_CallFunctionObjArgs(self->get_device, first, NULL)) == NULL) {
@@ -191,7 +178,7 @@ check(EagerCheck *self, PyObject *const *args, Py_ssize_t nargs)
     }
     if (self->reader) {
         void *s = NULL;
-        if (self->work_stream(EC_DL_CUDA, (int32_t)device, &s) != 0) {
+        if (self->work_stream(CB_DL_CUDA, (int32_t)device, &s) != 0) {
             r = PyErr_Occurred() ? -1 : 0;
             goto decline;
         }
@@ -210,7 +197,7 @@ check(EagerCheck *self, PyObject *const *args, Py_ssize_t nargs)
     return stream;
 decline:
     Py_XDECREF(dev);
-    if (r < 0 && decline_error() < 0) return NULL;
+    if (r < 0 && cb_decline() < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -235,7 +222,7 @@ static int
 span_of(EagerCheck *self, PyObject *t, Span *s)
 {
     DLTensorC dl;
-    if (self->reader((void *)t, &dl) != 0) return PyErr_Occurred() ? (decline_error() < 0 ? -1 : 0) : 0;
+    if (self->reader((void *)t, &dl) != 0) return PyErr_Occurred() ? (cb_decline() < 0 ? -1 : 0) : 0;
     if (dl.ndim < 0 || dl.ndim > EC_MAX_DIMS || dl.bits == 0) return 0;
     int64_t item = ((int64_t)dl.bits * (dl.lanes ? dl.lanes : 1) + 7) / 8;
     int64_t lo = 0, hi = 0, numel = 1, row = 1;

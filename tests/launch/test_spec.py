@@ -1,9 +1,10 @@
 """The typed C boundary (issue 25, item 3): one LaunchSpec, NamedTuples where tuples cross, stubs C agrees with.
 
-``_claunch.Launcher(spec)`` reads the fields of a :class:`LaunchSpec` by
-name; the module exports the names it reads (``LAUNCH_SPEC_FIELDS``,
-``SEQ_LEAF_FIELDS``), and every C function and method carries a text
-signature. These tests hold the Python records, the ``.pyi`` stubs and the C
+``_claunch.Launcher(spec)`` reads the fields of a :class:`LaunchSpec` and of
+every record inside it (slot specs, modes, sequence leaves) by name; the
+modules export the names they read (``LAUNCH_SPEC_FIELDS``, ``TENSOR_SPEC_FIELDS``...,
+one parametrized test over all of them), and every C function and method
+carries a text signature. These tests hold the Python records, the ``.pyi`` stubs and the C
 module to one another, so a parameter added on one side only fails here.
 """
 
@@ -24,6 +25,10 @@ import cute_bind
 from cute_bind import dsl
 from cute_bind.launch import native
 from cute_bind.launch.spec import KeepAlive, LaunchSpec, SeqLeaf, TvmConstantArg, TvmFfiLaunchSpec, TvmKeepAlive, TvmTensorArg
+from cute_bind.slots.pointer import CPointerSpec
+from cute_bind.slots.scalar import CNumberSpec
+from cute_bind.slots.stream import CStreamSpec
+from cute_bind.slots.tensor import CMode, CTensorSpec
 
 LAUNCH = Path(cute_bind.__file__).parent / "launch"
 _BUFFERS: list[Any] = []  # what raw records point into, for the whole session
@@ -48,18 +53,52 @@ def _claunch() -> Any:
 
 
 # ------------------------------------------------------------------ what C reads == the Python records
-def test_c_reads_exactly_the_launch_spec_fields_in_order() -> None:
-    assert _claunch().LAUNCH_SPEC_FIELDS == tuple(f.name for f in dataclasses.fields(LaunchSpec))
+def _fields(record: type) -> tuple[str, ...]:
+    """A record's field names: a dataclass's fields or a NamedTuple's."""
+    if dataclasses.is_dataclass(record):
+        return tuple(f.name for f in dataclasses.fields(record))
+    return tuple(record._fields)  # type: ignore[attr-defined]
 
 
-def test_c_reads_sequence_leaves_in_seq_leaf_order() -> None:
-    assert _claunch().SEQ_LEAF_FIELDS == SeqLeaf._fields
+#: every record a C extension reads: (extension, the names it exports, the Python record). Each is read
+#: by field name, so a field renamed, added or removed on one side only fails here, and a field
+#: reordered cannot be read as another.
+C_RECORDS = [
+    ("cute_bind.launch._claunch", "LAUNCH_SPEC_FIELDS", LaunchSpec),
+    ("cute_bind.launch._claunch", "SEQ_LEAF_FIELDS", SeqLeaf),
+    ("cute_bind.launch._claunch", "TENSOR_SPEC_FIELDS", CTensorSpec),
+    ("cute_bind.launch._claunch", "MODE_FIELDS", CMode),
+    ("cute_bind.launch._claunch", "POINTER_SPEC_FIELDS", CPointerSpec),
+    ("cute_bind.launch._claunch", "STREAM_SPEC_FIELDS", CStreamSpec),
+    ("cute_bind.launch._claunch", "NUMBER_SPEC_FIELDS", CNumberSpec),
+    ("cute_bind.launch._ctvmffi", "TVM_FFI_LAUNCH_SPEC_FIELDS", TvmFfiLaunchSpec),
+    ("cute_bind.launch._ctvmffi", "TENSOR_ARG_FIELDS", TvmTensorArg),
+    ("cute_bind.launch._ctvmffi", "CONSTANT_ARG_FIELDS", TvmConstantArg),
+]
 
 
-def test_the_tvm_ffi_launcher_reads_exactly_its_spec_fields() -> None:
-    c = pytest.importorskip("cute_bind.launch._ctvmffi")
-    assert c.TVM_FFI_LAUNCH_SPEC_FIELDS == tuple(f.name for f in dataclasses.fields(TvmFfiLaunchSpec))
-    assert (c.TENSOR_ARG_FIELDS, c.CONSTANT_ARG_FIELDS) == (TvmTensorArg._fields, TvmConstantArg._fields)
+@pytest.mark.parametrize("extension, exported, record", C_RECORDS, ids=[r[1] for r in C_RECORDS])
+def test_c_reads_exactly_each_records_fields(extension: str, exported: str, record: type) -> None:
+    module = pytest.importorskip(extension)
+    assert getattr(module, exported) == _fields(record)
+
+
+@pytest.mark.parametrize("record", [CTensorSpec, CMode, CPointerSpec, CStreamSpec, CNumberSpec, SeqLeaf], ids=lambda r: r.__name__)
+def test_a_plain_tuple_is_no_record_for_c(record: type) -> None:
+    """C reads the slot records by name: a tuple of the right length, read by position before, is refused."""
+    claunch = _claunch()
+    spec = tuple(range(len(_fields(record))))
+    cases = {
+        CTensorSpec: (b"T", b"Q", 16, spec),
+        CMode: (b"T", b"Q", 16, CTensorSpec(0, None, None, 64, (2, 32, 1), (1, 0), 16, 1, (spec, spec), 0)),
+        CPointerSpec: (b"P", b"Q", 8, spec),
+        CStreamSpec: (b"Z", b"Q", 8, spec),
+        CNumberSpec: (b"I", b"i", 4, spec),
+        SeqLeaf: (b"S", b"Q", 8, (spec,)),
+    }
+    classes, fmts, size, extra = cases[record]
+    with pytest.raises(TypeError, match=f"{record.__name__} record"):
+        claunch.Launcher(raw_spec(fmts=fmts, classes=classes, offsets=(0,), sizes=(size,), extras=(extra,), defaults=(None,)))
 
 
 def raw_tvm_spec(**fields: Any) -> Any:
