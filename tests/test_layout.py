@@ -136,6 +136,24 @@ def test_rooms_import_downwards_only():
     assert not bad, "imports against the layout (docs/concepts/architecture.md):\n" + "\n".join(sorted(bad))
 
 
+def test_the_architecture_page_draws_these_rules():
+    """docs/concepts/architecture.md's table has one row per entry of ALLOWED, and each row's last
+    column names exactly what that entry may import ("nothing": none), so the page and the rules
+    cannot drift apart."""
+    import re
+
+    page = PKG.parent / "docs" / "concepts" / "architecture.md"
+    if not page.is_file():
+        pytest.skip("not a checkout")
+    drawn: dict[str, set[str]] = {}
+    for line in page.read_text().splitlines():
+        row = re.match(r"^\| `(\w+)(?:/|\.py)` \|.*\| ([^|]*) \|$", line)
+        if row:
+            cell = row.group(2).strip()
+            drawn[row.group(1)] = set() if cell == "nothing" else set(re.findall(r"`(\w+)`", cell))
+    assert drawn == ALLOWED
+
+
 def test_a_built_wheel_holds_every_module(tmp_path):
     """An installed cute_bind (not the checkout) imports every room: a room
     missing from the wheel breaks ``import cute_bind`` only outside the repo."""
