@@ -166,3 +166,18 @@ def test_fakes_sharing_a_symint_serve_no_plain_call(path: str) -> None:
         k(x, out, 0.5, 0)
     assert info.value.code == "CB315" and "share a SymInt" in str(info.value)
     assert k.cache_info()["compiled"] == 1
+
+
+def test_a_torch_op_over_the_kernel_is_served_by_the_compile_from_fakes(path: str) -> None:
+    """The op's eager call launches through the kernel: a call the fakes' compile takes is served by it
+    (before: compiled again from the real tensors, and the client's const_expr(N == 4) failed)."""
+    import cute_bind.torch as cbt
+
+    k = _kernel(rows4_default_stream)
+    op = cbt.op(f"cbtest_guards::rows4_from_fakes_{path}", k, outputs={"mO": "mX"})
+    for rows, eps in ((3, 0.5), (6, -1.0)):
+        x = torch.randn(rows, 4)
+        out = op(x, eps)
+        out = out[0] if isinstance(out, tuple) else out
+        assert out.numpy().tobytes() == _expected(x, eps)
+    assert k.cache_info()["compiled"] == 1  # nothing compiled from the real tensors
