@@ -40,6 +40,10 @@ from ..slots import dlpack as _dlpack
 
 __all__ = ["Record", "Records", "Refusal", "Served", "composite_guard", "holds_fake"]
 
+#: DLPack ``uint8`` and the DLPack codes of the 8-bit floats (Float8E4M3, ...B11FNUZ, ...FN, E5M2, E8M0FNU)
+_UINT8 = (1, 8, 1)
+_FLOAT8_CODES = frozenset({8, 9, 10, 12, 14})
+
 #: a stream left out of a call (not given, or None for a stream declared ``= None``)
 LEFT_OUT: Any = None
 
@@ -217,6 +221,10 @@ def tensor_guard(slot: Any, fake: Any, value: Any, where: Where, symbols: dict[i
     # the compile's element type: pack_view checks it, the rank and every static extent, stride,
     # divisibility and the alignment, with the tensor slot's own codes (CB211, CB212, CB213, CB207)
     dtype = _dlpack.dtype_code(layout.dtype.__name__) or view.dtype
+    if view.dtype == _UINT8 and dtype[0] in _FLOAT8_CODES and dtype[1] == 8:
+        # FP8 data as a uint8 view (the bytes the fake's 8-bit float describes; clients pass such
+        # views where torch or DLPack lacks the float8 kind): the compiled code reads the bytes as the fake says
+        dtype = view.dtype
     kind = TensorKind(slot.spec, layout=layout, dtype=dtype, device=view.device, align=align, value_type=type(value))
     packed = kind.pack_view(view, where)
     for k, sym in enumerate(syms):

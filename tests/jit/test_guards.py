@@ -181,3 +181,31 @@ def test_a_torch_op_over_the_kernel_is_served_by_the_compile_from_fakes(path: st
         out = out[0] if isinstance(out, tuple) else out
         assert out.numpy().tobytes() == _expected(x, eps)
     assert k.cache_info()["compiled"] == 1  # nothing compiled from the real tensors
+
+
+@cute.jit
+def copy8(mX: cute.Tensor, mO: cute.Tensor):
+    for i in range(cute.size(mX)):
+        mO[i] = mX[i]
+
+
+@pytest.mark.parametrize("dtype", [cutlass.Float8E4M3FN, cutlass.Float8E5M2], ids=["e4m3fn", "e5m2"])
+def test_fp8_data_as_uint8_views_is_served_by_the_fp8_compile(path: str, dtype: Any) -> None:
+    """A client compiles from FP8 fakes and passes uint8 views of the data: the same bytes, served by
+    that compile (not a Uint8 specialization); a uint8 tensor for a 16-bit fake is still refused."""
+    k = cute_bind.kernel(copy8, cache=False)
+    fake = make_fake_tensor(dtype, (cute.sym_int(),), stride=(1,), memspace=cute.AddressSpace.generic)
+    k.compile(fake, make_fake_tensor(dtype, (cute.sym_int(),), stride=(1,), memspace=cute.AddressSpace.generic))
+    x = torch.randint(0, 255, (8,), dtype=torch.uint8)
+    out = torch.zeros(8, dtype=torch.uint8)
+    k(x, out)
+    assert torch.equal(out, x) and k.cache_info()["compiled"] == 1
+    h = k.bind(x, out)
+    y, out2 = torch.randint(0, 255, (5,), dtype=torch.uint8), torch.zeros(5, dtype=torch.uint8)
+    h.launch(y, out2)
+    assert torch.equal(out2, y)
+    k16 = cute_bind.kernel(copy8, cache=False)
+    k16.compile(*(make_fake_tensor(cutlass.Float16, (cute.sym_int(),), stride=(1,), memspace=cute.AddressSpace.generic) for _ in range(2)))
+    values = {"mX": x, "mO": out}
+    served, refusals = k16.compiler.serve(values, k16.compiler.bind_values(values))
+    assert served is None and refusals[0].parameter == "mX"
