@@ -492,28 +492,46 @@ static PyType_Spec Launcher_spec = {
  *   array_layout: (ndarray type, data, nd, dims, strides, descr, flags, type_num, byteorder,
  *                  writeable bit, ((type number, code, bits), ...))
  *   ctypes_layout: (c_void_p, _Pointer, b_ptr offset) */
+/* The records configure() reads, each by field name (exported as ARRAY_LAYOUT_FIELDS, CTYPES_LAYOUT_FIELDS,
+ * TORCH_READER_FIELDS): cute_bind.slots.dlpack.ArrayLayout and CtypesLayout, cute_bind.launch.native.TorchReader. */
+static const char *const array_layout_fields[] = {
+    "type", "data", "nd", "dims", "strides", "descr", "flags", "type_num", "byteorder", "writeable", "dtypes", NULL};
+static const char *const ctypes_layout_fields[] = {"void_p", "pointer", "b_ptr", NULL};
+static const char *const torch_reader_fields[] = {"function", "types", "capsule", "streams", NULL};
+
 static PyObject *
 mod_configure(PyObject *mod, PyObject *args)
 {
     PyObject *arr, *ct, *tr = Py_None;
     if (!PyArg_ParseTuple(args, "OO|O:configure", &arr, &ct, &tr)) return NULL;
-    if (tr != Py_None) {
+    /* each record read by name (cb_record) into a tuple held until this call returns: what is
+     * parsed out of it is borrowed from it */
+    PyObject *trec = NULL, *arec = NULL, *crec = NULL, *result = NULL;
+    if (tr != Py_None && !(trec = cb_record(tr, "configure: torch's reader", "TorchReader", torch_reader_fields))) goto done;
+    if (arr != Py_None && !(arec = cb_record(arr, "configure: NumPy's layout", "ArrayLayout", array_layout_fields))) goto done;
+    if (ct != Py_None && !(crec = cb_record(ct, "configure: ctypes' layout", "CtypesLayout", ctypes_layout_fields))) goto done;
+    if (trec) {
         unsigned long long fn;
-        PyObject *types, *capsule, *streams = NULL;
-        if (!PyArg_ParseTuple(tr, "KO!O|O!:configure", &fn, &PyTuple_Type, &types, &capsule, &PyTuple_Type, &streams)) return NULL;
+        PyObject *types, *capsule, *streams;
+        if (!PyArg_ParseTuple(trec, "KO!OO:configure", &fn, &PyTuple_Type, &types, &capsule, &streams)) goto done;
+        if (streams == Py_None) streams = NULL; /* no stream classes */
+        else if (!PyTuple_Check(streams)) {
+            PyErr_SetString(PyExc_TypeError, "configure: torch's stream classes must be a tuple or None");
+            goto done;
+        }
         for (Py_ssize_t k = 0; k < PyTuple_Size(types); k++)
             if (!PyType_Check(PyTuple_GetItem(types, k))) {
                 PyErr_SetString(PyExc_TypeError, "configure: torch reader types must be types");
-                return NULL;
+                goto done;
             }
         for (Py_ssize_t k = 0; streams && k < PyTuple_Size(streams); k++)
             if (!PyType_Check(PyTuple_GetItem(streams, k))) {
                 PyErr_SetString(PyExc_TypeError, "configure: torch stream classes must be types");
-                return NULL;
+                goto done;
             }
         if (!fn) {
             PyErr_SetString(PyExc_ValueError, "configure: a null exchange function");
-            return NULL;
+            goto done;
         }
         Py_INCREF(types);
         Py_INCREF(capsule);
@@ -527,25 +545,25 @@ mod_configure(PyObject *mod, PyObject *args)
         Py_XDECREF(old_c);
         Py_XDECREF(old_s);
     }
-    if (arr != Py_None) {
+    if (arec) {
         PyObject *tp, *dtypes;
         ArrayLayout L;
         memset(&L, 0, sizeof L);
-        if (!PyArg_ParseTuple(arr, "O!nnnnnnnnlO!", &PyType_Type, &tp, &L.data, &L.nd, &L.dims, &L.strides, &L.descr, &L.flags,
+        if (!PyArg_ParseTuple(arec, "O!nnnnnnnnlO!", &PyType_Type, &tp, &L.data, &L.nd, &L.dims, &L.strides, &L.descr, &L.flags,
                               &L.type_num, &L.byteorder, &L.writeable, &PyTuple_Type, &dtypes))
-            return NULL;
+            goto done;
         Py_ssize_t offs[] = {L.data, L.nd, L.dims, L.strides, L.descr, L.flags, L.type_num, L.byteorder};
         for (size_t k = 0; k < sizeof offs / sizeof offs[0]; k++)
             if (offs[k] < (Py_ssize_t)sizeof(PyObject) || offs[k] > 256) {
                 PyErr_SetString(PyExc_ValueError, "configure: an implausible array layout offset");
-                return NULL;
+                goto done;
             }
         for (Py_ssize_t k = 0; k < PyTuple_Size(dtypes); k++) {
             int num, code, bits;
-            if (!PyArg_ParseTuple(PyTuple_GetItem(dtypes, k), "iii", &num, &code, &bits)) return NULL;
+            if (!PyArg_ParseTuple(PyTuple_GetItem(dtypes, k), "iii", &num, &code, &bits)) goto done;
             if (num < 0 || num >= NP_MAX_TYPES || bits <= 0 || bits > 64 || bits % 8 || code < 0 || code > 255) {
                 PyErr_SetString(PyExc_ValueError, "configure: an implausible array dtype entry");
-                return NULL;
+                goto done;
             }
             L.code[num] = (uint8_t)code;
             L.bits[num] = (uint8_t)bits;
@@ -556,13 +574,13 @@ mod_configure(PyObject *mod, PyObject *args)
         np_layout = L;
         Py_XDECREF(old);
     }
-    if (ct != Py_None) {
+    if (crec) {
         PyObject *void_p, *pointer;
         Py_ssize_t b_ptr;
-        if (!PyArg_ParseTuple(ct, "O!O!n", &PyType_Type, &void_p, &PyType_Type, &pointer, &b_ptr)) return NULL;
+        if (!PyArg_ParseTuple(crec, "O!O!n", &PyType_Type, &void_p, &PyType_Type, &pointer, &b_ptr)) goto done;
         if (b_ptr < (Py_ssize_t)sizeof(PyObject) || b_ptr > 256) {
             PyErr_SetString(PyExc_ValueError, "configure: an implausible ctypes layout offset");
-            return NULL;
+            goto done;
         }
         Py_INCREF(void_p);
         Py_INCREF(pointer);
@@ -573,7 +591,13 @@ mod_configure(PyObject *mod, PyObject *args)
         Py_XDECREF(old_v);
         Py_XDECREF(old_p);
     }
-    Py_RETURN_NONE;
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_XDECREF(trec);
+    Py_XDECREF(arec);
+    Py_XDECREF(crec);
+    return result;
 }
 
 static PyObject *
@@ -613,10 +637,12 @@ PyInit__claunch(void)
     }
     /* the record fields init reads (tests/launch/test_spec.py checks them against cute_bind.launch.spec) */
     const char *const *lists[] = {launch_spec_fields, seq_leaf_fields, tensor_spec_fields, mode_fields, pointer_spec_fields,
-                                  stream_spec_fields, number_spec_fields};
+                                  stream_spec_fields, number_spec_fields, array_layout_fields, ctypes_layout_fields,
+                                  torch_reader_fields};
     const char *names[] = {"LAUNCH_SPEC_FIELDS", "SEQ_LEAF_FIELDS", "TENSOR_SPEC_FIELDS", "MODE_FIELDS", "POINTER_SPEC_FIELDS",
-                           "STREAM_SPEC_FIELDS", "NUMBER_SPEC_FIELDS"};
-    for (int k = 0; k < 7; k++) {
+                           "STREAM_SPEC_FIELDS", "NUMBER_SPEC_FIELDS", "ARRAY_LAYOUT_FIELDS", "CTYPES_LAYOUT_FIELDS",
+                           "TORCH_READER_FIELDS"};
+    for (int k = 0; k < 10; k++) {
         PyObject *t = cb_names(lists[k]);
         if (!t || PyModule_AddObject(m, names[k], t) < 0) { /* AddObject steals only on success */
             Py_XDECREF(t);

@@ -6,6 +6,8 @@ text signatures and the field lists of every record it reads by name).
 
 from typing import Any, Callable
 
+from ..slots.dlpack import ArrayLayout, CtypesLayout
+from .native import TorchReader
 from .spec import LaunchSpec
 
 #: the LaunchSpec fields Launcher(spec) reads, in order
@@ -14,6 +16,10 @@ LAUNCH_SPEC_FIELDS: tuple[str, ...]
 SEQ_LEAF_FIELDS: tuple[str, ...]
 #: the slot records' fields C reads by name: CTensorSpec, CMode, CPointerSpec, CStreamSpec, CNumberSpec
 TENSOR_SPEC_FIELDS: tuple[str, ...]
+#: the records configure() reads by name: slots.dlpack.ArrayLayout, CtypesLayout, launch.native.TorchReader
+ARRAY_LAYOUT_FIELDS: tuple[str, ...]
+CTYPES_LAYOUT_FIELDS: tuple[str, ...]
+TORCH_READER_FIELDS: tuple[str, ...]
 MODE_FIELDS: tuple[str, ...]
 POINTER_SPEC_FIELDS: tuple[str, ...]
 STREAM_SPEC_FIELDS: tuple[str, ...]
@@ -26,5 +32,5 @@ class Launcher:
     def poison(self, refuse: Callable[[], Any], /) -> None: ...
     def write_and_call(self, data: bytes, /) -> int | None: ...
 
-def configure(array_layout: Any, ctypes_layout: Any, torch_reader: Any = None, /) -> None: ...
+def configure(array_layout: ArrayLayout | None, ctypes_layout: CtypesLayout | None, torch_reader: TorchReader | None = None, /) -> None: ...
 def counts() -> dict[str, int]: ...

@@ -15,12 +15,13 @@ from __future__ import annotations
 import importlib
 import sys
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .. import settings
 from ..slots.stream import stream_types
 
 __all__ = [
+    "TorchReader",
     "C_LAYOUTS",
     "c_launcher_class",
     "configure_c",
@@ -56,7 +57,19 @@ def c_launcher_class() -> Any:
 C_LAYOUTS: list[Any] = [None, None, None]
 
 
-def torch_reader() -> tuple[int, tuple[type, ...], Any, tuple[type, ...]] | None:
+class TorchReader(NamedTuple):
+    """What ``_claunch.configure`` reads (by field name) of torch: its DLPack exchange function
+    (``dltensor_from_py_object_no_sync``'s address), the exact types pointer slots read through it,
+    their exchange-API capsule (kept alive with it), and torch's stream classes stream slots read
+    through ``cuda_stream`` (None: none)."""
+
+    function: int
+    types: tuple[type, ...]
+    capsule: Any
+    streams: tuple[type, ...] | None
+
+
+def torch_reader() -> TorchReader | None:
     """torch's exchange function with the exact types pointer slots read through it, and torch's stream
     classes stream slots read through ``cuda_stream``, once torch is imported."""
     torch = sys.modules.get("torch")
@@ -68,7 +81,7 @@ def torch_reader() -> tuple[int, tuple[type, ...], Any, tuple[type, ...]] | None
     if found is None:
         return None
     types = tuple(t for t in (torch.Tensor, getattr(getattr(torch, "nn", None), "Parameter", None)) if isinstance(t, type))
-    return (found.address, types, found.capsule, stream_types()[0])
+    return TorchReader(found.address, types, found.capsule, stream_types()[0])
 
 
 def learning_stream_reader(reader: Callable[[Any], int]) -> Callable[[Any], int]:

@@ -24,7 +24,9 @@ import pytest
 import cute_bind
 from cute_bind import dsl
 from cute_bind.launch import native
+from cute_bind.launch.native import TorchReader
 from cute_bind.launch.spec import KeepAlive, LaunchSpec, SeqLeaf, TvmConstantArg, TvmFfiLaunchSpec, TvmKeepAlive, TvmTensorArg
+from cute_bind.slots.dlpack import ArrayLayout, CtypesLayout
 from cute_bind.slots.pointer import CPointerSpec
 from cute_bind.slots.scalar import CNumberSpec
 from cute_bind.slots.stream import CStreamSpec
@@ -71,6 +73,9 @@ C_RECORDS = [
     ("cute_bind.launch._claunch", "POINTER_SPEC_FIELDS", CPointerSpec),
     ("cute_bind.launch._claunch", "STREAM_SPEC_FIELDS", CStreamSpec),
     ("cute_bind.launch._claunch", "NUMBER_SPEC_FIELDS", CNumberSpec),
+    ("cute_bind.launch._claunch", "ARRAY_LAYOUT_FIELDS", ArrayLayout),
+    ("cute_bind.launch._claunch", "CTYPES_LAYOUT_FIELDS", CtypesLayout),
+    ("cute_bind.launch._claunch", "TORCH_READER_FIELDS", TorchReader),
     ("cute_bind.launch._ctvmffi", "TVM_FFI_LAUNCH_SPEC_FIELDS", TvmFfiLaunchSpec),
     ("cute_bind.launch._ctvmffi", "TENSOR_ARG_FIELDS", TvmTensorArg),
     ("cute_bind.launch._ctvmffi", "CONSTANT_ARG_FIELDS", TvmConstantArg),
@@ -320,3 +325,19 @@ def test_a_prepared_tvm_ffi_handle_hands_c_one_spec_with_named_arguments(monkeyp
 
     torch = torch_or_skip()  # not importorskip: the DSL's own torch.py shadows a missing torch under DSL 4.5-4.7
     assert type(T._kind_of(torch.zeros(2))[1]) is TvmTensorArg
+
+
+@pytest.mark.parametrize(
+    "args, record",
+    [
+        (((1,) * 11, None, None), "ArrayLayout"),
+        ((None, (1, 2, 3), None), "CtypesLayout"),
+        ((None, None, (1, (), None, None)), "TorchReader"),
+    ],
+    ids=["numpy", "ctypes", "torch"],
+)
+def test_configure_reads_its_records_by_name(args: tuple[Any, ...], record: str) -> None:
+    """configure() reads NumPy's and ctypes' layouts and torch's reader by field name: a tuple of the
+    fields' values is refused."""
+    with pytest.raises(TypeError, match=f"{record} record"):
+        _claunch().configure(*args)
