@@ -173,17 +173,22 @@ class ScalarKind(SlotKind):
 
         return convert
 
+    def _as_index(self, value: Any, where: Where) -> int:
+        """An integer value's ``operator.index``; a float, a non-integer or a hostile ``__index__`` that
+        raised is this slot's typed refusal."""
+        if isinstance(value, float):
+            raise self.refusal(where, value)
+        try:
+            return operator.index(value)
+        except Exception as exc:
+            raise self.refusal(where, value) from exc
+
     def _coerce_bool(self, value: Any, where: Where) -> bool:
         if isinstance(value, bool):
             return value
         if type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool"):
             return bool(value)
-        if isinstance(value, float):
-            raise self.refusal(where, value)
-        try:
-            as_int = operator.index(value)
-        except Exception as exc:  # not an integer, or a hostile __index__ that raised: a typed error
-            raise self.refusal(where, value) from exc
+        as_int = self._as_index(value, where)
         if as_int not in (0, 1):
             raise D.error(
                 D.INTEGER_OUT_OF_RANGE, kernel=where.kernel, parameter=where.parameter, expected="Boolean (0 or 1)", got=str(as_int)
@@ -194,12 +199,7 @@ class ScalarKind(SlotKind):
         # bool before int: True/False are ints in Python and pack as 1/0, as in the direct call.
         if isinstance(value, bool):
             return int(value)
-        if isinstance(value, float):
-            raise self.refusal(where, value)
-        try:
-            as_int = operator.index(value)
-        except Exception as exc:  # not an integer, or a hostile __index__ that raised: a typed error
-            raise self.refusal(where, value) from exc
+        as_int = self._as_index(value, where)
         lo, hi = self.range or (0, 0)
         if not lo <= as_int <= hi:
             raise D.error(
