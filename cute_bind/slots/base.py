@@ -272,6 +272,12 @@ class SlotKind(ABC):
         call of a kernel with such a slot is keyed in full (correct, a little slower)."""
         return unprobeable
 
+    def schema_element(self) -> tuple[str, bool] | None:
+        """For ``cute_bind.torch.op``: the torch schema type of one value of this kind and whether it
+        is a tensor (``("Tensor", True)``, ``("Scalar", False)``), or ``None``: no schema type (such a
+        parameter needs a default, which the op then always passes)."""
+        return None
+
     def fallback(self, where: Where) -> Any:
         """For the Python fast path of a kind with a ``guard``: a function turning a value the guard
         refuses into what ``coerce`` returns (raising on anything it does not take), tried before the

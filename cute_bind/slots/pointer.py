@@ -396,6 +396,10 @@ class PointerKind(SlotKind):
         gmem = dsl.dsl().cute.AddressSpace.gmem if self.space is not None else None
         return (self.space is None or self.space != gmem, self.space is None or self.space == gmem)
 
+    def schema_element(self) -> tuple[str, bool]:
+        """A torch op passes it as a tensor."""
+        return ("Tensor", True)
+
     def probe(self) -> Callable[[Any], Hashable]:
         """The value's type and what it says of its element type and memory (an int: just ``int``)."""
         return _pointer_probe

@@ -143,6 +143,10 @@ class ScalarKind(SlotKind):
             return self._coerce_float(value, where)
         return self._coerce_int(value, where)
 
+    def schema_element(self) -> tuple[str, bool]:
+        """A torch op passes it as a Scalar (every number kind)."""
+        return ("Scalar", False)
+
     def probe(self) -> None:
         """Numbers are never part of the compile key."""
         return None

@@ -560,6 +560,10 @@ class TensorKind(SlotKind):
             all(m.static is None for m in modes) or all(m.static is not None for m in modes) for modes in (layout.shape, layout.stride)
         ) and all(m.static is None for m in layout.stride)
 
+    def schema_element(self) -> tuple[str, bool]:
+        """A torch op passes it as a tensor."""
+        return ("Tensor", True)
+
     def probe(self) -> Callable[[Any], Hashable]:
         """The value's type, element type, device and layout pattern (all of it for a static layout;
         for a dynamic one which modes have unit stride and which extent exceeds 1, as

@@ -42,7 +42,7 @@ from typing import Any, Iterable
 
 from .. import diagnostics as D
 from ..jit.signature import KernelSignature, Param
-from ..slots import OptionalKind, PointerKind, ScalarKind, SequenceKind, SlotKind, StreamKind, TensorKind
+from ..slots import OptionalKind, ScalarKind, SequenceKind, SlotKind, StreamKind
 
 __all__ = ["OpParam", "OpPlan", "plan_op", "parse_name"]
 
@@ -176,12 +176,9 @@ def _kinds(slots: Iterable[SlotKind]) -> str | None:
 
 
 def _element_type(slot: SlotKind) -> tuple[str, bool] | None:
-    """(schema type, is a tensor) of one element kind, or None where no schema type fits."""
-    if isinstance(slot, (TensorKind, PointerKind)):
-        return "Tensor", True
-    if isinstance(slot, ScalarKind):
-        return "Scalar", False  # every number kind: see the module's docstring
-    return None
+    """(schema type, is a tensor) of one element kind, or None where no schema type fits: the kind's own
+    :meth:`~cute_bind.slots.SlotKind.schema_element` (every number kind is a Scalar: see the module's docstring)."""
+    return slot.schema_element()
 
 
 def _unsupported(kernel: str, p: Param, got: str, why: str) -> Exception:

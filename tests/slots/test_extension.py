@@ -105,3 +105,38 @@ def test_a_toy_kind_is_taken_by_dispatch_compile_and_prepare(kind: type[SlotKind
     handle.launch(out, 99)
     assert out[0] == 10
     assert type(handle.slots["value"]) is kind
+
+
+class ScalarToy(TaggedInt32):
+    """The toy kind, also a torch op's Scalar (its one schema line)."""
+
+    def schema_element(self) -> tuple[str, bool]:
+        return ("Scalar", False)
+
+
+@pytest.mark.parametrize("kind", [TaggedInt32, ScalarToy], ids=["no schema type", "a Scalar"])
+def test_a_toy_kind_is_taken_by_the_torch_schema(kind: type[SlotKind], monkeypatch: Any) -> None:
+    """``cute_bind.torch.op`` asks the kind for its schema type: a kind that names one is an op argument
+    with no edit of the schema code; one that names none is CB702 (give it a default), as a structure is."""
+    from tests.optional import torch_or_skip
+
+    torch = torch_or_skip()
+    import cute_bind.torch as cbt
+
+    monkeypatch.setattr(registry, "_KINDS", list(registry.kinds()))
+    monkeypatch.setattr(registry, "_ELEMENT_KINDS", list(registry.element_kinds()))
+    registry.register(kind, before=ScalarKind)
+    k = cute_bind.kernel(fill_i32)
+    name = f"cbtest::toy_{kind.__name__.lower()}"
+    if kind is TaggedInt32:
+        with pytest.raises(cute_bind.KernelDefinitionError, match=r"\[CB702\]"):
+            cbt.op(name, k, mutates_args=("out",))
+        return
+    op = cbt.op(name, k, mutates_args=("out",))
+    assert "Scalar value" in op.schema
+    out = torch.zeros(4, dtype=torch.int32)
+    for value, stored in [(50, 10), (3, 3)]:
+        op(out, value)  # eagerly: the kernel's own call
+        assert int(out[0]) == stored
+    torch.ops.cbtest.__getattr__(f"toy_{kind.__name__.lower()}")(out, -5)  # through torch's dispatcher
+    assert int(out[0]) == 0
