@@ -76,8 +76,9 @@ cb_address_of(PyObject *obj, const char *what, int allow_null, uint64_t *out)
 /* The DLPack exchange API's dltensor_from_py_object_no_sync: fills `out` from a Python object. */
 typedef int (*cb_dltensor_reader)(void *py_object, DLTensorC *out);
 
-/* Field kinds a record's attribute is checked against. */
-enum { CB_ANY = 0, CB_INT, CB_BYTES, CB_TUPLE, CB_BOOL, CB_CALLABLE, CB_INT_OR_NONE };
+/* Field kinds a record's attribute is checked against; `| CB_OR_NONE` takes None too. */
+enum { CB_ANY = 0, CB_INT, CB_BYTES, CB_TUPLE, CB_BOOL, CB_CALLABLE, CB_INT_OR_NONE, CB_TYPE, CB_DESCRIPTOR };
+#define CB_OR_NONE 0x100
 
 /* `record.name` as a new reference, checked to be of `kind`; NULL with TypeError (or the
  * attribute's own error) otherwise. `what` names the record in the message. */
@@ -86,19 +87,26 @@ cb_field(PyObject *record, const char *what, const char *name, int kind)
 {
     PyObject *v = PyObject_GetAttrString(record, name);
     if (!v) return NULL;
+    if ((kind & CB_OR_NONE) && v == Py_None) return v;
     int ok;
     const char *want;
-    switch (kind) {
+    switch (kind & ~CB_OR_NONE) {
     case CB_INT: ok = PyLong_Check(v); want = "an int"; break;
     case CB_BYTES: ok = PyBytes_Check(v); want = "bytes"; break;
     case CB_TUPLE: ok = PyTuple_Check(v); want = "a tuple"; break;
     case CB_BOOL: ok = PyBool_Check(v); want = "a bool"; break;
     case CB_CALLABLE: ok = PyCallable_Check(v); want = "callable"; break;
     case CB_INT_OR_NONE: ok = v == Py_None || PyLong_Check(v); want = "an int or None"; break;
+    case CB_TYPE: ok = PyType_Check(v); want = "a type"; break;
+    case CB_DESCRIPTOR: /* a data descriptor: it both gets and sets */
+        ok = PyType_GetSlot(Py_TYPE(v), Py_tp_descr_get) != NULL && PyType_GetSlot(Py_TYPE(v), Py_tp_descr_set) != NULL;
+        want = "a data descriptor";
+        break;
     default: ok = 1; want = ""; break;
     }
     if (!ok) {
-        PyErr_Format(PyExc_TypeError, "%s.%s must be %s", what, name, want);
+        PyErr_Format(PyExc_TypeError, "%s.%s must be %s%s, got %R", what, name, want, (kind & CB_OR_NONE) ? " or None" : "",
+                     (PyObject *)Py_TYPE(v));
         Py_DECREF(v);
         return NULL;
     }

@@ -343,29 +343,7 @@ eager_check_check(PyObject *selfobj, PyObject *const *args, Py_ssize_t nargs)
     return counted_check(self, args, nargs); /* the arguments are the caller's: alive until we return */
 }
 
-/* spec.<name>, a new reference: callable (or None when `optional`), a type, or a data descriptor */
-enum { EC_CALLABLE, EC_TYPE, EC_DESCRIPTOR };
-
-static PyObject *
-read_field(PyObject *spec, const char *name, int kind, int optional)
-{
-    PyObject *o = PyObject_GetAttrString(spec, name);
-    if (o == NULL) return NULL;
-    if (optional && o == Py_None) return o;
-    int ok = kind == EC_TYPE ? PyType_Check(o)
-           : kind == EC_CALLABLE ? PyCallable_Check(o)
-           : PyType_GetSlot(Py_TYPE(o), Py_tp_descr_get) != NULL && PyType_GetSlot(Py_TYPE(o), Py_tp_descr_set) != NULL;
-    if (!ok) {
-        const char *want = kind == EC_TYPE ? "a type" : kind == EC_CALLABLE ? "callable" : "a data descriptor";
-        PyErr_Format(PyExc_TypeError, "EagerCheck spec: %s must be %s%s, got %R", name, want, optional ? " or None" : "",
-                     (PyObject *)Py_TYPE(o));
-        Py_DECREF(o);
-        return NULL;
-    }
-    return o;
-}
-
-/* spec.<name>: a tuple of 1..max items of `kind`, each stored (owned) in out; its length, or -1 */
+/* spec.<name>: a tuple of 1..max items of `kind` (CB_TYPE or CB_CALLABLE), each stored (owned) in out; its length, or -1 */
 static Py_ssize_t
 read_tuple(PyObject *spec, const char *name, int kind, Py_ssize_t min, Py_ssize_t max, PyObject **out)
 {
@@ -379,9 +357,9 @@ read_tuple(PyObject *spec, const char *name, int kind, Py_ssize_t min, Py_ssize_
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *o = PyTuple_GetItem(t, i);
-        if (kind == EC_TYPE ? !PyType_Check(o) : !PyCallable_Check(o)) {
+        if (kind == CB_TYPE ? !PyType_Check(o) : !PyCallable_Check(o)) {
             PyErr_Format(PyExc_TypeError, "EagerCheck spec: %s[%zd] must be %s, got %R", name, i,
-                         kind == EC_TYPE ? "a type" : "callable", (PyObject *)Py_TYPE(o));
+                         kind == CB_TYPE ? "a type" : "callable", (PyObject *)Py_TYPE(o));
             for (Py_ssize_t j = 0; j < i; j++) Py_CLEAR(out[j]);
             Py_DECREF(t);
             return -1;
@@ -426,21 +404,21 @@ eager_check_init(PyObject *selfobj, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "EagerCheck cannot be initialised twice");
         return -1;
     }
-    Py_ssize_t nt = read_tuple(spec, "tensor_types", EC_TYPE, 1, EC_MAX_TYPES, self->types);
+    Py_ssize_t nt = read_tuple(spec, "tensor_types", CB_TYPE, 1, EC_MAX_TYPES, self->types);
     if (nt < 0) return -1;
     self->ntypes = nt;
-    Py_ssize_t nm = read_tuple(spec, "modes", EC_CALLABLE, 0, EC_MAX_MODES, self->modes);
+    Py_ssize_t nm = read_tuple(spec, "modes", CB_CALLABLE, 0, EC_MAX_MODES, self->modes);
     if (nm < 0) return -1;
     self->nmodes = nm;
-    if (!(self->grad_enabled = read_field(spec, "grad_enabled", EC_CALLABLE, 0))) return -1;
-    if (!(self->get_device = read_field(spec, "get_device", EC_CALLABLE, 0))) return -1;
-    if (!(self->raw_stream = read_field(spec, "raw_stream", EC_CALLABLE, 0))) return -1;
-    PyObject *cur = read_field(spec, "current_device", EC_CALLABLE, 1);
+    if (!(self->grad_enabled = cb_field(spec, "EagerCheck spec", "grad_enabled", CB_CALLABLE))) return -1;
+    if (!(self->get_device = cb_field(spec, "EagerCheck spec", "get_device", CB_CALLABLE))) return -1;
+    if (!(self->raw_stream = cb_field(spec, "EagerCheck spec", "raw_stream", CB_CALLABLE))) return -1;
+    PyObject *cur = cb_field(spec, "EagerCheck spec", "current_device", CB_CALLABLE | CB_OR_NONE);
     if (cur == NULL) return -1;
     if (cur == Py_None) Py_DECREF(cur);
     else self->current_device = cur;
-    if (!(self->requires_grad = read_field(spec, "requires_grad", EC_DESCRIPTOR, 0))) return -1;
-    if (!(self->is_meta = read_field(spec, "is_meta", EC_DESCRIPTOR, 0))) return -1;
+    if (!(self->requires_grad = cb_field(spec, "EagerCheck spec", "requires_grad", CB_DESCRIPTOR))) return -1;
+    if (!(self->is_meta = cb_field(spec, "EagerCheck spec", "is_meta", CB_DESCRIPTOR))) return -1;
     void *reader, *work_stream, *grad_mode;
     if (read_address(spec, "reader", &reader) < 0 || read_address(spec, "work_stream", &work_stream) < 0 ||
         read_address(spec, "grad_mode", &grad_mode) < 0)
@@ -764,9 +742,9 @@ eager_call_init(PyObject *selfobj, PyObject *args, PyObject *kwargs)
         return -1;
     }
     self->check = chk;
-    if (!(self->kernel = read_field(spec, "kernel", EC_CALLABLE, 0))) return -1;
-    if (!(self->bump = read_field(spec, "bump", EC_CALLABLE, 0))) return -1;
-    if (!(self->fallback = read_field(spec, "fallback", EC_CALLABLE, 0))) return -1;
+    if (!(self->kernel = cb_field(spec, "EagerCall spec", "kernel", CB_CALLABLE))) return -1;
+    if (!(self->bump = cb_field(spec, "EagerCall spec", "bump", CB_CALLABLE))) return -1;
+    if (!(self->fallback = cb_field(spec, "EagerCall spec", "fallback", CB_CALLABLE))) return -1;
     self->ready = 1;
     return 0;
 }
