@@ -100,7 +100,7 @@ def test_no_import_circles():
     assert not cycles, "import circles in cute_bind:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
-#: Which rooms a room may import (its own modules aside); the architecture page draws this.
+#: Which packages (and single modules) each may import (its own modules aside); the architecture page draws this.
 ALLOWED = {
     "diagnostics": set(),
     "_whitelist": set(),
@@ -122,16 +122,16 @@ ALLOWED = {
 }
 
 
-def test_rooms_import_downwards_only():
+def test_packages_import_downwards_only():
     bad = []
     for mod, targets in import_graph().items():
         parts = mod.split(".")
-        room = parts[1] if len(parts) > 1 else None
-        if room not in ALLOWED:
+        package = parts[1] if len(parts) > 1 else None
+        if package not in ALLOWED:
             continue
         for t in targets:
-            troom = t.split(".")[1] if t.count(".") else None
-            if troom is not None and troom != room and troom not in ALLOWED[room]:
+            target = t.split(".")[1] if t.count(".") else None
+            if target is not None and target != package and target not in ALLOWED[package]:
                 bad.append(f"{mod} -> {t}")
     assert not bad, "imports against the layout (docs/concepts/architecture.md):\n" + "\n".join(sorted(bad))
 
@@ -155,7 +155,7 @@ def test_the_architecture_page_draws_these_rules():
 
 
 def test_a_built_wheel_holds_every_module(tmp_path):
-    """An installed cute_bind (not the checkout) imports every room: a room
+    """An installed cute_bind (not the checkout) imports every package: a package
     missing from the wheel breaks ``import cute_bind`` only outside the repo."""
     import subprocess
     import sys

@@ -10,6 +10,6 @@ parameter's slot takes and whether it is in the compile key (hover),
 ``config`` reads ``[tool.cute-bind]`` for the check and the server, and
 ``exports`` holds ``cute_bind.__all__`` as data. All share the whitelist
 (``cute_bind._whitelist``) with the runtime classification, so they agree
-with decoration by construction; the room imports only ``diagnostics`` and
+with decoration by construction; the package imports only ``diagnostics`` and
 ``_whitelist`` (tests/static/test_exports.py).
 """

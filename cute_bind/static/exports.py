@@ -4,7 +4,7 @@ A star import of ``cute_bind`` binds exactly ``cute_bind.__all__``; the static
 tools need that list to know which names such an import provides (a name it
 does not export comes from an earlier star import). Reading ``__all__`` would
 import the whole runtime into the checker, the mypy plugin and the language
-server, whose rooms sit just above ``diagnostics`` and ``_whitelist``
+server, whose packages sit just above ``diagnostics`` and ``_whitelist``
 (docs/concepts/architecture.md); so the list is kept here, and
 ``tests/static/test_exports.py`` fails when it and ``cute_bind.__all__`` differ.
 """
