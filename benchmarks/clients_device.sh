@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The production clients on the GPU in one device call (issue 40): every case of tests/clients/recorder.py
 # through every door of tests/clients/bitwise.py (prepare, kernel, kernel-bind, kernel-stream: an explicit
-# stream), bit for bit against the client's own call, in two processes side by side (quack's cases, and
-# FlashAttention-4's); then benchmarks/clients_bench.py (quack GEMM at small shapes, FlashAttention-4 decode).
+# stream), bit for bit against the client's own call, in SPLIT processes side by side; then benchmarks/clients_bench.py (quack GEMM at small shapes, FlashAttention-4 decode).
 #   run(command="source .device/bootstrap.sh && bash benchmarks/clients_device.sh", carry=[".device"])
 # Needs the clients' wheels in .device/clients (bash benchmarks/stage_clients.sh). Everything lands in
 # $OUT/clients.tgz; the summary is printed last. BENCH=0 skips the benchmark; ONLY="case ..." runs those cases.
@@ -25,17 +24,19 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   >> "$LOG/env.txt" 2>&1 || echo "clients install failed" >> "$LOG/env.txt"
 export PYTHONPATH=$PYTHONPATH:/tmp/clients
 export CUTE_DSL_ARCH=sm_90a FLASH_ATTENTION_ARCH=sm_90 QUACK_ARCH=sm_90 QUACK_CACHE_ENABLED=0 FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=0
-cases() { python3 -c "import sys; from tests.clients.recorder import CASES; print(' '.join(c for c in CASES if c.startswith(sys.argv[1])))" "$1"; }
-if [ -n "${ONLY:-}" ]; then groups="only"; else groups="quack fa4"; fi
+# the cases dealt round-robin into SPLIT groups (default 4), one process each; ONLY="case ..." runs those
+chunk() { python3 -c "import sys; from tests.clients.recorder import CASES; n, i = int(sys.argv[1]), int(sys.argv[2]); print(' '.join(list(CASES)[i::n]))" "$1" "$2"; }
+SPLIT=${SPLIT:-4}
+if [ -n "${ONLY:-}" ]; then groups="only"; else groups=$(seq 0 $((SPLIT - 1))); fi
 for g in $groups; do
-  if [ "$g" = only ]; then list=$ONLY; else list=$(cases "$g."); fi
+  if [ "$g" = only ]; then list=$ONLY; else list=$(chunk "$SPLIT" "$g"); fi
   # shellcheck disable=SC2086
   timeout "${T_BITWISE:-420}" python3 -m tests.clients.bitwise --json "$LOG/bitwise_$g.json" --markdown $list > "$LOG/bitwise_$g.txt" 2>&1 &
 done
 wait
 pack
 if [ "${BENCH:-1}" = 1 ]; then
-  timeout "${T_BENCH:-150}" python3 benchmarks/clients_bench.py --repeats 11 --iters 300 --only "${BENCH_ONLY:-gemm,fa4}" \
+  timeout "${T_BENCH:-150}" python3 benchmarks/clients_bench.py --repeats "${REPEATS:-11}" --iters 300 --only "${BENCH_ONLY:-gemm,fa4}" \
     --json "$LOG/bench.json" > "$LOG/bench.txt" 2>&1
   pack
 fi
