@@ -46,6 +46,7 @@
 #define Py_LIMITED_API 0x030A0000
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 
 /* Py_XSETREF is not part of the limited API */
 #define CB_XSETREF(dst, src) do { PyObject *_old = (PyObject *)(dst); (dst) = (src); Py_XDECREF(_old); } while (0)
@@ -107,12 +108,8 @@ static void Slot_dealloc(PyObject *self) {
            its caller (and handle) go now, its hits stay with the kernel */
         st->slot = NULL;
         slot->state = NULL;
-        call = st->call;
-        stream_fn = st->stream_fn;
-        routes = st->routes;
-        st->call = NULL;
-        st->stream_fn = NULL;
-        st->routes = NULL;
+        call = st->call, stream_fn = st->stream_fn, routes = st->routes;
+        st->call = st->stream_fn = st->routes = NULL;
         st->fill_n = -1;
     }
     if (slot->husk) {
@@ -122,9 +119,7 @@ static void Slot_dealloc(PyObject *self) {
     tp_free(self);
     Py_DECREF(tp);
     /* last: releasing them may run arbitrary code, and every pointer is consistent by now */
-    Py_XDECREF(call);
-    Py_XDECREF(stream_fn);
-    Py_XDECREF(routes);
+    Py_XDECREF(call), Py_XDECREF(stream_fn), Py_XDECREF(routes);
 }
 
 static PyType_Slot Slot_slots[] = {
@@ -138,13 +133,18 @@ static PyType_Spec Slot_spec = {
 };
 
 /* ------------------------------------------------------------------ ThreadState */
+static int ThreadState_clear(PyObject *self) {
+    Py_CLEAR(((ThreadState *)self)->call);
+    Py_CLEAR(((ThreadState *)self)->stream_fn);
+    Py_CLEAR(((ThreadState *)self)->routes);
+    return 0;
+}
+
 static void ThreadState_dealloc(PyObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     unlink_state((ThreadState *)self); /* its slot, if its thread still has it, becomes a husk */
-    Py_CLEAR(((ThreadState *)self)->call);
-    Py_CLEAR(((ThreadState *)self)->stream_fn);
-    Py_CLEAR(((ThreadState *)self)->routes);
+    ThreadState_clear(self);
     freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     tp_free(self);
     Py_DECREF(tp);
@@ -155,13 +155,6 @@ static int ThreadState_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(((ThreadState *)self)->stream_fn);
     Py_VISIT(((ThreadState *)self)->routes);
     Py_VISIT(Py_TYPE(self));
-    return 0;
-}
-
-static int ThreadState_clear(PyObject *self) {
-    Py_CLEAR(((ThreadState *)self)->call);
-    Py_CLEAR(((ThreadState *)self)->stream_fn);
-    Py_CLEAR(((ThreadState *)self)->routes);
     return 0;
 }
 
@@ -245,9 +238,7 @@ static void detach(PyObject *states, PyObject *token) {
             ThreadState *st = (ThreadState *)PyList_GetItem(states, i);
             if (st != NULL) {
                 st->fill_n = -1;
-                Py_CLEAR(st->call);
-                Py_CLEAR(st->stream_fn);
-                Py_CLEAR(st->routes);
+                ThreadState_clear((PyObject *)st);
             }
         }
         Py_DECREF(states);
@@ -341,11 +332,40 @@ static int compact(CallBase *self) {
     return 0;
 }
 
+/* A stream reader (cute_bind.jit.streams.StreamReader, a tuple: work_stream address, device or -1, current_device,
+ * keep, raw): torch's DLPack current_work_stream called from here, no Python call (issue 44 item 7). */
+static int is_reader(PyObject *f) {
+    return PyTuple_Check(f) && PyTuple_Size(f) == 5 && PyLong_Check(PyTuple_GetItem(f, 0)) && PyLong_Check(PyTuple_GetItem(f, 1)) &&
+           PyCallable_Check(PyTuple_GetItem(f, 2));
+}
+/* `f()` (new reference), or NULL with an exception set; a reader is read without calling it. */
+static PyObject *read_stream(PyObject *f) {
+    PyObject *stream = NULL, *d = NULL;
+    Py_INCREF(f); /* the caller's reference may go while Python code runs */
+    if (!is_reader(f)) {
+        stream = PyObject_CallNoArgs(f);
+    } else {
+        void *address = PyLong_AsVoidPtr(PyTuple_GetItem(f, 0)), *s = NULL;
+        long device = PyLong_AsLong(PyTuple_GetItem(f, 1));
+        if (device < 0 && !PyErr_Occurred() && (d = PyObject_CallNoArgs(PyTuple_GetItem(f, 2))) != NULL) {
+            device = PyLong_AsLong(d); /* torch's current device */
+            Py_DECREF(d);
+        }
+        int (*work_stream)(int32_t, int32_t, void **);
+        memcpy(&work_stream, &address, sizeof work_stream);
+        if (!PyErr_Occurred() && address != NULL && device >= 0 && device <= INT32_MAX && work_stream(2 /* kDLCUDA */, (int32_t)device, &s) == 0) {
+            stream = PyLong_FromVoidPtr(s);
+        } else if (!PyErr_Occurred()) {
+            PyErr_Format(PyExc_RuntimeError, "torch's current_work_stream gave no stream for device %ld", device);
+        }
+    }
+    Py_DECREF(f);
+    return stream;
+}
+
 /* `args` plus the stream from `stream_fn()` as one more positional argument (new reference), or NULL. */
 static PyObject *with_stream(PyObject *args, Py_ssize_t n, PyObject *stream_fn) {
-    Py_INCREF(stream_fn);
-    PyObject *stream = PyObject_CallNoArgs(stream_fn);
-    Py_DECREF(stream_fn);
+    PyObject *stream = read_stream(stream_fn);
     if (stream == NULL) {
         return NULL;
     }
@@ -354,17 +374,16 @@ static PyObject *with_stream(PyObject *args, Py_ssize_t n, PyObject *stream_fn) 
         Py_DECREF(stream);
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < n; i++) { /* n is the size of args (both callers check it) */
         PyObject *item = PyTuple_GetItem(args, i);
-        if (item == NULL) {
-            Py_DECREF(stream);
-            Py_DECREF(full);
-            return NULL;
-        }
-        Py_INCREF(item);
+        Py_XINCREF(item);
         PyTuple_SetItem(full, i, item); /* steals */
     }
     PyTuple_SetItem(full, n, stream); /* steals */
+    if (PyErr_Occurred()) {
+        Py_DECREF(full);
+        return NULL;
+    }
     return full;
 }
 
@@ -489,9 +508,7 @@ static PyObject *try_route(PyObject *route, PyObject *args) {
             return NULL;
         }
         if (PyTuple_GetItem(runtime, j) == Py_None) {
-            Py_INCREF(stream_fn);
-            PyObject *stream = PyObject_CallNoArgs(stream_fn);
-            Py_DECREF(stream_fn);
+            PyObject *stream = read_stream(stream_fn);
             if (stream == NULL) {
                 Py_DECREF(runtime);
                 return stream_failed();
@@ -629,9 +646,7 @@ static PyObject *positional_call(CallBase *self, PyObject *args, PyObject *kwarg
             return NULL;
         }
         placed[i] = value;
-        if (i + 1 > top) {
-            top = i + 1;
-        }
+        top = i + 1 > top ? i + 1 : top;
     }
     for (Py_ssize_t i = 0; i < top; i++) {
         if (placed[i] == NULL) {
@@ -713,11 +728,8 @@ static PyObject *CallBase_reset_calls(PyObject *self_, PyObject *args) {
         return NULL;
     }
     PyObject *old_states = self->states, *old_token = self->token; /* owned: swapped out, then detached */
-    self->states = states;
-    self->token = token;
-    self->retired = 0;
-    Py_INCREF(dispatch);
-    Py_INCREF(fallback);
+    self->states = states, self->token = token, self->retired = 0;
+    Py_INCREF(dispatch), Py_INCREF(fallback);
     CB_XSETREF(self->dispatch, dispatch);
     CB_XSETREF(self->fallback, fallback);
     /* the old states are unreachable now (their token is gone): drop them, their callers and handles */
@@ -758,12 +770,8 @@ static ThreadState *get_or_make_state(CallBase *self) {
     if (st == NULL) {
         return NULL;
     }
-    st->call = NULL;
-    st->stream_fn = NULL;
-    st->routes = NULL;
-    st->fill_n = -1;
-    st->hits = 0;
-    st->slot = NULL;
+    st->call = st->stream_fn = st->routes = NULL;
+    st->fill_n = -1, st->hits = 0, st->slot = NULL;
     Slot *slot = (Slot *)slot_alloc(slot_tp, 0);
     if (slot == NULL) {
         Py_DECREF(st);
@@ -806,8 +814,8 @@ static PyObject *CallBase_set_call(PyObject *self_, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O|nO:_set_call", &call, &fill_n, &stream_fn)) {
         return NULL;
     }
-    if (fill_n >= 0 && !PyCallable_Check(stream_fn)) {
-        PyErr_SetString(PyExc_TypeError, "_set_call: stream_fn must be callable when fill_n >= 0");
+    if (fill_n >= 0 && !PyCallable_Check(stream_fn) && !is_reader(stream_fn)) {
+        PyErr_SetString(PyExc_TypeError, "_set_call: stream_fn must be callable or a stream reader when fill_n >= 0");
         return NULL;
     }
     ThreadState *st = get_or_make_state((CallBase *)self_);

@@ -9,14 +9,34 @@ from __future__ import annotations
 import functools
 import importlib.util
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 from .. import diagnostics as D
 
-__all__ = ["current_stream"]
+__all__ = ["StreamReader", "current_stream"]
 
 _DEFAULT_STREAM = 0
 _CUDA_DEVICE_TYPES = (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged
+
+
+class StreamReader(tuple):  # type: ignore[type-arg]
+    """``() -> stream`` for a left-out stream, which the C call path reads without calling it.
+
+    A tuple ``(work_stream, device, current_device, keep, raw)``: ``work_stream`` is the address of
+    torch's DLPack exchange API function ``current_work_stream`` (a C function of torch's, called with
+    the GIL held), ``device`` the CUDA device or -1 for torch's current one (``current_device()``,
+    torch's C ``_cuda_getDevice``), ``keep`` the capsule that keeps the table alive. The C path
+    (jit/_cdispatch.c) calls ``work_stream(kDLCUDA, device, &stream)`` itself: no Python call, no
+    argument parsing (issue 44 item 7); a Python caller calls the object, which asks ``raw(device)``,
+    torch's ``_cuda_getCurrentRawStream``: the same stream (torch's table answers with
+    ``getCurrentCUDAStream(device)``, as that function does).
+    """
+
+    __slots__ = ()
+
+    def __call__(self) -> int:
+        _, device, current_device, _, raw = self
+        return int(raw(device if device >= 0 else current_device()))
 
 
 class _TorchStreams:
@@ -24,6 +44,9 @@ class _TorchStreams:
 
     raw: Callable[[int], int] | None = None
     device: Callable[[], int] | None = None
+    #: torch's DLPack exchange table: ``current_work_stream``'s address and the capsule holding it (0, None: none)
+    work_stream: int = 0
+    capsule: object = None
     never = False  # torch is a build without CUDA: every left-out stream is the default stream
     looked = False  # whether torch's installation was looked up (find_spec, once)
 
@@ -49,18 +72,37 @@ class _TorchStreams:
                 def raw(device: int) -> int:
                     return int(torch.cuda.current_stream(device).cuda_stream)
 
-            self.device = torch.cuda.current_device
+            # torch's own C function where it has it: torch.cuda.current_device() is Python (its lazy-init
+            # check, a no-op once CUDA is initialised, then this same call)
+            self.device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
             self.raw = raw
+            self._exchange(torch, raw)
         except Exception:
             return None
         return self.raw
 
+    def _exchange(self, torch: Any, raw: Callable[[int], int]) -> None:
+        """Record torch's ``current_work_stream`` (its DLPack exchange table) for the C call path, where
+        the table has one and it answers as ``raw`` does for the current device."""
+        from ..slots import dlpack
+
+        found = dlpack.exchange_table(torch.Tensor)
+        if found is None or not found.work_stream or self.device is None:
+            return
+        device = int(self.device())
+        if _read_work_stream(found.work_stream, device) == int(raw(device)):
+            self.work_stream, self.capsule = found.work_stream, found.capsule
+
     def getter(self, device: int | None) -> Callable[[], int]:
-        """The cheapest ``() -> stream`` for a left-out stream of a specialization on ``device``, for now.
+        """The cheapest ``() -> stream`` for a left-out stream of a specialization on ``device``, for now:
+        a :class:`StreamReader` where torch's exchange table gives ``current_work_stream`` (the C path
+        calls it directly), else a Python callable.
 
         Errors surface as exceptions (the dispatch path turns them into CB221).
         """
         raw = self.raw or self.find()
+        if raw is not None and self.work_stream and self.device is not None:
+            return StreamReader((self.work_stream, -1 if device is None else device, self.device, self.capsule, raw))
         if raw is not None:
             if device is not None:
                 return functools.partial(raw, device)  # all C: torch's raw current-stream reader
@@ -69,6 +111,17 @@ class _TorchStreams:
         if self.never:
             return int  # int() == 0: the default stream, forever in this process (torch absent or without CUDA)
         return functools.partial(current_stream, device)  # torch may initialise CUDA later: look each time
+
+
+def _read_work_stream(address: int, device: int) -> int:
+    """``current_work_stream(kDLCUDA, device)`` through ctypes (checked once against torch's answer)."""
+    import ctypes
+
+    reader = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))(address)
+    out = ctypes.c_void_p(0)
+    if reader(_CUDA_DEVICE_TYPES[0], device, ctypes.byref(out)) != 0:
+        raise RuntimeError(f"torch's current_work_stream failed for cuda:{device}")
+    return int(out.value or 0)
 
 
 _TORCH = _TorchStreams()
