@@ -27,7 +27,7 @@ step() {
 step tests 110 python3 -m pytest -q -p no:cacheprovider -rs tests/jax -s
 export CUTE_BIND_CACHE_DIR=$L/cache_bench
 step host_default 80 python3 benchmarks/jax_bench.py host --json "$L/host_default.json"
-step host_nocmdbuf 50 env XLA_FLAGS=--xla_gpu_enable_command_buffer= python3 benchmarks/jax_bench.py host --iters 100 --repeats 5 --json "$L/host_nocmdbuf.json"
+step host_nocmdbuf 45 env XLA_FLAGS=--xla_gpu_enable_command_buffer= python3 benchmarks/jax_bench.py host --iters 100 --repeats 5 --json "$L/host_nocmdbuf.json"
 for b in cute_bind cutlass_call; do
   export CUTE_BIND_CACHE_DIR=$L/cache_start_$b
   rm -rf "$CUTE_BIND_CACHE_DIR"
