@@ -24,12 +24,14 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   >> "$LOG/env.txt" 2>&1 || echo "clients install failed" >> "$LOG/env.txt"
 export PYTHONPATH=$PYTHONPATH:/tmp/clients
 export CUTE_DSL_ARCH=sm_90a FLASH_ATTENTION_ARCH=sm_90 QUACK_ARCH=sm_90 QUACK_CACHE_ENABLED=0 FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED=0
-# the cases dealt round-robin into SPLIT groups (default 4), one process each; ONLY="case ..." runs those
-chunk() { python3 -c "import sys; from tests.clients.recorder import CASES; n, i = int(sys.argv[1]), int(sys.argv[2]); print(' '.join(list(CASES)[i::n]))" "$1" "$2"; }
+# the cases (all, or ONLY="case ...") dealt round-robin into SPLIT groups (default 4), one process each
+chunk() {
+  python3 -c "import sys; from tests.clients.recorder import CASES; n, i = int(sys.argv[1]), int(sys.argv[2]); only = sys.argv[3].split(); print(' '.join((only or list(CASES))[i::n]))" "$1" "$2" "${ONLY:-}"
+}
 SPLIT=${SPLIT:-4}
-if [ -n "${ONLY:-}" ]; then groups="only"; else groups=$(seq 0 $((SPLIT - 1))); fi
-for g in $groups; do
-  if [ "$g" = only ]; then list=$ONLY; else list=$(chunk "$SPLIT" "$g"); fi
+for g in $(seq 0 $((SPLIT - 1))); do
+  list=$(chunk "$SPLIT" "$g")
+  [ -n "$list" ] || continue
   # shellcheck disable=SC2086
   timeout "${T_BITWISE:-420}" python3 -m tests.clients.bitwise --json "$LOG/bitwise_$g.json" --markdown $list > "$LOG/bitwise_$g.txt" 2>&1 &
 done
