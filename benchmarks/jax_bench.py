@@ -4,6 +4,7 @@ Usage (GPU machine; benchmarks/jax_device.sh runs every part):
 
     python benchmarks/jax_bench.py host  [--chains 1,10,100] [--iters 200] [--repeats 7] [--json out.json]
     python benchmarks/jax_bench.py start --bridge cute_bind|cutlass_call   # one process: its first call, as JSON
+    python benchmarks/jax_bench.py host --cpu --n 16   # no GPU: host-only twins through XLA's CPU client
 
 ``host``: for chains of K kernels in ONE jitted program (the elementwise scale
 kernel of tests/jax/gpu_kernels.py over 4096 floats, each reading the previous
@@ -41,6 +42,34 @@ ALPHAS = (1.0009765625, 0.9990234375)  # exact in float32; the chain alternates 
 
 def alpha(i: int) -> float:
     return ALPHAS[i % 2]
+
+
+def cpu_programs(k: int):
+    """The host-only twins through XLA's CPU client (no GPU): cute_bind.jax and jnp only (cutlass_call is CUDA-only)."""
+    import jax
+    import jax.numpy as jnp
+
+    import cute_bind.jax as cj
+    from tests.jax import kernels as K
+
+    op = cj.op(K.scale_stream, outputs={"out": "x"})
+
+    def cute_bind_chain(x):
+        for i in range(k):
+            x = op(x, alpha(i))
+        return x
+
+    def jnp_chain(x):
+        for i in range(k):
+            x = x * jnp.float32(alpha(i))
+        return x
+
+    def jnp_barrier_chain(x):
+        for i in range(k):
+            x = jax.lax.optimization_barrier(x * jnp.float32(alpha(i)))
+        return x
+
+    return {"cute_bind.jax": jax.jit(cute_bind_chain), "jnp": jax.jit(jnp_chain), "jnp+barrier": jax.jit(jnp_barrier_chain)}
 
 
 def programs(k: int):
@@ -105,11 +134,13 @@ def host(args: argparse.Namespace) -> dict:
     import jax
     import numpy as np
 
-    x = jax.device_put(np.random.default_rng(0).standard_normal(N).astype(np.float32))
+    n = args.n or N
+    x = jax.device_put(np.random.default_rng(0).standard_normal(n).astype(np.float32))
     chains = [int(c) for c in args.chains.split(",")]
-    out: dict = {"device": str(jax.devices()[0].device_kind), "jax": jax.__version__, "n": N, "chains": {}}
+    out: dict = {"device": str(jax.devices()[0].device_kind), "jax": jax.__version__, "n": n, "chains": {}}
+    make = cpu_programs if args.cpu else programs
     for k in chains:
-        progs = programs(k)
+        progs = make(k)
         ref = np.asarray(progs["jnp+barrier"](x)).tobytes()
         row = {}
         for name, fn in progs.items():
@@ -176,6 +207,8 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--bridge", default="cute_bind", choices=["cute_bind", "cutlass_call"])
     p.add_argument("--json")
+    p.add_argument("--cpu", action="store_true", help="host: the host-only twins on XLA's CPU client (no GPU, no cutlass_call)")
+    p.add_argument("--n", type=int, default=0, help="host: elements per array (default 4096)")
     args = p.parse_args()
     result = host(args) if args.part == "host" else start(args)
     text = json.dumps(result, indent=1, default=str)
