@@ -106,7 +106,7 @@ def test_catalog_pages_are_in_the_navigation(site: Path) -> None:
 
 
 def test_tutorial_pages_contain_the_tutorial_source(site: Path) -> None:
-    assert len(TUTORIALS) == 11
+    assert len(TUTORIALS) == 12
     for script in TUTORIALS:
         slug = script.stem.replace("_", "-")
         page = _page(site, f"tutorials/{slug}")
