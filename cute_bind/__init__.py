@@ -30,12 +30,12 @@ from . import cache as cache  # cute_bind.cache.warm(...), the disk compile cach
 from .jit import Kernel, check_function, kernel
 from .launch import PreparedLaunch, prepare
 from .cache import compile  # cute.compile through the disk cache (cute_bind.cache.install() for every cute.compile)
-
-cache.cute_compile.PREPARE[:] = [prepare]  # a cached compile's .prepare() (the cache room imports no launch code)
 from . import graph as _graph_package  # noqa: F401  (the package first: the name below is its recording function)
 from .graph import Graph, graph
 from ._types import Pointer, PointerSpec, Tensor, TensorSpec
 from . import torch as torch  # cute_bind.torch.op(...); imports torch itself only when an op is made
+
+cache.cute_compile.PREPARE[:] = [prepare]  # a cached compile's .prepare() (the cache room imports no launch code)
 
 __version__ = "0.3.0"
 
