@@ -185,7 +185,9 @@ JAX_PARAMETER_UNSUPPORTED = _entry(
     sequence or structure (NamedTuple, dataclass) parameter has no JAX form:
     it must have a default, which every call passes. A tensor or pointer
     annotated with an element type JAX has no dtype for (TFloat32, the FP6
-    types) cannot receive a JAX array. Checked when the op is made.
+    types) cannot receive a JAX array. Checked when the op is made; and when
+    a call is lowered for CUDA, a kernel without a stream parameter, which
+    would launch on the default stream outside XLA's stream order.
     """,
     example=_PRELUDE
     + """
@@ -200,7 +202,9 @@ cute_bind.jax.op(tf32, outputs={"out": cute_bind.jax.shaped((4,), "float32")})  
 """,
     fix="""
     Give '{parameter}' a default (it is then passed as is), or declare it with an
-    element type JAX has (Float32 for TF32 data) or as a tensor or number.
+    element type JAX has (Float32 for TF32 data) or as a tensor or number; a
+    kernel lowered for CUDA needs a `stream: cuda.CUstream = None` parameter
+    that its host function launches on.
     """,
 )
 
