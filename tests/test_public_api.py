@@ -31,6 +31,7 @@ EXPECTED = {
     "TensorSpec",
     "__version__",
     "check_function",
+    "compile",  # cute.compile through the disk cache (issue 41)
     "error",
     "graph",
     "kernel",
