@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
-pytest.importorskip("torch")
+from tests.optional import torch_or_skip
+
+torch_or_skip()  # (pytest.importorskip would find the DSL's own torch.py once cutlass is imported)
 
 import cute_bind  # noqa: E402
 from cute_bind.cache import bundle as bundle_module  # noqa: E402

@@ -13,7 +13,9 @@ import warnings
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from tests.optional import torch_or_skip
+
+torch = torch_or_skip()  # (pytest.importorskip would find the DSL's own torch.py once cutlass is imported)
 pytest.importorskip("tvm_ffi")
 
 import cutlass  # noqa: E402

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.optional import torch_or_skip
+
 
 @pytest.fixture(autouse=True)
 def _require_cuda() -> None:
     """Every test of the device suite needs a CUDA device torch can see."""
-    torch = pytest.importorskip("torch")
+    torch = torch_or_skip()  # (pytest.importorskip would find the DSL's own torch.py once cutlass is imported)
     if not torch.cuda.is_available():
         pytest.skip("torch sees no CUDA device")
