@@ -23,6 +23,9 @@ import pytest
 
 from tests.cache.conftest import needs_disk_cache
 from tests.child import child_env
+from tests.optional import torch_or_skip
+
+torch_or_skip()  # the child processes make their arguments with torch
 
 KERNELS = """\
 import os
