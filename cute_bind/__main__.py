@@ -91,7 +91,7 @@ def _bench(args: argparse.Namespace) -> int:
 def _check(argv: list[str]) -> int:
     from .static.checker import main as check_main
 
-    return check_main(argv)
+    return check_main(argv, prog=f"{program()} check")
 
 
 def _contract(args: argparse.Namespace) -> int:

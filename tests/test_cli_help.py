@@ -22,6 +22,7 @@ DESCRIBED = {
     "contract": "installed nvidia-cutlass-dsl provides",
     "cache": "",
     "lsp": "Language server",
+    "check": "Report @cute_bind.kernel parameters",
 }
 
 

@@ -89,9 +89,9 @@ def _print(path: str, found: list[StaticDiagnostic], show_fix: bool, out: TextIO
                 out.write(f"    {'fix: ' if i == 0 else '     '}{line}\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str = "cute-bind check") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="cute-bind check",
+        prog=prog,
         description="Report @cute_bind.kernel parameters that are not eligible runtime slots "
         f"({', '.join(sorted(REPORTED_CODES | DECORATOR_CODES))}), without importing the code.",
         epilog="Exit status: 0 nothing found, 1 problems found, 2 usage error or unreadable file. "
@@ -128,8 +128,8 @@ def _summary(files: int, decorated: int, problems: int) -> str:
     return text
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``cute-bind check``; returns the exit status.
+def main(argv: Sequence[str] | None = None, prog: str = "cute-bind check") -> int:
+    """Run ``cute-bind check``; returns the exit status (``prog``: the usage line's command).
 
     ``argv`` are the arguments after ``check`` (default: ``sys.argv[1:]``); a
     leading ``check`` is dropped too, so the function can be wired as the whole
@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["check"]:
         args = args[1:]
     try:
-        ns = _parser().parse_args(args)
+        ns = _parser(prog).parse_args(args)
     except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
         return exc.code if isinstance(exc.code, int) else 2
     ignore = frozenset(c.strip().upper() for c in ns.ignore.split(",") if c.strip())
