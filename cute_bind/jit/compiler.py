@@ -47,6 +47,7 @@ from ..slots import (
     TensorKind,
     Where,
     describe_value,
+    is_stream_value,
 )
 from ..launch.prepare import prepare as prepare_compiled
 from .guards import Record, Records, Refusal, Served, composite_guard, holds_fake, shared_symbol, tensor_guard
@@ -430,7 +431,7 @@ class Compiler:
         failed), and the call binds without the streams."""
         if not self.env or not self.streams:
             return None
-        if values is not None and all(values[n] is _LEFT_OUT or _stream_like(values[n]) for n in self.streams):
+        if values is not None and all(values[n] is _LEFT_OUT or is_stream_value(values[n]) for n in self.streams):
             return None
         names = tuple(n for n in self.names if n not in self.streams)
         try:
@@ -465,13 +466,6 @@ class Compiler:
         slots = {p.name: p.slot for p in self.signature.runtime}
         bounds = [_env_bind(slots[n], v, Where(self.name, n)) for n, v in values.items()]  # type: ignore[arg-type]  # runtime params have slots
         return self.tvm_ffi_handle(entry.compiled, bounds)
-
-
-def _stream_like(value: Any) -> bool:
-    """A value a stream parameter takes (an int handle, a ``CUstream``, an object with ``.cuda_stream``),
-    told apart without running its code: ``None`` or a tensor on a stream's place is not one."""
-    cls = value.__class__
-    return (cls is int) or cls.__name__ == "CUstream" or hasattr(cls, "cuda_stream") or dsl.is_fake_stream(value)
 
 
 def served_key(key: CompileKey, compiled: Any) -> CompileKey:

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 from .. import diagnostics as D
 from .. import dsl
 from ..diagnostics import CuteBindError
-from ..slots import Bound, TensorKind, Where, infer_slot
+from ..slots import Bound, TensorKind, Where, infer_slot, is_namedtuple
 from ..slots import dlpack as _dlpack
 
 __all__ = ["Record", "Records", "Refusal", "Served", "composite_guard", "holds_fake"]
@@ -272,7 +272,7 @@ def shared_symbol(values: dict[str, Any]) -> str | None:
 def _fields(value: Any) -> list[tuple[str, Any]] | None:
     """A NamedTuple's, dataclass's, tuple's or list's items with their names, else ``None``."""
     cls = value.__class__
-    if isinstance(value, tuple) and isinstance(getattr(cls, "_fields", None), tuple):
+    if is_namedtuple(cls):
         return list(zip(cls._fields, value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
@@ -333,7 +333,7 @@ def composite_guard(fake: Any, value: Any, where: Where, symbols: dict[int, tupl
             expected=f"a {type(fake).__name__} of {len(mine)} item(s), as the compile had",
             got=f"a {type(value).__name__}" + (f" of {len(theirs)} item(s)" if theirs is not None else ""),
         )
+    indexed = fake.__class__ in (tuple, list)
     for (name, f), (_, v) in zip(mine, theirs):
-        sep = "[" if fake.__class__ in (tuple, list) else "."
-        field = f"{where.parameter}[{name}]" if sep == "[" else f"{where.parameter}.{name}"
+        field = f"{where.parameter}[{name}]" if indexed else f"{where.parameter}.{name}"
         composite_guard(f, v, Where(where.kernel, field), symbols)

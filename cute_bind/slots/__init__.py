@@ -13,13 +13,13 @@ from . import pointer, scalar, stream, tensor  # noqa: F401  (element kinds, in 
 from . import sequence  # noqa: F401  (composite: built from the element kinds)
 from . import optional  # noqa: F401  (composite: None or one eligible kind, fixed at bind)
 from . import structure  # noqa: F401  (composite: a NamedTuple/dataclass of eligible kinds or None)
-from .base import Bound, Constexpr, Rejected, SlotKind, Where, describe_annotation, describe_value, item_ranges
+from .base import Bound, Constexpr, Rejected, SlotKind, Where, describe_annotation, describe_value, is_namedtuple, item_ranges
 from .optional import OptionalKind
 from .pointer import PointerKind
 from .registry import classify, element_kinds, infer_slot, kinds, register
 from .scalar import ScalarKind, bfloat16_bits, float16_bits
 from .sequence import SequenceKind
-from .stream import StreamKind
+from .stream import StreamKind, is_stream_value
 from .structure import StructureKind
 from .tensor import TensorKind
 
@@ -43,6 +43,8 @@ __all__ = [
     "element_kinds",
     "float16_bits",
     "infer_slot",
+    "is_namedtuple",
+    "is_stream_value",
     "item_ranges",
     "kinds",
     "register",

@@ -40,6 +40,7 @@ __all__ = [
     "describe_value",
     "describe_annotation",
     "qualname",
+    "is_namedtuple",
     "wrong_kind",
     "item_ranges",
     "Held",
@@ -356,6 +357,11 @@ def unprobeable(value: Any) -> Hashable:
 
 class Constexpr:
     """A compile-time parameter: part of the compile key, not a runtime slot."""
+
+
+def is_namedtuple(cls: type) -> bool:
+    """A NamedTuple class (a tuple subclass with ``_fields``), told from its class alone."""
+    return issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
 
 
 def qualname(obj: Any) -> str:

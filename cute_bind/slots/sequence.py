@@ -25,7 +25,19 @@ from typing import Any
 
 from .. import _whitelist as W
 from .. import diagnostics as D
-from .base import Bound, Held, Rejected, SlotKind, Where, conversion_order, describe_annotation, qualname, storage_of, wrong_kind
+from .base import (
+    Bound,
+    Held,
+    Rejected,
+    SlotKind,
+    Where,
+    conversion_order,
+    describe_annotation,
+    is_namedtuple,
+    qualname,
+    storage_of,
+    wrong_kind,
+)
 from .registry import element_kinds, infer_slot, register
 
 __all__ = ["SequenceKind", "element_problem"]
@@ -34,11 +46,6 @@ __all__ = ["SequenceKind", "element_problem"]
 def _origin(annotation: Any) -> Any:
     base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
     return typing.get_origin(base) or base, base
-
-
-def _is_structure_value(value: Any) -> bool:
-    """A NamedTuple instance (a tuple subclass with ``_fields``)."""
-    return isinstance(value, tuple) and value.__class__ is not tuple and isinstance(getattr(value.__class__, "_fields", None), tuple)
 
 
 def is_sequence_annotation(annotation: Any) -> bool:
@@ -164,7 +171,7 @@ class SequenceKind(SlotKind):
         return Where(where.kernel, f"{where.parameter}[{i}]")
 
     def bind(self, value: Any, where: Where) -> Bound:
-        if self.elements is None and self.homogeneous is None and _is_structure_value(value):
+        if self.elements is None and self.homogeneous is None and is_namedtuple(value.__class__):
             # a bare ``tuple`` annotation given a NamedTuple (quack's ``epilogue_args: tuple``): the DSL
             # traces the NamedTuple as the structure it is (its None fields and Constexpr fields are
             # constants), so it binds as one; a NamedTuple the structure kind refuses stays a sequence

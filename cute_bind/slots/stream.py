@@ -12,7 +12,7 @@ from .. import diagnostics as D
 from .base import U64, Bound, SlotKind, Where, describe_value
 from .registry import register
 
-__all__ = ["StreamKind", "CStreamSpec"]
+__all__ = ["StreamKind", "CStreamSpec", "is_stream_value"]
 
 
 class CStreamSpec(NamedTuple):
@@ -46,6 +46,26 @@ def stream_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
 
 #: the cuda-python classes that are stream handles (driver and runtime API)
 _CUDA_STREAM_CLASSES = frozenset({"CUstream", "cudaStream_t"})
+
+
+def _is_cuda_stream_class(cls: type) -> bool:
+    return any(c.__name__ in _CUDA_STREAM_CLASSES and c.__module__.startswith("cuda") for c in cls.__mro__)
+
+
+def is_stream_value(value: Any) -> bool:
+    """Whether ``value`` is one of the forms :meth:`StreamKind.coerce` reads as a stream (an int
+    handle, a cuda-python stream, an object with ``cuda_stream`` or ``__cuda_stream__``) or a fake
+    stream, told from its class alone, without running its code: ``None`` or a tensor is not one."""
+    cls = value.__class__
+    if cls is bool:
+        return False
+    return (
+        isinstance(value, int)
+        or _is_cuda_stream_class(cls)
+        or hasattr(cls, "cuda_stream")
+        or hasattr(cls, "__cuda_stream__")
+        or dsl.is_fake_stream(value)
+    )
 
 
 # --------------------------------------------------------------------------- streams
@@ -140,7 +160,7 @@ class StreamKind(SlotKind):
         elif hasattr(value, "getPtr") and type(value).__module__.startswith("cuda"):
             # cuda.CUstream / cudaStream_t; every other cuda-python handle (CUevent, CUdeviceptr,
             # CUcontext...) has getPtr too, and its int() is no stream
-            if not any(c.__name__ in _CUDA_STREAM_CLASSES and c.__module__.startswith("cuda") for c in type(value).__mro__):
+            if not _is_cuda_stream_class(type(value)):
                 raise self.refusal(where, value, f"{self.expected()} (a cuda-python {type(value).__name__} is not a stream)")
             handle = int(value)
         elif hasattr(value, "cuda_stream"):

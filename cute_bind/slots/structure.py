@@ -51,6 +51,7 @@ from .base import (
     conversion_order,
     describe_annotation,
     describe_value,
+    is_namedtuple,
     qualname,
     storage_of,
     wrong_kind,
@@ -67,16 +68,12 @@ _SLOT, _INFER, _CONST = "slot", "infer", "const"
 _ACTIVE = threading.local()  # classes being classified on this thread (a structure holding itself)
 
 
-def _is_namedtuple(cls: type) -> bool:
-    return issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
-
-
 def _is_structure(annotation: Any) -> bool:
-    return isinstance(annotation, type) and (_is_namedtuple(annotation) or dataclasses.is_dataclass(annotation))
+    return isinstance(annotation, type) and (is_namedtuple(annotation) or dataclasses.is_dataclass(annotation))
 
 
 def _field_names(cls: type) -> tuple[str, ...]:
-    if _is_namedtuple(cls):
+    if is_namedtuple(cls):
         return tuple(cls._fields)  # type: ignore[attr-defined]  # a NamedTuple class
     return tuple(f.name for f in dataclasses.fields(cls))
 
@@ -93,7 +90,7 @@ def structure_fields(cls: type) -> tuple[tuple[tuple[str, str, SlotKind | None],
         hints = typing.get_type_hints(cls, include_extras=True)
     except Exception as exc:  # a forward reference the class's module does not define
         return None, f"its field annotations cannot be resolved ({type(exc).__name__}: {exc})"
-    namedtuple = _is_namedtuple(cls)
+    namedtuple = is_namedtuple(cls)
     _ACTIVE.classes = active | {cls}
     try:
         fields: list[tuple[str, str, SlotKind | None]] = []
@@ -224,7 +221,7 @@ class StructureKind(SlotKind):
         return sum(s.width for s in self._slots)
 
     def _spelling(self) -> str:
-        return f"{describe_annotation(self.cls)} ({'NamedTuple' if _is_namedtuple(self.cls) else 'dataclass'})"
+        return f"{describe_annotation(self.cls)} ({'NamedTuple' if is_namedtuple(self.cls) else 'dataclass'})"
 
     def describe(self) -> str:
         if self.bound is None:
@@ -266,7 +263,7 @@ class StructureKind(SlotKind):
         """``value`` as an instance of the class: a plain tuple given for a NamedTuple is read as
         that NamedTuple (the compiled function's own call takes one), if it has one item per
         field (else CB234, naming the fields); anything else as it is (then checked)."""
-        if value.__class__ is not tuple or not _is_namedtuple(self.cls):
+        if value.__class__ is not tuple or not is_namedtuple(self.cls):
             return value
         names = _field_names(self.cls)
         if len(value) != len(names):
@@ -334,7 +331,7 @@ class StructureKind(SlotKind):
         """``value`` with its slot fields replaced by their DSL values (constants kept as they are)."""
         if not dsl_fields:
             return value
-        if _is_namedtuple(self.cls):
+        if is_namedtuple(self.cls):
             return value._replace(**dsl_fields)
         out = copy.copy(value)
         for name, v in dsl_fields.items():
@@ -394,7 +391,7 @@ class StructureKind(SlotKind):
             check = eval(f"lambda v: {guard}") if guard else None  # noqa: S307
             plan.append((slot, held, w, convert, check))
         cls, type_error, constant_error, fields = self.cls, self._check_type, self._constant_error, self._fields
-        adopt = self._adopt if _is_namedtuple(self.cls) else None
+        adopt = self._adopt if is_namedtuple(self.cls) else None
 
         def convert_field(k: int, v: Any) -> Any:
             slot, held, w, convert, check = plan[k]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import cuda.bindings.driver as cuda
+import cuda.bindings.runtime as cudart
 import cutlass
 import cutlass.cute as cute
 import pytest
@@ -66,7 +67,7 @@ def test_the_entry_call_shape_is_read_by_name(args: tuple[Any, ...], kwargs: dic
     assert len(matches) == 1 and values == want
 
 
-@pytest.mark.parametrize("stream", [0, cuda.CUstream(0)], ids=["int", "CUstream"])
+@pytest.mark.parametrize("stream", [0, cuda.CUstream(0), cudart.cudaStream_t(0)], ids=["int", "CUstream", "cudaStream_t"])
 def test_a_stream_on_the_streams_place_is_the_hosts_shape(stream: Any) -> None:
     """A stream there is the host's call shape (an explicit stream), never read as the entry's."""
     assert _kernel().compiler.env_find((O, X, stream, B), {}) is None
