@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The production clients on the GPU in one device call (issue 40): every case of tests/clients/recorder.py
 # through every door of tests/clients/bitwise.py (prepare, kernel, kernel-bind, kernel-stream: an explicit
-# stream), bit for bit against the client's own call, in SPLIT processes side by side; then benchmarks/clients_bench.py (quack GEMM at small shapes, FlashAttention-4 decode).
+# stream; hook: the client's cute.compile under cute_bind.cache.installed(), served from the disk cache), bit for bit against the client's own call, in SPLIT processes side by side; then benchmarks/clients_bench.py (quack GEMM at small shapes, FlashAttention-4 decode).
 #   run(command="source .device/bootstrap.sh && bash benchmarks/clients_device.sh", carry=[".device"])
 # Needs the clients' wheels in .device/clients (bash benchmarks/stage_clients.sh). Everything lands in
 # $OUT/clients.tgz; the summary is printed last. BENCH=0 skips the benchmark; ONLY="case ..." runs those cases.
@@ -33,7 +33,8 @@ for g in $(seq 0 $((SPLIT - 1))); do
   list=$(chunk "$SPLIT" "$g")
   [ -n "$list" ] || continue
   # shellcheck disable=SC2086
-  timeout "${T_BITWISE:-420}" python3 -m tests.clients.bitwise --json "$LOG/bitwise_$g.json" --markdown $list > "$LOG/bitwise_$g.txt" 2>&1 &
+  # each process its own cache folder: the hook door (issue 41) stores, then is served, from it
+  CUTE_BIND_CACHE_DIR=/tmp/cute_bind_cache_$g timeout "${T_BITWISE:-420}" python3 -m tests.clients.bitwise --json "$LOG/bitwise_$g.json" --markdown $list > "$LOG/bitwise_$g.txt" 2>&1 &
 done
 wait
 pack

@@ -21,7 +21,12 @@ equal the client's "after" bit for bit (NaNs included: the bytes are compared):
 - ``kernel-stream``: the same kernel called with an explicit stream (torch's current one; the
   client's call leaves it out where it compiled the TVM-FFI environment stream): ``k(*A, stream=s)``,
   then ``h = k.bind(*B, stream=s)`` and ``h.launch(*C, stream=s)`` (issue 40: a compile from the
-  client's fakes serves them, its sibling compiled from the same fakes for the stream's form).
+  client's fakes serves them, its sibling compiled from the same fakes for the stream's form);
+- ``hook`` (issue 41): with ``cute_bind.cache.installed()``, the client's own ``cute.compile`` call made
+  twice as the client made it (same callable, options form, fakes): the first compiles and stores
+  the entry, the second is served from the disk cache (a ``cute_bind.cache.CachedFunction``), which is
+  then called exactly as the client called its compiled function, on ``A`` and ``B``. A compile the key
+  cannot spell is compiled each time (CB608): the door says "not served" and still compares.
 
 A compile whose client call is not deterministic itself (the client's call
 made again on a fresh copy differs from its first result: FlashAttention-4's
@@ -48,7 +53,7 @@ from typing import Any, Callable
 
 from tests.clients.recorder import CASES, ENV, Call, Recorded, record, snapshot
 
-DOORS = ("prepare", "kernel", "kernel-bind", "kernel-stream")
+DOORS = ("prepare", "kernel", "kernel-bind", "kernel-stream", "hook")
 #: tolerance for tensors the client's own call does not reproduce bit for bit
 RTOL = ATOL = 1e-3
 
@@ -185,6 +190,8 @@ def _door(record: Recorded, door: str, loose: dict[int, frozenset[str]]) -> dict
     """One door over every call the client made to this compile: the outcome of the first failure, else ok."""
     import cute_bind
 
+    if door == "hook":
+        return _hook_door(record, loose)
     if door != "prepare" and record.host is None:
         return {"ok": False, "code": "n/a", "step": "", "error": "n/a (a loaded function has no host function)"}
     step = "kernel()"
@@ -238,6 +245,44 @@ def _door(record: Recorded, door: str, loose: dict[int, frozenset[str]]) -> dict
             traceback.print_exc()
         return _outcome(exc, step)
     return _outcome(None, step)
+
+
+def _hook_door(record: Recorded, loose: dict[int, frozenset[str]]) -> dict[str, Any]:
+    """The client's ``cute.compile`` made again under the hook, twice; the second (a disk hit) called as the client calls."""
+    import cutlass.cute as cute
+
+    import cute_bind
+
+    if record.host is None:
+        return {"ok": False, "code": "n/a", "step": "", "error": "n/a (a loaded function is not compiled)"}
+    step = "cute.compile under the hook (the miss that stores)"
+    served = False
+    try:
+        with cute_bind.cache.installed():
+            options = record.options
+            if options is None or isinstance(options, str):
+                compile_ = cute.compile
+                kwargs = dict(record.kwargs, **({} if options is None else {"options": options}))
+            else:  # the cute.compile[...] form
+                compile_, kwargs = cute.compile[options], dict(record.kwargs)
+            compile_(record.host, *record.args, **kwargs)
+            step = "cute.compile under the hook again (the hit)"
+            compiled = compile_(record.host, *record.args, **kwargs)
+        served = isinstance(compiled, cute_bind.cache.CachedFunction)
+        for i, call in enumerate(record.calls):
+            names = _names(record, call)
+            where = f"call {i + 1} of {len(record.calls)} (case {call.case})"
+            for again, copy in enumerate((_fresh(call), _fresh(call))):
+                step = f"the {'served' if served else 'compiled'} function{' again' if again else ''} ({where})"
+                compiled(*copy[0], **copy[1])
+                _check(step, copy, call, names, loose[i])
+    except Exception as exc:
+        if not isinstance(exc, Mismatch) and getattr(exc, "code", None) is None:
+            traceback.print_exc()
+        return _outcome(exc, step)
+    out = _outcome(None, step)
+    out["served"] = served
+    return out
 
 
 def _nondeterministic(record: Recorded) -> dict[int, frozenset[str]]:
@@ -302,20 +347,20 @@ def markdown(result: dict[str, Any]) -> str:
         if o is None:
             return ""
         if o["ok"]:
-            return "ok, bitwise"
+            return "ok, bitwise" + {True: " (served)", False: " (not served: compiled)"}.get(o.get("served"), "")
         return f"{o['code'] or ''} {o['error']}".strip().replace("|", "\\|").replace("\n", " ")[:300]
 
     lines = [
         f"| client kernel ({result['device']}) | calls | `prepare(compiled, *args)` | `kernel(host)(*args)` | `kernel(host).bind(*args).launch` "
-        "| `kernel(host)(*args, stream=s)`, `.bind(*args, stream=s)` | note |",
-        "|---|---|---|---|---|---|---|",
+        "| `kernel(host)(*args, stream=s)`, `.bind(*args, stream=s)` | `cute.compile` under the hook, a disk hit | note |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in result["records"]:
         d = r["doors"]
         note = ("client nondeterministic in: " + ", ".join(r["nondeterministic"])) if r["nondeterministic"] else ""
         lines.append(
             f"| {r['label']} | {len(r['calls'])} | {cell(d.get('prepare'))} | {cell(d.get('kernel'))} | {cell(d.get('kernel-bind'))} "
-            f"| {cell(d.get('kernel-stream'))} | {note} |"
+            f"| {cell(d.get('kernel-stream'))} | {cell(d.get('hook'))} | {note} |"
         )
     return "\n".join(lines)
 

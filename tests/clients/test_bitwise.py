@@ -23,6 +23,7 @@ torch = torch_or_skip()
 pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed (the clients compile with --enable-tvm-ffi)")
 
 from tests.clients import bitwise  # noqa: E402
+from tests.cache.conftest import cache_dir, needs_disk_cache  # noqa: E402,F401  (cache_dir: a fixture)
 from tests.clients.recorder import Recorder, snapshot  # noqa: E402
 
 
@@ -148,3 +149,16 @@ def test_markdown_names_every_door() -> None:
     }
     text = bitwise.markdown(result)
     assert text.count("ok, bitwise") == len(bitwise.DOORS) and "CB308 x \\| y" in text and "nondeterministic in: dq" in text
+
+
+@needs_disk_cache
+def test_the_hook_door_calls_a_function_served_from_the_disk_cache(recorded: Any, cache_dir: Any) -> None:
+    r, _, _ = recorded
+    outcome = bitwise._door(r, "hook", {0: frozenset()})
+    assert outcome["ok"] and outcome["served"] is True, outcome
+    (call,) = r.calls
+    args, kwargs = snapshot(call.after)
+    args[0][3] = -args[0][3]  # a served function is compared as strictly as the others
+    call.after = (args, kwargs)
+    outcome = bitwise._door(r, "hook", {0: frozenset()})
+    assert not outcome["ok"] and outcome["code"] == "BITWISE", outcome
