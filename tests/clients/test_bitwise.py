@@ -152,7 +152,8 @@ def test_markdown_names_every_door() -> None:
 
 
 @needs_disk_cache
-def test_the_hook_door_calls_a_function_served_from_the_disk_cache(recorded: Any, cache_dir: Any) -> None:
+@pytest.mark.usefixtures("cache_dir")
+def test_the_hook_door_calls_a_function_served_from_the_disk_cache(recorded: Any) -> None:
     r, _, _ = recorded
     outcome = bitwise._door(r, "hook", {0: frozenset()})
     assert outcome["ok"] and outcome["served"] is True, outcome
