@@ -64,6 +64,20 @@ class Where:
     kernel: str
     parameter: str
 
+    def error(
+        self,
+        diagnostic: D.Diagnostic,
+        *,
+        expected: str | None = None,
+        got: str | None = None,
+        detail: str | None = None,
+        conversion: str | None = None,
+    ) -> D.CuteBindError:
+        """The exception for one occurrence of catalog entry ``diagnostic`` at this parameter (the caller raises it)."""
+        return D.error(
+            diagnostic, kernel=self.kernel, parameter=self.parameter, expected=expected, got=got, detail=detail, conversion=conversion
+        )
+
 
 def describe_value(value: Any) -> str:
     """A value as a message's ``got`` shows it: one short line (an array by its shape and dtype, not its items).
@@ -132,13 +146,8 @@ def describe_annotation(annotation: Any) -> str:
 def wrong_kind(where: Where, expected: str, value: Any, conversion: str | None = None) -> Exception:
     """CB204 for ``value``; ``conversion``: the fix's sentence for the refusing kind (a
     :data:`~cute_bind.diagnostics.WRONG_KIND_CONVERSIONS` value; default: the one for any kind)."""
-    return D.error(
-        D.WRONG_KIND,
-        kernel=where.kernel,
-        parameter=where.parameter,
-        expected=expected,
-        got=describe_value(value),
-        conversion=conversion or D.WRONG_KIND_CONVERSIONS["other"],
+    return where.error(
+        D.WRONG_KIND, expected=expected, got=describe_value(value), conversion=conversion or D.WRONG_KIND_CONVERSIONS["other"]
     )
 
 
@@ -194,14 +203,7 @@ class HeldAddress(int):
 
 def invalid_dlpack(where: Where, detail: str, got: str) -> Exception:
     """CB218 for the value of ``where``: a DLPack description that cannot be read safely (``detail`` says why)."""
-    return D.error(
-        D.INVALID_DLPACK,
-        kernel=where.kernel,
-        parameter=where.parameter,
-        detail=detail,
-        expected="a tensor a DLPack producer can describe",
-        got=got,
-    )
+    return where.error(D.INVALID_DLPACK, detail=detail, expected="a tensor a DLPack producer can describe", got=got)
 
 
 def item_ranges(fmt: str) -> list[tuple[int, int]]:

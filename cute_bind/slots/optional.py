@@ -269,10 +269,8 @@ class OptionalKind(SlotKind):
         return f"{var} is not None and ({g})" if g is not None else None
 
     def _presence_error(self, value: Any, where: Where) -> Exception:
-        return D.error(
+        return where.error(
             D.OPTIONAL_PRESENCE_MISMATCH,
-            kernel=where.kernel,
-            parameter=where.parameter,
             expected="None (compiled for None: the parameter is a constant of the compiled code)"
             if self.present is False
             else f"a value ({(self.inner or self.element).describe()}), as compiled",
@@ -325,10 +323,8 @@ class OptionalKind(SlotKind):
 
     def _member_error(self, value: Any, where: Where, found: SlotKind) -> Exception:
         assert self.inner is not None  # internal: only a bound value slot checks members
-        return D.error(
+        return where.error(
             D.UNION_MEMBER_CHANGED,
-            kernel=where.kernel,
-            parameter=where.parameter,
             expected=f"a value of the member it was bound to ({self.inner.describe()})",
             got=f"{describe_value(value)}, a value of {found.describe()}",
         )
@@ -408,23 +404,15 @@ class OptionalKind(SlotKind):
         """Bind with ``bind`` for the (first) element (``prepare()`` passes a pointer kind's ``prepare``)."""
         if value is None:
             if not self.nullable:  # the DSL refuses None too: NoneType is no member
-                raise D.error(
-                    D.UNION_NO_MEMBER,
-                    kernel=where.kernel,
-                    parameter=where.parameter,
-                    expected=f"a value of one of {self._spelled()} (None is not a member)",
-                    got="None",
-                )
+                raise where.error(D.UNION_NO_MEMBER, expected=f"a value of one of {self._spelled()} (None is not a member)", got="None")
             return Bound(packed=(), dsl_value=None, key=("none",), slot=self._bound(False))
         if not self.is_union:
             b = bind(value, where)
             return Bound(packed=b.packed, dsl_value=b.dsl_value, key=("value", b.key), slot=self._bound(True, b.slot))
         found = self.own_kind(value)
         if found is None:
-            raise D.error(
+            raise where.error(
                 D.UNION_NO_MEMBER,
-                kernel=where.kernel,
-                parameter=where.parameter,
                 expected=f"{'None or ' if self.nullable else ''}a value of one of {self._spelled()}",
                 got=describe_value(value),
             )

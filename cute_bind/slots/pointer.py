@@ -317,10 +317,8 @@ class PointerKind(SlotKind):
 
     @staticmethod
     def _read_only(value: Any, where: Where) -> Exception:
-        return D.error(
+        return where.error(
             D.READ_ONLY_BUFFER,
-            kernel=where.kernel,
-            parameter=where.parameter,
             expected="a writable array (a kernel may store through the pointer)",
             got=f"{describe_value(value)} (read-only)",
         )
@@ -350,20 +348,12 @@ class PointerKind(SlotKind):
     @staticmethod
     def _check_range(address: int, where: Where) -> int:
         if not 0 <= address < U64:
-            raise D.error(
-                D.INVALID_ADDRESS, kernel=where.kernel, parameter=where.parameter, expected="an address in [0, 2**64)", got=str(address)
-            )
+            raise where.error(D.INVALID_ADDRESS, expected="an address in [0, 2**64)", got=str(address))
         return address
 
     def _check_alignment(self, address: int, where: Where) -> None:
         if self.align and address % self.align:
-            raise D.error(
-                D.MISALIGNED_POINTER,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=f"{self.align} bytes",
-                got=hex(address),
-            )
+            raise where.error(D.MISALIGNED_POINTER, expected=f"{self.align} bytes", got=hex(address))
 
     @staticmethod
     def _check_not_host(pv: _PointerValue, space: Any, expected: str, where: Where) -> None:
@@ -374,10 +364,8 @@ class PointerKind(SlotKind):
 
     def _check_device(self, pv: _PointerValue, where: Where) -> None:
         if pv.device is not None and self.device is not None and pv.device != self.device:
-            raise D.error(
+            raise where.error(
                 D.TENSOR_DEVICE_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
                 expected=_dlpack.describe_device(self.device),
                 got=f"a pointer into memory on {_dlpack.describe_device(pv.device)}",
             )
@@ -561,9 +549,7 @@ class PointerKind(SlotKind):
         if spec.dtype is not None and pv.dtype_name is not None and pv.dtype_name != _dtype_name(spec.dtype):
             raise _mismatch(where, spec.describe(), f"a pointer to {pv.dtype_name} data")
         if dtype_name is None:
-            raise D.error(
-                D.POINTER_DTYPE_UNKNOWN, kernel=where.kernel, parameter=where.parameter, expected="cute.Pointer", got=describe_value(value)
-            )
+            raise where.error(D.POINTER_DTYPE_UNKNOWN, expected="cute.Pointer", got=describe_value(value))
         dtype = getattr(dsl.dsl().cutlass, dtype_name)
         space = spec.space if spec.space is not None else (pv.space if pv.space is not None else _generic())
         if spec.space is not None and pv.space is not None and pv.space != spec.space:
@@ -625,7 +611,7 @@ def _is_empty(value: Any) -> bool:
 
 def _mismatch(where: Where, expected: str, got: str) -> Exception:
     """CB210 for the value of ``where``: memory of another element type, address space or byte order."""
-    return D.error(D.POINTER_MISMATCH, kernel=where.kernel, parameter=where.parameter, expected=expected, got=got)
+    return where.error(D.POINTER_MISMATCH, expected=expected, got=got)
 
 
 def _typestr_size(typestr: str) -> int:
@@ -654,20 +640,16 @@ def _row_major(shape: Any, strides: Any) -> bool:
 
 def _strided(where: Where, value: Any, shape: Any, strides: Any) -> Exception:
     """CB233: a strided view given to a pointer slot."""
-    return D.error(
+    return where.error(
         D.POINTER_NOT_CONTIGUOUS,
-        kernel=where.kernel,
-        parameter=where.parameter,
         expected="contiguous memory (one element after another, row-major)",
         got=f"{describe_value(value)} with element strides {tuple(strides)} for shape {tuple(shape)}",
     )
 
 
 def _null_data(where: Where, value: Any) -> Exception:
-    return D.error(
+    return where.error(
         D.NULL_DATA,
-        kernel=where.kernel,
-        parameter=where.parameter,
         expected="an array or tensor that owns memory (a raw int address is taken as it is)",
         got=f"{describe_value(value)} at address 0 (a meta or fake tensor?)",
     )

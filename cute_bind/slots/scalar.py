@@ -194,9 +194,7 @@ class ScalarKind(SlotKind):
             return bool(value)
         as_int = self._as_index(value, where)
         if as_int not in (0, 1):
-            raise D.error(
-                D.INTEGER_OUT_OF_RANGE, kernel=where.kernel, parameter=where.parameter, expected="Boolean (0 or 1)", got=str(as_int)
-            )
+            raise where.error(D.INTEGER_OUT_OF_RANGE, expected="Boolean (0 or 1)", got=str(as_int))
         return bool(as_int)
 
     def _coerce_int(self, value: Any, where: Where) -> int:
@@ -206,13 +204,7 @@ class ScalarKind(SlotKind):
         as_int = self._as_index(value, where)
         lo, hi = self.range or (0, 0)
         if not lo <= as_int <= hi:
-            raise D.error(
-                D.INTEGER_OUT_OF_RANGE,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=f"{self.dtype_name} [{lo}, {hi}]",
-                got=str(as_int),
-            )
+            raise where.error(D.INTEGER_OUT_OF_RANGE, expected=f"{self.dtype_name} [{lo}, {hi}]", got=str(as_int))
         return as_int
 
     def _coerce_float(self, value: Any, where: Where) -> float:
@@ -224,12 +216,8 @@ class ScalarKind(SlotKind):
         try:
             return float(value)
         except OverflowError:
-            raise D.error(
-                D.INTEGER_OUT_OF_RANGE,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=f"a value representable as {self.dtype_name}",
-                got=describe_value(value),
+            raise where.error(
+                D.INTEGER_OUT_OF_RANGE, expected=f"a value representable as {self.dtype_name}", got=describe_value(value)
             ) from None
         except Exception as exc:  # not a number, or a hostile __float__ that raised: a typed error
             raise self.refusal(where, value) from exc

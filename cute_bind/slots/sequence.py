@@ -157,12 +157,8 @@ class SequenceKind(SlotKind):
         except Exception as exc:  # a subclass whose __iter__ or __len__ raises: a typed error
             raise self.refusal(where, value) from exc
         if self.elements is not None and len(items) != len(self.elements):
-            raise D.error(
-                D.SEQUENCE_LENGTH_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=f"{len(self.elements)} elements ({self.describe()})",
-                got=f"{len(items)} elements",
+            raise where.error(
+                D.SEQUENCE_LENGTH_MISMATCH, expected=f"{len(self.elements)} elements ({self.describe()})", got=f"{len(items)} elements"
             )
         return items
 

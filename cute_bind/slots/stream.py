@@ -178,18 +178,12 @@ class StreamKind(SlotKind):
         if isinstance(handle, bool) or not isinstance(handle, int):
             raise self.refusal(where, value)
         if not 0 <= handle < U64:
-            raise D.error(
-                D.INTEGER_OUT_OF_RANGE, kernel=where.kernel, parameter=where.parameter, expected="a 64-bit stream handle", got=str(handle)
-            )
+            raise where.error(D.INTEGER_OUT_OF_RANGE, expected="a 64-bit stream handle", got=str(handle))
         return handle
 
     def _fake(self, value: Any, where: Where) -> Exception:
-        return D.error(
-            D.COMPILE_ONLY_VALUE,
-            kernel=where.kernel,
-            parameter=where.parameter,
-            expected=f"{self.expected()}; fake streams are for kernel.compile(...)",
-            got=describe_value(value),
+        return where.error(
+            D.COMPILE_ONLY_VALUE, expected=f"{self.expected()}; fake streams are for kernel.compile(...)", got=describe_value(value)
         )
 
     def bind(self, value: Any, where: Where) -> Bound:

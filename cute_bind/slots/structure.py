@@ -267,23 +267,15 @@ class StructureKind(SlotKind):
             return value
         names = _field_names(self.cls)
         if len(value) != len(names):
-            raise D.error(
+            raise where.error(
                 D.STRUCTURE_ARITY,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=(f"a {self._spelling()} or a plain tuple of its {len(names)} field(s) in order ({', '.join(names)})"),
+                expected=f"a {self._spelling()} or a plain tuple of its {len(names)} field(s) in order ({', '.join(names)})",
                 got=f"a tuple of {len(value)} item(s)",
             )
         return self.cls._make(value)  # type: ignore[attr-defined]  # a NamedTuple class
 
     def _constant_error(self, value: Any, held: Any, where: Where) -> Exception:
-        return D.error(
-            D.STRUCTURE_CONSTANT_CHANGED,
-            kernel=where.kernel,
-            parameter=where.parameter,
-            expected=f"{held!r}, the constant it was compiled with",
-            got=describe_value(value),
-        )
+        return where.error(D.STRUCTURE_CONSTANT_CHANGED, expected=f"{held!r}, the constant it was compiled with", got=describe_value(value))
 
     def bind(self, value: Any, where: Where) -> Bound:
         value = self._adopt(value, where)  # a plain tuple: the same slots and key as the NamedTuple
@@ -304,9 +296,7 @@ class StructureKind(SlotKind):
                 try:
                     key.append((name, "const", _const_key(v)))
                 except TypeError:
-                    raise D.error(
-                        D.CONSTEXPR_UNHASHABLE, kernel=w.kernel, parameter=w.parameter, expected="a hashable value", got=describe_value(v)
-                    ) from None
+                    raise w.error(D.CONSTEXPR_UNHASHABLE, expected="a hashable value", got=describe_value(v)) from None
                 bound.append((name, None, v))
                 continue
             # None in any field is a constant of the compiled code (the DSL gives it no argument)

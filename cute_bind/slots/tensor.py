@@ -211,27 +211,14 @@ class TensorKind(SlotKind):
                 isinstance(exc, BufferError)
                 and (getattr(getattr(value, "flags", None), "writeable", True) is False or _dlpack.cai_read_only(value))
             ):
-                raise D.error(
-                    D.READ_ONLY_BUFFER,
-                    kernel=where.kernel,
-                    parameter=where.parameter,
-                    expected="a writable tensor",
-                    got=describe_value(value),
-                ) from None
-            raise D.error(
-                D.WRONG_KIND,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=self.expected(),
-                got=f"{describe_value(value)} ({exc})",
-                conversion=self.conversion(),
+                raise where.error(D.READ_ONLY_BUFFER, expected="a writable tensor", got=describe_value(value)) from None
+            raise where.error(
+                D.WRONG_KIND, expected=self.expected(), got=f"{describe_value(value)} ({exc})", conversion=self.conversion()
             ) from None
 
     def _device_error(self, device: tuple[int, int], where: Where) -> Exception:
-        return D.error(
+        return where.error(
             D.TENSOR_DEVICE_MISMATCH,
-            kernel=where.kernel,
-            parameter=where.parameter,
             expected=_dlpack.describe_device(self.device or (0, 0)),
             got=f"a tensor on {_dlpack.describe_device(device)}",
         )
@@ -239,21 +226,9 @@ class TensorKind(SlotKind):
     def _check_spec(self, dtype_name: str, rank: int, where: Where) -> None:
         spec = self.spec
         if spec.dtype is not None and dtype_name != spec.dtype.__name__:
-            raise D.error(
-                D.TENSOR_DTYPE_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=spec.describe(),
-                got=f"a {dtype_name} tensor",
-            )
+            raise where.error(D.TENSOR_DTYPE_MISMATCH, expected=spec.describe(), got=f"a {dtype_name} tensor")
         if spec.rank is not None and rank != spec.rank:
-            raise D.error(
-                D.TENSOR_RANK_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected=spec.describe(),
-                got=f"a rank-{rank} tensor",
-            )
+            raise where.error(D.TENSOR_RANK_MISMATCH, expected=spec.describe(), got=f"a rank-{rank} tensor")
 
     # ------------------------------------------------------------------ slot protocol
     def sample(self) -> Any:
@@ -276,10 +251,8 @@ class TensorKind(SlotKind):
         """A ``make_fake_tensor`` placeholder: the compile's spec itself (``Kernel.compile`` only)."""
         state = dsl.compiling()
         if state is None:
-            raise D.error(
+            raise where.error(
                 D.COMPILE_ONLY_VALUE,
-                kernel=where.kernel,
-                parameter=where.parameter,
                 expected=f"a real tensor ({self.expected()}); fake tensors are for kernel.compile(...)",
                 got=describe_value(value),
             )
@@ -299,10 +272,8 @@ class TensorKind(SlotKind):
             dtype_name = _dlpack.describe_dtype(view.dtype)
             self._check_spec(dtype_name, len(view.shape), where)
             if not _dlpack.is_cute_dtype(view.dtype):
-                raise D.error(
+                raise where.error(
                     D.TENSOR_DTYPE_MISMATCH,
-                    kernel=where.kernel,
-                    parameter=where.parameter,
                     expected="a tensor of a CuTe element type (Float32, Float16, BFloat16, Int8, ..., Float8E4M3FN, ...)",
                     got=f"a {dtype_name} tensor",
                 )
@@ -312,10 +283,8 @@ class TensorKind(SlotKind):
             try:
                 tensor = dsl.dsl_tensor(source, self.spec.align, self.spec.layout)
             except Exception as exc:  # the DSL's own refusal (e.g. no unit stride for the leading dimension)
-                raise D.error(
+                raise where.error(
                     D.TENSOR_LAYOUT_MISMATCH,
-                    kernel=where.kernel,
-                    parameter=where.parameter,
                     detail="the DSL cannot mark this tensor's layout",
                     expected=self.spec.describe(),
                     got=D.exception_summary(exc),
@@ -325,19 +294,13 @@ class TensorKind(SlotKind):
         except ValueError as exc:
             raise self.refusal(where, value, f"a tensor with a flat layout ({exc})") from None
         except Exception as exc:  # e.g. an element type the DSL cannot map
-            raise D.error(
-                D.TENSOR_DTYPE_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
-                expected="a tensor of an element type the DSL takes",
-                got=D.exception_summary(exc),
+            raise where.error(
+                D.TENSOR_DTYPE_MISMATCH, expected="a tensor of an element type the DSL takes", got=D.exception_summary(exc)
             ) from None
         if tensor is value and self.spec.align is not None and layout.assumed_align != self.spec.align:
             # the annotation promises an alignment the compiled code would not assume
-            raise D.error(
+            raise where.error(
                 D.TENSOR_LAYOUT_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
                 detail="the annotation's alignment and the from_dlpack tensor's assumed_align differ",
                 expected=f"from_dlpack(t, assumed_align={self.spec.align}) for {self.spec.describe()}",
                 got=f"assumed_align={layout.assumed_align}",
@@ -451,35 +414,27 @@ class TensorKind(SlotKind):
         if not 0 <= view.address < _U64 or any(e < 0 for e in view.shape):
             raise invalid_dlpack(where, "an address beyond 64 bits or a negative extent", f"address {view.address:#x}, shape {view.shape}")
         if view.address == 0 and not empty:
-            raise D.error(
+            raise where.error(
                 D.NULL_DATA,
-                kernel=where.kernel,
-                parameter=where.parameter,
                 expected="a tensor that owns memory",
                 got=f"a tensor of shape {view.shape} at address 0 (a meta or fake tensor?)",
             )
         if view.dtype != self.dtype:
-            raise D.error(
+            raise where.error(
                 D.TENSOR_DTYPE_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
                 expected=f"{_dlpack.describe_dtype(self.dtype or (0, 0, 0))} tensors",
                 got=f"a {_dlpack.describe_dtype(view.dtype)} tensor",
             )
         if len(view.shape) != len(layout.shape):
-            raise D.error(
+            raise where.error(
                 D.TENSOR_RANK_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
                 expected=f"rank-{len(layout.shape)} tensors (layout {layout.text})",
                 got=f"a rank-{len(view.shape)} tensor of shape {view.shape}",
             )
         if view.device != self.device:
             raise self._device_error(view.device, where)
         if view.address % self.align:
-            raise D.error(
-                D.MISALIGNED_POINTER, kernel=where.kernel, parameter=where.parameter, expected=f"{self.align} bytes", got=hex(view.address)
-            )
+            raise where.error(D.MISALIGNED_POINTER, expected=f"{self.align} bytes", got=hex(view.address))
         shapes: list[int] = []
         strides: list[int] = []
         for what, modes, values, out in (("extent", layout.shape, view.shape, shapes), ("stride", layout.stride, view.strides, strides)):
@@ -490,10 +445,8 @@ class TensorKind(SlotKind):
                     continue
                 lo, hi = _RANGE[mode.width]
                 if not lo <= v <= hi:
-                    raise D.error(
+                    raise where.error(
                         D.INTEGER_OUT_OF_RANGE,
-                        kernel=where.kernel,
-                        parameter=where.parameter,
                         expected=f"the Int{mode.width} {what} of mode {i}",
                         got=f"{v} (shape {view.shape}, strides {view.strides})",
                     )
@@ -503,10 +456,8 @@ class TensorKind(SlotKind):
                     )
                 out.append(v)
         if self._footprint32 and _footprint(view) > _INT32_MAX:
-            raise D.error(
+            raise where.error(
                 D.INTEGER_OUT_OF_RANGE,
-                kernel=where.kernel,
-                parameter=where.parameter,
                 expected=f"Int32 index arithmetic: a footprint (1 + sum of (extent - 1) * |stride|) up to {_INT32_MAX} elements "
                 f"(layout {layout.text} has 32-bit strides)",
                 got=f"{_footprint(view)} (shape {view.shape}, strides {view.strides})",
@@ -515,14 +466,7 @@ class TensorKind(SlotKind):
 
     @staticmethod
     def _layout_error(detail: str, expected: str, view: _dlpack.DLView, where: Where) -> Exception:
-        return D.error(
-            D.TENSOR_LAYOUT_MISMATCH,
-            kernel=where.kernel,
-            parameter=where.parameter,
-            detail=detail,
-            expected=expected,
-            got=f"shape {view.shape}, strides {view.strides}",
-        )
+        return where.error(D.TENSOR_LAYOUT_MISMATCH, detail=detail, expected=expected, got=f"shape {view.shape}, strides {view.strides}")
 
     def descriptor_groups(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         """What this bound slot writes after the data address: the bit widths of its
