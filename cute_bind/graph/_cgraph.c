@@ -44,7 +44,7 @@
 #include <Python.h>
 #include <stdint.h>
 
-#include "../launch/_cb_common.h" /* cb_address_of, CB_SETREF */
+#include "../launch/_cb_common.h" /* cb_address_of, CB_SETREF, the type and module boilerplate */
 
 typedef int (*set_params_fn)(void *graph_exec, void *node, const void *params);
 typedef int (*graph_launch_fn)(void *graph_exec, void *stream);
@@ -200,16 +200,10 @@ static PyObject *setter_set(PyObject *self, PyObject *value) {
 
 static int setter_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *ref, *dirty, *slow;
-    if (kwargs != NULL && PyDict_Size(kwargs) != 0) {
-        PyErr_SetString(PyExc_TypeError, "PointerSetter() takes no keyword arguments");
+    if (cb_no_keywords(kwargs, "PointerSetter() takes no keyword arguments") < 0 ||
+        !PyArg_ParseTuple(args, "OOO:PointerSetter", &ref, &dirty, &slow) ||
+        cb_init_once(((PointerSetter *)self)->ref != NULL, "PointerSetter") < 0)
         return -1;
-    }
-    if (!PyArg_ParseTuple(args, "OOO:PointerSetter", &ref, &dirty, &slow))
-        return -1;
-    if (((PointerSetter *)self)->ref != NULL) { /* a running set() reads the fields: they are set once */
-        PyErr_SetString(PyExc_TypeError, "PointerSetter cannot be initialised twice");
-        return -1;
-    }
     if (!PyList_Check(ref) || PyList_Size(ref) != 4) {
         PyErr_Format(PyExc_TypeError, "ref must be a list of 4 ([buffer, offset, key, pair]), got %R", (PyObject *)Py_TYPE(ref));
         return -1;
@@ -232,30 +226,18 @@ static int setter_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     return 0;
 }
 
+/* What a PointerSetter owns (CB_VISIT_REF, CB_CLEAR_REF) */
+#define SETTER_REFS(X, ps) X(ps, ref) X(ps, dirty) X(ps, slow)
+
 static int setter_traverse(PyObject *self, visitproc visit, void *arg) {
-    PointerSetter *ps = (PointerSetter *)self;
-    Py_VISIT(ps->ref);
-    Py_VISIT(ps->dirty);
-    Py_VISIT(ps->slow);
+    SETTER_REFS(CB_VISIT_REF, (PointerSetter *)self)
     Py_VISIT((PyObject *)Py_TYPE(self));
     return 0;
 }
 
 static int setter_clear(PyObject *self) {
-    PointerSetter *ps = (PointerSetter *)self;
-    Py_CLEAR(ps->ref);
-    Py_CLEAR(ps->dirty);
-    Py_CLEAR(ps->slow);
+    SETTER_REFS(CB_CLEAR_REF, (PointerSetter *)self)
     return 0;
-}
-
-static void setter_dealloc(PyObject *self) {
-    PyTypeObject *tp = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
-    setter_clear(self);
-    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-    tp_free(self);
-    Py_DECREF(tp);
 }
 
 static PyMethodDef setter_methods[] = {
@@ -266,9 +248,7 @@ static PyMethodDef setter_methods[] = {
 
 static PyType_Slot setter_slots[] = {
     {Py_tp_init, setter_init},
-    {Py_tp_dealloc, setter_dealloc},
-    {Py_tp_traverse, setter_traverse},
-    {Py_tp_clear, setter_clear},
+    CB_GC_SLOTS(cb_gc_dealloc, setter_traverse, setter_clear),
     {Py_tp_methods, setter_methods},
     {Py_tp_new, PyType_GenericNew},
     {Py_tp_doc, "PointerSetter(ref, dirty, slow, /)\n--\n\nStage one pointer parameter of one graph node (Graph.updater's fast path)."},
@@ -338,8 +318,7 @@ PyMODINIT_FUNC PyInit__cgraph(void) {
     if (m == NULL)
         return NULL;
     PyObject *tp = PyType_FromSpec(&setter_spec);
-    if (tp == NULL || PyModule_AddObject(m, "PointerSetter", tp) < 0) { /* AddObject steals only on success */
-        Py_XDECREF(tp);
+    if (cb_module_add(m, "PointerSetter", tp) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -48,8 +48,7 @@
 #include <Python.h>
 #include <stdint.h>
 
-/* Py_XSETREF is not part of the limited API */
-#define CB_XSETREF(dst, src) do { PyObject *_old = (PyObject *)(dst); (dst) = (src); Py_XDECREF(_old); } while (0)
+#include "../launch/_cb_common.h" /* CB_SETREF, cb_decline, the type and module boilerplate */
 
 typedef struct ThreadState ThreadState;
 
@@ -100,7 +99,6 @@ static void unlink_state(ThreadState *st) {
 /* ------------------------------------------------------------------ Slot */
 static void Slot_dealloc(PyObject *self) {
     Slot *slot = (Slot *)self;
-    PyTypeObject *tp = Py_TYPE(self);
     PyObject *call = NULL, *stream_fn = NULL, *routes = NULL;
     ThreadState *st = slot->state;
     if (st != NULL) {
@@ -115,9 +113,7 @@ static void Slot_dealloc(PyObject *self) {
     if (slot->husk) {
         husks--;
     }
-    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-    tp_free(self);
-    Py_DECREF(tp);
+    cb_free_instance(self);
     /* last: releasing them may run arbitrary code, and every pointer is consistent by now */
     Py_XDECREF(call), Py_XDECREF(stream_fn), Py_XDECREF(routes);
 }
@@ -133,35 +129,29 @@ static PyType_Spec Slot_spec = {
 };
 
 /* ------------------------------------------------------------------ ThreadState */
+/* What a ThreadState owns */
+#define THREAD_STATE_REFS(X, st) X(st, call) X(st, stream_fn) X(st, routes)
+
 static int ThreadState_clear(PyObject *self) {
-    Py_CLEAR(((ThreadState *)self)->call);
-    Py_CLEAR(((ThreadState *)self)->stream_fn);
-    Py_CLEAR(((ThreadState *)self)->routes);
+    THREAD_STATE_REFS(CB_CLEAR_REF, (ThreadState *)self)
     return 0;
 }
 
 static void ThreadState_dealloc(PyObject *self) {
-    PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     unlink_state((ThreadState *)self); /* its slot, if its thread still has it, becomes a husk */
     ThreadState_clear(self);
-    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-    tp_free(self);
-    Py_DECREF(tp);
+    cb_free_instance(self);
 }
 
 static int ThreadState_traverse(PyObject *self, visitproc visit, void *arg) {
-    Py_VISIT(((ThreadState *)self)->call);
-    Py_VISIT(((ThreadState *)self)->stream_fn);
-    Py_VISIT(((ThreadState *)self)->routes);
+    THREAD_STATE_REFS(CB_VISIT_REF, (ThreadState *)self)
     Py_VISIT(Py_TYPE(self));
     return 0;
 }
 
 static PyType_Slot ThreadState_slots[] = {
-    {Py_tp_dealloc, ThreadState_dealloc},
-    {Py_tp_traverse, ThreadState_traverse},
-    {Py_tp_clear, ThreadState_clear},
+    CB_GC_SLOTS(ThreadState_dealloc, ThreadState_traverse, ThreadState_clear),
     {Py_tp_doc, "One thread's call state of one kernel (internal)."},
     {0, NULL},
 };
@@ -324,7 +314,7 @@ static int compact(CallBase *self) {
     }
     if (self->states == states) {
         self->retired += retired;
-        CB_XSETREF(self->states, kept);
+        CB_SETREF(self->states, kept);
     } else {
         Py_DECREF(kept); /* reset meanwhile: the old list is detached already */
     }
@@ -396,14 +386,13 @@ static PyObject *with_stream(PyObject *args, Py_ssize_t n, PyObject *stream_fn) 
  *       argument i of exactly class cls, and `v != argument` false; the runtime arguments are
  *       those at `index`, a None at each runtime position in `streams` replaced by stream_fn().
  * Returns the result, NotImplemented (not this route), or NULL with an exception set. */
-/* The stream getter raised: not this route (an Exception: the dispatch path reports it as CB221;
- * anything else propagates). */
+/* The stream getter raised: not this route (an Exception: cb_decline; the dispatch path reports it as
+ * CB221); anything else propagates. */
 static PyObject *stream_failed(void) {
-    if (PyErr_ExceptionMatches(PyExc_Exception)) {
-        PyErr_Clear();
-        Py_RETURN_NOTIMPLEMENTED;
+    if (cb_decline() < 0) {
+        return NULL;
     }
-    return NULL;
+    Py_RETURN_NOTIMPLEMENTED;
 }
 
 static PyObject *try_route(PyObject *route, PyObject *args) {
@@ -550,7 +539,7 @@ static PyObject *call_with(CallBase *self, PyObject *args, PyObject *kwargs, PyO
                             Py_INCREF(r);
                             PyTuple_SetItem(moved, j, r);
                         }
-                        CB_XSETREF(st->routes, moved);
+                        CB_SETREF(st->routes, moved);
                     }
                 }
                 Py_DECREF(routes);
@@ -582,11 +571,10 @@ static PyObject *call_with(CallBase *self, PyObject *args, PyObject *kwargs, PyO
             if (full == NULL) {
                 Py_DECREF(call);
                 Py_DECREF(st);
-                if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+                if (cb_decline() < 0) {
                     return NULL; /* KeyboardInterrupt, SystemExit: propagate, as the routes do (stream_failed) */
                 }
-                PyErr_Clear(); /* the stream getter raised: the dispatch path reports it (CB221) */
-                return call_dispatch(self, dargs, dkwargs);
+                return call_dispatch(self, dargs, dkwargs); /* the stream getter raised: the dispatch path reports it (CB221) */
             }
             result = PyObject_Call(call, full, NULL);
             Py_DECREF(full);
@@ -703,7 +691,7 @@ static PyObject *CallBase_set_params(PyObject *self_, PyObject *params) {
     }
     PyObject *value = params == Py_None ? NULL : params;
     Py_XINCREF(value);
-    CB_XSETREF(self->params, value);
+    CB_SETREF(self->params, value);
     Py_RETURN_NONE;
 }
 
@@ -730,8 +718,8 @@ static PyObject *CallBase_reset_calls(PyObject *self_, PyObject *args) {
     PyObject *old_states = self->states, *old_token = self->token; /* owned: swapped out, then detached */
     self->states = states, self->token = token, self->retired = 0;
     Py_INCREF(dispatch), Py_INCREF(fallback);
-    CB_XSETREF(self->dispatch, dispatch);
-    CB_XSETREF(self->fallback, fallback);
+    CB_SETREF(self->dispatch, dispatch);
+    CB_SETREF(self->fallback, fallback);
     /* the old states are unreachable now (their token is gone): drop them, their callers and handles */
     detach(old_states, old_token);
     Py_RETURN_NONE;
@@ -824,10 +812,10 @@ static PyObject *CallBase_set_call(PyObject *self_, PyObject *args) {
     }
     st->fill_n = -1; /* consistent while the old callers are released below (that may run code) */
     Py_INCREF(call);
-    CB_XSETREF(st->call, call);
+    CB_SETREF(st->call, call);
     if (fill_n >= 0) {
         Py_INCREF(stream_fn);
-        CB_XSETREF(st->stream_fn, stream_fn);
+        CB_SETREF(st->stream_fn, stream_fn);
     } else {
         Py_CLEAR(st->stream_fn);
     }
@@ -859,7 +847,7 @@ static PyObject *CallBase_set_routes(PyObject *self_, PyObject *routes) {
         Py_CLEAR(st->routes);
     } else {
         Py_INCREF(routes);
-        CB_XSETREF(st->routes, routes);
+        CB_SETREF(st->routes, routes);
     }
     Py_DECREF(st);
     Py_RETURN_NONE;
@@ -913,13 +901,11 @@ static int CallBase_clear(PyObject *self_) {
     return 0;
 }
 
+/* CallBase_clear called as such, not the instance's tp_clear: a Kernel subclass's own clears more. */
 static void CallBase_dealloc(PyObject *self) {
-    PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     CallBase_clear(self);
-    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-    tp_free(self);
-    Py_DECREF(tp);
+    cb_free_instance(self);
 }
 
 static PyMethodDef CallBase_methods[] = {
@@ -941,9 +927,7 @@ static PyMethodDef CallBase_methods[] = {
 
 static PyType_Slot CallBase_slots[] = {
     {Py_tp_call, CallBase_call},
-    {Py_tp_dealloc, CallBase_dealloc},
-    {Py_tp_traverse, CallBase_traverse},
-    {Py_tp_clear, CallBase_clear},
+    CB_GC_SLOTS(CallBase_dealloc, CallBase_traverse, CallBase_clear),
     {Py_tp_methods, CallBase_methods},
     {Py_tp_new, PyType_GenericNew},
     {Py_tp_doc, "C fast path of Kernel.__call__ (base class of cute_bind.Kernel)."},
@@ -958,16 +942,6 @@ static PyType_Spec CallBase_spec = {
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "_cdispatch", "C fast path of Kernel.__call__.", -1, NULL,
 };
-
-/* Add a new reference to `obj` to the module under `name` (PyModule_AddObject steals only on success). */
-static int add_type(PyObject *m, const char *name, PyObject *obj) {
-    Py_INCREF(obj);
-    if (PyModule_AddObject(m, name, obj) < 0) {
-        Py_DECREF(obj);
-        return -1;
-    }
-    return 0;
-}
 
 PyMODINIT_FUNC
 PyInit__cdispatch(void)
@@ -986,13 +960,8 @@ PyInit__cdispatch(void)
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *base = PyType_FromSpec(&CallBase_spec);
-    if (base == NULL || PyModule_AddObject(m, "CallBase", base) < 0) {
-        Py_XDECREF(base);
-        Py_DECREF(m);
-        return NULL;
-    }
-    if (add_type(m, "_ThreadState", ThreadState_type) < 0 || add_type(m, "_Slot", Slot_type) < 0) {
+    if (cb_module_add(m, "CallBase", PyType_FromSpec(&CallBase_spec)) < 0 ||
+        cb_module_add(m, "_ThreadState", Py_NewRef(ThreadState_type)) < 0 || cb_module_add(m, "_Slot", Py_NewRef(Slot_type)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1,8 +1,10 @@
 /*
  * What the C extensions share (launch/_claunch.c: PreparedLaunch; launch/_ctvmffi.c: TVM-FFI
- * prepared launches; graph/_cgraph.c: graph replays; torch/_ceager.c: a torch op's eager call):
+ * prepared launches; graph/_cgraph.c: graph replays; torch/_ceager.c: a torch op's eager call; jit/_cdispatch.c:
+ * Kernel.__call__):
  * the DLPack tensor they read tensors into and DLPack's device types, the reader's signature,
- * the one "declined" rule for a conversion that raised, the set-reference macro, and the typed
+ * the one "declined" rule for a conversion that raised, the set-reference macro, the type and
+ * module boilerplate (owned-reference lists, dealloc, __init__ checks, module adds), and the typed
  * readers of the records Python hands them (cute_bind.launch.spec, the slots' C specs). setup.py
  * finds it through each source's #include lines and lists it in that extension's `depends`, so a
  * change rebuilds every user, and the sdist ships it.
@@ -36,6 +38,96 @@ enum { CB_DL_CPU = 1, CB_DL_CUDA = 2, CB_DL_CUDA_HOST = 3, CB_DL_CUDA_MANAGED = 
 
 /* Py_XSETREF is not in the limited API */
 #define CB_SETREF(dst, src) do { PyObject *_old = (PyObject *)(dst); (dst) = (src); Py_XDECREF(_old); } while (0)
+
+/* A type's owned references are listed once, as an X-macro LIST(X, obj) of X(obj, member) per reference,
+ * and that list expanded in its tp_traverse (CB_VISIT_REF: `visit` and `arg` in scope) and its tp_clear
+ * or free (CB_CLEAR_REF), so that neither leaves one out. */
+#define CB_VISIT_REF(obj, member) Py_VISIT((obj)->member);
+#define CB_CLEAR_REF(obj, member) Py_CLEAR((obj)->member);
+/* A launcher's references taken from the spec fields its init read into `f` (cb_field's new references),
+ * listed as LIST(X) of X(member, index in f): taken by init (CB_TAKE_FIELD, `self` and `f` in scope),
+ * walked by tp_traverse and tp_clear (CB_VISIT_FIELD, CB_CLEAR_FIELD: `self` in scope). */
+#define CB_TAKE_FIELD(member, index) self->member = f[index]; f[index] = NULL;
+#define CB_VISIT_FIELD(member, index) Py_VISIT(self->member);
+#define CB_CLEAR_FIELD(member, index) Py_CLEAR(self->member);
+
+/* The slots by which the instances of a GC heap type are collected and freed (PyType_Slot entries). */
+#define CB_GC_SLOTS(dealloc, traverse, clear) {Py_tp_dealloc, (dealloc)}, {Py_tp_traverse, (traverse)}, {Py_tp_clear, (clear)}
+
+/* An owned array's `n` references (NULL: none), visited (tp_traverse) or cleared (tp_clear). */
+static inline int
+cb_visit_array(PyObject **items, Py_ssize_t n, visitproc visit, void *arg)
+{
+    if (items)
+        for (Py_ssize_t i = 0; i < n; i++) Py_VISIT(items[i]);
+    return 0;
+}
+
+static inline void
+cb_clear_array(PyObject **items, Py_ssize_t n)
+{
+    if (items)
+        for (Py_ssize_t i = 0; i < n; i++) Py_CLEAR(items[i]);
+}
+
+/* The end of every heap type's tp_dealloc: the type's tp_free, then the reference each instance holds
+ * to its heap type (the type object is read first: freeing the instance forgets it). */
+static inline void
+cb_free_instance(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(tp);
+}
+
+/* The tp_dealloc of a GC heap type (not subclassable) whose tp_clear releases all it owns: untrack,
+ * clear, free. */
+static inline void
+cb_gc_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    ((inquiry)PyType_GetSlot(Py_TYPE(self), Py_tp_clear))(self);
+    cb_free_instance(self);
+}
+
+/* The checks every extension type's __init__ makes before reading its arguments: no keywords (-1
+ * with TypeError `message`), ... */
+static inline int
+cb_no_keywords(PyObject *kwargs, const char *message)
+{
+    if (kwargs != NULL && PyDict_Size(kwargs) != 0) {
+        PyErr_SetString(PyExc_TypeError, message);
+        return -1;
+    }
+    return 0;
+}
+
+/* ... and not twice (`initialised`: -1 with TypeError "<type> cannot be initialised twice"): a running
+ * call reads the fields, so they are set once. */
+static inline int
+cb_init_once(int initialised, const char *type)
+{
+    if (initialised) {
+        PyErr_Format(PyExc_TypeError, "%s cannot be initialised twice", type);
+        return -1;
+    }
+    return 0;
+}
+
+/* Add `obj` (a new reference, stolen even on failure; NULL: its error is set) to module `m` as `name`:
+ * PyModule_Add of Python 3.13, which the limited API of 3.10 lacks (PyModule_AddObject steals only on
+ * success). 0, or -1 with an exception set. */
+static inline int
+cb_module_add(PyObject *m, const char *name, PyObject *obj)
+{
+    if (obj == NULL) return -1;
+    if (PyModule_AddObject(m, name, obj) < 0) {
+        Py_DECREF(obj);
+        return -1;
+    }
+    return 0;
+}
 
 /* A conversion raised: an Exception means "not taken as is" (0, cleared: the slower path decides
  * and raises the catalog error); anything else (KeyboardInterrupt, SystemExit; MemoryError is an

@@ -236,10 +236,7 @@ Launcher_write_and_call(Launcher *self, PyObject *data)
 static PyObject *
 Launcher_poison(Launcher *self, PyObject *refuse)
 {
-    PyObject *old = self->refuse;
-    Py_INCREF(refuse);
-    self->refuse = refuse;
-    Py_XDECREF(old);
+    CB_SETREF(self->refuse, Py_NewRef(refuse));
     Py_CLEAR(self->keep);
     Py_RETURN_NONE;
 }
@@ -249,6 +246,10 @@ enum { F_ENTRY, F_ARGV, F_STORAGE, F_STORAGE_SIZE, F_RESULT, F_FMTS, F_CLASSES, 
 static const char *const launch_spec_fields[N_SPEC_FIELDS + 1] = {
     "entry", "argv", "storage", "storage_size", "result", "fmts", "classes", "offsets", "sizes", "extras", "defaults",
     "names", "required", "slow", "fail", "busy_error", "ret", "keep", "release_gil", NULL};
+/* The references a Launcher takes from those fields, X(member, field): with `refuse` and the per-slot specs, all it owns */
+#define LAUNCHER_SPEC_REFS(X) \
+    X(extras, F_EXTRAS) X(defaults, F_DEFAULTS) X(names, F_NAMES) X(required, F_REQUIRED) X(slow, F_SLOW) X(fail, F_FAIL) \
+    X(busy_error, F_BUSY_ERROR) X(ret, F_RET) X(keep, F_KEEP)
 static const int launch_spec_kinds[N_SPEC_FIELDS] = {
     CB_INT, CB_INT, CB_INT, CB_INT, CB_INT, CB_BYTES, CB_BYTES, CB_TUPLE, CB_TUPLE, CB_TUPLE, CB_TUPLE,
     CB_TUPLE, CB_ANY, CB_CALLABLE, CB_CALLABLE, CB_CALLABLE, CB_INT_OR_NONE, CB_TUPLE, CB_BOOL};
@@ -261,14 +262,7 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     PyObject *f[N_SPEC_FIELDS] = {NULL};
     uint64_t entry, argv, storage, result;
     int rc = -1;
-    if (self->fmt) {
-        PyErr_SetString(PyExc_TypeError, "Launcher cannot be initialised twice");
-        return -1;
-    }
-    if (kwds && PyDict_Size(kwds)) {
-        PyErr_SetString(PyExc_TypeError, "Launcher takes no keywords");
-        return -1;
-    }
+    if (cb_init_once(self->fmt != NULL, "Launcher") < 0 || cb_no_keywords(kwds, "Launcher takes no keywords") < 0) return -1;
     if (!PyArg_ParseTuple(args, "O:Launcher", &spec)) return -1;
     for (int k = 0; k < N_SPEC_FIELDS; k++)
         if (!(f[k] = cb_field(spec, "LaunchSpec", launch_spec_fields[k], launch_spec_kinds[k]))) goto done;
@@ -334,15 +328,7 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
     self->result = result ? (volatile int32_t *)(uintptr_t)result : NULL;
     self->release_gil = f[F_RELEASE_GIL] == Py_True;
     /* the launcher keeps what it read (the references cb_field returned) */
-    self->extras = f[F_EXTRAS]; f[F_EXTRAS] = NULL;
-    self->defaults = f[F_DEFAULTS]; f[F_DEFAULTS] = NULL;
-    self->names = f[F_NAMES]; f[F_NAMES] = NULL;
-    self->required = f[F_REQUIRED]; f[F_REQUIRED] = NULL;
-    self->slow = f[F_SLOW]; f[F_SLOW] = NULL;
-    self->fail = f[F_FAIL]; f[F_FAIL] = NULL;
-    self->busy_error = f[F_BUSY_ERROR]; f[F_BUSY_ERROR] = NULL;
-    self->ret = f[F_RET]; f[F_RET] = NULL;
-    self->keep = f[F_KEEP]; f[F_KEEP] = NULL;
+    LAUNCHER_SPEC_REFS(CB_TAKE_FIELD)
     self->refuse = NULL;
     self->busy = 0;
     rc = 0;
@@ -354,30 +340,17 @@ done:
 static int
 Launcher_traverse(Launcher *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->extras);
-    Py_VISIT(self->defaults);
-    Py_VISIT(self->names);
-    Py_VISIT(self->required);
-    Py_VISIT(self->slow);
-    Py_VISIT(self->fail);
+    LAUNCHER_SPEC_REFS(CB_VISIT_FIELD)
     Py_VISIT(self->refuse);
-    Py_VISIT(self->ret);
-    Py_VISIT(self->keep);
-    Py_VISIT(self->busy_error);
     for (Py_ssize_t i = 0; i < self->n; i++) {
         if (self->held) Py_VISIT(self->held[i]);
         if (self->pure) Py_VISIT(self->pure[i]);
         if (self->tensors && visit_tensor_spec(self->tensors[i], visit, arg)) return -1;
         if (self->ptrs && self->ptrs[i]) {
-            Py_VISIT(self->ptrs[i]->types);
-            Py_VISIT(self->ptrs[i]->capsule);
-            Py_VISIT(self->ptrs[i]->other_type);
-            Py_VISIT(self->ptrs[i]->other_reader);
+            PTR_SPEC_REFS(CB_VISIT_REF, self->ptrs[i])
         }
         if (self->objs && self->objs[i]) {
-            Py_VISIT(self->objs[i]->types);
-            Py_VISIT(self->objs[i]->attr_types);
-            Py_VISIT(self->objs[i]->reader);
+            OBJ_SPEC_REFS(CB_VISIT_REF, self->objs[i])
         }
         if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
             for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++)
@@ -389,31 +362,18 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
 static int
 Launcher_clear(Launcher *self)
 {
-    Py_CLEAR(self->extras);
-    Py_CLEAR(self->defaults);
-    Py_CLEAR(self->names);
-    Py_CLEAR(self->required);
-    Py_CLEAR(self->slow);
-    Py_CLEAR(self->fail);
+    LAUNCHER_SPEC_REFS(CB_CLEAR_FIELD)
     Py_CLEAR(self->refuse);
-    Py_CLEAR(self->ret);
-    Py_CLEAR(self->keep);
-    Py_CLEAR(self->busy_error);
     for (Py_ssize_t i = 0; i < self->n; i++) {
         if (self->held) Py_CLEAR(self->held[i]);
         if (self->pure) Py_CLEAR(self->pure[i]);
         if (self->tensors) clear_tensor_spec(self->tensors[i]);
         if (self->ptrs && self->ptrs[i]) {
             self->ptrs[i]->fn = NULL;
-            Py_CLEAR(self->ptrs[i]->types);
-            Py_CLEAR(self->ptrs[i]->capsule);
-            Py_CLEAR(self->ptrs[i]->other_type);
-            Py_CLEAR(self->ptrs[i]->other_reader);
+            PTR_SPEC_REFS(CB_CLEAR_REF, self->ptrs[i])
         }
         if (self->objs && self->objs[i]) { /* type_in, pack_stream and pack_number read NULL as "none" */
-            Py_CLEAR(self->objs[i]->types);
-            Py_CLEAR(self->objs[i]->attr_types);
-            Py_CLEAR(self->objs[i]->reader);
+            OBJ_SPEC_REFS(CB_CLEAR_REF, self->objs[i])
         }
         if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
             for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++) clear_tensor_spec(self->seqs[i]->tensors[k]);
@@ -424,7 +384,6 @@ Launcher_clear(Launcher *self)
 static void
 Launcher_dealloc(Launcher *self)
 {
-    PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     Launcher_clear(self);
     PyMem_Free(self->fmt);
@@ -434,25 +393,19 @@ Launcher_dealloc(Launcher *self)
     PyMem_Free(self->byname);
     PyMem_Free(self->deferred);
     PyMem_Free(self->pure);
-    if (self->tensors) {
-        for (Py_ssize_t i = 0; i < self->n; i++) free_tensor_spec(self->tensors[i]);
-        PyMem_Free(self->tensors);
-    }
-    if (self->ptrs) {
-        for (Py_ssize_t i = 0; i < self->n; i++) free_ptr_spec(self->ptrs[i]);
-        PyMem_Free(self->ptrs);
-    }
-    if (self->objs) {
-        for (Py_ssize_t i = 0; i < self->n; i++) free_object_spec(self->objs[i]);
-        PyMem_Free(self->objs);
-    }
-    if (self->seqs) {
-        for (Py_ssize_t i = 0; i < self->n; i++) free_seq_spec(self->seqs[i]);
-        PyMem_Free(self->seqs);
-    }
-    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-    tp_free(self);
-    Py_DECREF(tp);
+/* a per-slot array of specs (NULL: none): each spec, then the array */
+#define FREE_SPECS(specs, free_spec)                                                                              \
+    do {                                                                                                        \
+        if (specs)                                                                                              \
+            for (Py_ssize_t i = 0; i < self->n; i++) free_spec((specs)[i]);                                     \
+        PyMem_Free(specs);                                                                                      \
+    } while (0)
+    FREE_SPECS(self->tensors, free_tensor_spec);
+    FREE_SPECS(self->ptrs, free_ptr_spec);
+    FREE_SPECS(self->objs, free_object_spec);
+    FREE_SPECS(self->seqs, free_seq_spec);
+#undef FREE_SPECS
+    cb_free_instance((PyObject *)self);
 }
 
 static PyMethodDef Launcher_methods[] = {
@@ -469,9 +422,7 @@ static PyMethodDef Launcher_methods[] = {
 
 static PyType_Slot Launcher_slots[] = {
     {Py_tp_init, Launcher_init},
-    {Py_tp_dealloc, Launcher_dealloc},
-    {Py_tp_traverse, Launcher_traverse},
-    {Py_tp_clear, Launcher_clear},
+    CB_GC_SLOTS(Launcher_dealloc, Launcher_traverse, Launcher_clear),
     {Py_tp_methods, Launcher_methods},
     {Py_tp_new, PyType_GenericNew},
     {Py_tp_doc, "Launcher(spec, /)\n--\n\nThe C fast path of one prepared handle, from a cute_bind.launch.spec.LaunchSpec (LAUNCH_SPEC_FIELDS: what it reads)."},
@@ -629,9 +580,7 @@ PyInit__claunch(void)
         if (!*interned[k] && !(*interned[k] = PyUnicode_InternFromString(texts[k]))) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
-    PyObject *tp = PyType_FromSpec(&Launcher_spec);
-    if (!tp || PyModule_AddObject(m, "Launcher", tp) < 0) {
-        Py_XDECREF(tp);
+    if (cb_module_add(m, "Launcher", PyType_FromSpec(&Launcher_spec)) < 0) {
         Py_DECREF(m);
         return NULL;
     }
@@ -643,9 +592,7 @@ PyInit__claunch(void)
                            "STREAM_SPEC_FIELDS", "NUMBER_SPEC_FIELDS", "ARRAY_LAYOUT_FIELDS", "CTYPES_LAYOUT_FIELDS",
                            "TORCH_READER_FIELDS"};
     for (int k = 0; k < 10; k++) {
-        PyObject *t = cb_names(lists[k]);
-        if (!t || PyModule_AddObject(m, names[k], t) < 0) { /* AddObject steals only on success */
-            Py_XDECREF(t);
+        if (cb_module_add(m, names[k], cb_names(lists[k])) < 0) {
             Py_DECREF(m);
             return NULL;
         }

@@ -62,6 +62,8 @@ typedef struct {
     int footprint32;    /* 32-bit strides: the footprint must fit Int32 */
     ModeSpec *modes;    /* extents then strides: 2 * ndim */
 } TensorSpec;
+/* What a TensorSpec owns (CB_VISIT_REF, CB_CLEAR_REF) */
+#define TENSOR_SPEC_REFS(X, ts) X(ts, type) X(ts, capsule) X(ts, cai_type)
 
 /* A pointer slot (class "P" with a spec): what a tensor or array given for it must
  * say of itself to be taken as is (its data address written), as PointerKind.coerce
@@ -80,6 +82,8 @@ typedef struct {
     PyObject *other_type;   /* one more exact type read by `other_reader` (the DSL's make_ptr pointers), or NULL */
     PyObject *other_reader; /* value -> int address, or None when it is not taken as is (owned), or NULL */
 } PtrSpec;
+/* What a PtrSpec owns */
+#define PTR_SPEC_REFS(X, ps) X(ps, types) X(ps, capsule) X(ps, other_type) X(ps, other_reader)
 
 /* An object spec: how a stream slot (class "Z") or a number slot (classes "I", "R", "h", "g",
  * "B") reads values past the exact ones its class writes itself. One record for both: an object
@@ -95,6 +99,8 @@ typedef struct {
     PyObject *attr_types; /* tuple of exact types (owned); empty for number slots */
     PyObject *reader;     /* value -> value (owned), or NULL */
 } ObjSpec;
+/* What an ObjSpec owns */
+#define OBJ_SPEC_REFS(X, os) X(os, types) X(os, attr_types) X(os, reader)
 
 /* NumPy's ndarray object layout (PyArrayObject_fields, NumPy's public C ABI), as
  * cute_bind.slots.dlpack.array_layout() verified it against real arrays before

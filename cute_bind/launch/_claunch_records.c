@@ -250,9 +250,7 @@ static void
 free_object_spec(ObjSpec *os)
 {
     if (!os) return;
-    Py_XDECREF(os->types);
-    Py_XDECREF(os->attr_types);
-    Py_XDECREF(os->reader);
+    OBJ_SPEC_REFS(CB_CLEAR_REF, os)
     PyMem_Free(os);
 }
 
@@ -260,10 +258,7 @@ static void
 free_ptr_spec(PtrSpec *ps)
 {
     if (!ps) return;
-    Py_XDECREF(ps->types);
-    Py_XDECREF(ps->capsule);
-    Py_XDECREF(ps->other_type);
-    Py_XDECREF(ps->other_reader);
+    PTR_SPEC_REFS(CB_CLEAR_REF, ps)
     PyMem_Free(ps);
 }
 
@@ -271,9 +266,7 @@ static void
 free_tensor_spec(TensorSpec *ts)
 {
     if (!ts) return;
-    Py_XDECREF(ts->type);
-    Py_XDECREF(ts->capsule);
-    Py_XDECREF(ts->cai_type);
+    TENSOR_SPEC_REFS(CB_CLEAR_REF, ts)
     PyMem_Free(ts->modes);
     PyMem_Free(ts);
 }
@@ -384,9 +377,7 @@ static int
 visit_tensor_spec(TensorSpec *ts, visitproc visit, void *arg)
 {
     if (ts) {
-        Py_VISIT(ts->type);
-        Py_VISIT(ts->capsule);
-        Py_VISIT(ts->cai_type);
+        TENSOR_SPEC_REFS(CB_VISIT_REF, ts)
     }
     return 0;
 }
@@ -396,8 +387,6 @@ clear_tensor_spec(TensorSpec *ts)
 {
     if (ts) {
         ts->fn = NULL;
-        Py_CLEAR(ts->type);
-        Py_CLEAR(ts->capsule);
-        Py_CLEAR(ts->cai_type);
+        TENSOR_SPEC_REFS(CB_CLEAR_REF, ts)
     }
 }

@@ -642,6 +642,10 @@ enum { F_ENTRY, F_SELF_HANDLE, F_SET_STREAM, F_MOVE_ERROR, F_DEC_REF, F_KINDS, F
 static const char *const spec_fields[N_SPEC_FIELDS + 1] = {
     "entry", "self_handle", "set_stream", "move_error", "dec_ref", "kinds", "specs", "defaults", "required", "slow", "fail",
     "classify", "keep", "names", NULL};
+/* The references a Launcher takes from those fields, X(member, field); it also owns `keep`, `refuse`, its
+ * slots' types and its structures' nodes */
+#define LAUNCHER_SPEC_REFS(X) \
+    X(defaults, F_DEFAULTS) X(names, F_NAMES) X(required, F_REQUIRED) X(slow, F_SLOW) X(fail, F_FAIL) X(classify, F_CLASSIFY)
 static const int spec_kinds[N_SPEC_FIELDS] = {
     CB_INT, CB_INT, CB_INT, CB_INT, CB_INT, CB_BYTES, CB_TUPLE, CB_TUPLE, CB_ANY, CB_CALLABLE, CB_CALLABLE, CB_CALLABLE, CB_TUPLE,
     CB_ANY};
@@ -657,8 +661,7 @@ Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
     PyObject *rec;
     PyObject *f[N_SPEC_FIELDS] = {NULL};
     int rc = -1;
-    if (kw && PyDict_Size(kw)) { PyErr_SetString(PyExc_TypeError, "Launcher takes no keywords"); return -1; }
-    if (!PyArg_ParseTuple(a, "O:Launcher", &rec)) return -1;
+    if (cb_no_keywords(kw, "Launcher takes no keywords") < 0 || !PyArg_ParseTuple(a, "O:Launcher", &rec)) return -1;
     if (self->entry || self->kinds) { PyErr_SetString(PyExc_RuntimeError, "Launcher already initialised"); return -1; }
     for (int k = 0; k < N_SPEC_FIELDS; k++)
         if (!(f[k] = cb_field(rec, "TvmFfiLaunchSpec", spec_fields[k], spec_kinds[k]))) goto done;
@@ -776,12 +779,7 @@ Launcher_init(Launcher *self, PyObject *a, PyObject *kw)
     self->move_error = (move_error_t)(uintptr_t)me;
     self->dec_ref = (dec_ref_t)(uintptr_t)dr;
     /* the launcher keeps what it read (the references cb_field returned) */
-    self->defaults = f[F_DEFAULTS]; f[F_DEFAULTS] = NULL;
-    self->names = f[F_NAMES]; f[F_NAMES] = NULL;
-    self->required = f[F_REQUIRED]; f[F_REQUIRED] = NULL;
-    self->slow = f[F_SLOW]; f[F_SLOW] = NULL;
-    self->fail = f[F_FAIL]; f[F_FAIL] = NULL;
-    self->classify = f[F_CLASSIFY]; f[F_CLASSIFY] = NULL;
+    LAUNCHER_SPEC_REFS(CB_TAKE_FIELD)
     self->keep = held;
     self->entry = (safe_call_t)(uintptr_t)e; /* last: a launcher is usable only when complete */
     rc = 0;
@@ -793,37 +791,22 @@ done:
 static int
 Launcher_traverse(Launcher *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->defaults);
-    Py_VISIT(self->names);
-    Py_VISIT(self->required);
-    Py_VISIT(self->slow);
-    Py_VISIT(self->fail);
-    Py_VISIT(self->classify);
+    LAUNCHER_SPEC_REFS(CB_VISIT_FIELD)
     Py_VISIT(self->keep);
     Py_VISIT(self->refuse);
-    if (self->ptypes)
-        for (Py_ssize_t i = 0; i < self->nslots; i++) Py_VISIT(self->ptypes[i]);
-    if (self->held)
-        for (Py_ssize_t k = 0; k < self->nnodes; k++) Py_VISIT(self->held[k]);
-    return 0;
+    int r = cb_visit_array(self->ptypes, self->nslots, visit, arg);
+    return r ? r : cb_visit_array(self->held, self->nnodes, visit, arg);
 }
 
 static int
 Launcher_clear(Launcher *self)
 {
     self->entry = NULL;
-    Py_CLEAR(self->defaults);
-    Py_CLEAR(self->names);
-    Py_CLEAR(self->required);
-    Py_CLEAR(self->slow);
-    Py_CLEAR(self->fail);
-    Py_CLEAR(self->classify);
+    LAUNCHER_SPEC_REFS(CB_CLEAR_FIELD)
     Py_CLEAR(self->keep);
     Py_CLEAR(self->refuse);
-    if (self->ptypes)
-        for (Py_ssize_t i = 0; i < self->nslots; i++) Py_CLEAR(self->ptypes[i]);
-    if (self->held)
-        for (Py_ssize_t k = 0; k < self->nnodes; k++) Py_CLEAR(self->held[k]);
+    cb_clear_array(self->ptypes, self->nslots);
+    cb_clear_array(self->held, self->nnodes);
     return 0;
 }
 
@@ -846,10 +829,7 @@ Launcher_dealloc(Launcher *self)
     PyMem_Free(self->nodes);
     PyMem_Free(self->held);
     PyMem_Free(self->first);
-    PyTypeObject *tp = Py_TYPE(self);
-    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-    tp_free(self);
-    Py_DECREF(tp);
+    cb_free_instance((PyObject *)self);
 }
 
 /* poison(refuse): every later launch calls refuse() (a closed handle), as _claunch.c's poison does.
@@ -858,10 +838,9 @@ static PyObject *
 Launcher_poison(Launcher *self, PyObject *refuse)
 {
     if (!PyCallable_Check(refuse)) { PyErr_SetString(PyExc_TypeError, "refuse must be callable"); return NULL; }
-    PyObject *old = self->refuse;
-    Py_INCREF(refuse);
-    self->refuse = refuse; /* launch checks it first: no argument list reaches the entry again */
-    Py_XDECREF(old); /* last: releasing it may run code, and the launcher is consistent by now */
+    /* launch checks it first: no argument list reaches the entry again; the old one is released last (CB_SETREF):
+       releasing it may run code, and the launcher is consistent by now */
+    CB_SETREF(self->refuse, Py_NewRef(refuse));
     Py_RETURN_NONE;
 }
 
@@ -874,9 +853,7 @@ static PyMethodDef Launcher_methods[] = {
 
 static PyType_Slot Launcher_slots[] = {
     {Py_tp_init, Launcher_init},
-    {Py_tp_dealloc, Launcher_dealloc},
-    {Py_tp_traverse, Launcher_traverse},
-    {Py_tp_clear, Launcher_clear},
+    CB_GC_SLOTS(Launcher_dealloc, Launcher_traverse, Launcher_clear),
     {Py_tp_methods, Launcher_methods},
     {Py_tp_new, PyType_GenericNew},
     {Py_tp_doc, "Launcher(spec, /)\n--\n\n"
@@ -902,9 +879,7 @@ PyInit__ctvmffi(void)
     if (!name_int || !name_float) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
-    PyObject *t = PyType_FromSpec(&Launcher_spec);
-    if (!t || PyModule_AddObject(m, "Launcher", t) < 0) {
-        Py_XDECREF(t);
+    if (cb_module_add(m, "Launcher", PyType_FromSpec(&Launcher_spec)) < 0) {
         Py_DECREF(m);
         return NULL;
     }
@@ -913,9 +888,7 @@ PyInit__ctvmffi(void)
     const char *names[] = {"TVM_FFI_LAUNCH_SPEC_FIELDS", "TENSOR_ARG_FIELDS", "CONSTANT_ARG_FIELDS", "STRUCTURE_ARG_FIELDS",
                            "STRUCTURE_NODE_FIELDS"};
     for (int k = 0; k < 5; k++) {
-        PyObject *fields = cb_names(lists[k]);
-        if (!fields || PyModule_AddObject(m, names[k], fields) < 0) { /* AddObject steals only on success */
-            Py_XDECREF(fields);
+        if (cb_module_add(m, names[k], cb_names(lists[k])) < 0) {
             Py_DECREF(m);
             return NULL;
         }

@@ -395,15 +395,10 @@ eager_check_init(PyObject *selfobj, PyObject *args, PyObject *kwargs)
 {
     EagerCheck *self = (EagerCheck *)selfobj;
     PyObject *spec;
-    if (kwargs != NULL && PyDict_Size(kwargs) != 0) {
-        PyErr_SetString(PyExc_TypeError, "EagerCheck.__init__() takes no keyword arguments");
+    if (cb_no_keywords(kwargs, "EagerCheck.__init__() takes no keyword arguments") < 0 ||
+        !PyArg_ParseTuple(args, "O:EagerCheck", &spec) ||
+        cb_init_once(self->ready || self->ntypes || self->grad_enabled, "EagerCheck") < 0)
         return -1;
-    }
-    if (!PyArg_ParseTuple(args, "O:EagerCheck", &spec)) return -1;
-    if (self->ready || self->ntypes || self->grad_enabled) { /* a running call reads the fields: they are set once */
-        PyErr_SetString(PyExc_TypeError, "EagerCheck cannot be initialised twice");
-        return -1;
-    }
     Py_ssize_t nt = read_tuple(spec, "tensor_types", CB_TYPE, 1, EC_MAX_TYPES, self->types);
     if (nt < 0) return -1;
     self->ntypes = nt;
@@ -440,18 +435,17 @@ eager_check_init(PyObject *selfobj, PyObject *args, PyObject *kwargs)
     return 0;
 }
 
+/* What an EagerCheck owns besides its types, its modes and `exchange` (which keeps its function
+ * pointers alive, so it is cleared last) */
+#define EAGER_CHECK_REFS(X, o) X(o, grad_enabled) X(o, get_device) X(o, raw_stream) X(o, current_device) X(o, requires_grad) X(o, is_meta)
+
 static int
 eager_check_traverse(PyObject *selfobj, visitproc visit, void *arg)
 {
     EagerCheck *self = (EagerCheck *)selfobj;
-    for (Py_ssize_t i = 0; i < self->ntypes; i++) Py_VISIT(self->types[i]);
-    for (Py_ssize_t i = 0; i < self->nmodes; i++) Py_VISIT(self->modes[i]);
-    Py_VISIT(self->grad_enabled);
-    Py_VISIT(self->get_device);
-    Py_VISIT(self->raw_stream);
-    Py_VISIT(self->current_device);
-    Py_VISIT(self->requires_grad);
-    Py_VISIT(self->is_meta);
+    int r = cb_visit_array(self->types, self->ntypes, visit, arg);
+    if (r || (r = cb_visit_array(self->modes, self->nmodes, visit, arg))) return r;
+    EAGER_CHECK_REFS(CB_VISIT_REF, self)
     Py_VISIT(self->exchange);
     Py_VISIT((PyObject *)Py_TYPE(selfobj)); /* heap type */
     return 0;
@@ -462,31 +456,14 @@ eager_check_clear(PyObject *selfobj)
 {
     EagerCheck *self = (EagerCheck *)selfobj;
     self->ready = 0; /* a call during clearing sees no fields */
-    for (Py_ssize_t i = 0; i < self->ntypes; i++) Py_CLEAR(self->types[i]);
-    for (Py_ssize_t i = 0; i < self->nmodes; i++) Py_CLEAR(self->modes[i]);
-    Py_CLEAR(self->grad_enabled);
-    Py_CLEAR(self->get_device);
-    Py_CLEAR(self->raw_stream);
-    Py_CLEAR(self->current_device);
-    Py_CLEAR(self->requires_grad);
-    Py_CLEAR(self->is_meta);
+    cb_clear_array(self->types, self->ntypes);
+    cb_clear_array(self->modes, self->nmodes);
+    EAGER_CHECK_REFS(CB_CLEAR_REF, self)
     self->reader = NULL; /* what keeps them alive goes next */
     self->work_stream = NULL;
     self->grad_mode = NULL;
     Py_CLEAR(self->exchange);
     return 0;
-}
-
-/* Both types' deallocation: untrack, clear (the type's own tp_clear), free, release the heap type */
-static void
-dealloc(PyObject *selfobj)
-{
-    PyTypeObject *tp = Py_TYPE(selfobj);
-    PyObject_GC_UnTrack(selfobj);
-    ((inquiry)PyType_GetSlot(tp, Py_tp_clear))(selfobj);
-    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-    tp_free(selfobj);
-    Py_DECREF(tp);
 }
 
 static PyObject *
@@ -511,9 +488,7 @@ static PyType_Slot eager_check_slots[] = {
     {Py_tp_doc, "EagerCheck(spec).check(*tensors) -> stream or None: the eager checks of a cute_bind.torch op, in C."},
     {Py_tp_new, PyType_GenericNew},
     {Py_tp_init, eager_check_init},
-    {Py_tp_traverse, eager_check_traverse},
-    {Py_tp_clear, eager_check_clear},
-    {Py_tp_dealloc, dealloc},
+    CB_GC_SLOTS(cb_gc_dealloc, eager_check_traverse, eager_check_clear),
     {Py_tp_methods, eager_check_methods},
     {0, NULL},
 };
@@ -686,15 +661,9 @@ eager_call_init(PyObject *selfobj, PyObject *args, PyObject *kwargs)
 {
     EagerCall *self = (EagerCall *)selfobj;
     PyObject *spec;
-    if (kwargs != NULL && PyDict_Size(kwargs) != 0) {
-        PyErr_SetString(PyExc_TypeError, "EagerCall.__init__() takes no keyword arguments");
+    if (cb_no_keywords(kwargs, "EagerCall.__init__() takes no keyword arguments") < 0 ||
+        !PyArg_ParseTuple(args, "O:EagerCall", &spec) || cb_init_once(self->ready || self->check != NULL, "EagerCall") < 0)
         return -1;
-    }
-    if (!PyArg_ParseTuple(args, "O:EagerCall", &spec)) return -1;
-    if (self->ready || self->check != NULL) {
-        PyErr_SetString(PyExc_TypeError, "EagerCall cannot be initialised twice");
-        return -1;
-    }
     PyObject *nobj = PyObject_GetAttrString(spec, "n");
     if (nobj == NULL) return -1;
     Py_ssize_t n = PyLong_Check(nobj) && !PyBool_Check(nobj) ? PyLong_AsSsize_t(nobj) : -1;
@@ -749,15 +718,14 @@ eager_call_init(PyObject *selfobj, PyObject *args, PyObject *kwargs)
     return 0;
 }
 
+/* What an EagerCall owns */
+#define EAGER_CALL_REFS(X, o) X(o, check) X(o, fixed) X(o, kernel) X(o, bump) X(o, fallback)
+
 static int
 eager_call_traverse(PyObject *selfobj, visitproc visit, void *arg)
 {
     EagerCall *self = (EagerCall *)selfobj;
-    Py_VISIT(self->check);
-    Py_VISIT(self->fixed);
-    Py_VISIT(self->kernel);
-    Py_VISIT(self->bump);
-    Py_VISIT(self->fallback);
+    EAGER_CALL_REFS(CB_VISIT_REF, self)
     Py_VISIT((PyObject *)Py_TYPE(selfobj));
     return 0;
 }
@@ -767,11 +735,7 @@ eager_call_clear(PyObject *selfobj)
 {
     EagerCall *self = (EagerCall *)selfobj;
     self->ready = 0;
-    Py_CLEAR(self->check);
-    Py_CLEAR(self->fixed);
-    Py_CLEAR(self->kernel);
-    Py_CLEAR(self->bump);
-    Py_CLEAR(self->fallback);
+    EAGER_CALL_REFS(CB_CLEAR_REF, self)
     return 0;
 }
 
@@ -794,9 +758,7 @@ static PyType_Slot eager_call_slots[] = {
     {Py_tp_doc, "EagerCall(spec).call(*args, **kwargs): the eager call of a cute_bind.torch op, in C."},
     {Py_tp_new, PyType_GenericNew},
     {Py_tp_init, eager_call_init},
-    {Py_tp_traverse, eager_call_traverse},
-    {Py_tp_clear, eager_call_clear},
-    {Py_tp_dealloc, dealloc},
+    CB_GC_SLOTS(cb_gc_dealloc, eager_call_traverse, eager_call_clear),
     {Py_tp_methods, eager_call_methods},
     {0, NULL},
 };
@@ -820,16 +782,13 @@ PyInit__ceager(void)
     PyObject *m = PyModule_Create(&moduledef);
     if (m == NULL) return NULL;
     PyObject *check_t = PyType_FromSpec(&eager_check_spec);
-    if (check_t == NULL || PyModule_AddObject(m, "EagerCheck", check_t) < 0) {
-        Py_XDECREF(check_t);
+    if (cb_module_add(m, "EagerCheck", check_t) < 0) {
         Py_DECREF(m);
         return NULL;
     }
     EagerCheck_Type = (PyTypeObject *)check_t; /* the module holds it for the process */
     Py_INCREF(check_t);
-    PyObject *call_t = PyType_FromSpec(&eager_call_spec);
-    if (call_t == NULL || PyModule_AddObject(m, "EagerCall", call_t) < 0) {
-        Py_XDECREF(call_t);
+    if (cb_module_add(m, "EagerCall", PyType_FromSpec(&eager_call_spec)) < 0) {
         Py_DECREF(m);
         return NULL;
     }
