@@ -27,7 +27,7 @@ import struct
 import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Hashable, Sequence
+from typing import Any, Callable, ClassVar, Hashable, Iterable, Protocol, Sequence, TypeGuard
 
 from .. import diagnostics as D
 
@@ -52,9 +52,18 @@ __all__ = [
     "storage_of",
     "Unprobeable",
     "unprobeable",
+    "Converter",
+    "Probe",
 ]
 
 U64 = 1 << 64
+
+#: what a slot's converter or fallback is: a launch value (any object a caller passes) -> what
+#: ``coerce`` returns for it (raising its catalog error for a value it does not take); that is one
+#: item or a tuple of items by kind, which the writers index or pack without narrowing: Any
+Converter = Callable[[object], Any]
+#: a slot's probe: a value -> its hint of the compile key (see :meth:`SlotKind.probe`)
+Probe = Callable[[object], Hashable]
 
 
 @dataclass(frozen=True)
@@ -79,7 +88,7 @@ class Where:
         )
 
 
-def describe_value(value: Any) -> str:
+def describe_value(value: object) -> str:
     """A value as a message's ``got`` shows it: one short line (an array by its shape and dtype, not its items).
 
     Never raises: it describes values a slot refuses, hostile ones included (a ``__repr__``, a
@@ -108,7 +117,7 @@ def describe_value(value: Any) -> str:
 NEGATIVE_FIX = "its memory holds the values un-negated; pass t.resolve_neg()"
 
 
-def negative_view(value: Any) -> bool:
+def negative_view(value: object) -> bool:
     """Whether ``value`` is a torch tensor with its negative bit set (``complex_t.conj().imag``,
     ``torch._neg_view(t)``): torch negates its elements lazily, so a kernel reading its memory
     reads the values un-negated. torch's DLPack export takes it as it is; the checked paths
@@ -127,7 +136,7 @@ def negative_view(value: Any) -> bool:
 _PUBLIC_DSL_PACKAGES = ("cutlass", "cutlass.cute")
 
 
-def describe_annotation(annotation: Any) -> str:
+def describe_annotation(annotation: object) -> str:
     if isinstance(annotation, type):
         module = annotation.__module__
         if module.startswith("cutlass."):
@@ -143,7 +152,7 @@ def describe_annotation(annotation: Any) -> str:
     return repr(annotation)
 
 
-def wrong_kind(where: Where, expected: str, value: Any, conversion: str | None = None) -> Exception:
+def wrong_kind(where: Where, expected: str, value: object, conversion: str | None = None) -> Exception:
     """CB204 for ``value``; ``conversion``: the fix's sentence for the refusing kind (a
     :data:`~cute_bind.diagnostics.WRONG_KIND_CONVERSIONS` value; default: the one for any kind)."""
     return where.error(
@@ -167,7 +176,7 @@ class Bound:
     slot: SlotKind
 
 
-class Held(tuple):  # type: ignore[type-arg]  # items of any type
+class Held(tuple[object, ...]):
     """Items a ``coerce``/converter returns, plus ``owner``: what their addresses point into.
 
     A value read through a new object (a DLPack capsule that may own a fresh
@@ -176,9 +185,9 @@ class Held(tuple):  # type: ignore[type-arg]  # items of any type
     nothing the kernel reads is freed under it. Packs like a plain tuple.
     """
 
-    owner: Any
+    owner: object
 
-    def __new__(cls, items: Any, owner: Any) -> Held:
+    def __new__(cls, items: Iterable[object], owner: object) -> Held:
         self = super().__new__(cls, items)
         self.owner = owner
         return self
@@ -193,9 +202,9 @@ class HeldAddress(int):
     :class:`Held` tuple.
     """
 
-    owner: Any
+    owner: object
 
-    def __new__(cls, address: int, owner: Any) -> HeldAddress:
+    def __new__(cls, address: int, owner: object) -> HeldAddress:
         self = super().__new__(cls, address)
         self.owner = owner
         return self
@@ -249,8 +258,9 @@ class SlotKind(ABC):
         """Number of ``struct`` items the slot packs."""
         return 1
 
-    #: whether ``coerce`` returns a tuple of items (composite kinds) rather than one item
-    packs_tuple: ClassVar[bool] = False
+    #: whether ``coerce`` returns a tuple of items (composite kinds) rather than one item; a kind
+    #: whose storage is another's (a bound optional slot) sets it per instance
+    packs_tuple: bool = False
 
     #: whether ``coerce`` reads a memory address from the value (a pointer, a tensor, or a
     #: composite holding one): such slots are converted after every other slot of a launch, so no
@@ -258,16 +268,16 @@ class SlotKind(ABC):
     #: point (:func:`conversion_order`); composite kinds set it per instance from their members
     reads_address: bool = False
 
-    def converter(self, where: Where) -> Any:
+    def converter(self, where: Where) -> Converter | None:
         """For the Python fast path: a function turning a value into what ``coerce`` returns
         (raising on anything it does not take as is), or ``None`` to pack values as they are."""
         return None
 
-    def c_spec(self) -> Any:
+    def c_spec(self) -> object:
         """Data the C fast path's class needs (``None`` for the plain classes)."""
         return None
 
-    def probe(self) -> Callable[[Any], Hashable] | None:
+    def probe(self) -> Probe | None:
         """For ``kernel(...)``'s dispatch: a cheap hint of this slot's part of the compile key, read
         from a value without building DSL objects (raising :class:`Unprobeable` for a value it
         cannot read: the full key decides that call); ``None``: the slot is never part of the key
@@ -281,24 +291,24 @@ class SlotKind(ABC):
         parameter needs a default, which the op then always passes)."""
         return None
 
-    def fallback(self, where: Where) -> Any:
+    def fallback(self, where: Where) -> Converter | None:
         """For the Python fast path of a kind with a ``guard``: a function turning a value the guard
         refuses into what ``coerce`` returns (raising on anything it does not take), tried before the
         slow path; ``None``: such values go to the slow path (which binds the arguments again)."""
         return None
 
-    def coerce_converter(self, where: Where) -> Any:
+    def coerce_converter(self, where: Where) -> Converter:
         """A converter that is ``coerce`` itself, for kinds whose every value needs converting."""
         coerce = self.coerce
 
-        def convert(value: Any) -> Any:
+        def convert(value: object) -> object:
             return coerce(value, where)
 
         return convert
 
     @classmethod
     @abstractmethod
-    def recognize(cls, annotation: Any) -> SlotKind | None:
+    def recognize(cls, annotation: object) -> SlotKind | None:
         """The kind for ``annotation``, or ``None`` if this kind does not apply."""
 
     @abstractmethod
@@ -310,7 +320,7 @@ class SlotKind(ABC):
         meant (the catalog's :data:`~cute_bind.diagnostics.WRONG_KIND_CONVERSIONS`, by :attr:`kind`)."""
         return D.WRONG_KIND_CONVERSIONS.get(self.kind, D.WRONG_KIND_CONVERSIONS["other"])
 
-    def refusal(self, where: Where, value: Any, expected: str | None = None) -> Exception:
+    def refusal(self, where: Where, value: object, expected: str | None = None) -> Exception:
         """CB204 for ``value`` at ``where``: what this slot takes (``expected``, default
         :meth:`expected`) and this kind's :meth:`conversion`."""
         return wrong_kind(where, self.expected() if expected is None else expected, value, self.conversion())
@@ -320,11 +330,11 @@ class SlotKind(ABC):
         return None
 
     @abstractmethod
-    def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
+    def coerce(self, value: object, where: Where, checked: bool = False) -> Any:
         """Check ``value`` and return what the storage holds; raise a catalog error otherwise."""
 
     @abstractmethod
-    def bind(self, value: Any, where: Where) -> Bound:
+    def bind(self, value: object, where: Where) -> Bound:
         """Check ``value`` at bind/prepare time; see :class:`Bound`."""
 
     @property
@@ -335,13 +345,13 @@ class SlotKind(ABC):
         return self.kind
 
     @classmethod
-    def rejection(cls, annotation: Any) -> Rejected | None:
+    def rejection(cls, annotation: object) -> Rejected | None:
         """Why ``annotation``, which this kind would otherwise claim, is not eligible
         (a specific catalog entry instead of the generic CB102), or ``None``."""
         return None
 
     @classmethod
-    def infer(cls, value: Any) -> SlotKind | None:
+    def infer(cls, value: object) -> SlotKind | None:
         """The kind for an unannotated parameter given ``value``, when the value's
         type alone does not say (see :func:`cute_bind.slots.registry.infer_slot`)."""
         return None
@@ -352,7 +362,7 @@ class Unprobeable(Exception):
     """A value a slot's probe cannot read: the dispatch path computes the full compile key."""
 
 
-def unprobeable(value: Any) -> Hashable:
+def unprobeable(value: object) -> Hashable:
     """The probe of a kind that has none (:meth:`SlotKind.probe`'s default)."""
     raise Unprobeable
 
@@ -361,12 +371,22 @@ class Constexpr:
     """A compile-time parameter: part of the compile key, not a runtime slot."""
 
 
-def is_namedtuple(cls: type) -> bool:
+class NamedTupleClass(Protocol):
+    """What cute_bind reads of a NamedTuple (``typing.NamedTuple``, ``collections.namedtuple``): an
+    instance of one; :func:`is_namedtuple` narrows a class to ``type[NamedTupleClass]``."""
+
+    _fields: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def _make(cls, iterable: Iterable[object]) -> tuple[object, ...]: ...
+
+
+def is_namedtuple(cls: type) -> TypeGuard[type[NamedTupleClass]]:
     """A NamedTuple class (a tuple subclass with ``_fields``), told from its class alone."""
     return issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
 
 
-def qualname(obj: Any) -> str:
+def qualname(obj: object) -> str:
     return f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', getattr(obj, '__name__', ''))}"
 
 
@@ -379,7 +399,7 @@ class Rejected:
     detail: str | None = None
 
 
-def read_without_code(value: Any) -> bool:
+def read_without_code(value: object) -> bool:
     """Whether a pointer or tensor slot reads ``value``'s address without running Python code of
     the value's own: exactly a NumPy array or a torch tensor (not a subclass, whose methods may be
     overridden). Such values are read last of all (:func:`conversion_order`)."""
@@ -390,7 +410,7 @@ def read_without_code(value: Any) -> bool:
     return torch is not None and (tp is getattr(torch, "Tensor", None) or tp is getattr(getattr(torch, "nn", None), "Parameter", None))
 
 
-def conversion_order(reads: Sequence[bool], values: Sequence[Any]) -> list[int]:
+def conversion_order(reads: Sequence[bool], values: Sequence[object]) -> list[int]:
     """The order in which a launch converts ``values`` (``reads[i]``: whether value ``i``'s slot
     :attr:`~SlotKind.reads_address`): the arguments' lifetime rule (docs/concepts/safety.md).
 
@@ -410,7 +430,7 @@ def conversion_order(reads: Sequence[bool], values: Sequence[Any]) -> list[int]:
     return sorted(range(len(reads)), key=rank)
 
 
-def storage_of(value: Any) -> Any:
+def storage_of(value: object) -> object:
     """A torch tensor's storage (what keeps its memory allocated), or ``None`` for any other value."""
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(value, getattr(torch, "Tensor", ())):
@@ -422,7 +442,7 @@ def storage_of(value: Any) -> Any:
         return None
 
 
-def holding_storage(result: Any, value: Any) -> Any:
+def holding_storage(result: object, value: object) -> object:
     """``result`` (what a slot's ``coerce`` gave for ``value``), also holding a torch tensor's storage.
 
     Composite slots (structures, sequences, unions) read a tensor's address inside their own

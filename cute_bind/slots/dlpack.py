@@ -28,7 +28,8 @@ import ctypes
 import functools
 import sys
 import weakref
-from typing import Any, Callable, Final, NamedTuple
+from types import ModuleType
+from typing import Any, Callable, Final, NamedTuple, TypedDict
 
 __all__ = [
     "ArrayLayout",
@@ -100,7 +101,7 @@ class DLView(NamedTuple):
     dtype: tuple[int, int, int]  # (code, bits, lanes)
     shape: tuple[int, ...]
     strides: tuple[int, ...]  # in elements; compact row-major when the producer gives none
-    owner: Any = None  # what the view's memory may belong to (a capsule): held until the launch returns
+    owner: object = None  # what the view's memory may belong to (a capsule): held until the launch returns
 
 
 class InvalidDLPack(ValueError):
@@ -164,16 +165,17 @@ class Exchange(NamedTuple):
 
     address: int
     """``dltensor_from_py_object_no_sync``: fills a non-owning ``DLTensor`` view of a value"""
-    read: Any
+    read: Callable[[object, int], int]
     """the same function through ctypes, keeping the GIL (the Python paths' reader)"""
-    capsule: Any
+    capsule: object
     """the type's ``__dlpack_c_exchange_api__`` capsule: holders keep the producer's table alive"""
     work_stream: int
     """``current_work_stream`` (a device's current stream), or 0 where the table has none"""
 
 
 _EXCHANGE_CACHE: weakref.WeakKeyDictionary[type, Exchange | None] = weakref.WeakKeyDictionary()
-_UNKNOWN: Any = object()
+#: what :data:`_EXCHANGE_CACHE` answers for a type it has not seen (compared by identity)
+_UNKNOWN_EXCHANGE: Final = Exchange(0, lambda value, address: -1, None, 0)
 
 
 def exchange_table(tp: type) -> Exchange | None:
@@ -196,9 +198,9 @@ def exchange_table(tp: type) -> Exchange | None:
 
 def exchange_function(tp: type) -> Exchange | None:
     """:func:`exchange_table` of ``tp``, cached per type (what slots read their values through)."""
-    cached = _EXCHANGE_CACHE.get(tp, _UNKNOWN)
-    if cached is not _UNKNOWN:
-        return cached  # type: ignore[no-any-return]  # the cache holds what exchange_table returned
+    cached = _EXCHANGE_CACHE.get(tp, _UNKNOWN_EXCHANGE)
+    if cached is not _UNKNOWN_EXCHANGE:
+        return cached
     found = exchange_table(tp)
     try:
         _EXCHANGE_CACHE[tp] = found
@@ -216,7 +218,7 @@ def _compact_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def _view(dl: DLTensor, owner: Any = None) -> DLView:
+def _view(dl: DLTensor, owner: object = None) -> DLView:
     """The facts of ``dl``, validated (:class:`InvalidDLPack` for a description that cannot exist)."""
     ndim = dl.ndim
     if ndim < 0 or ndim > 64 or (ndim and not dl.shape):
@@ -245,7 +247,7 @@ _FRESH_NAMES = (b"dltensor", b"dltensor_versioned")
 _USED_NAMES = (b"used_dltensor", b"used_dltensor_versioned")
 
 
-def read_capsule(capsule: Any, *, consumed: bool = False) -> DLView:
+def read_capsule(capsule: object, *, consumed: bool = False) -> DLView:
     """Read the ``DLTensor`` inside a DLPack capsule (versioned or not); the view holds the capsule.
 
     A capsule from ``__dlpack__`` must be a fresh export (named ``dltensor`` or
@@ -277,11 +279,11 @@ def read_capsule(capsule: Any, *, consumed: bool = False) -> DLView:
 
 def exchange_for(tp: type) -> Exchange | None:
     """:func:`exchange_function`, through its cache first (the per-launch form)."""
-    found = _EXCHANGE_CACHE.get(tp, _UNKNOWN)
-    return exchange_function(tp) if found is _UNKNOWN else found
+    found = _EXCHANGE_CACHE.get(tp, _UNKNOWN_EXCHANGE)
+    return exchange_function(tp) if found is _UNKNOWN_EXCHANGE else found
 
 
-def read_exchange(found: Exchange, value: Any) -> DLView | None:
+def read_exchange(found: Exchange, value: object) -> DLView | None:
     """Read ``value`` (of exactly the type ``found`` belongs to) through its exchange function;
     None if the producer refuses it (e.g. a meta or sparse torch tensor)."""
     dl = DLTensor()
@@ -298,6 +300,12 @@ def read_exchange(found: Exchange, value: Any) -> DLView | None:
 Reader = Callable[[Any], "DLView | None"]
 _READERS: weakref.WeakKeyDictionary[type, Reader | None] = weakref.WeakKeyDictionary()
 
+
+def _unknown_reader(value: object) -> DLView | None:
+    """What :data:`_READERS` answers for a type it has not seen (compared by identity; never called)."""
+    return None  # pragma: no cover
+
+
 #: torch dtype attribute name -> DLPack (code, bits, lanes): the one torch dtype table.
 TORCH_DTYPE_CODES: dict[str, tuple[int, int, int]] = {
     "float32": (2, 32, 1), "float64": (2, 64, 1), "float16": (2, 16, 1), "bfloat16": (4, 16, 1),
@@ -305,10 +313,10 @@ TORCH_DTYPE_CODES: dict[str, tuple[int, int, int]] = {
     "uint8": (1, 8, 1), "uint16": (1, 16, 1), "uint32": (1, 32, 1), "uint64": (1, 64, 1),
     "bool": (6, 8, 1), "float8_e4m3fn": (10, 8, 1), "float8_e5m2": (12, 8, 1),
 }  # fmt: skip
-_TORCH_DTYPES: dict[Any, tuple[int, int, int]] = {}
+_TORCH_DTYPES: dict[object, tuple[int, int, int]] = {}
 
 
-def _torch_dtypes(torch: Any) -> dict[Any, tuple[int, int, int]]:
+def _torch_dtypes(torch: ModuleType) -> dict[object, tuple[int, int, int]]:
     if not _TORCH_DTYPES:
         for name, dl in TORCH_DTYPE_CODES.items():
             dtype = getattr(torch, name, None)
@@ -317,7 +325,7 @@ def _torch_dtypes(torch: Any) -> dict[Any, tuple[int, int, int]]:
     return _TORCH_DTYPES
 
 
-def _torch_reader(torch: Any) -> Reader:
+def _torch_reader(torch: ModuleType) -> Reader:
     """Read a strided CPU/CUDA torch tensor through its attributes: on the Python paths several
     times cheaper than a ctypes call of the exchange function; anything else returns None."""
     dtypes = _torch_dtypes(torch)
@@ -350,7 +358,7 @@ class ArrayLayout(NamedTuple):
     ``__dlpack__`` (a capsule per call) cost more than the rest of a launch.
     """
 
-    type: Any  # numpy.ndarray (exactly: a subclass may behave differently)
+    type: type  # numpy.ndarray (exactly: a subclass may behave differently)
     data: int
     nd: int
     dims: int
@@ -395,14 +403,23 @@ _NUMPY_NAMES = (
     "longlong",
     "ulonglong",
 )
-_LAYOUTS: dict[str, Any] = {}
+
+
+class _Layouts(TypedDict, total=False):
+    """The verified layouts, once looked for (None: not usable); a missing key: not looked for yet."""
+
+    numpy: ArrayLayout | None
+    ctypes: CtypesLayout | None
+
+
+_LAYOUTS: _Layouts = {}
 
 
 def _read_ptr(address: int) -> int:
     return ctypes.c_void_p.from_address(address).value or 0
 
 
-def _check_array(np: Any, a: Any) -> bool:
+def _check_array(np: ModuleType, a: Any) -> bool:
     """Whether reading ``a`` at :data:`_ARRAY_OFFSETS` gives what its attributes say."""
     base, o = id(a), _ARRAY_OFFSETS
     nd = ctypes.c_int.from_address(base + o["nd"]).value
@@ -430,7 +447,7 @@ def array_layout() -> ArrayLayout | None:
     None when NumPy is not imported, the platform is not 64-bit, or any check fails (then arrays
     are read through their Python protocols, as before)."""
     if "numpy" in _LAYOUTS:
-        return _LAYOUTS["numpy"]  # type: ignore[no-any-return]  # _LAYOUTS["numpy"] is an ArrayLayout or None
+        return _LAYOUTS["numpy"]
     np = sys.modules.get("numpy")
     if np is None:
         return None  # not cached: NumPy may be imported later
@@ -466,15 +483,15 @@ class CtypesLayout(NamedTuple):
     """Where a ctypes object keeps its buffer pointer (what ``ctypes.addressof`` returns); a
     ``c_void_p`` or ``POINTER(T)`` object holds its address there. Verified by :func:`ctypes_layout`."""
 
-    void_p: Any
-    pointer: Any  # ctypes._Pointer, the base of every POINTER(T)
+    void_p: type
+    pointer: type  # ctypes._Pointer, the base of every POINTER(T)
     b_ptr: int
 
 
 def ctypes_layout() -> CtypesLayout | None:
     """The verified :class:`CtypesLayout`, or None (then ctypes objects take the slow path)."""
     if "ctypes" in _LAYOUTS:
-        return _LAYOUTS["ctypes"]  # type: ignore[no-any-return]  # _LAYOUTS["ctypes"] is a CtypesLayout or None
+        return _LAYOUTS["ctypes"]
     found: CtypesLayout | None = None
     try:
         buf = (ctypes.c_float * 4)()
@@ -494,12 +511,12 @@ def ctypes_layout() -> CtypesLayout | None:
     return found
 
 
-def array_address(layout: ArrayLayout, value: Any) -> int:
+def array_address(layout: ArrayLayout, value: object) -> int:
     """The data address of ``value``, an exact ``numpy.ndarray`` (through the verified layout)."""
     return _read_ptr(id(value) + layout.data)
 
 
-def _numpy_reader(np: Any) -> Reader | None:
+def _numpy_reader(np: ModuleType) -> Reader | None:
     """Read a writable native-order NumPy array as its ``__dlpack__`` export would describe it,
     without exporting; None for anything else (the export then decides, e.g. CB217 read-only)."""
     layout = array_layout()
@@ -616,9 +633,9 @@ def reader_for(tp: type) -> Reader | None:
     ``shape`` or ``stride()``) through the exchange function, which reads the
     real tensor exactly as the C fast path does.
     """
-    reader = _READERS.get(tp, _UNKNOWN)
-    if reader is not _UNKNOWN:
-        return reader  # type: ignore[no-any-return]  # the cache holds readers or None
+    reader = _READERS.get(tp, _unknown_reader)
+    if reader is not _unknown_reader:
+        return reader
     reader = None
     torch = sys.modules.get("torch")
     if torch is not None and (tp is torch.Tensor or tp is getattr(getattr(torch, "nn", None), "Parameter", None)):
@@ -635,19 +652,19 @@ def reader_for(tp: type) -> Reader | None:
         _READERS[tp] = reader
     except TypeError:  # not weakly referenceable: not cached
         pass
-    return reader  # type: ignore[no-any-return]  # one of the readers above, or None
+    return reader
 
 
 # __dlpack__ keyword sets, tried in order: no synchronisation (as the DSL asks)
 # and no copy (a copy's address would dangle once the capsule is dropped), then
 # what older producers accept.
-_EXPORT_KWARGS: tuple[dict[str, Any], ...] = ({"stream": -1, "copy": False}, {"copy": False}, {"stream": -1}, {})
+_EXPORT_KWARGS: tuple[dict[str, object], ...] = ({"stream": -1, "copy": False}, {"copy": False}, {"stream": -1}, {})
 #: per type, the keyword sets in the order to try them: the one that last worked
 #: first, so a producer refusing the first set (NumPy takes no stream) exports once
-_EXPORT_ORDER: weakref.WeakKeyDictionary[type, tuple[dict[str, Any], ...]] = weakref.WeakKeyDictionary()
+_EXPORT_ORDER: weakref.WeakKeyDictionary[type, tuple[dict[str, object], ...]] = weakref.WeakKeyDictionary()
 
 
-def read(value: Any) -> DLView:
+def read(value: object) -> DLView:
     """Read a DLPack-capable value; raise TypeError, BufferError, ... when it cannot be read in place.
 
     A view read through ``__dlpack__`` holds the capsule (``owner``): keep the
@@ -680,7 +697,7 @@ def read(value: Any) -> DLView:
     raise error if error is not None else TypeError("__dlpack__ failed")
 
 
-def device_of(value: Any) -> tuple[int, int] | None:
+def device_of(value: object) -> tuple[int, int] | None:
     """``value.__dlpack_device__()`` when the value offers it (cheap, no export)."""
     get = getattr(value, "__dlpack_device__", None)
     if get is None:

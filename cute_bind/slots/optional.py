@@ -42,11 +42,11 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Any
+from typing import Callable
 
 from .. import dsl
 from .. import diagnostics as D
-from .base import Bound, Rejected, SlotKind, Where, describe_annotation, describe_value, holding_storage
+from .base import Converter, Bound, Rejected, SlotKind, Where, describe_annotation, describe_value, holding_storage
 from .pointer import PointerKind
 from .registry import NONE_SLOT, InferredKind, infer_slot, kinds, register
 from .scalar import ScalarKind
@@ -57,7 +57,7 @@ __all__ = ["OptionalKind", "optional_element", "union_members"]
 _NONE = type(None)
 
 
-def optional_element(annotation: Any) -> Any | None:
+def optional_element(annotation: object) -> object | None:
     """``X`` for an ``Optional[X]`` / ``X | None`` / ``Union[X, None]`` annotation, else ``None``.
 
     Only a union of exactly one type and ``None`` has one element; for ``Union[X, Y, None]``
@@ -72,7 +72,7 @@ def optional_element(annotation: Any) -> Any | None:
     return rest[0] if len(rest) == 1 else None
 
 
-def union_members(annotation: Any) -> tuple[Any, ...] | None:
+def union_members(annotation: object) -> tuple[object, ...] | None:
     """The members besides ``None`` of a union with ``None`` (``typing`` flattens nested unions), else ``None``."""
     if not _is_union(annotation):
         return None
@@ -82,7 +82,7 @@ def union_members(annotation: Any) -> tuple[Any, ...] | None:
     return tuple(a for a in args if a is not _NONE)
 
 
-def union_parts(annotation: Any) -> tuple[tuple[Any, ...], bool] | None:
+def union_parts(annotation: object) -> tuple[tuple[object, ...], bool] | None:
     """``(members besides None, whether None is one)`` of any union annotation, else ``None``."""
     if not _is_union(annotation):
         return None
@@ -94,22 +94,22 @@ def union_parts(annotation: Any) -> tuple[tuple[Any, ...], bool] | None:
 _NOT_CLIENT = frozenset({"builtins", "cutlass", "cuda", "typing", "typing_extensions", "types", "collections", "enum", "abc", "cute_bind"})
 
 
-def client_class(member: Any) -> bool:
+def client_class(member: object) -> bool:
     """Whether a union member is a client's own class (its values are read by their own kind)."""
     return isinstance(member, type) and str(getattr(member, "__module__", "")).partition(".")[0] not in _NOT_CLIENT
 
 
-def _tensor_union(members: tuple[Any, ...], found: list[SlotKind | None]) -> bool:
+def _tensor_union(members: tuple[object, ...], found: list[SlotKind | None]) -> bool:
     """A union without None is a slot when one of its members is a tensor."""
     return any(isinstance(f, TensorKind) for f in found)
 
 
-def _is_union(annotation: Any) -> bool:
+def _is_union(annotation: object) -> bool:
     origin = typing.get_origin(annotation)
     return origin is typing.Union or origin is types.UnionType
 
 
-def _element_kind(element: Any) -> SlotKind | None:
+def _element_kind(element: object) -> SlotKind | None:
     # any eligible runtime kind, sequences and structures included (not another optional)
     for kind in kinds():
         if kind is OptionalKind:
@@ -123,7 +123,7 @@ def _element_kind(element: Any) -> SlotKind | None:
 _PROBE = Where("", "")  # where for a trial coerce whose error is dropped
 
 
-def _tag(slot: SlotKind) -> tuple[Any, ...]:
+def _tag(slot: SlotKind) -> tuple[str, ...]:
     """What a union member contributes to the compile key: a scalar its dtype (an ``int``
     and an ``Int32`` compile the same runtime Int32), any other kind its class."""
     if isinstance(slot, ScalarKind):
@@ -131,7 +131,7 @@ def _tag(slot: SlotKind) -> tuple[Any, ...]:
     return (type(slot).__name__,)
 
 
-def _dsl_isinstance(value: Any, annotation: Any) -> bool:
+def _dsl_isinstance(value: object, annotation: object) -> bool:
     """The DSL's own test of a value against one union member (``_validate_arg``)."""
     base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
     origin = typing.get_origin(base)
@@ -155,7 +155,7 @@ class OptionalKind(SlotKind):
         present: bool | None = None,
         inner: SlotKind | None = None,
         members: tuple[SlotKind, ...] | None = None,
-        annotations: tuple[Any, ...] | None = None,
+        annotations: tuple[object, ...] | None = None,
         nullable: bool = True,
     ) -> None:
         #: the (first) member kind recognised from the annotation (unbound)
@@ -175,7 +175,7 @@ class OptionalKind(SlotKind):
             # a bound value: exactly the member slot's storage (and, for one member, its fast path)
             self.fmt = inner.fmt
             self.fast = inner.fast if not self.is_union else "X"
-            self.packs_tuple = inner.packs_tuple  # type: ignore[misc]  # per instance: as the member packs
+            self.packs_tuple = inner.packs_tuple  # per instance: as the member packs
         else:
             self.fmt = ""
 
@@ -196,7 +196,7 @@ class OptionalKind(SlotKind):
         return self.inner.width if self.inner is not None else 0
 
     @property
-    def elements(self) -> Any:
+    def elements(self) -> tuple[SlotKind, ...] | None:
         """The bound element's elements (a sequence element), for the C fast path's class "S"."""
         return getattr(self.inner, "elements", None)
 
@@ -217,7 +217,7 @@ class OptionalKind(SlotKind):
         return f"Optional[{inner}] (bound to a value)" if self.present else f"Optional[{inner}] (bound to None)"
 
     @classmethod
-    def recognize(cls, annotation: Any) -> OptionalKind | None:
+    def recognize(cls, annotation: object) -> OptionalKind | None:
         parts = union_parts(annotation)
         if not parts or not parts[0]:
             return None
@@ -233,7 +233,7 @@ class OptionalKind(SlotKind):
         return cls(kinds_[0], members=kinds_, annotations=members, nullable=nullable)
 
     @classmethod
-    def rejection(cls, annotation: Any) -> Rejected | None:
+    def rejection(cls, annotation: object) -> Rejected | None:
         """A union with None, or one without None that has a tensor member, with a member that is
         not an eligible kind (nor, without None, a client's own class) is CB114, naming the member."""
         parts = union_parts(annotation)
@@ -268,7 +268,7 @@ class OptionalKind(SlotKind):
         g = self.inner.guard(var) if self.inner is not None else None
         return f"{var} is not None and ({g})" if g is not None else None
 
-    def _presence_error(self, value: Any, where: Where) -> Exception:
+    def _presence_error(self, value: object, where: Where) -> Exception:
         return where.error(
             D.OPTIONAL_PRESENCE_MISMATCH,
             expected="None (compiled for None: the parameter is a constant of the compiled code)"
@@ -278,7 +278,7 @@ class OptionalKind(SlotKind):
         )
 
     # -- unions: which member a value is
-    def own_kind(self, value: Any) -> tuple[int, SlotKind] | None:
+    def own_kind(self, value: object) -> tuple[int, SlotKind] | None:
         """``(member index, kind to bind with)`` for a (non-None) value, or ``None`` for a value of no member.
 
         First the DSL's own rule: the first member the value is an instance of,
@@ -321,7 +321,7 @@ class OptionalKind(SlotKind):
                 return i, kind
         return None
 
-    def _member_error(self, value: Any, where: Where, found: SlotKind) -> Exception:
+    def _member_error(self, value: object, where: Where, found: SlotKind) -> Exception:
         assert self.inner is not None  # internal: only a bound value slot checks members
         return where.error(
             D.UNION_MEMBER_CHANGED,
@@ -329,7 +329,7 @@ class OptionalKind(SlotKind):
             got=f"{describe_value(value)}, a value of {found.describe()}",
         )
 
-    def _launch_member(self, value: Any) -> SlotKind | None:
+    def _launch_member(self, value: object) -> SlotKind | None:
         """The other member a launch value is, by its own kind (``None``: the bound member's own, or none)."""
         assert self.inner is not None  # internal: only a bound value slot checks members
         found = self.own_kind(value)
@@ -339,7 +339,7 @@ class OptionalKind(SlotKind):
             return None  # an int is an address for a pointer member, as the compiled function's own call takes it
         return found[1]
 
-    def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
+    def coerce(self, value: object, where: Where, checked: bool = False) -> object:
         if self.present is False:
             if value is not None:
                 raise self._presence_error(value, where)
@@ -353,7 +353,7 @@ class OptionalKind(SlotKind):
             return holding_storage(self.inner.coerce(value, where, checked), value)
         return self.inner.coerce(value, where, checked)
 
-    def converter(self, where: Where) -> Any:
+    def converter(self, where: Where) -> Converter | None:
         if self.inner is None:
             return self.coerce_converter(where)
         fail = self._presence_error
@@ -363,14 +363,14 @@ class OptionalKind(SlotKind):
         if convert is None:
             return None  # the guard refuses None; coerce reports it
 
-        def convert_present(value: Any) -> Any:
+        def convert_present(value: object) -> object:
             if value is None:
                 raise fail(value, where)
             return convert(value)
 
         return convert_present
 
-    def _union_converter(self, where: Where) -> Any:
+    def _union_converter(self, where: Where) -> Converter:
         """The member check by the value's class (decided once per class), then the member's own coerce."""
         inner = self.inner
         assert inner is not None  # internal: only a bound value slot converts
@@ -378,7 +378,7 @@ class OptionalKind(SlotKind):
         # the member a value is depends only on its class (isinstance, and the kinds' own recognition)
         others: dict[type, SlotKind | None] = {}
 
-        def convert_member(value: Any) -> Any:
+        def convert_member(value: object) -> object:
             if value is None:
                 raise fail(value, where)
             cls = value.__class__
@@ -394,13 +394,13 @@ class OptionalKind(SlotKind):
 
         return convert_member
 
-    def c_spec(self) -> Any:
+    def c_spec(self) -> object:
         return self.inner.c_spec() if self.inner is not None else None
 
-    def bind(self, value: Any, where: Where) -> Bound:
+    def bind(self, value: object, where: Where) -> Bound:
         return self.bind_with(value, where, self.element.bind)
 
-    def bind_with(self, value: Any, where: Where, bind: Any) -> Bound:
+    def bind_with(self, value: object, where: Where, bind: Callable[[object, Where], Bound]) -> Bound:
         """Bind with ``bind`` for the (first) element (``prepare()`` passes a pointer kind's ``prepare``)."""
         if value is None:
             if not self.nullable:  # the DSL refuses None too: NoneType is no member
@@ -420,7 +420,7 @@ class OptionalKind(SlotKind):
         b = bind(value, where) if index == 0 and kind is self.element else kind.bind(value, where)
         return Bound(packed=b.packed, dsl_value=b.dsl_value, key=("value", _tag(b.slot), b.key), slot=self._bound(True, b.slot))
 
-    def bind_address(self, value: Any, where: Where) -> Bound | None:
+    def bind_address(self, value: object, where: Where) -> Bound | None:
         """An ``int`` bound to the union's pointer member as an address for a compiled entry, or ``None`` where there is none.
 
         ``bind`` refuses an int beside a pointer member (CB230: a number or an

@@ -7,13 +7,13 @@ import operator
 import sys
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, NamedTuple
+from typing import Any, Callable, Hashable, Iterable, NamedTuple, Sequence
 
 from .. import dsl
 from .. import diagnostics as D
 from .._types import PointerSpec, pointer_spec_of
 from . import dlpack as _dlpack
-from .base import NEGATIVE_FIX, U64, Bound, HeldAddress, SlotKind, Unprobeable, Where, describe_value, invalid_dlpack, negative_view
+from .base import Probe, NEGATIVE_FIX, U64, Bound, HeldAddress, SlotKind, Unprobeable, Where, describe_value, invalid_dlpack, negative_view
 from .registry import register
 
 __all__ = ["PointerKind", "CPointerSpec"]
@@ -27,14 +27,14 @@ class CPointerSpec(NamedTuple):
 
     function: int  # torch's DLPack exchange function (dltensor_from_py_object_no_sync), or 0
     types: tuple[type, ...]  # the exact types read through it (torch.Tensor, torch.nn.Parameter)
-    capsule: Any  # their exchange-API capsule (kept alive with the handle), or None
+    capsule: object  # their exchange-API capsule (kept alive with the handle), or None
     dtype: tuple[int, int, int] | None  # DLPack (code, bits, lanes) the value must say, None: any
     cpu_ok: int  # host memory is taken (a slot not in gmem)
     cuda_ok: int  # CUDA memory is taken (a slot in gmem or of unknown space)
     device: tuple[int, int] | None  # the (DLPack type, id) device the slot was bound on, None: any
     align: int
     other_type: type | None = None  # one more exact type C hands to other_reader (the DSL's make_ptr pointers)
-    other_reader: Callable[[Any], int | None] | None = None  # value -> address, or None: not taken as is
+    other_reader: Callable[[object], int | None] | None = None  # value -> address, or None: not taken as is
 
 
 # --------------------------------------------------------------------------- pointers
@@ -48,22 +48,22 @@ _TORCH_DTYPES = {f"torch.{name}": _dlpack.describe_dtype(code) for name, code in
 class _PointerValue:
     address: int
     dtype_name: str | None  # None: the value does not say
-    space: Any  # cute.AddressSpace or None
+    space: object  # cute.AddressSpace or None
     align: int | None
     host: bool = False  # pageable host memory: never valid for a gmem slot
     device: tuple[int, int] | None = None  # (DLPack device type, id) when the value says (tensors, arrays)
-    owner: Any = None  # what the address was read through (a DLPack capsule, a buffer export): held until the launch returns
+    owner: object = None  # what the address was read through (a DLPack capsule, a buffer export): held until the launch returns
 
     def held(self) -> int:
         """The address, holding ``owner`` where there is one."""
         return self.address if self.owner is None else HeldAddress(self.address, self.owner)
 
 
-def _dtype_name(dtype: Any) -> str | None:
+def _dtype_name(dtype: object) -> str | None:
     return getattr(dtype, "__name__", None) if dtype is not None else None
 
 
-def _pointer_probe(value: Any) -> Hashable:
+def _pointer_probe(value: object) -> Hashable:
     """A pointer slot's probe (:meth:`PointerKind.probe`)."""
     cls = value.__class__
     if cls is int:
@@ -115,7 +115,6 @@ class PointerKind(SlotKind):
         # lives on another device is refused (CB214); an int address says nothing
         self.device = device
         self._dtype_name = _dtype_name(dtype)
-        self._accepted_dtype_cache: dict[Any, bool] = {}
 
     def __repr__(self) -> str:
         return f"PointerKind({self.describe()})"
@@ -130,7 +129,7 @@ class PointerKind(SlotKind):
         return PointerSpec(dtype, align, self.space or self.spec.space).describe()
 
     @classmethod
-    def recognize(cls, annotation: Any) -> PointerKind | None:
+    def recognize(cls, annotation: object) -> PointerKind | None:
         pointer_cls = dsl.cute_pointer_class()
         spec = pointer_spec_of(annotation)
         base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
@@ -250,7 +249,7 @@ class PointerKind(SlotKind):
                 not_an_integer = exc
         raise self.refusal(where, value) from not_an_integer
 
-    def _read_dlpack(self, value: Any, where: Where) -> _PointerValue:
+    def _read_dlpack(self, value: object, where: Where) -> _PointerValue:
         """A ``__dlpack__`` object that offers no address otherwise (JAX, MLX...): its export's data
         address, element type and device; the export is held until the launch returns."""
         try:
@@ -316,14 +315,14 @@ class PointerKind(SlotKind):
         return _PointerValue(self._check_range(ctypes.addressof(first), where), dtype, None, None, host=True, owner=first)
 
     @staticmethod
-    def _read_only(value: Any, where: Where) -> Exception:
+    def _read_only(value: object, where: Where) -> Exception:
         return where.error(
             D.READ_ONLY_BUFFER,
             expected="a writable array (a kernel may store through the pointer)",
             got=f"{describe_value(value)} (read-only)",
         )
 
-    def _torch_dtype(self, value: Any, where: Where) -> str | None:
+    def _torch_dtype(self, value: object, where: Where) -> str | None:
         dtype = getattr(value, "dtype", None)
         if dtype is None:
             return None
@@ -356,7 +355,7 @@ class PointerKind(SlotKind):
             raise where.error(D.MISALIGNED_POINTER, expected=f"{self.align} bytes", got=hex(address))
 
     @staticmethod
-    def _check_not_host(pv: _PointerValue, space: Any, expected: str, where: Where) -> None:
+    def _check_not_host(pv: _PointerValue, space: object, expected: str, where: Where) -> None:
         if pv.host and space is not None and space == dsl.dsl().cute.AddressSpace.gmem:
             raise _mismatch(
                 where, expected, "pageable host memory (a CPU tensor or array), which a kernel cannot read through a gmem pointer"
@@ -388,7 +387,7 @@ class PointerKind(SlotKind):
         """A torch op passes it as a tensor."""
         return ("Tensor", True)
 
-    def probe(self) -> Callable[[Any], Hashable]:
+    def probe(self) -> Probe:
         """The value's type and what it says of its element type and memory (an int: just ``int``)."""
         return _pointer_probe
 
@@ -416,7 +415,7 @@ class PointerKind(SlotKind):
             other_reader=read_pointer,
         )
 
-    def _runtime_pointer_reader(self) -> Callable[[Any], int | None] | None:
+    def _runtime_pointer_reader(self) -> Callable[[object], int | None] | None:
         """For the fast paths: a ``make_ptr`` pointer's address when it passes every check
         :meth:`coerce` makes (``_check_matches``, the alignment), else None, never an error
         (the value then takes the checked path, which raises the catalog error with the
@@ -427,7 +426,7 @@ class PointerKind(SlotKind):
         generic = _generic() if space is not None else None
         fields = dsl.runtime_pointer_fields
 
-        def read_pointer(value: Any) -> int | None:
+        def read_pointer(value: object) -> int | None:
             try:
                 address, dtype, pspace, _ = fields(value)
             except Exception:  # noqa: BLE001 - not readable as a pointer: the checked path says why
@@ -443,7 +442,7 @@ class PointerKind(SlotKind):
 
         return read_pointer
 
-    def fallback(self, where: Where) -> Callable[[Any], int]:
+    def fallback(self, where: Where) -> Callable[[object], int]:
         """For the Python fast path: a value that is not an int, read at the cost of a few attribute
         reads when it is a torch tensor, a NumPy array or a ctypes pointer that passes every check
         :meth:`coerce` makes, else through :meth:`coerce` itself (raising its catalog error)."""
@@ -451,7 +450,7 @@ class PointerKind(SlotKind):
         cpu_ok, cuda_ok = self._accepts()
         align = self.align or 1
         device = self.device
-        ttypes: tuple[Any, ...] = ()
+        ttypes: tuple[type, ...] = ()
         want_t = None
 
         def learn_torch() -> bool:
@@ -522,7 +521,7 @@ class PointerKind(SlotKind):
         return read
 
     # -- slot protocol
-    def coerce(self, value: Any, where: Where, checked: bool = False) -> int:
+    def coerce(self, value: object, where: Where, checked: bool = False) -> int:
         if value.__class__ is int:
             address = self._check_range(value, where)
             if checked:
@@ -533,7 +532,7 @@ class PointerKind(SlotKind):
         self._check_alignment(pv.address, where)
         return pv.held()
 
-    def _read_checked(self, value: Any, where: Where) -> _PointerValue:
+    def _read_checked(self, value: object, where: Where) -> _PointerValue:
         """:meth:`_read`, where whatever a hostile attribute or protocol method raises is a typed error."""
         try:
             return self._read(value, where)
@@ -542,7 +541,7 @@ class PointerKind(SlotKind):
         except Exception as exc:
             raise self.refusal(where, value) from exc
 
-    def bind(self, value: Any, where: Where) -> Bound:
+    def bind(self, value: object, where: Where) -> Bound:
         pv = self._read_checked(value, where)
         spec = self.spec
         dtype_name = _dtype_name(spec.dtype) or pv.dtype_name
@@ -561,7 +560,7 @@ class PointerKind(SlotKind):
         dsl_value = dsl.make_pointer(dtype, pv.address, space, align)
         return Bound(packed=pv.held(), dsl_value=dsl_value, key=(dtype_name, int(getattr(space, "value", 0)), align), slot=bound)
 
-    def prepare(self, value: Any, where: Where) -> Bound:
+    def prepare(self, value: object, where: Where) -> Bound:
         """Bind for an already compiled function: learn what the value says, compile nothing."""
         pv = self._read_checked(value, where)
         dtype = getattr(dsl.dsl().cutlass, pv.dtype_name) if pv.dtype_name else self.spec.dtype
@@ -580,7 +579,7 @@ class PointerKind(SlotKind):
 _FOREIGN_KINDS = frozenset("OcMmUS")
 
 
-def _foreign_typestr(typestr: str, descr: Any) -> bool:
+def _foreign_typestr(typestr: str, descr: object) -> bool:
     """Whether an array-interface typestr (its byte order removed) names data no CuTe element type
     holds: objects, complex, dates, text, or a record (a void type whose ``descr`` names fields; an
     unnamed one, as ml_dtypes' bfloat16 '<V2', may be any 2-byte type)."""
@@ -596,7 +595,7 @@ def _first_line(exc: Exception) -> str:
     return text.splitlines()[0][:120] if text else ""
 
 
-def _is_empty(value: Any) -> bool:
+def _is_empty(value: object) -> bool:
     """Whether an array-like value has no elements (then a NULL data address is harmless)."""
     for attr in ("numel", "size"):
         n = getattr(value, attr, None)
@@ -620,7 +619,7 @@ def _typestr_size(typestr: str) -> int:
     return int(digits) if digits.isdigit() else 0
 
 
-def _row_major(shape: Any, strides: Any) -> bool:
+def _row_major(shape: Sequence[int], strides: Sequence[int | None] | None) -> bool:
     """Whether elements of extents ``shape`` at element ``strides`` (None: compact) follow one another
     in memory, as a pointer slot reads them (a mode of extent 1 may have any stride; an empty value is
     taken); the C fast path's ``cb_row_major`` is the same rule."""
@@ -638,7 +637,7 @@ def _row_major(shape: Any, strides: Any) -> bool:
     return True
 
 
-def _strided(where: Where, value: Any, shape: Any, strides: Any) -> Exception:
+def _strided(where: Where, value: object, shape: Iterable[object], strides: Iterable[object]) -> Exception:
     """CB233: a strided view given to a pointer slot."""
     return where.error(
         D.POINTER_NOT_CONTIGUOUS,
@@ -647,7 +646,7 @@ def _strided(where: Where, value: Any, shape: Any, strides: Any) -> Exception:
     )
 
 
-def _null_data(where: Where, value: Any) -> Exception:
+def _null_data(where: Where, value: object) -> Exception:
     return where.error(
         D.NULL_DATA,
         expected="an array or tensor that owns memory (a raw int address is taken as it is)",
@@ -655,7 +654,7 @@ def _null_data(where: Where, value: Any) -> Exception:
     )
 
 
-def _cuda_device(value: Any) -> tuple[int, int] | None:
+def _cuda_device(value: object) -> tuple[int, int] | None:
     """The (DLPack type, id) CUDA device a tensor or array says it lives on, or None."""
     device = _dlpack.device_of(value)  # __dlpack_device__: torch, CuPy, JAX...
     if device is not None:
@@ -702,7 +701,7 @@ def _buffer_dtype(fmt: str, itemsize: int) -> str | None:
     return _NUMPY_TYPESTR.get(f"{kind}{itemsize}") if kind else None
 
 
-def _generic() -> Any:
+def _generic() -> object:
     return dsl.dsl().cute.AddressSpace.generic
 
 

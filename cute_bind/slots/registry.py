@@ -9,11 +9,11 @@ the generic CB102.
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Callable, NoReturn, TypeVar
 
 from .. import dsl
 from .. import diagnostics as D
-from .base import Bound, Constexpr, Rejected, SlotKind, Where, describe_annotation, wrong_kind
+from .base import Converter, Bound, Constexpr, Rejected, SlotKind, Where, describe_annotation, wrong_kind
 
 __all__ = ["register", "kinds", "element_kinds", "classify", "infer_slot", "InferredKind"]
 
@@ -51,7 +51,7 @@ def element_kinds() -> tuple[type[SlotKind], ...]:
     return tuple(_ELEMENT_KINDS)
 
 
-def classify(annotation: Any) -> SlotKind | Constexpr | Rejected:
+def classify(annotation: object) -> SlotKind | Constexpr | Rejected:
     """Classify one (already resolved) annotation against the registered kinds."""
     if dsl.is_constexpr(annotation):
         return Constexpr()
@@ -66,7 +66,7 @@ def classify(annotation: Any) -> SlotKind | Constexpr | Rejected:
     return Rejected(D.UNSUPPORTED_ANNOTATION, describe_annotation(annotation))
 
 
-def infer_slot(value: Any, *, element: bool = False) -> SlotKind | None:
+def infer_slot(value: object, *, element: bool = False) -> SlotKind | None:
     """A slot kind read from a value, as the DSL reads an unannotated parameter.
 
     Each kind is asked to recognise ``type(value)`` first, then (through its
@@ -115,7 +115,7 @@ class InferredKind(SlotKind):
     #: unbound: the value's kind may read an address (bound slots are the value's own kind)
     reads_address = True
 
-    def __init__(self, annotation: Any = None) -> None:
+    def __init__(self, annotation: object = None) -> None:
         #: the union member's class, or None for an unannotated parameter
         self.annotation = annotation
 
@@ -131,7 +131,7 @@ class InferredKind(SlotKind):
         return 0
 
     @classmethod
-    def recognize(cls, annotation: Any) -> SlotKind | None:
+    def recognize(cls, annotation: object) -> SlotKind | None:
         return None  # never from an annotation: made by the signature reader and the union kind
 
     def describe(self) -> str:
@@ -144,7 +144,7 @@ class InferredKind(SlotKind):
             return _INFERRED_EXPECTED
         return f"for the {describe_annotation(self.annotation)} member, {_INFERRED_EXPECTED}"
 
-    def resolve(self, value: Any, where: Where) -> SlotKind:
+    def resolve(self, value: object, where: Where) -> SlotKind:
         """The kind ``value`` is bound with (CB204 for a value of no kind cute_bind can rewrite)."""
         found = infer_slot(value)
         if found is None:
@@ -157,7 +157,7 @@ class InferredKind(SlotKind):
             raise wrong_kind(where, expected, value)
         return found
 
-    def bind(self, value: Any, where: Where) -> Bound:
+    def bind(self, value: object, where: Where) -> Bound:
         if value is None:
             # the optional kind's slot bound to None (its module, which imports this one, registers the maker)
             return Bound(packed=(), dsl_value=None, key=("inferred", "none"), slot=NONE_SLOT[0](self))
@@ -166,9 +166,9 @@ class InferredKind(SlotKind):
         key = b.key if b.slot.kind == "stream" else ("inferred", type(b.slot).__name__, b.key)
         return Bound(packed=b.packed, dsl_value=b.dsl_value, key=key, slot=b.slot)
 
-    def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
+    def coerce(self, value: object, where: Where, checked: bool = False) -> NoReturn:
         # only bound slots launch; an unbound one has no storage
         raise wrong_kind(where, f"{self.expected()}, bound first (bind() or a call)", value)
 
-    def converter(self, where: Where) -> Any:
+    def converter(self, where: Where) -> Converter | None:
         return self.coerce_converter(where)

@@ -12,7 +12,7 @@ from typing import Any, Callable, NamedTuple
 from .. import dsl
 from .. import _whitelist as W
 from .. import diagnostics as D
-from .base import Bound, Rejected, SlotKind, Where, describe_annotation, describe_value
+from .base import Converter, Bound, Rejected, SlotKind, Where, describe_annotation, describe_value
 from .registry import register
 
 __all__ = ["ScalarKind", "CNumberSpec", "float16_bits", "bfloat16_bits"]
@@ -29,7 +29,7 @@ class CNumberSpec(NamedTuple):
     either refuses (and raises its catalog error)."""
 
     types: tuple[type, ...]
-    reader: Callable[[Any], Any] | None
+    reader: Callable[[object], int | float] | None
 
 
 def numpy_scalar_types(floats: bool) -> tuple[type, ...]:
@@ -80,24 +80,27 @@ class ScalarKind(SlotKind):
         return f"cutlass.{self.dtype_name}"
 
     @classmethod
-    def recognize(cls, annotation: Any) -> ScalarKind | None:
+    def recognize(cls, annotation: object) -> ScalarKind | None:
         if isinstance(annotation, type) and annotation.__module__ == "builtins":
             mapped = W.PYTHON_SCALARS.get(annotation.__name__)
             return cls(mapped, annotation) if mapped else None
-        if dsl.is_numeric_type(annotation) and getattr(annotation, "__name__", "") in W.SCALAR_FORMATS:
-            return cls(annotation.__name__)
+        name = getattr(annotation, "__name__", "")
+        if dsl.is_numeric_type(annotation) and name in W.SCALAR_FORMATS:
+            return cls(name)
         return None
 
     @classmethod
-    def rejection(cls, annotation: Any) -> Rejected | None:
+    def rejection(cls, annotation: object) -> Rejected | None:
         """A DSL numeric type with no runtime storage (Float8, Int4, 128-bit...) is CB104."""
         base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
         if dsl.is_numeric_type(base) and getattr(base, "__name__", "") not in W.SCALAR_FORMATS:
             return Rejected(D.NON_CTYPES_SCALAR, describe_annotation(annotation))
         return None
 
-    def dsl_type(self) -> Any:
-        return getattr(dsl.dsl().cutlass, self.dtype_name)
+    def dsl_type(self) -> Callable[[object], object]:
+        """The DSL's numeric class of this slot (``cutlass.Int32``...), which builds its compile-time value."""
+        numeric: Callable[[object], object] = getattr(dsl.dsl().cutlass, self.dtype_name)
+        return numeric
 
     def expected(self) -> str:
         if self.is_bool:
@@ -128,11 +131,11 @@ class ScalarKind(SlotKind):
             return f"{var}.__class__ is int"
         return None
 
-    def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
+    def coerce(self, value: object, where: Where, checked: bool = False) -> int | float:
         number = self.number(value, where)
         return self._bits(number) if self.is_half else number
 
-    def number(self, value: Any, where: Where) -> Any:
+    def number(self, value: Any, where: Where) -> int | float:
         """``value`` as the Python number the slot holds (a bool, an int in range, or a float; a
         half slot's float before its bit pattern), or the catalog error :meth:`coerce` raises."""
         if dsl.is_numeric_type(type(value)):  # a cutlass.Int32(...) style object
@@ -159,7 +162,7 @@ class ScalarKind(SlotKind):
         types = () if self.is_bool else numpy_scalar_types(floats=self.is_float)
         return CNumberSpec(types, functools.partial(self.number, where=Where("?", "?")))
 
-    def fallback(self, where: Where) -> Any:
+    def fallback(self, where: Where) -> Converter | None:
         """For the Python fast path of a float, integer or Boolean slot (whose guard takes exact
         floats and ints, exact ints, or exact bools): any other value through :meth:`number` (NumPy
         scalars, ``cutlass.Float32(...)``, an object with ``__index__``), never the slow path."""
@@ -167,12 +170,12 @@ class ScalarKind(SlotKind):
             return None
         return functools.partial(self.number, where=where)
 
-    def converter(self, where: Where) -> Any:
+    def converter(self, where: Where) -> Converter | None:
         if not self.is_half:
             return None
         bits, coerce = self._bits, self.coerce
 
-        def convert(value: Any) -> int:
+        def convert(value: object) -> int | float:
             return bits(value) if value.__class__ is float else coerce(value, where)
 
         return convert
@@ -187,7 +190,7 @@ class ScalarKind(SlotKind):
         except Exception as exc:
             raise self.refusal(where, value) from exc
 
-    def _coerce_bool(self, value: Any, where: Where) -> bool:
+    def _coerce_bool(self, value: object, where: Where) -> bool:
         if isinstance(value, bool):
             return value
         if type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool"):
@@ -197,7 +200,7 @@ class ScalarKind(SlotKind):
             raise where.error(D.INTEGER_OUT_OF_RANGE, expected="Boolean (0 or 1)", got=str(as_int))
         return bool(as_int)
 
-    def _coerce_int(self, value: Any, where: Where) -> int:
+    def _coerce_int(self, value: object, where: Where) -> int:
         # bool before int: True/False are ints in Python and pack as 1/0, as in the direct call.
         if isinstance(value, bool):
             return int(value)

@@ -26,6 +26,7 @@ from typing import Any
 from .. import _whitelist as W
 from .. import diagnostics as D
 from .base import (
+    Converter,
     Bound,
     Held,
     Rejected,
@@ -43,17 +44,17 @@ from .registry import element_kinds, infer_slot, register
 __all__ = ["SequenceKind", "element_problem"]
 
 
-def _origin(annotation: Any) -> Any:
+def _origin(annotation: object) -> tuple[object, object]:
     base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
     return typing.get_origin(base) or base, base
 
 
-def is_sequence_annotation(annotation: Any) -> bool:
+def is_sequence_annotation(annotation: object) -> bool:
     origin, _ = _origin(annotation)
     return origin in (list, tuple) or qualname(origin) in W.SEQUENCE_NAMES
 
 
-def _element_kinds(annotation: Any) -> tuple[tuple[Any, ...] | None, bool]:
+def _element_kinds(annotation: object) -> tuple[tuple[object, ...] | None, bool]:
     """``(element annotations, homogeneous)``; ``(None, True)`` for a bare sequence."""
     origin, base = _origin(annotation)
     args = typing.get_args(base)
@@ -68,7 +69,7 @@ def _element_kinds(annotation: Any) -> tuple[tuple[Any, ...] | None, bool]:
     return (args[0],), True
 
 
-def _element_kind(annotation: Any) -> SlotKind | str:
+def _element_kind(annotation: object) -> SlotKind | str:
     """The slot kind of one element annotation, or why it is not eligible."""
     if is_sequence_annotation(annotation):
         return f"{describe_annotation(annotation)} is a sequence"
@@ -79,7 +80,7 @@ def _element_kind(annotation: Any) -> SlotKind | str:
     return f"{describe_annotation(annotation)} is not a pointer, scalar, stream or tensor"
 
 
-def element_problem(annotation: Any) -> str | None:
+def element_problem(annotation: object) -> str | None:
     """Why a sequence annotation is not eligible (the CB113 detail), or None."""
     elements, _ = _element_kinds(annotation)
     for i, element in enumerate(elements or ()):
@@ -124,7 +125,7 @@ class SequenceKind(SlotKind):
         return "tuple"
 
     @classmethod
-    def recognize(cls, annotation: Any) -> SequenceKind | None:
+    def recognize(cls, annotation: object) -> SequenceKind | None:
         if not is_sequence_annotation(annotation) or element_problem(annotation) is not None:
             return None
         elements, homogeneous = _element_kinds(annotation)
@@ -134,7 +135,7 @@ class SequenceKind(SlotKind):
         return cls(homogeneous=kinds[0]) if homogeneous else cls(elements=kinds)
 
     @classmethod
-    def rejection(cls, annotation: Any) -> Rejected | None:
+    def rejection(cls, annotation: object) -> Rejected | None:
         """A sequence with an ineligible element is CB113, naming the element."""
         problem = element_problem(annotation) if is_sequence_annotation(annotation) else None
         if problem is None:
@@ -147,7 +148,7 @@ class SequenceKind(SlotKind):
             return f"a tuple or list of {n} element{'s' if n != 1 else ''} for a {self.describe()} slot"
         return f"a tuple or list for a {self.describe()} slot"
 
-    def _items(self, value: Any, where: Where) -> list[Any]:
+    def _items(self, value: object, where: Where) -> list[object]:
         # a tuple or a list (or a subclass: torch.Size), as the message says: a range or another
         # Sequence would give its elements as values (range(2): the addresses 0 and 1)
         if not isinstance(value, (tuple, list)):
@@ -166,7 +167,7 @@ class SequenceKind(SlotKind):
     def _where(where: Where, i: int) -> Where:
         return Where(where.kernel, f"{where.parameter}[{i}]")
 
-    def bind(self, value: Any, where: Where) -> Bound:
+    def bind(self, value: object, where: Where) -> Bound:
         if self.elements is None and self.homogeneous is None and is_namedtuple(value.__class__):
             # a bare ``tuple`` annotation given a NamedTuple (quack's ``epilogue_args: tuple``): the DSL
             # traces the NamedTuple as the structure it is (its None fields and Constexpr fields are
@@ -182,7 +183,7 @@ class SequenceKind(SlotKind):
                 raise wrong_kind(self._where(where, i), "a pointer, scalar, stream or tensor element", item)
             kinds.append(kind)
         bounds = [k.bind(item, self._where(where, i)) for i, (k, item) in enumerate(zip(kinds, items))]
-        packed: list[Any] = []
+        packed: list[object] = []
         compile_only = False
         for b in bounds:
             if b.packed is None:  # a compile-only placeholder (a fake tensor): nothing is launched
@@ -195,15 +196,15 @@ class SequenceKind(SlotKind):
         key = tuple((type(b.slot).__name__, b.slot.describe(), b.key) for b in bounds)
         return Bound(packed=None if compile_only else tuple(packed), dsl_value=tuple(b.dsl_value for b in bounds), key=key, slot=slot)
 
-    def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[Any, ...]:
+    def coerce(self, value: object, where: Where, checked: bool = False) -> Held:
         items = self._items(value, where)
         kinds = tuple(self.elements or ())
         # numbers before addresses (the arguments' lifetime rule), each tensor's storage held
         converted: list[Any] = [None] * len(kinds)
         for i in conversion_order([k.reads_address for k in kinds], items):
             converted[i] = kinds[i].coerce(items[i], self._where(where, i), checked)
-        out: list[Any] = []
-        owners: list[Any] = [items, *(storage_of(v) for v in items)]
+        out: list[object] = []
+        owners: list[object] = [items, *(storage_of(v) for v in items)]
         for kind, v in zip(kinds, converted):
             if not kind.packs_tuple:
                 out.append(v)
@@ -213,7 +214,7 @@ class SequenceKind(SlotKind):
                     owners.append(v.owner)
         return Held(out, owners)
 
-    def converter(self, where: Where) -> Any:
+    def converter(self, where: Where) -> Converter | None:
         """Elements taken as they are where their guard allows (as the generated fast path does
         for top-level slots), converted by their own converter, or else fully coerced."""
         elements = tuple(self.elements or ())
@@ -229,7 +230,7 @@ class SequenceKind(SlotKind):
         coerce = self.coerce
         reads = [e.reads_address for e in elements]
 
-        def convert_one(k: int, v: Any) -> Any:
+        def convert_one(k: int, v: object) -> object:
             e, w, convert, check, _ = plan[k]
             if convert is not None:
                 return convert(v)
@@ -237,15 +238,15 @@ class SequenceKind(SlotKind):
                 return v
             return e.coerce(v, w)
 
-        def convert_sequence(value: Any) -> Any:
+        def convert_sequence(value: Any) -> Held:
             cls = type(value)
             if (cls is tuple or cls is list) and len(value) == n:
                 items = tuple(value)  # a snapshot: the launch holds the elements, whatever happens to the list
                 converted: list[Any] = [None] * n
                 for k in conversion_order(reads, items):  # numbers before addresses (the lifetime rule)
                     converted[k] = convert_one(k, items[k])
-                out: list[Any] = []
-                owners: list[Any] = [items, *(storage_of(v) for v in items)]
+                out: list[object] = []
+                owners: list[object] = [items, *(storage_of(v) for v in items)]
                 for (_, _, _, _, multi), c in zip(plan, converted):
                     if multi:
                         out.extend(c)

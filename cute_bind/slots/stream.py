@@ -24,7 +24,7 @@ class CStreamSpec(NamedTuple):
 
     attr_types: tuple[type, ...]  # torch.cuda.Stream, torch.cuda.ExternalStream (where torch is imported)
     int_types: tuple[type, ...]  # cuda.CUstream (and the runtime's cudaStream_t where imported)
-    reader: Callable[[Any], int] | None
+    reader: Callable[[object], int] | None
 
 
 def stream_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
@@ -38,9 +38,9 @@ def stream_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
         if isinstance(cls, type) and hasattr(cls, "cuda_stream") and not hasattr(cls, "getPtr"):
             attr.append(cls)
     ints = [dsl.cuda_stream_class()]
-    runtime = sys.modules.get("cuda.bindings.runtime")
-    if isinstance(getattr(runtime, "cudaStream_t", None), type):
-        ints.append(runtime.cudaStream_t)  # type: ignore[union-attr]  # imported: checked just above
+    runtime_stream = getattr(sys.modules.get("cuda.bindings.runtime"), "cudaStream_t", None)
+    if isinstance(runtime_stream, type):
+        ints.append(runtime_stream)
     return tuple(attr), tuple(t for t in ints if t is not int and t.__module__.startswith("cuda") and hasattr(t, "getPtr"))
 
 
@@ -52,7 +52,7 @@ def _is_cuda_stream_class(cls: type) -> bool:
     return any(c.__name__ in _CUDA_STREAM_CLASSES and c.__module__.startswith("cuda") for c in cls.__mro__)
 
 
-def is_stream_value(value: Any) -> bool:
+def is_stream_value(value: object) -> bool:
     """Whether ``value`` is one of the forms :meth:`StreamKind.coerce` reads as a stream (an int
     handle, a cuda-python stream, an object with ``cuda_stream`` or ``__cuda_stream__``) or a fake
     stream, told from its class alone, without running its code: ``None`` or a tensor is not one."""
@@ -94,7 +94,7 @@ class StreamKind(SlotKind):
         return "cuda.CUstream"
 
     @classmethod
-    def recognize(cls, annotation: Any) -> StreamKind | None:
+    def recognize(cls, annotation: object) -> StreamKind | None:
         stream_cls = dsl.cuda_stream_class()
         if annotation is stream_cls or (isinstance(annotation, type) and issubclass(annotation, stream_cls)):
             return cls()
@@ -116,7 +116,7 @@ class StreamKind(SlotKind):
         attr, ints = stream_types()
         return CStreamSpec(attr, ints, functools.partial(self.coerce, where=Where("?", "?")))
 
-    def fallback(self, where: Where) -> Callable[[Any], int]:
+    def fallback(self, where: Where) -> Callable[[object], int]:
         """For the Python fast path: a stream object (a ``torch.cuda.Stream``, a ``cuda.CUstream``)
         read with one attribute read or ``int()``, anything else through :meth:`coerce` (raising
         its catalog error): a stream object never takes the slow path."""
@@ -143,7 +143,7 @@ class StreamKind(SlotKind):
 
         return read_stream
 
-    def coerce(self, value: Any, where: Where, checked: bool = False) -> int:
+    def coerce(self, value: object, where: Where, checked: bool = False) -> int:
         try:
             return self._coerce(value, where)
         except D.CuteBindError:
@@ -154,7 +154,7 @@ class StreamKind(SlotKind):
     def _coerce(self, value: Any, where: Where) -> int:
         if isinstance(value, bool) or value is None or isinstance(value, (float, str, bytes)):
             raise self.refusal(where, value)
-        handle: Any
+        handle: object
         if isinstance(value, int):
             handle = value
         elif hasattr(value, "getPtr") and type(value).__module__.startswith("cuda"):
@@ -181,12 +181,12 @@ class StreamKind(SlotKind):
             raise where.error(D.INTEGER_OUT_OF_RANGE, expected="a 64-bit stream handle", got=str(handle))
         return handle
 
-    def _fake(self, value: Any, where: Where) -> Exception:
+    def _fake(self, value: object, where: Where) -> Exception:
         return where.error(
             D.COMPILE_ONLY_VALUE, expected=f"{self.expected()}; fake streams are for kernel.compile(...)", got=describe_value(value)
         )
 
-    def bind(self, value: Any, where: Where) -> Bound:
+    def bind(self, value: object, where: Where) -> Bound:
         if dsl.is_fake_stream(value):
             if dsl.compiling() is None:
                 raise self._fake(value, where)

@@ -38,11 +38,12 @@ import enum
 import struct
 import threading
 import typing
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 from .. import dsl
 from .. import diagnostics as D
 from .base import (
+    Converter,
     Bound,
     Held,
     Rejected,
@@ -68,13 +69,13 @@ _SLOT, _INFER, _CONST = "slot", "infer", "const"
 _ACTIVE = threading.local()  # classes being classified on this thread (a structure holding itself)
 
 
-def _is_structure(annotation: Any) -> bool:
+def _is_structure(annotation: object) -> bool:
     return isinstance(annotation, type) and (is_namedtuple(annotation) or dataclasses.is_dataclass(annotation))
 
 
 def _field_names(cls: type) -> tuple[str, ...]:
     if is_namedtuple(cls):
-        return tuple(cls._fields)  # type: ignore[attr-defined]  # a NamedTuple class
+        return tuple(cls._fields)
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
@@ -130,7 +131,7 @@ def _is_stream(kind: SlotKind) -> bool:
     return kind.kind == "stream"
 
 
-def _const_key(value: Any) -> Any:
+def _const_key(value: object) -> Hashable:
     """A hashable, exact spelling of a held constant for the compile key (floats by their bits)."""
     if value is None or value.__class__ in (bool, int, str, bytes):
         return (value.__class__.__name__, value)
@@ -144,7 +145,7 @@ def _const_key(value: Any) -> Any:
     return (qualname(type(value)), value)
 
 
-def _same_constant(value: Any, held: Any) -> bool:
+def _same_constant(value: object, held: object) -> bool:
     if value is held:
         return True
     if value.__class__ is not held.__class__:
@@ -155,7 +156,7 @@ def _same_constant(value: Any, held: Any) -> bool:
         return False
 
 
-def _to_dsl(value: Any) -> Any:
+def _to_dsl(value: Any) -> object:
     """A bound field's DSL value with Python numbers as the DSL's own (``Int32(...)``...):
     the DSL adapts nothing inside a NamedTuple, and a Python number there does not compile."""
     cls = value.__class__
@@ -190,7 +191,7 @@ class StructureKind(SlotKind):
         self,
         cls: type,
         fields: tuple[tuple[str, str, SlotKind | None], ...],
-        bound: tuple[tuple[str, SlotKind | None, Any], ...] | None = None,
+        bound: tuple[tuple[str, SlotKind | None, object], ...] | None = None,
     ) -> None:
         self.cls = cls
         #: per field: (name, how it is read, its kind from the annotation)
@@ -232,14 +233,16 @@ class StructureKind(SlotKind):
         return f"{self.cls.__name__}({', '.join(shown)})"
 
     @classmethod
-    def recognize(cls, annotation: Any) -> StructureKind | None:
-        fields, problem = structure_fields(annotation) if isinstance(annotation, type) else (None, None)
+    def recognize(cls, annotation: object) -> StructureKind | None:
+        if not isinstance(annotation, type):
+            return None
+        fields, problem = structure_fields(annotation)
         if fields is None or problem is not None:
             return None
         return cls(annotation, fields)
 
     @classmethod
-    def rejection(cls, annotation: Any) -> Rejected | None:
+    def rejection(cls, annotation: object) -> Rejected | None:
         """A NamedTuple or dataclass with a field that is not an eligible kind or None is CB125."""
         if not isinstance(annotation, type):
             return None
@@ -255,11 +258,11 @@ class StructureKind(SlotKind):
     def _where(where: Where, name: str) -> Where:
         return Where(where.kernel, f"{where.parameter}.{name}")
 
-    def _check_type(self, value: Any, where: Where) -> None:
+    def _check_type(self, value: object, where: Where) -> None:
         if not isinstance(value, self.cls):
             raise self.refusal(where, value)
 
-    def _adopt(self, value: Any, where: Where) -> Any:
+    def _adopt(self, value: object, where: Where) -> object:
         """``value`` as an instance of the class: a plain tuple given for a NamedTuple is read as
         that NamedTuple (the compiled function's own call takes one), if it has one item per
         field (else CB234, naming the fields); anything else as it is (then checked)."""
@@ -272,18 +275,18 @@ class StructureKind(SlotKind):
                 expected=f"a {self._spelling()} or a plain tuple of its {len(names)} field(s) in order ({', '.join(names)})",
                 got=f"a tuple of {len(value)} item(s)",
             )
-        return self.cls._make(value)  # type: ignore[attr-defined]  # a NamedTuple class
+        return self.cls._make(value)
 
-    def _constant_error(self, value: Any, held: Any, where: Where) -> Exception:
+    def _constant_error(self, value: object, held: object, where: Where) -> Exception:
         return where.error(D.STRUCTURE_CONSTANT_CHANGED, expected=f"{held!r}, the constant it was compiled with", got=describe_value(value))
 
-    def bind(self, value: Any, where: Where) -> Bound:
+    def bind(self, value: object, where: Where) -> Bound:
         value = self._adopt(value, where)  # a plain tuple: the same slots and key as the NamedTuple
         self._check_type(value, where)
-        bound: list[tuple[str, SlotKind | None, Any]] = []
-        packed: list[Any] = []
-        dsl_fields: dict[str, Any] = {}
-        key: list[Any] = []
+        bound: list[tuple[str, SlotKind | None, object]] = []
+        packed: list[object] = []
+        dsl_fields: dict[str, object] = {}
+        key: list[Hashable] = []
         compile_only = False
         for name, how, kind in self.fields:
             v = getattr(value, name)
@@ -317,7 +320,7 @@ class StructureKind(SlotKind):
             slot=slot_,
         )
 
-    def _rebuilt(self, value: Any, dsl_fields: dict[str, Any]) -> Any:
+    def _rebuilt(self, value: Any, dsl_fields: dict[str, object]) -> object:
         """``value`` with its slot fields replaced by their DSL values (constants kept as they are)."""
         if not dsl_fields:
             return value
@@ -328,7 +331,7 @@ class StructureKind(SlotKind):
             object.__setattr__(out, name, v)  # frozen dataclasses too: this is our own copy
         return out
 
-    def _fields(self, value: Any, convert: Callable[[int, Any], Any]) -> Held:
+    def _fields(self, value: object, convert: Callable[[int, object], object]) -> Held:
         """Every field of ``value`` read first (a property may build a fresh tensor), then each
         converted by ``convert(k, v)`` in the launch's :func:`conversion_order` (numbers before
         addresses); what is packed, in field order, with what keeps it valid: the structure and
@@ -338,8 +341,8 @@ class StructureKind(SlotKind):
         converted: list[Any] = [None] * len(bound)
         for k in conversion_order([slot is not None and slot.reads_address for _, slot, _ in bound], values):
             converted[k] = convert(k, values[k])
-        out: list[Any] = []
-        owners: list[Any] = [value, *values, *(storage_of(v) for v in values)]
+        out: list[object] = []
+        owners: list[object] = [value, *values, *(storage_of(v) for v in values)]
         for (_, slot, _), c in zip(bound, converted):
             if slot is None:
                 continue
@@ -351,12 +354,12 @@ class StructureKind(SlotKind):
                 out.append(c)
         return Held(out, owners)
 
-    def coerce(self, value: Any, where: Where, checked: bool = False) -> Any:
+    def coerce(self, value: object, where: Where, checked: bool = False) -> Held:
         value = self._adopt(value, where)
         self._check_type(value, where)
         bound = self.bound or ()
 
-        def convert(k: int, v: Any) -> Any:
+        def convert(k: int, v: object) -> object:
             name, slot, held = bound[k]
             w = self._where(where, name)
             if slot is None:
@@ -367,9 +370,9 @@ class StructureKind(SlotKind):
 
         return self._fields(value, convert)
 
-    def converter(self, where: Where) -> Any:
+    def converter(self, where: Where) -> Converter | None:
         """Each field through its own converter, taken as it is where its guard allows, else coerced."""
-        plan: list[tuple[SlotKind | None, Any, Where, Any, Any]] = []
+        plan: list[tuple[SlotKind | None, object, Where, Converter | None, Callable[[object], object] | None]] = []
         for name, slot, held in self.bound or ():
             w = self._where(where, name)
             if slot is None:
@@ -383,7 +386,7 @@ class StructureKind(SlotKind):
         cls, type_error, constant_error, fields = self.cls, self._check_type, self._constant_error, self._fields
         adopt = self._adopt if is_namedtuple(self.cls) else None
 
-        def convert_field(k: int, v: Any) -> Any:
+        def convert_field(k: int, v: object) -> object:
             slot, held, w, convert, check = plan[k]
             if slot is None:
                 if v is not held and not _same_constant(v, held):
@@ -395,7 +398,7 @@ class StructureKind(SlotKind):
                 return v
             return slot.coerce(v, w)
 
-        def convert_structure(value: Any) -> Any:
+        def convert_structure(value: object) -> Held:
             if value.__class__ is not cls:
                 if adopt is not None and value.__class__ is tuple:
                     value = adopt(value, where)  # a plain tuple of one item per field (else CB234)

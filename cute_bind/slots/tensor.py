@@ -21,14 +21,27 @@ from __future__ import annotations
 import struct
 import typing
 import weakref
-from typing import Any, Callable, Hashable, NamedTuple
+from typing import Any, Hashable, NamedTuple
 
 from .. import dsl
 from .. import diagnostics as D
 from .._generated import compile_source
 from .._types import TensorSpec, tensor_spec_of
 from . import dlpack as _dlpack
-from .base import NEGATIVE_FIX, Bound, Held, SlotKind, Unprobeable, Where, describe_value, invalid_dlpack, item_ranges, negative_view
+from .base import (
+    Converter,
+    Probe,
+    NEGATIVE_FIX,
+    Bound,
+    Held,
+    SlotKind,
+    Unprobeable,
+    Where,
+    describe_value,
+    invalid_dlpack,
+    item_ranges,
+    negative_view,
+)
 from .registry import register
 
 __all__ = ["TensorKind", "CTensorSpec", "CMode"]
@@ -170,7 +183,7 @@ class TensorKind(SlotKind):
         return self.spec.describe()
 
     @classmethod
-    def recognize(cls, annotation: Any) -> TensorKind | None:
+    def recognize(cls, annotation: object) -> TensorKind | None:
         tensor_cls = dsl.cute_tensor_class()
         base = typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
         if base is tensor_cls or (isinstance(base, type) and issubclass(base, tensor_cls)):
@@ -178,7 +191,7 @@ class TensorKind(SlotKind):
         return None
 
     @classmethod
-    def infer(cls, value: Any) -> TensorKind | None:
+    def infer(cls, value: object) -> TensorKind | None:
         """An unannotated tensor: a ``from_dlpack`` tensor or any DLPack exporter (not a number)."""
         if dsl.is_dsl_tensor(value) or (hasattr(value, "__dlpack__") and not isinstance(value, (int, float))):
             return cls()
@@ -188,7 +201,7 @@ class TensorKind(SlotKind):
         return f"a DLPack tensor (torch tensor, NumPy array, ...) or a from_dlpack tensor for a {self.describe()} slot"
 
     # ------------------------------------------------------------------ reading values
-    def _read(self, value: Any, where: Where) -> _dlpack.DLView:
+    def _read(self, value: object, where: Where) -> _dlpack.DLView:
         if dsl.is_dsl_tensor(value):
             return _dlpack.read_capsule(dsl.dsl_tensor_capsule(value), consumed=True)
         if isinstance(value, (bool, int, float, str, bytes)) or value is None:
@@ -240,14 +253,14 @@ class TensorKind(SlotKind):
         ref = self._sample
         return ref() if ref is not None else None
 
-    def _bound(self, bound: TensorKind, value: Any) -> TensorKind:
+    def _bound(self, bound: TensorKind, value: object) -> TensorKind:
         try:
             bound._sample = weakref.ref(value)
         except TypeError:  # not weak-referenceable: no sample (a TVM-FFI handle then calls the function itself)
             pass
         return bound
 
-    def _bind_fake(self, value: Any, where: Where) -> Bound:
+    def _bind_fake(self, value: object, where: Where) -> Bound:
         """A ``make_fake_tensor`` placeholder: the compile's spec itself (``Kernel.compile`` only)."""
         state = dsl.compiling()
         if state is None:
@@ -316,7 +329,7 @@ class TensorKind(SlotKind):
         packed = bound.pack_view(view, where)
         return Bound(packed=packed, dsl_value=tensor, key=(layout.cache_key, view.device[0]), slot=bound)
 
-    def _bind_shaped(self, value: Any, view: _dlpack.DLView, where: Where) -> Bound:
+    def _bind_shaped(self, value: object, view: _dlpack.DLView, where: Where) -> Bound:
         """A tensor for a ``cute_bind.Tensor[dtype, (extent, ...), align, layout]`` slot: the layout
         is the annotation's, mode by mode (see ``TensorSpec``), compiled from a fake tensor of it."""
         spec = self.spec
@@ -358,7 +371,7 @@ class TensorKind(SlotKind):
         )
         return Bound(packed=packed, dsl_value=dsl_value, key=(key, view.device[0]), slot=bound)
 
-    def coerce(self, value: Any, where: Where, checked: bool = False) -> tuple[int, ...]:
+    def coerce(self, value: object, where: Where, checked: bool = False) -> tuple[int, ...] | Held:
         tp = type(value)  # the exact type: a proxy's __class__ may lie
         cached = self._reader_cache  # one tuple, replaced whole: safe across threads
         if cached[0] is tp:
@@ -375,7 +388,7 @@ class TensorKind(SlotKind):
         # read through a capsule that may own the memory: it lives as long as the packed items
         return packed if view.owner is None else Held(packed, view.owner)
 
-    def converter(self, where: Where) -> Any:
+    def converter(self, where: Where) -> Converter | None:
         """For the Python fast path: :meth:`coerce`, preceded for exact torch tensors and NumPy arrays
         by a check of this slot's facts generated for its layout (no DLView, no loop), which
         returns the descriptor's items when every fact holds and else leaves the value to ``coerce``."""
@@ -508,13 +521,13 @@ class TensorKind(SlotKind):
         """A torch op passes it as a tensor."""
         return ("Tensor", True)
 
-    def probe(self) -> Callable[[Any], Hashable]:
+    def probe(self) -> Probe:
         """The value's type, element type, device and layout pattern (all of it for a static layout;
         for a dynamic one which modes have unit stride and which extent exceeds 1, as
         ``mark_layout_dynamic`` reads them)."""
         layout = self.spec.layout
 
-        def probe(value: Any) -> Hashable:
+        def probe(value: object) -> Hashable:
             if dsl.is_dsl_tensor(value) or isinstance(value, (bool, int, float, str, bytes)) or value is None:
                 raise Unprobeable  # a from_dlpack tensor's own marking decides: the full path reads it
             try:
