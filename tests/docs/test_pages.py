@@ -56,7 +56,12 @@ SHELL = ("bash", "sh", "shell", "console")
 PAGES = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))]
 TUTORIAL_PAGE = re.compile(r"docs/tutorials/\d\d-[\w-]+\.md")
 #: Pages whose every printed line is stated by a ``print(...)  # value`` comment.
-STATE_THEIR_OUTPUT = ["docs/concepts/cache.md", "docs/concepts/eligibility.md", "docs/concepts/tensors.md"]
+STATE_THEIR_OUTPUT = [
+    "docs/concepts/cache.md",
+    "docs/concepts/eligibility.md",
+    "docs/concepts/package-compiles.md",
+    "docs/concepts/tensors.md",
+]
 
 
 @dataclass(frozen=True)
