@@ -35,7 +35,7 @@ from .graph import Graph, graph
 from ._types import Pointer, PointerSpec, Tensor, TensorSpec
 from . import torch as torch  # cute_bind.torch.op(...); imports torch itself only when an op is made
 
-cache.cute_compile.PREPARE[:] = [prepare]  # a cached compile's .prepare() (the cache room imports no launch code)
+cache.cute_compile.PREPARE[:] = [prepare]  # a cached compile's .prepare() (the cache package imports no launch code)
 
 __version__ = "0.3.0"
 
