@@ -50,6 +50,7 @@ __all__ = [
     "read_without_code",
     "holding_storage",
     "storage_of",
+    "hold_converted",
     "Unprobeable",
     "unprobeable",
     "Converter",
@@ -329,6 +330,14 @@ class SlotKind(ABC):
         """Python expression, true when ``var`` may be packed as it is (fast path)."""
         return None
 
+    def guard_check(self) -> Callable[[object], object] | None:
+        """:meth:`guard` as a function of the value (``None`` where the kind has none): how a composite's
+        Python converter takes a member's value as it is, as the generated fast path does a slot's."""
+        guard = self.guard("v")
+        # guard expressions come from the slot kinds themselves (e.g. "v.__class__ is int")
+        check: Callable[[object], object] | None = eval(f"lambda v: {guard}") if guard else None  # noqa: S307
+        return check
+
     @abstractmethod
     def coerce(self, value: object, where: Where, checked: bool = False) -> Any:
         """Check ``value`` and return what the storage holds; raise a catalog error otherwise."""
@@ -428,6 +437,30 @@ def conversion_order(reads: Sequence[bool], values: Sequence[object]) -> list[in
         return 2 if read_without_code(values[i]) else 1
 
     return sorted(range(len(reads)), key=rank)
+
+
+def hold_converted(
+    kinds: Sequence[SlotKind | None], values: Sequence[object], convert: Callable[[int, object], object], owners: list[object]
+) -> Held:
+    """A composite's members converted: ``convert(k, values[k])`` for each, in the launch's
+    :func:`conversion_order` (numbers before addresses), then packed in order (``kinds[k]``
+    ``None``: a constant, nothing packed), held with ``owners`` (what the caller read the values
+    through), each value's torch storage and the owner of each member's own :class:`Held` items."""
+    converted: list[Any] = [None] * len(kinds)
+    for k in conversion_order([kind is not None and kind.reads_address for kind in kinds], values):
+        converted[k] = convert(k, values[k])
+    out: list[object] = []
+    owners.extend(storage_of(v) for v in values)
+    for kind, c in zip(kinds, converted):
+        if kind is None:
+            continue
+        if kind.packs_tuple:
+            out.extend(c)
+            if isinstance(c, Held):
+                owners.append(c.owner)
+        else:
+            out.append(c)
+    return Held(out, owners)
 
 
 def storage_of(value: object) -> object:

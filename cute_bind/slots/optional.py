@@ -48,7 +48,7 @@ from .. import dsl
 from .. import diagnostics as D
 from .base import Converter, Bound, Rejected, SlotKind, Where, describe_annotation, describe_value, holding_storage
 from .pointer import PointerKind
-from .registry import NONE_SLOT, InferredKind, infer_slot, kinds, register
+from .registry import NONE_SLOT, InferredKind, first_answer, infer_slot, kinds, register
 from .scalar import ScalarKind
 from .tensor import TensorKind
 
@@ -111,13 +111,7 @@ def _is_union(annotation: object) -> bool:
 
 def _element_kind(element: object) -> SlotKind | None:
     # any eligible runtime kind, sequences and structures included (not another optional)
-    for kind in kinds():
-        if kind is OptionalKind:
-            continue
-        found = kind.recognize(element)
-        if found is not None:
-            return found
-    return None
+    return first_answer((kind for kind in kinds() if kind is not OptionalKind), lambda kind: kind.recognize(element))
 
 
 _PROBE = Where("", "")  # where for a trial coerce whose error is dropped

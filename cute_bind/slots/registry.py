@@ -9,18 +9,28 @@ the generic CB102.
 
 from __future__ import annotations
 
-from typing import Callable, NoReturn, TypeVar
+from typing import Callable, Iterable, NoReturn, TypeVar
 
 from .. import dsl
 from .. import diagnostics as D
 from .base import Converter, Bound, Constexpr, Rejected, SlotKind, Where, describe_annotation, wrong_kind
 
-__all__ = ["register", "kinds", "element_kinds", "classify", "infer_slot", "InferredKind"]
+__all__ = ["register", "kinds", "element_kinds", "classify", "infer_slot", "first_answer", "InferredKind"]
 
 _KINDS: list[type[SlotKind]] = []
 _ELEMENT_KINDS: list[type[SlotKind]] = []
 
 K = TypeVar("K", bound=type[SlotKind])
+A = TypeVar("A")
+
+
+def first_answer(candidates: Iterable[type[SlotKind]], ask: Callable[[type[SlotKind]], A | None]) -> A | None:
+    """The first answer of ``ask(kind)`` that is not ``None``, over ``candidates`` in order (else ``None``)."""
+    for kind in candidates:
+        found = ask(kind)
+        if found is not None:
+            return found
+    return None
 
 
 def register(kind: K, *, element: bool = True, before: type[SlotKind] | None = None) -> K:
@@ -55,14 +65,12 @@ def classify(annotation: object) -> SlotKind | Constexpr | Rejected:
     """Classify one (already resolved) annotation against the registered kinds."""
     if dsl.is_constexpr(annotation):
         return Constexpr()
-    for kind in _KINDS:
-        found = kind.recognize(annotation)
-        if found is not None:
-            return found
-    for kind in _KINDS:
-        rejected = kind.rejection(annotation)
-        if rejected is not None:
-            return rejected
+    found = first_answer(_KINDS, lambda kind: kind.recognize(annotation))
+    if found is not None:
+        return found
+    rejected = first_answer(_KINDS, lambda kind: kind.rejection(annotation))
+    if rejected is not None:
+        return rejected
     return Rejected(D.UNSUPPORTED_ANNOTATION, describe_annotation(annotation))
 
 
@@ -75,15 +83,10 @@ def infer_slot(value: object, *, element: bool = False) -> SlotKind | None:
     a sequence element may have.
     """
     candidates = _ELEMENT_KINDS if element else _KINDS
-    for kind in candidates:
-        found = kind.recognize(type(value))
-        if found is not None:
-            return found
-    for kind in candidates:
-        found = kind.infer(value)
-        if found is not None:
-            return found
-    return None
+    found = first_answer(candidates, lambda kind: kind.recognize(type(value)))
+    if found is not None:
+        return found
+    return first_answer(candidates, lambda kind: kind.infer(value))
 
 
 #: what an inferred slot takes, for messages

@@ -33,13 +33,14 @@ from .base import (
     SlotKind,
     Where,
     conversion_order,
+    hold_converted,
     describe_annotation,
     is_namedtuple,
     qualname,
     storage_of,
     wrong_kind,
 )
-from .registry import element_kinds, infer_slot, register
+from .registry import element_kinds, first_answer, infer_slot, register
 
 __all__ = ["SequenceKind", "element_problem"]
 
@@ -73,10 +74,9 @@ def _element_kind(annotation: object) -> SlotKind | str:
     """The slot kind of one element annotation, or why it is not eligible."""
     if is_sequence_annotation(annotation):
         return f"{describe_annotation(annotation)} is a sequence"
-    for kind in element_kinds():
-        found = kind.recognize(annotation)
-        if found is not None:
-            return found
+    found = first_answer(element_kinds(), lambda kind: kind.recognize(annotation))
+    if found is not None:
+        return found
     return f"{describe_annotation(annotation)} is not a pointer, scalar, stream or tensor"
 
 
@@ -200,19 +200,7 @@ class SequenceKind(SlotKind):
         items = self._items(value, where)
         kinds = tuple(self.elements or ())
         # numbers before addresses (the arguments' lifetime rule), each tensor's storage held
-        converted: list[Any] = [None] * len(kinds)
-        for i in conversion_order([k.reads_address for k in kinds], items):
-            converted[i] = kinds[i].coerce(items[i], self._where(where, i), checked)
-        out: list[object] = []
-        owners: list[object] = [items, *(storage_of(v) for v in items)]
-        for kind, v in zip(kinds, converted):
-            if not kind.packs_tuple:
-                out.append(v)
-            else:
-                out.extend(v)
-                if isinstance(v, Held):
-                    owners.append(v.owner)
-        return Held(out, owners)
+        return hold_converted(kinds, items, lambda i, v: kinds[i].coerce(v, self._where(where, i), checked), [items])
 
     def converter(self, where: Where) -> Converter | None:
         """Elements taken as they are where their guard allows (as the generated fast path does
@@ -223,9 +211,7 @@ class SequenceKind(SlotKind):
         for i, e in enumerate(elements):
             w = self._where(where, i)
             convert = e.converter(w)
-            guard = e.guard("v") if convert is None else None
-            # guard expressions come from the slot kinds themselves (e.g. "v.__class__ is int")
-            check = eval(f"lambda v: {guard}") if guard else None  # noqa: S307
+            check = e.guard_check() if convert is None else None
             plan.append((e, w, convert, check, e.packs_tuple))
         coerce = self.coerce
         reads = [e.reads_address for e in elements]

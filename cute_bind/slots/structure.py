@@ -49,12 +49,11 @@ from .base import (
     Rejected,
     SlotKind,
     Where,
-    conversion_order,
+    hold_converted,
     describe_annotation,
     describe_value,
     is_namedtuple,
     qualname,
-    storage_of,
     wrong_kind,
 )
 from .optional import OptionalKind
@@ -338,21 +337,7 @@ class StructureKind(SlotKind):
         every field value read (so a later field's conversion cannot free an earlier one)."""
         bound = self.bound or ()
         values = [getattr(value, name) for name, _, _ in bound]
-        converted: list[Any] = [None] * len(bound)
-        for k in conversion_order([slot is not None and slot.reads_address for _, slot, _ in bound], values):
-            converted[k] = convert(k, values[k])
-        out: list[object] = []
-        owners: list[object] = [value, *values, *(storage_of(v) for v in values)]
-        for (_, slot, _), c in zip(bound, converted):
-            if slot is None:
-                continue
-            if slot.packs_tuple:
-                out.extend(c)
-                if isinstance(c, Held):
-                    owners.append(c.owner)
-            else:
-                out.append(c)
-        return Held(out, owners)
+        return hold_converted([slot for _, slot, _ in bound], values, convert, [value, *values])
 
     def coerce(self, value: object, where: Where, checked: bool = False) -> Held:
         value = self._adopt(value, where)
@@ -379,11 +364,10 @@ class StructureKind(SlotKind):
                 plan.append((None, held, w, None, None))
                 continue
             convert = slot.converter(w)
-            guard = slot.guard("v") if convert is None else None
-            # guard expressions come from the slot kinds themselves (e.g. "v.__class__ is int")
-            check = eval(f"lambda v: {guard}") if guard else None  # noqa: S307
+            check = slot.guard_check() if convert is None else None
             plan.append((slot, held, w, convert, check))
-        cls, type_error, constant_error, fields = self.cls, self._check_type, self._constant_error, self._fields
+        cls, type_error, constant_error = self.cls, self._check_type, self._constant_error
+        names, kinds = tuple(name for name, _, _ in self.bound or ()), tuple(slot for _, slot, _ in self.bound or ())
         adopt = self._adopt if is_namedtuple(self.cls) else None
 
         def convert_field(k: int, v: object) -> object:
@@ -404,7 +388,8 @@ class StructureKind(SlotKind):
                     value = adopt(value, where)  # a plain tuple of one item per field (else CB234)
                 else:
                     type_error(value, where)  # a subclass is taken, anything else refused
-            return fields(value, convert_field)
+            values = [getattr(value, name) for name in names]  # every field read first (see _fields)
+            return hold_converted(kinds, values, convert_field, [value, *values])
 
         return convert_structure
 
