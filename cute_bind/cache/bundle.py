@@ -27,6 +27,7 @@ model of the receiving folder applies as to any entry it writes.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import hmac
 import json
 import os
@@ -34,6 +35,7 @@ import stat
 import struct
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from .. import diagnostics as D
@@ -62,10 +64,12 @@ def _manifest() -> dict[str, Any]:
     return {"format": 1, "environment": environment(), "arch": dsl.target_arch(), "created": time.time()}
 
 
-def _ed25519() -> Any:
+def _ed25519() -> tuple[ModuleType, ModuleType]:
+    """cryptography's serialization and ed25519 modules (an optional dependency, imported by name: it
+    need not be installed where the package is type-checked)."""
     try:
-        from cryptography.hazmat.primitives import serialization  # type: ignore[import-not-found, unused-ignore]
-        from cryptography.hazmat.primitives.asymmetric import ed25519  # type: ignore[import-not-found, unused-ignore]
+        serialization = importlib.import_module("cryptography.hazmat.primitives.serialization")
+        ed25519 = importlib.import_module("cryptography.hazmat.primitives.asymmetric.ed25519")
     except ImportError as exc:
         raise D.error(
             D.BUNDLE_SIGNER_MISSING,
@@ -205,7 +209,7 @@ def read_bundle(
     key_file: str | os.PathLike[str] | None = None,
     ed25519_key: str | os.PathLike[str] | None = None,
     root: str | os.PathLike[str] | None = None,
-) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any], bytes]]]:
+) -> tuple[dict[str, object], list[tuple[str, dict[str, object], bytes]]]:
     """A verified bundle's manifest and entries ``(key, header, payload)``; CB614 (unsigned, or not verified
     under the key given), CB615 (made for another environment)."""
     source = os.fspath(path)

@@ -23,7 +23,6 @@ docs/concepts/cache.md, "Caching a package's compiles".
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import os
 import stat
@@ -57,21 +56,21 @@ class _Subject:
 
     __slots__ = ("name", "fn", "cache", "cache_key")
 
-    def __init__(self, name: str, fn: Any) -> None:
+    def __init__(self, name: str, fn: object) -> None:
         self.name = name
         self.fn = fn
         self.cache = True
         self.cache_key = None
 
 
-def _target_name(owner: Any, function: Any) -> str:
+def _target_name(owner: object, function: object) -> str:
     f = inspect_unwrap(function)
     module = getattr(f, "__module__", None)
     qualname = getattr(f, "__qualname__", None)
     return f"{module if type(module) is str else '?'}.{qualname if type(qualname) is str else '?'}"
 
 
-def inspect_unwrap(function: Any) -> Any:
+def inspect_unwrap(function: object) -> Any:
     """The function along ``__wrapped__`` (read from the function's own dictionary)."""
     for _ in range(16):
         inner = getattr(function, "__dict__", {}).get("__wrapped__") if isinstance(function, types.FunctionType) else None
@@ -100,12 +99,12 @@ def _spell(value: Any, state: Any, depth: int = 0) -> Any:
         return ("dict", tuple(sorted(((_key.canonical(k), _spell(v, state, depth + 1)) for k, v in value.items()), key=lambda kv: kv[0])))
     fields = _key._class_lookup(t, "__dataclass_fields__")
     if fields is not _key._MISSING and type(fields) is dict and not isinstance(value, type):
-        names = [f.name for f in fields.values() if type(f) is dataclasses.Field and f._field_type is dataclasses._FIELD]  # type: ignore[attr-defined]
+        names = _key.dataclass_field_names(fields)
         return ("dataclass", t, tuple((n, _spell(_key._read(value, t, n), state, depth + 1)) for n in names))
     return value
 
 
-def compile_key(callable_: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: Any) -> tuple[Any, ...]:
+def compile_key(callable_: object, args: tuple[object, ...], kwargs: dict[str, object], options: object) -> tuple[Any, ...]:
     """The compile key of ``callable_(fn, *args, options=options, **kwargs)`` (the function itself is the
     entry key's business); :class:`~cute_bind.cache.key.Uncacheable` when a part cannot be spelled."""
     resolved = dsl.resolved_options(callable_, options)
@@ -136,8 +135,8 @@ class CachedFunction:
         function: Any,
         key: str | None,
         tvm_ffi: bool,
-        call: Callable[..., Any],
-        recompile: Callable[[], Any],
+        call: Callable[..., object],
+        recompile: Callable[[], object],
         signature: inspect.Signature | None = None,
         argument_types: list[str] | None = None,
     ) -> None:
@@ -204,7 +203,7 @@ class CachedFunction:
         return f"<cute_bind cached {kind} {str(self.key)[:12]}>"
 
 
-def _plain_positional(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+def _plain_positional(function: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
     raise TypeError("prepare() of a loaded plain function takes positional arguments (keywords: call cute_bind.prepare(result, ...))")
 
 
@@ -213,7 +212,7 @@ class _Prepare:
 
     __slots__ = ("_ref",)
 
-    def __init__(self, compiled: Any) -> None:
+    def __init__(self, compiled: object) -> None:
         self._ref = weakref.ref(compiled)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -247,7 +246,7 @@ def _refuse(name: str, why: str) -> None:
     _warn_once(D.CACHE_SKIPPED, f"{name}:{why}", kernel=name, expected="a compile whose inputs all have a stable spelling", got=why)
 
 
-def compile_with(callable_: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+def compile_with(callable_: object, fn: object, *args: object, **kwargs: object) -> Any:
     """``callable_(fn, *args, **kwargs)`` (``callable_`` is ``cute.compile`` or a ``cute.compile[...]``),
     through the disk cache: see the module docstring."""
     if dsl.compiling_inside_cute_bind():  # the decorator's own compile: it has its own claim on the cache
@@ -341,19 +340,12 @@ def _read_artifact(path: str) -> bytes:
             problem = f"{st.st_size} bytes, over the entry limit of {_settings.MAX_ENTRY_SIZE}"
         if problem is not None:
             raise _store.UntrustedPath(path, problem, "adopt only object files your own build wrote (yours, mode 0644 or 0600)", "file")
-        chunks, left = [], st.st_size
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 24))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        return _store.read_exact(fd, st.st_size)
     finally:
         os.close(fd)
 
 
-def adopt(path: str | os.PathLike[str], fn: Any, *args: Any, function_name: str = "func", **kwargs: Any) -> str | None:
+def adopt(path: str | os.PathLike[str], fn: object, *args: object, function_name: str = "func", **kwargs: object) -> str | None:
     """Import an object file a package already made (quack's ``.o`` cache: ``export_to_c(path, function_name)``
     of a TVM-FFI compile) into the cache, under the key ``cute_bind.compile(fn, *args, **kwargs)`` computes:
     that call then loads it instead of compiling. Returns the entry's key; ``None`` where the compile is one
@@ -382,7 +374,7 @@ def adopt(path: str | os.PathLike[str], fn: Any, *args: Any, function_name: str 
     data = _read_artifact(source)
     loader = dsl.load_tvm_ffi_object if tvm_ffi else dsl.load_object
     load_payload(data, function_name, None, loader)  # the DSL's loader takes it, or raises
-    header: dict[str, Any] = {
+    header: dict[str, object] = {
         "compile": "cute.compile",
         "kind": "tvm-ffi" if tvm_ffi else "plain",
         "adopted": source,
@@ -400,10 +392,10 @@ def adopt(path: str | os.PathLike[str], fn: Any, *args: Any, function_name: str 
 class Compile:
     """``cute_bind.compile``: call it as ``cute.compile`` (``cute_bind.compile[opts](fn, ...)`` too)."""
 
-    def __init__(self, options: Any = None) -> None:
+    def __init__(self, options: object = None) -> None:
         self._options = options
 
-    def __getitem__(self, options: Any) -> Compile:
+    def __getitem__(self, options: object) -> Compile:
         return Compile(options)
 
     def __call__(self, fn: Any, *args: Any, **kwargs: Any) -> Any:

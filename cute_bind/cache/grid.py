@@ -49,7 +49,7 @@ class GridResult:
     error: str | None
 
 
-def parse_axis(text: str) -> tuple[str, list[Any]]:
+def parse_axis(text: str) -> tuple[str, list[object]]:
     """``name=JSON-list`` (``head_dim=[64,128]``) as ``(name, values)``; CB609 when it is not one."""
     name, sep, values = text.partition("=")
     try:
@@ -115,7 +115,7 @@ def configurations(target: str, axes: Iterable[tuple[str, list[Any]]] = ()) -> l
     return out
 
 
-def _run_one(target: str, axes: list[tuple[str, list[Any]]], index: int) -> GridResult:
+def _run_one(target: str, axes: list[tuple[str, list[object]]], index: int) -> GridResult:
     from . import cute_compile, lookup
 
     label, call = configurations(target, axes)[index]
@@ -164,7 +164,7 @@ class _Progress:
 
 
 def warm_grid(
-    target: str, axes: Iterable[tuple[str, list[Any]]] = (), *, workers: int = 1, progress: TextIO | None = None
+    target: str, axes: Iterable[tuple[str, list[object]]] = (), *, workers: int = 1, progress: TextIO | None = None
 ) -> list[GridResult]:
     """Run every configuration of ``target`` (see the module docstring) with the ``cute.compile`` hook on, in
     ``workers`` fresh processes (1 or less: in this process); a progress bar on ``progress``. Returns one

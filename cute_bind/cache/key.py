@@ -144,6 +144,12 @@ def _instance_dict(obj: Any, cls: type) -> dict[str, Any] | None:
     return value if type(value) is dict else None
 
 
+def dataclass_field_names(fields: dict[object, object]) -> list[str]:
+    """The names of a dataclass's fields from its ``__dataclass_fields__`` (a dict read from the class
+    itself), filtered as :func:`dataclasses.fields` filters them: no ClassVar or InitVar pseudo-field."""
+    return [f.name for f in fields.values() if type(f) is dataclasses.Field and f._field_type is dataclasses._FIELD]  # type: ignore[attr-defined]  # dataclasses.fields()'s own filter: _field_type is private
+
+
 def _is_data_descriptor(attr: Any) -> bool:
     t = type(attr)
     return _class_lookup(t, "__set__") is not _MISSING or _class_lookup(t, "__delete__") is not _MISSING
@@ -213,7 +219,8 @@ def exact_form(value: Any, depth: int = 0) -> Hashable:
     """
     t = value.__class__
     if t is int or t is str or t is bytes or value is None:
-        return value  # type: ignore[no-any-return]
+        plain: Hashable = value  # hashable: an int, str, bytes or None is its own form
+        return plain
     if t is float:
         return (float, _F64.pack(value))
     if t is bool:
@@ -587,7 +594,7 @@ class _Hasher:
             return f"compiled-function:{_type_name(t)}"
         fields = _class_lookup(t, "__dataclass_fields__")
         if fields is not _MISSING and type(fields) is dict:  # a dataclass instance: its fields, read as plain attributes
-            names = [f.name for f in fields.values() if type(f) is dataclasses.Field and f._field_type is dataclasses._FIELD]  # type: ignore[attr-defined]
+            names = dataclass_field_names(fields)
             try:
                 values = [_read(v, t, n) for n in names]
             except Uncacheable:
@@ -778,7 +785,7 @@ def _known_value(v: Any, t: type) -> str | None:
     return None
 
 
-def _dsl_number(v: Any, t: type) -> Any:
+def _dsl_number(v: object, t: type) -> object:
     """A DSL number made in Python (``cutlass.Int32(3)``): its plain Python value; None: not one (a number
     that holds an MLIR value from a trace has no value to read)."""
     if not dsl.is_numeric_type(t) or not _covered_module(_TYPE_MODULE(t) if type(_TYPE_MODULE(t)) is str else None):
@@ -791,7 +798,7 @@ def _dsl_number(v: Any, t: type) -> Any:
     return value if _one_of(type(value), (int, float, bool)) else None
 
 
-def canonical(value: Any) -> str:
+def canonical(value: object) -> str:
     """A stable spelling of ``value`` (what a ``cache_key=`` or a compile key is hashed as)."""
     return _Hasher().canon(value)
 
@@ -865,12 +872,13 @@ def environment() -> dict[str, str]:
     }
 
 
-def _traced(obj: Any) -> list[Any]:
+def _traced(obj: object) -> list[object]:
     """:func:`dsl.traced_functions` of a function or a wrapper that carries ``__wrapped__`` (read without running
     the object's code); ``[]`` for any other object (a callable object's attributes are never asked for)."""
     t = type(obj)
     if t is types.FunctionType or _has_wrapped(obj, t):
-        return dsl.traced_functions(obj)
+        found: list[object] = list(dsl.traced_functions(obj))
+        return found
     return []
 
 
@@ -884,7 +892,7 @@ def _first_unspelled(h: _Hasher, state: dict[Any, Any]) -> str | None:
     return None
 
 
-def entry_key(kernel: Any, compile_key: Any) -> tuple[str, list[str]]:
+def entry_key(kernel: object, compile_key: object) -> tuple[str, list[str]]:
     """``(key, functions hashed)`` for one compile of ``kernel`` (a :class:`cute_bind.Kernel`).
 
     Raises :class:`Uncacheable` when something the compile depends on has no
@@ -933,7 +941,7 @@ def _entry_key(kernel: Any, compile_key: Any) -> tuple[str, list[str]]:
     return h.hexdigest(), h.depends
 
 
-def _feed_object(h: _Hasher, obj: Any, label: str) -> None:
+def _feed_object(h: _Hasher, obj: object, label: str) -> None:
     """An object a traced method reads as ``self``: its class (source and methods) and its own attributes."""
     t = type(obj)
     state = _state(obj, t)

@@ -111,13 +111,22 @@ def _warn_once(diagnostic: D.Diagnostic, about: str, **fields: Any) -> None:
         warnings.warn(warning, stacklevel=5)
 
 
+#: the catalog code of an entry :meth:`Store.read` refused, by its status
+_REFUSED_ENTRY = {
+    "corrupt": D.CACHE_ENTRY_CORRUPT,
+    "mismatch": D.CACHE_ENTRY_MISMATCH,
+    "unsafe": D.CACHE_ENTRY_UNTRUSTED,
+    "unsigned": D.CACHE_ENTRY_UNSIGNED,
+}
+
+
 def _first_line(exc: BaseException) -> str:
     """An exception's first line, without the DSL's terminal colours."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
     return text.splitlines()[0][:160] if text else type(exc).__name__
 
 
-def load_payload(payload: bytes, prefix: str, store: Store | None = None, loader: Callable[[str, str], Any] | None = None) -> Any:
+def load_payload(payload: bytes, prefix: str, store: Store | None = None, loader: Callable[[str, str], object] | None = None) -> object:
     """Load an entry's object file; the DSL loads from a path.
 
     The path is an anonymous in-memory file of this process
@@ -158,19 +167,19 @@ class Claim:
 
     def __init__(
         self,
-        kernel: Any,
-        compile_key: Any,
+        kernel: object,
+        compile_key: object,
         *,
-        exporter: Callable[[Any, str], bytes] | None = None,
-        loader: Callable[[str, str], Any] | None = None,
-        header: dict[str, Any] | None = None,
+        exporter: Callable[[object, str], bytes] | None = None,
+        loader: Callable[[str, str], object] | None = None,
+        header: dict[str, object] | None = None,
     ) -> None:
         self.kernel = kernel
         self.compile_key = compile_key
         self.exporter = exporter
         self.loader = loader
         self.extra = dict(header or {})
-        self.header: dict[str, Any] = {}
+        self.header: dict[str, Any] = {}  # JSON read back from the entry (what each caller stored)
         self.key: str | None = None
         self.outcome = "off"
         self._store: Store | None = None
@@ -188,7 +197,7 @@ class Claim:
         if self._store is not None:
             self._store.close()
 
-    def load(self) -> Any:
+    def load(self) -> object:
         """The cached compiled function, or ``None`` (then compile and :meth:`store`)."""
         self._started = time.perf_counter()
         name = str(getattr(self.kernel, "name", "kernel"))
@@ -256,7 +265,7 @@ class Claim:
         # another process may have finished the same compile while we waited
         return self._read(store)
 
-    def _read(self, store: Store) -> Any:
+    def _read(self, store: Store) -> object:
         assert self.key is not None
         name = str(getattr(self.kernel, "name", "kernel"))
         path = store.entry_path(self.key)
@@ -267,17 +276,9 @@ class Claim:
             return None
         if r.status == "miss":
             return None
-        if r.status == "corrupt":
-            _warn_once(D.CACHE_ENTRY_CORRUPT, f"{path}:{r.reason}", kernel=name, got=r.reason, detail=str(path))
-            return None
-        if r.status == "mismatch":
-            _warn_once(D.CACHE_ENTRY_MISMATCH, f"{path}:{r.reason}", kernel=name, got=r.reason, detail=str(path))
-            return None
-        if r.status == "unsafe":
-            _warn_once(D.CACHE_ENTRY_UNTRUSTED, f"{path}:{r.reason}", kernel=name, got=r.reason, detail=str(path))
-            return None
-        if r.status == "unsigned":
-            _warn_once(D.CACHE_ENTRY_UNSIGNED, f"{path}:{r.reason}", kernel=name, got=r.reason, detail=str(path))
+        code = _REFUSED_ENTRY.get(r.status)
+        if code is not None:  # corrupt, mismatch, unsafe, unsigned: said once, then compiled as if missing
+            _warn_once(code, f"{path}:{r.reason}", kernel=name, got=r.reason, detail=str(path))
             return None
         if r.status != "hit":  # pragma: no cover - every status is handled above
             return None
@@ -297,7 +298,7 @@ class Claim:
         _record(name, self.key, "hit", time.perf_counter() - self._started)
         return compiled
 
-    def store(self, compiled: Any) -> None:
+    def store(self, compiled: object) -> None:
         """Export a fresh compile into the cache (the claim's lock is still held)."""
         seconds = time.perf_counter() - self._started
         name = str(getattr(self.kernel, "name", "kernel"))

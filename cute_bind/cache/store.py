@@ -238,7 +238,7 @@ def decode(data: bytes, key: str, expected: dict[str, str], mac_key: bytes | Non
     return Read("hit", header, payload)
 
 
-def _read_exact(fd: int, size: int) -> bytes:
+def read_exact(fd: int, size: int) -> bytes:
     """At most ``size`` bytes (the size checked before reading): a file growing meanwhile cannot make the read unbounded."""
     chunks = []
     left = size
@@ -309,7 +309,7 @@ def load_key(path: Path, root: Path) -> bytes:
         if problem is not None:
             raise UntrustedPath(path, problem, fix, "key")
         _blocking(fd)
-        material = _read_exact(fd, _KEY_MAX).strip()
+        material = read_exact(fd, _KEY_MAX).strip()
     finally:
         os.close(fd)
     if len(material) < _KEY_MIN:
@@ -356,7 +356,7 @@ def other_status(header: dict[str, Any], expected: dict[str, str]) -> tuple[str,
     if not differ:  # the key in the file is not its name's
         return "corrupt", f"the file holds key {str(header.get('key'))[:16]}"
 
-    def spell(value: Any) -> str:
+    def spell(value: object) -> str:
         text = str(value) if value not in (None, "") else "none"
         return text if len(text) <= 40 else text[:16] + "..."
 
@@ -588,7 +588,7 @@ class Store:
         except UntrustedPath as exc:
             return Read("unsafe", reason=exc.problem)
         try:
-            data = _read_exact(fd, st.st_size)
+            data = read_exact(fd, st.st_size)
         finally:
             os.close(fd)
         return decode(data, key, expected, self.key)

@@ -59,8 +59,8 @@ def _compile_one(kernel: Any, index: int, example: Args) -> WarmResult:
     return WarmResult(index, events[-1].outcome, seconds, events[-1].key)
 
 
-def _resolve(module: str, qualname: str) -> Any:
-    obj: Any = sys.modules.get(module) or importlib.import_module(module)
+def _resolve(module: str, qualname: str) -> object:
+    obj: object = sys.modules.get(module) or importlib.import_module(module)
     for part in qualname.split("."):
         obj = getattr(obj, part)
     return obj
@@ -70,7 +70,7 @@ def _worker(module: str, qualname: str, index: int, example: Args) -> WarmResult
     return _compile_one(_resolve(module, qualname), index, example)
 
 
-def warm(kernel: Any, examples: Iterable[Args | tuple[Any, ...]], *, workers: int = 0) -> list[WarmResult]:
+def warm(kernel: object, examples: Iterable[Args | tuple[object, ...]], *, workers: int = 0) -> list[WarmResult]:
     """Compile ``kernel`` for each argument example so that its entries are in the disk cache; nothing is launched.
 
     ``examples`` holds :class:`Args` (or tuples of positional arguments), the

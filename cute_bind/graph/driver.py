@@ -34,9 +34,9 @@ class KernelParams:
     block: tuple[int, int, int]
     shared_mem: int
     params: tuple[bytes, ...]
-    raw: Any = None  # the driver's own record of the node (copied when parameters are rewritten)
+    raw: object = None  # the driver's own record of the node (copied when parameters are rewritten)
 
-    def signature(self) -> tuple[Any, ...]:
+    def signature(self) -> tuple[object, ...]:
         """Everything but the parameter bytes."""
         return (self.func, self.grid, self.block, self.shared_mem, tuple(len(p) for p in self.params))
 
@@ -45,7 +45,7 @@ class KernelParams:
 class Node:
     """One node of a captured graph: its handle, its type name and, for a kernel node, its parameters."""
 
-    handle: Any
+    handle: object
     kind: str  # "kernel", "memset", "memcpy", ...
     kernel: KernelParams | None
 
@@ -69,43 +69,42 @@ class Driver(ABC):
     replay_path_reason: str = ""
 
     @abstractmethod
-    def stream(self, handle: int) -> Any:
+    def stream(self, handle: int) -> object:
         """The driver's stream object for a raw stream handle."""
 
     @abstractmethod
-    def begin_capture(self, stream: Any) -> None:
+    def begin_capture(self, stream: object) -> None:
         """Start capturing the work launched on ``stream`` (relaxed mode)."""
 
     @abstractmethod
-    def end_capture(self, stream: Any) -> Any:
+    def end_capture(self, stream: object) -> object:
         """End the capture on ``stream``; return the captured graph."""
 
     @abstractmethod
-    def nodes(self, graph: Any) -> list[Node]:
+    def nodes(self, graph: object) -> list[Node]:
         """The nodes of ``graph``, in creation order, kernel nodes with their parameters."""
 
     @abstractmethod
-    def instantiate(self, graph: Any) -> Any:
+    def instantiate(self, graph: object) -> object:
         """An executable graph of ``graph``."""
 
     @abstractmethod
-    def params_object(self, node: Node, argv_address: int) -> Any:
+    def params_object(self, node: Node, argv_address: int) -> object:
         """A reusable parameter record for ``node`` whose kernel arguments are read from the
         ``void*`` array at ``argv_address`` each time it is passed to :meth:`set_kernel_params`."""
 
-    @abstractmethod
-    def set_kernel_params(self, graph_exec: Any, node: Any, params: Any) -> None:
-        """Rewrite kernel node ``node``'s parameters in ``graph_exec`` (copies what ``params`` points to)."""
+    #: ``set_kernel_params(graph_exec, node, params)``: rewrite kernel node ``node``'s parameters in
+    #: ``graph_exec`` (copies what ``params`` points to); a method of the subclass, or a function it
+    #: binds per instance (CudaDriver: a closure over the bindings' entry point)
+    set_kernel_params: Callable[[object, object, object], None]
+    #: ``launch(graph_exec, stream)``: launch ``graph_exec`` on ``stream`` (likewise)
+    launch: Callable[[object, object], None]
 
-    @abstractmethod
-    def launch(self, graph_exec: Any, stream: Any) -> None:
-        """Launch ``graph_exec`` on ``stream``."""
-
-    def record(self, node: Any, params: Any) -> Any:
+    def record(self, node: object, params: object) -> tuple[object, object]:
         """What :meth:`replay` takes for one node to rewrite: ``(node, params)`` by default."""
         return (node, params)
 
-    def replay(self, graph_exec: Any, dirty: dict[Any, Any], stream: Any) -> None:
+    def replay(self, graph_exec: object, dirty: dict[int, tuple[object, object]], stream: object) -> None:
         """Rewrite every node of ``dirty`` (values made by :meth:`record`), empty it, launch the graph."""
         for node, params in dirty.values():
             self.set_kernel_params(graph_exec, node, params)
@@ -113,16 +112,16 @@ class Driver(ABC):
         self.launch(graph_exec, stream)
 
     @abstractmethod
-    def destroy_graph(self, graph: Any) -> None: ...
+    def destroy_graph(self, graph: object) -> None: ...
 
     @abstractmethod
-    def destroy_exec(self, graph_exec: Any) -> None: ...
+    def destroy_exec(self, graph_exec: object) -> None: ...
 
-    def wrap_graph(self, raw: int) -> Any:
+    def wrap_graph(self, raw: int) -> object:
         """The driver's graph object for a raw ``CUgraph`` (torch's ``raw_cuda_graph()``)."""
         raise NotImplementedError
 
-    def wrap_exec(self, raw: int) -> Any:
+    def wrap_exec(self, raw: int) -> object:
         """The driver's executable-graph object for a raw ``CUgraphExec``."""
         raise NotImplementedError
 
@@ -173,18 +172,18 @@ class CudaDriver(Driver):
         # the hot calls as closures over the binding's functions: no attribute look-ups per call
         set_params, graph_launch = drv.cuGraphExecKernelNodeSetParams, drv.cuGraphLaunch
 
-        def set_kernel_params(graph_exec: Any, node: Any, params: Any) -> None:
+        def set_kernel_params(graph_exec: object, node: object, params: object) -> None:
             (err,) = set_params(graph_exec, node, params)
             if err:  # CUresult is an int enum: CUDA_SUCCESS is falsy
                 raise driver_error("cuGraphExecKernelNodeSetParams", int(err), str(getattr(err, "name", err)))
 
-        def launch(graph_exec: Any, stream: Any) -> None:
+        def launch(graph_exec: object, stream: object) -> None:
             (err,) = graph_launch(graph_exec, stream)
             if err:
                 raise driver_error("cuGraphLaunch", int(err), str(getattr(err, "name", err)))
 
-        self.set_kernel_params = set_kernel_params  # type: ignore[method-assign]  # the bindings' entry points, bound once
-        self.launch = launch  # type: ignore[method-assign]  # the bindings' entry points, bound once
+        self.set_kernel_params = set_kernel_params  # the bindings' entry points, bound once
+        self.launch = launch
         found = _c_replay(drv)
         self._creplay = None if isinstance(found, str) else found
         #: why :attr:`replay_path` is "python" ("" when it is "c")
@@ -195,12 +194,12 @@ class CudaDriver(Driver):
             self.replay_path = "c"
 
     @staticmethod
-    def _record_addresses(node: Any, params: Any) -> Any:
+    def _record_addresses(node: Any, params: Any) -> tuple[object, object]:
         # raw addresses for the C loop; the recorder keeps ``params`` (and the
         # buffers its kernelParams points to) alive as long as the graph
         return (int(node), int(params.getPtr()))
 
-    def _replay_c(self, graph_exec: Any, dirty: dict[Any, Any], stream: Any) -> None:
+    def _replay_c(self, graph_exec: Any, dirty: dict[int, tuple[object, object]], stream: Any) -> None:
         assert self._creplay is not None  # set together with this method
         replay, set_params, launch = self._creplay
         failed = replay(set_params, launch, int(graph_exec), dirty, int(stream))
@@ -219,20 +218,20 @@ class CudaDriver(Driver):
             raise driver_error(call, int(err), str(name))
         return result[1:] if len(result) > 2 else (result[1] if len(result) == 2 else None)
 
-    def _call(self, call: str, *args: Any) -> Any:
+    def _call(self, call: str, *args: object) -> Any:
         try:
             result = getattr(self._d, call)(*args)
         except Exception as exc:  # no driver library, a binding without the call...
             raise driver_error(call, -1, f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}") from exc
         return self._check(call, result)
 
-    def stream(self, handle: int) -> Any:
+    def stream(self, handle: int) -> object:
         return self._d.CUstream(handle)
 
-    def begin_capture(self, stream: Any) -> None:
+    def begin_capture(self, stream: object) -> None:
         self._call("cuStreamBeginCapture", stream, self._d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED)
 
-    def end_capture(self, stream: Any) -> Any:
+    def end_capture(self, stream: object) -> object:
         return self._call("cuStreamEndCapture", stream)
 
     def _sizes(self, params: Any) -> tuple[int, ...]:
@@ -271,7 +270,7 @@ class CudaDriver(Driver):
         self._param_sizes[func] = tuple(best)
         return tuple(best)
 
-    def nodes(self, graph: Any) -> list[Node]:
+    def nodes(self, graph: object) -> list[Node]:
         _nodes, count = self._call("cuGraphGetNodes", graph, 0)
         found, count = self._call("cuGraphGetNodes", graph, count) if count else ([], 0)
         out = []
@@ -298,10 +297,10 @@ class CudaDriver(Driver):
             out.append(Node(node, "kernel", kp))
         return out
 
-    def instantiate(self, graph: Any) -> Any:
+    def instantiate(self, graph: object) -> object:
         return self._call("cuGraphInstantiate", graph, 0)
 
-    def params_object(self, node: Node, argv_address: int) -> Any:
+    def params_object(self, node: Node, argv_address: int) -> object:
         assert node.kernel is not None  # only kernel nodes get parameter records
         src = node.kernel.raw
         p = self._d.CUDA_KERNEL_NODE_PARAMS()
@@ -313,21 +312,14 @@ class CudaDriver(Driver):
         p.kernelParams = argv_address  # ``extra`` stays NULL: the arguments come from our array
         return p
 
-    # replaced per instance in __init__ by closures (no dispatch on the hot path)
-    def set_kernel_params(self, graph_exec: Any, node: Any, params: Any) -> None:
-        raise NotImplementedError
-
-    def launch(self, graph_exec: Any, stream: Any) -> None:
-        raise NotImplementedError
-
-    def destroy_graph(self, graph: Any) -> None:
+    def destroy_graph(self, graph: object) -> None:
         self._call("cuGraphDestroy", graph)
 
-    def destroy_exec(self, graph_exec: Any) -> None:
+    def destroy_exec(self, graph_exec: object) -> None:
         self._call("cuGraphExecDestroy", graph_exec)
 
-    def wrap_graph(self, raw: int) -> Any:
+    def wrap_graph(self, raw: int) -> object:
         return self._d.CUgraph(raw)
 
-    def wrap_exec(self, raw: int) -> Any:
+    def wrap_exec(self, raw: int) -> object:
         return self._d.CUgraphExec(raw)

@@ -63,7 +63,7 @@ class _FakeExec:
 
 _MAX_CAPACITY = 1 << 20
 # mailbox address -> (its array, capacity); never emptied (compiled host functions keep the address)
-_MAILBOXES: dict[int, tuple[Any, int]] = {}
+_MAILBOXES: dict[int, tuple[object, int]] = {}
 
 
 class _FakeNodeHandle:
@@ -162,37 +162,42 @@ class FakeDriver(Driver):
             self._run(node.kernel)
 
     # ------------------------------------------------------------------ Driver
-    def stream(self, handle: int) -> Any:
+    def stream(self, handle: int) -> int:
         return int(handle)
 
-    def begin_capture(self, stream: Any) -> None:
+    def begin_capture(self, stream: object) -> None:
         self._enter("begin_capture")
+        assert isinstance(stream, int)  # what stream() made
         if self._capturing:
             raise driver_error("cuStreamBeginCapture", 900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (one capture at a time)")
         self.synchronize()  # launched before the capture began
         self._capturing[int(stream)] = []
 
-    def end_capture(self, stream: Any) -> Any:
+    def end_capture(self, stream: object) -> _FakeGraph:
         self._enter("end_capture")
+        assert isinstance(stream, int)
         if int(stream) not in self._capturing:
             raise driver_error("cuStreamEndCapture", 901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (not capturing)")
         nodes = self._capturing.pop(int(stream)) + self._drain()
         return _FakeGraph(nodes)
 
-    def nodes(self, graph: Any) -> list[Node]:
+    def nodes(self, graph: object) -> list[Node]:
         self._enter("nodes")
+        assert isinstance(graph, _FakeGraph)  # what end_capture made
         return list(graph.nodes)
 
-    def instantiate(self, graph: Any) -> Any:
+    def instantiate(self, graph: object) -> _FakeExec:
         self._enter("instantiate")
+        assert isinstance(graph, _FakeGraph)
         return _FakeExec(graph, {id(n.handle): n.kernel for n in graph.nodes if n.kernel is not None})
 
-    def params_object(self, node: Node, argv_address: int) -> Any:
+    def params_object(self, node: Node, argv_address: int) -> tuple[KernelParams, int]:
         assert node.kernel is not None
         return (node.kernel, argv_address)
 
-    def set_kernel_params(self, graph_exec: Any, node: Any, params: Any) -> None:
+    def set_kernel_params(self, graph_exec: object, node: object, params: object) -> None:
         self._enter("set_kernel_params")
+        assert isinstance(graph_exec, _FakeExec) and isinstance(params, tuple)  # what instantiate and params_object made
         kernel, argv = params
         if graph_exec.destroyed or id(node) not in graph_exec.params:
             raise driver_error("cuGraphExecKernelNodeSetParams", 400, "CUDA_ERROR_INVALID_HANDLE")
@@ -202,8 +207,9 @@ class FakeDriver(Driver):
             blobs.append(ctypes.string_at(addr, len(old)) if addr else bytes(len(old)))
         graph_exec.params[id(node)] = KernelParams(kernel.func, kernel.grid, kernel.block, kernel.shared_mem, tuple(blobs))
 
-    def launch(self, graph_exec: Any, stream: Any) -> None:
+    def launch(self, graph_exec: object, stream: object) -> None:
         self._enter("launch")
+        assert isinstance(graph_exec, _FakeExec)
         if graph_exec.destroyed:
             raise driver_error("cuGraphLaunch", 400, "CUDA_ERROR_INVALID_HANDLE")
         if self._capturing:
@@ -213,16 +219,18 @@ class FakeDriver(Driver):
             if node.kernel is not None:
                 self._run(graph_exec.params[id(node.handle)])
 
-    def destroy_graph(self, graph: Any) -> None:
+    def destroy_graph(self, graph: object) -> None:
         self._enter("destroy_graph")
+        assert isinstance(graph, _FakeGraph)
         graph.destroyed = True
 
-    def destroy_exec(self, graph_exec: Any) -> None:
+    def destroy_exec(self, graph_exec: object) -> None:
         self._enter("destroy_exec")
+        assert isinstance(graph_exec, _FakeExec)
         graph_exec.destroyed = True
 
 
-def fake_launch(mailbox: int, kernel: int, grid: Any, block: int, *params: tuple[str, Any], shared_mem: int = 0) -> None:
+def fake_launch(mailbox: int, kernel: int, grid: object, block: int, *params: tuple[str, Any], shared_mem: int = 0) -> None:
     """Write one launch record from inside a ``@cute.jit`` host function (called while it is traced).
 
     ``grid`` is an x extent (an int or an Int32 value) or an (x, y, z) tuple;

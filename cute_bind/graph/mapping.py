@@ -25,7 +25,7 @@ import math
 import re
 import struct
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..slots import SlotKind
 from .driver import KernelParams, Node
@@ -93,7 +93,7 @@ class Capture:
     def kernels(self) -> list[KernelParams]:
         return [n.kernel for n in self.nodes if n.kernel is not None]
 
-    def shape(self) -> tuple[Any, ...]:
+    def shape(self) -> tuple[object, ...]:
         return tuple((n.kind, n.kernel.signature() if n.kernel is not None else None) for n in self.nodes)
 
 

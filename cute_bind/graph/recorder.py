@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections import abc
-from typing import Any, ClassVar, Literal, Mapping, Sequence
+from typing import Any, ClassVar, Literal, Mapping, NoReturn, Sequence, SupportsIndex
 
 from .. import diagnostics as D
 from ..diagnostics.errors import CuteBindError
@@ -62,10 +62,10 @@ class Graph(Updates):
 
     def __init__(
         self,
-        stream: Any = None,
+        stream: object = None,
         *,
         derived: Policy = "fixed",
-        pool: Any = None,
+        pool: object = None,
         driver: Driver | None = None,
     ) -> None:
         if derived not in POLICIES:
@@ -136,7 +136,7 @@ class Graph(Updates):
         """The stream handle the graph records on (launch the recorded handles on it) and replays on by default."""
         return self._stream_handle
 
-    def launch(self, handle: PreparedLaunch[Any], /, *args: Any, **kwargs: Any) -> Step:
+    def launch(self, handle: PreparedLaunch[...], /, *args: object, **kwargs: object) -> Step:
         """Record ``handle.launch(*args, **kwargs)`` as the next step (inside the ``with`` block)."""
         if self._phase is not Phase.RECORDING:
             raise self._misuse("g.launch records, inside the with block", "a recording graph", f"a graph that is {self._phase.value}")
@@ -165,7 +165,7 @@ class Graph(Updates):
             if value is not None and type(value) not in (int, float, bool):
                 step.owners[j] = value
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if self._state is not HandleState.OPEN:  # closed inside the block: close() ended the capture already
             return
         t0 = time.perf_counter()
@@ -199,7 +199,7 @@ class Graph(Updates):
             return None
         return graph
 
-    def _finish(self, graph: Any) -> None:
+    def _finish(self, graph: object) -> None:
         self._graph = graph
         for step in self._steps:
             self._map(step)
@@ -364,7 +364,7 @@ class Graph(Updates):
         """The findings as text, one per line (empty when every value updates in place)."""
         return "\n".join(f.message.splitlines()[0] + f"  [policy: {f.policy}]" for f in self._findings)
 
-    def set_policy(self, step: Step | int | PreparedLaunch[Any], parameter: str, policy: Literal["fixed", "rerecord"]) -> None:
+    def set_policy(self, step: Step | int | PreparedLaunch[...], parameter: str, policy: Literal["fixed", "rerecord"]) -> None:
         """What a replay does when ``parameter`` of ``step`` changes and is not updatable in place."""
         self._require_ready("set_policy applies to a recorded graph")
         st = self._step(step)
@@ -392,7 +392,11 @@ class Graph(Updates):
             )
 
     def replay(
-        self, updates: Mapping[Step | int | PreparedLaunch[Any], Mapping[str, Any] | Sequence[Any]] | None = None, /, *, stream: Any = None
+        self,
+        updates: Mapping[Step | int | PreparedLaunch[...], Mapping[str, object] | Sequence[object]] | None = None,
+        /,
+        *,
+        stream: object = None,
     ) -> None:
         """Launch the graph, after applying ``updates``: ``{step: {parameter: value}}``, or
         ``{step: (arguments...)}`` with the step's whole argument list as its handle's ``launch`` takes it.
@@ -555,14 +559,14 @@ class Graph(Updates):
         # the original's driver objects while the original still reported itself ready
         raise self._not_copied("copied")
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Graph:
+    def __deepcopy__(self, memo: dict[int, object]) -> Graph:
         raise self._not_copied("deep-copied")
 
-    def __reduce_ex__(self, protocol: Any) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
         raise self._not_copied("pickled")
 
 
-def graph(stream: Any = None, *, derived: Policy = "fixed", pool: Any = None, driver: Driver | None = None) -> Graph:
+def graph(stream: object = None, *, derived: Policy = "fixed", pool: object = None, driver: Driver | None = None) -> Graph:
     """Record prepared launches as one CUDA graph whose parameters can change between replays.
 
     ::

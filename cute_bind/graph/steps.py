@@ -13,7 +13,7 @@ import enum
 import struct
 import weakref
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Sequence
+from typing import Any, Literal, NoReturn, Protocol, Sequence, SupportsIndex
 
 from .. import diagnostics as D
 from ..diagnostics.errors import CuteBindError
@@ -128,7 +128,7 @@ class NodeBuffer:
 class Step:
     """One recorded launch: ``g.launch(handle, ...)`` returns it; name it in ``g.replay(...)`` to update it."""
 
-    def __init__(self, graph: _Owner, index: int, handle: PreparedLaunch[Any], data: bytes) -> None:
+    def __init__(self, graph: _Owner, index: int, handle: PreparedLaunch[...], data: bytes) -> None:
         sh = handle._shared
         self._graph = weakref.ref(graph)
         self.index = index
@@ -157,7 +157,7 @@ class Step:
         self.fast: dict[Item, list[Any]] = {}  # the pointer fast paths' targets (see Graph.updater)
         #: per slot, what its last staged value was read through (a DLPack capsule, a buffer export):
         #: the nodes use addresses into it until the slot's next update or the graph's end
-        self.owners: dict[int, Any] = {}
+        self.owners: dict[int, object] = {}
         # per parameter: (item, effect, node locations) of each non-stream item, for updates
         self.state: list[list[tuple[Item, Effect, list[tuple[NodeBuffer, int]]]]] = []
 
@@ -170,10 +170,10 @@ class Step:
     def __copy__(self) -> Step:
         return self
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Step:
+    def __deepcopy__(self, memo: dict[int, object]) -> Step:
         return self
 
-    def __reduce_ex__(self, protocol: Any) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
         graph = self._graph()
         detail = "a step cannot be pickled: it names a launch recorded in this process's graph"
         if graph is not None:
@@ -207,6 +207,6 @@ class Step:
         return f"<graph step {self.index}: {self.kernel}>"
 
 
-def stream_handle(stream: Any) -> int:
+def stream_handle(stream: object) -> int:
     """The int handle of a stream a graph records or replays on (an int, ``cuda.CUstream``, a torch stream)."""
     return StreamKind().coerce(stream, Where("graph", "stream"))

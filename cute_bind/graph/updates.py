@@ -27,6 +27,11 @@ __all__ = ["Updates"]
 _U64 = 1 << 64
 
 
+def _is_sequence(value: object) -> bool:
+    """Whether ``value`` is a sequence of items (a str or bytes is not: its items are characters)."""
+    return isinstance(value, abc.Sequence) and not isinstance(value, (str, bytes))
+
+
 def _c_setter() -> Any:
     """The C pointer setter class (``_cgraph.PointerSetter``), or None: not built, or
     ``CUTE_BIND_PURE_PYTHON=1`` (read when an updater is made, like the launch paths)."""
@@ -56,7 +61,7 @@ class Updates(Lifecycle):
         kernel = self._steps[0].kernel if self._steps else "(none recorded yet)"
         return D.error(D.GRAPH_MISUSE, kernel=kernel, detail=detail, expected=expected, got=got)
 
-    def _step(self, key: Step | int | PreparedLaunch[Any]) -> Step:
+    def _step(self, key: Step | int | PreparedLaunch[...]) -> Step:
         if isinstance(key, Step):
             if key._graph() is self:
                 return key
@@ -97,14 +102,14 @@ class Updates(Lifecycle):
         sh = st.handle._shared
         return bind_arguments(sh.kernel, sh.names, frozenset(), sh.defaults, tuple(args), {}, sh.hints, sh.constexpr_names)
 
-    def update(self, step: Step | int | PreparedLaunch[Any], /, **values: Any) -> None:
+    def update(self, step: Step | int | PreparedLaunch[...], /, **values: object) -> None:
         """Stage new values for parameters of ``step``; the next ``replay`` runs with them."""
         self._require_ready("updates apply to a recorded graph")
         st = self._step(step)
         for name, value in values.items():
             self._set(st, self._updatable(st, name), value)
 
-    def _set(self, st: Step, j: int, value: Any) -> None:
+    def _set(self, st: Step, j: int, value: object) -> None:
         self._require_ready("updates apply to a recorded graph")  # also a saved updater after close()
         slot = st.slots[j]
         packed = slot.coerce(value, st.wheres[j])
@@ -147,7 +152,7 @@ class Updates(Lifecycle):
                 buf.buf[off : off + len(new)] = new
                 dirty[buf.key] = buf.pair
 
-    def updater(self, step: Step | int | PreparedLaunch[Any], parameter: str) -> Callable[[Any], None]:
+    def updater(self, step: Step | int | PreparedLaunch[...], parameter: str) -> Callable[[Any], None]:
         """A function that stages a new value of ``parameter`` of ``step`` (the replay loop's fast path).
 
         For a pointer rewritten in place it writes an int address straight
@@ -181,7 +186,7 @@ class Updates(Lifecycle):
                     setter: Callable[[Any], None] = cset(ref, dirty, functools.partial(set_slow, st, j)).set  # a bound METH_O
                     return setter
 
-                def set_pointer(value: Any) -> None:
+                def set_pointer(value: object) -> None:
                     r = ref
                     if value.__class__ is not int or not 0 <= value < _U64 or r[0] is None:
                         set_slow(st, j, value)
@@ -194,7 +199,7 @@ class Updates(Lifecycle):
             # several locations: (targets, keys) of the current recording, rebuilt after a re-record
             where: list[Any] = [self.stats.rerecords, targets, keys]
 
-            def set_pointer_n(value: Any) -> None:
+            def set_pointer_n(value: object) -> None:
                 if value.__class__ is not int or not 0 <= value < _U64 or self._phase is not Phase.READY:
                     set_slow(st, j, value)
                     return
@@ -206,12 +211,12 @@ class Updates(Lifecycle):
 
             return set_pointer_n
 
-        def set_value(value: Any) -> None:
+        def set_value(value: object) -> None:
             set_slow(st, j, value)
 
         return set_value
 
-    def updaters(self, targets: Sequence[tuple[Step | int | PreparedLaunch[Any], str]], /) -> Callable[[Sequence[Any]], None]:
+    def updaters(self, targets: Sequence[tuple[Step | int | PreparedLaunch[...], str]], /) -> Callable[[Sequence[object]], None]:
         """One function that stages a value for each ``(step, parameter)`` of ``targets``: the
         batched form of :meth:`updater`, for a replay loop that changes the same parameters of
         many steps each time (``set_all([out0, out1, ...])``, a list or tuple of as many values,
@@ -222,7 +227,7 @@ class Updates(Lifecycle):
         A value list of another length raises CB806 and stages nothing.
         """
         self._require_ready("updaters belong to a recorded graph (after the with block)")
-        if isinstance(targets, (str, bytes)) or not isinstance(targets, abc.Sequence):  # type: ignore[unreachable]  # the annotation says Sequence; a caller may pass anything
+        if not _is_sequence(targets):  # the annotation says Sequence; a caller may pass anything
             raise self._misuse("updaters takes a sequence of (step, parameter) pairs", "a list of pairs", type(targets).__name__)
         setters = []
         for target in targets:
@@ -236,7 +241,7 @@ class Updates(Lifecycle):
             batch = functools.partial(cgraph.set_pointers, tuple(getattr(f, "__self__", None) for f in setters))
         misuse = self._misuse
 
-        def wrong(values: Any) -> CuteBindError:
+        def wrong(values: object) -> CuteBindError:
             got = f"{len(values)} values" if isinstance(values, (list, tuple)) else type(values).__name__
             return misuse(
                 "a batched updater takes one value per (step, parameter) it was made for", f"a list or tuple of {count} values", got
@@ -244,13 +249,13 @@ class Updates(Lifecycle):
 
         if batch is not None:
 
-            def set_all_c(values: Sequence[Any]) -> None:
+            def set_all_c(values: Sequence[object]) -> None:
                 if batch(values) is False:
                     raise wrong(values)
 
             return set_all_c
 
-        def set_all(values: Sequence[Any]) -> None:
+        def set_all(values: Sequence[object]) -> None:
             if not isinstance(values, (list, tuple)) or len(values) != count:
                 raise wrong(values)
             # a snapshot: a setter's conversion may change the list (the C batch reads one too)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from .. import diagnostics as D
 
@@ -13,12 +13,12 @@ def bind_arguments(
     kernel: str,
     names: Sequence[str],
     kwonly: frozenset[str],
-    defaults: Mapping[str, Any],
-    args: tuple[Any, ...],
-    kwargs: Mapping[str, Any],
+    defaults: Mapping[str, object],
+    args: tuple[object, ...],
+    kwargs: Mapping[str, object],
     hints: Mapping[str, str],
     constexpr_names: frozenset[str] = frozenset(),
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Bind ``args``/``kwargs`` to parameter names the way a call does, raising CB201/CB202/CB203.
 
     One rule set for ``bind()``, ``prepare()`` and the launch slow path.

@@ -8,7 +8,7 @@ the entry point; :class:`Gen` names its closure, shared by the generator and the
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable, Final, Sequence
+from typing import Callable, Final, Sequence, cast
 
 from .. import dsl
 from .._generated import compile_source
@@ -48,7 +48,10 @@ class Gen:
     )
 
 
-CODE_CACHE: dict[tuple[Any, ...], Any] = {}
+#: the generated factory: called with the launch's bindings (NOT_GIVEN, the slow path, the converters, ...), it
+#: returns the launch function
+LaunchFactory = Callable[..., Callable[..., "int | None"]]
+CODE_CACHE: dict[tuple[object, ...], LaunchFactory] = {}
 
 
 def fast_source(
@@ -128,7 +131,7 @@ def fast_source(
 
 def fast_factory(
     slots: Sequence[SlotKind], converted: Sequence[bool], has_defaults: Sequence[bool], has_result: bool, fallbacks: Sequence[bool] = ()
-) -> Any:
+) -> LaunchFactory:
     """Compile (once per slot shape) the factory of the pure-Python launch fast path.
 
     For ``(out: Pointer, alpha: Float16, n: Int32 = 64)`` with a result slot
@@ -184,9 +187,9 @@ def fast_factory(
     if factory is not None:
         return factory
     src = fast_source(slots, converted, has_defaults, has_result, fallbacks)
-    namespace: dict[str, Any] = {}
+    namespace: dict[str, object] = {}
     exec(compile_source(src, f"launch {len(slots)} slots"), namespace)  # noqa: S102 - generated from slot formats only
-    factory = namespace["factory"]
+    factory = cast(LaunchFactory, namespace["factory"])  # the source defines it (fast_source)
     CODE_CACHE[key] = factory
     return factory
 
@@ -198,7 +201,7 @@ class _ReadByItsOwnCode(Exception):
     here, its code could free another argument's memory after that argument's address was read."""
 
 
-def plain_only(slot: SlotKind, convert: Callable[[Any], Any] | None) -> Callable[[Any], Any] | None:
+def plain_only(slot: SlotKind, convert: Callable[[object], object] | None) -> Callable[[object], object] | None:
     """``convert`` for the generated launch, taking only values read without running their own code
     where ``slot`` is a tensor or pointer slot (ints go through the pointer's guard before it)."""
     if convert is None or slot.kind not in ("tensor", "pointer"):
@@ -208,7 +211,7 @@ def plain_only(slot: SlotKind, convert: Callable[[Any], Any] | None) -> Callable
     # pointers, the DSL's make_ptr pointers (an address it was given, no memory of its own)
     held = tuple(t for t in (int, ctypes.c_void_p, ctypes._Pointer, dsl.runtime_pointer_type()) if isinstance(t, type))
 
-    def convert_plain(value: Any) -> Any:
+    def convert_plain(value: object) -> object:
         if not plain(value) and not isinstance(value, held):
             raise _ReadByItsOwnCode
         return convert(value)

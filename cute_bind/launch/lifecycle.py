@@ -86,7 +86,7 @@ class Lifecycle:
     #: ``[callable]``: what the Python launch paths call (the entry point while open, the refusal after)
     _gate: list[Any]
 
-    def _open(self, gate: Any = None) -> None:
+    def _open(self, gate: object = None) -> None:
         self._state = HandleState.OPEN
         self._open_token = [True]
         self._native = None
@@ -118,10 +118,10 @@ class Lifecycle:
     def __enter__(self) -> Any:
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.close()
 
-    def _refusal_error(self, state: HandleState | None = None, **fields: Any) -> D.CuteBindError:
+    def _refusal_error(self, state: HandleState | None = None, **fields: object) -> D.CuteBindError:
         """The catalog error a use refused in ``state`` (default: the current one) raises; ``fields``
         override the message fields of :attr:`REFUSALS` (a graph names what was attempted)."""
         diagnostic, defaults = self.REFUSALS[state or self._state]
@@ -147,7 +147,7 @@ class Lifecycle:
         diagnostic, fields = self.REFUSALS[state]
         kernel = self.kernel_name
 
-        def refuse(*_: Any) -> NoReturn:
+        def refuse(*_: object) -> NoReturn:
             raise D.error(diagnostic, kernel=kernel, **fields)
 
         return refuse

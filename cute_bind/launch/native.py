@@ -15,7 +15,10 @@ from __future__ import annotations
 import importlib
 import sys
 from types import ModuleType
-from typing import Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
+
+if TYPE_CHECKING:
+    from . import _claunch
 
 from .. import settings
 from ..slots.stream import stream_types
@@ -44,17 +47,18 @@ def load(name: str) -> ModuleType | None:
         return None
 
 
-def c_launcher_class() -> Any:
+def c_launcher_class() -> type[_claunch.Launcher] | None:
     """The optional C fast path, unless absent or disabled with CUTE_BIND_PURE_PYTHON=1."""
     module = load("cute_bind.launch._claunch")
     if module is None:
         return None
     configure_c()
-    return module.Launcher
+    launcher: type[_claunch.Launcher] = module.Launcher
+    return launcher
 
 
 #: what the C fast path was given (``_claunch.configure``): NumPy's and ctypes' layouts, torch's reader
-C_LAYOUTS: list[Any] = [None, None, None]
+C_LAYOUTS: list[object] = [None, None, None]
 
 
 class TorchReader(NamedTuple):
@@ -65,7 +69,7 @@ class TorchReader(NamedTuple):
 
     function: int
     types: tuple[type, ...]
-    capsule: Any
+    capsule: object
     streams: tuple[type, ...] | None
 
 
@@ -84,11 +88,11 @@ def torch_reader() -> TorchReader | None:
     return TorchReader(found.address, types, found.capsule, stream_types()[0])
 
 
-def learning_stream_reader(reader: Callable[[Any], int]) -> Callable[[Any], int]:
+def learning_stream_reader(reader: Callable[[object], int]) -> Callable[[object], int]:
     """A stream slot's C reader for a handle bound before torch was imported: once torch is, the C
     fast path is configured with torch's stream classes (read in C from the next launch on)."""
 
-    def read(value: Any) -> int:
+    def read(value: object) -> int:
         learn_torch_in_c()
         return reader(value)
 

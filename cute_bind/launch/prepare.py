@@ -28,7 +28,7 @@ from .tvm_ffi import PreparedTvmFfiLaunch, prepare_tvm_ffi
 __all__ = ["prepare"]
 
 
-def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any] | PreparedTvmFfiLaunch:
+def prepare(compiled: object, /, *args: object, **kwargs: object) -> PreparedLaunch[Any] | PreparedTvmFfiLaunch:
     """Prepare a function compiled with ``cute.compile`` (or its ``.to(device)`` executor).
 
     Takes the same arguments as calling ``compiled``; eligibility comes from
@@ -96,7 +96,7 @@ def prepare(compiled: Any, /, *args: Any, **kwargs: Any) -> PreparedLaunch[Any] 
     )
 
 
-def _prepare_slot(slot: SlotKind, value: Any, where: Where) -> Bound:
+def _prepare_slot(slot: SlotKind, value: object, where: Where) -> Bound:
     """Bind one value; a pointer learns its dtype and alignment from the value (``prepare``)."""
     if isinstance(slot, PointerKind):
         return slot.prepare(value, where)
@@ -118,7 +118,7 @@ def _part_leaves(slot: SlotKind, value: Any) -> list[tuple[SlotKind, Any]]:
 
 
 def _check_tensor_descriptors(
-    name: str, compiled: Any, names: list[str], bounds: list[Bound], values: dict[str, Any], known_types: list[str] | None = None
+    name: str, compiled: object, names: list[str], bounds: list[Bound], values: dict[str, object], known_types: list[str] | None = None
 ) -> None:
     """A prepared tensor's descriptor must be the one the compiled function reads.
 
@@ -187,7 +187,7 @@ def _check_tensor_descriptors(
             )
 
 
-def _read_as_the_direct_call_reads(compiled: Any, leaf: TensorKind, given: Any) -> bool:
+def _read_as_the_direct_call_reads(compiled: object, leaf: TensorKind, given: object) -> bool:
     """Whether a plain tensor's prepared reading is the direct call's, for a function compiled
     from values the DSL reads the same way (see :func:`_check_tensor_descriptors`).
 

@@ -28,7 +28,7 @@ import struct
 import sys
 import threading
 import weakref
-from typing import Any, Callable, Final, Generic, ParamSpec, Sequence
+from typing import Any, Callable, Final, Generic, NoReturn, ParamSpec, Sequence, SupportsIndex
 
 from .. import diagnostics as D
 from .. import dsl, settings
@@ -141,17 +141,17 @@ class _Pin:
 
     __slots__ = ("compiled", "entry", "__weakref__")
 
-    def __init__(self, compiled: Any, entry: dsl.EntryPoint) -> None:
+    def __init__(self, compiled: object, entry: dsl.EntryPoint) -> None:
         self.compiled = compiled
         self.entry = entry
 
 
 # One unload listener per compiled module (not one per bind): the handles of
 # each module, held weakly, are poisoned when it unloads.
-_MODULE_HANDLES: weakref.WeakKeyDictionary[Any, weakref.WeakSet[PreparedLaunch[Any]]] = weakref.WeakKeyDictionary()
+_MODULE_HANDLES: weakref.WeakKeyDictionary[Any, weakref.WeakSet[PreparedLaunch[...]]] = weakref.WeakKeyDictionary()
 
 
-def _track(module: Any, handle: PreparedLaunch[Any]) -> None:
+def _track(module: object, handle: PreparedLaunch[...]) -> None:
     handles = _MODULE_HANDLES.get(module)
     if handles is None:
         handles = _MODULE_HANDLES[module] = weakref.WeakSet()
@@ -159,7 +159,7 @@ def _track(module: Any, handle: PreparedLaunch[Any]) -> None:
     handles.add(handle)
 
 
-def _on_module_unload(handles: weakref.WeakSet[PreparedLaunch[Any]]) -> Callable[[], None]:
+def _on_module_unload(handles: weakref.WeakSet[PreparedLaunch[...]]) -> Callable[[], None]:
     def notify() -> None:
         for handle in list(handles):
             handle._leave_state(HandleState.UNLOADED)
@@ -298,7 +298,7 @@ class PreparedLaunch(Lifecycle, Generic[P]):
         if self._checked:
             slow = self._slow
 
-            def launch(*args: Any, **kwargs: Any) -> int | None:
+            def launch(*args: object, **kwargs: object) -> int | None:
                 return slow(args, (), kwargs, positional_raw=True)
 
             return launch
@@ -333,7 +333,7 @@ class PreparedLaunch(Lifecycle, Generic[P]):
         generated: Callable[..., int | None] = fn  # the generated launch function
         return generated
 
-    def _c_extra(self, i: int, slot: SlotKind) -> Any:
+    def _c_extra(self, i: int, slot: SlotKind) -> object:
         """What the C fast path's class for slot ``i`` needs: a tensor spec, the leaves of a
         sequence, or for the generic class "X" a writer that converts a value, packs each part
         in place and returns what it converted (the launch holds it until the call returns)."""
@@ -364,7 +364,7 @@ class PreparedLaunch(Lifecycle, Generic[P]):
             parts.append((st, off, len(st.unpack(bytes(st.size)))))
         storage, packs_tuple = self._storage, slot.packs_tuple
 
-        def write(value: Any) -> Any:
+        def write(value: object) -> object:
             converted = convert(value)
             items = converted if packs_tuple else (converted,)
             k = 0
@@ -552,11 +552,11 @@ class PreparedLaunch(Lifecycle, Generic[P]):
         """``copy.copy(handle)`` is :meth:`clone`: a copy sharing storage would share the busy flag and close."""
         return self.clone()
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> PreparedLaunch[P]:
+    def __deepcopy__(self, memo: dict[int, object]) -> PreparedLaunch[P]:
         """``copy.deepcopy(handle)`` is :meth:`clone` too (the compiled function is never copied)."""
         return self.clone()
 
-    def __reduce_ex__(self, protocol: Any) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
         raise D.error(
             D.HANDLE_NOT_PICKLABLE,
             kernel=self._shared.kernel,
@@ -599,7 +599,7 @@ def build(
     compiled: Any,
     names: Sequence[str],
     bounds: Sequence[Bound],
-    defaults: dict[str, Any],
+    defaults: dict[str, object],
     constexpr_names: Sequence[str] = (),
     checked: bool | None = None,
 ) -> PreparedLaunch[Any]:

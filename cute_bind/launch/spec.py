@@ -68,7 +68,7 @@ class SeqLeaf(NamedTuple):
     """its first byte, absolute in the storage block"""
     size: int
     """its bytes (every write stays within them)"""
-    tensor: Any
+    tensor: object
     """a tensor element's ``CTensorSpec`` record, else None"""
 
 
@@ -81,11 +81,11 @@ class KeepAlive(NamedTuple):
     """
 
     storage: bytearray
-    cstorage: Any
-    argv: Any
+    cstorage: object
+    argv: object
     result: bytearray
-    cresult: Any
-    pin: Any
+    cresult: object
+    pin: object
 
 
 def _check(ok: bool, what: str) -> None:
@@ -217,9 +217,9 @@ class TvmTensorArg(NamedTuple):
 class TvmConstantArg(NamedTuple):
     """A constant-structure argument: the ``ffi.Array`` built once (``_ctvmffi.CONSTANT_ARG_FIELDS``)."""
 
-    structure: Any
+    structure: object
     """a private snapshot of the value the array was built from"""
-    array: Any
+    array: object
     """the ``ffi.Array`` (held: ``handle`` points into it)"""
     handle: int
     """its object handle"""
@@ -233,7 +233,7 @@ class TvmStructureNode(NamedTuple):
     op: str
     """``t`` a tuple of exactly ``type``, ``l`` a list, ``d`` a dataclass of exactly ``type`` (its
     fields ``names`` read as attributes), or a leaf kind (``T``, ``i``, ``b``, ``f``, ``n``)"""
-    type: Any
+    type: object
     """``t``/``d``: the exact type taken; ``T``: the tensor type; else None"""
     arity: int
     """``t``/``l``/``d``: how many children (the array's size); a leaf: 0"""
@@ -255,7 +255,7 @@ class TvmStructureArg(NamedTuple):
 
     nodes: tuple[TvmStructureNode, ...]
     """the structure's nodes in preorder, the root first"""
-    array: Any
+    array: object
     """the ``ffi.Array`` (held: the leaves' addresses point into it and its nested arrays)"""
     handle: int
     """its object handle (the argument passed)"""
@@ -266,8 +266,8 @@ class TvmStructureArg(NamedTuple):
 class TvmKeepAlive(NamedTuple):
     """What the TVM-FFI launcher's addresses point into: the TVM-FFI function and the compiled function."""
 
-    function: Any
-    compiled: Any
+    function: object
+    compiled: object
 
 
 @dataclasses.dataclass(frozen=True)
@@ -290,15 +290,15 @@ class TvmFfiLaunchSpec:
     """address of ``TVMFFIObjectDecRef``"""
     kinds: bytes
     """per argument its kind (:data:`TVM_FFI_KINDS`)"""
-    specs: tuple[Any, ...]
+    specs: tuple[object, ...]
     """per argument: a :class:`TvmTensorArg`, a :class:`TvmConstantArg`, a :class:`TvmStructureArg` or None"""
-    defaults: tuple[Any, ...]
+    defaults: tuple[object, ...]
     """per argument its default, or ``required``"""
     required: object
     """the sentinel of an argument without default"""
-    slow: Callable[[tuple[Any, ...], dict[str, Any]], Any]
+    slow: Callable[[tuple[object, ...], dict[str, object]], object]
     """the compiled call itself: ``slow(args, kwargs)``"""
-    fail: Callable[[str, str, str], Any]
+    fail: Callable[[str, str, str], object]
     """raises the entry's error: ``fail(kind, message, backtrace)``"""
     classify: Callable[[type], str]
     """``"i"``/``"f"`` for a type TVM-FFI writes through its int/float protocol, else ``""``"""
@@ -343,7 +343,7 @@ class TvmFfiLaunchSpec:
                 )
 
 
-def _nodes_ok(nodes: Any) -> bool:
+def _nodes_ok(nodes: object) -> bool:
     """``nodes`` is a tuple of :class:`TvmStructureNode` forming one tree in preorder."""
     if not isinstance(nodes, tuple) or not nodes or not all(isinstance(nd, TvmStructureNode) for nd in nodes):
         return False

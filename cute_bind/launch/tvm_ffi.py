@@ -48,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import sys
-from typing import Any, Callable, Final, NamedTuple
+from typing import Any, Callable, Final, NamedTuple, NoReturn, SupportsIndex
 
 from .. import diagnostics as D
 from .. import dsl
@@ -145,7 +145,7 @@ def _structure_value(value: Any, depth: int = 0) -> Any:
     return items if type(value) is list else tuple.__new__(type(value), items) if isinstance(value, tuple) else value
 
 
-def _converted(value: Any) -> Any:
+def _converted(value: object) -> Any:
     """One argument with its protocol numbers converted, at any depth (structures rebuilt around them)."""
     if isinstance(value, (tuple, list)):
         return _structure_value(value)
@@ -170,7 +170,7 @@ def _protocols_converted(
     return tuple(_converted(a) for a in args), {k: _converted(v) for k, v in kwargs.items()}
 
 
-def _snapshot(value: Any) -> Any:
+def _snapshot(value: object) -> Any:
     """A private copy of a constant structure that nobody else can change: lists copied (tuples,
     NamedTuples included, rebuilt around copied lists with their own type), immutable parts shared."""
     if type(value) is list:
@@ -183,7 +183,7 @@ def _snapshot(value: Any) -> Any:
     return value
 
 
-def _constant_spec(value: Any) -> TvmConstantArg:
+def _constant_spec(value: object) -> TvmConstantArg:
     """The :class:`TvmConstantArg` ``(structure, array, handle, type_index)`` of a constant structure: the ``ffi.Array``
     TVM-FFI's call would build from it, built once; a launch passes it for a value equal to
     ``structure`` (a snapshot: a list given at prepare may change later, the array would not)."""
@@ -203,7 +203,7 @@ class _StructurePlan(NamedTuple):
 _LEAF_KINDS: Final = frozenset("Tibfn")
 
 
-def _structure_plan(value: Any, unpack: bool, kernel: str, parameter: str) -> _StructurePlan:
+def _structure_plan(value: object, unpack: bool, kernel: str, parameter: str) -> _StructurePlan:
     """The :class:`_StructurePlan` of a structure argument (a tuple or NamedTuple, a list, a dataclass
     the call unpacks; nested; leaves tensors, numbers and None), walked beside what the call hands
     TVM-FFI (``unpack``: the DSL's keyword wrapper unpacks this parameter's dataclasses first).
@@ -343,7 +343,7 @@ class PreparedTvmFfiLaunch(Lifecycle):
         except Exception as exc:
             raise self._call_error(args, kwargs, exc) from exc
 
-    def _call_error(self, args: tuple[Any, ...], kwargs: dict[str, Any], exc: Exception) -> Exception:
+    def _call_error(self, args: tuple[object, ...], kwargs: dict[str, object], exc: Exception) -> Exception:
         try:  # a wrong count or keyword, said as prepare() says it
             _bind(self._entry, self._kernel, args, kwargs)
         except D.CuteBindError as bad:
@@ -395,11 +395,11 @@ class PreparedTvmFfiLaunch(Lifecycle):
         """``copy.copy(handle)`` is :meth:`clone`: a copy sharing the launcher would share its close."""
         return self.clone()
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> PreparedTvmFfiLaunch:
+    def __deepcopy__(self, memo: dict[int, object]) -> PreparedTvmFfiLaunch:
         """``copy.deepcopy(handle)`` is :meth:`clone` too (the compiled function is never copied)."""
         return self.clone()
 
-    def __reduce_ex__(self, protocol: Any) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
         raise D.error(
             D.HANDLE_NOT_PICKLABLE,
             kernel=self._kernel,
@@ -420,7 +420,7 @@ class PreparedTvmFfiLaunch(Lifecycle):
         return f"<PreparedTvmFfiLaunch {self._kernel}({params}){' closed' if self.closed else ''}>"
 
 
-def _keyword_names(compiled: Any, entry: dsl.TvmFfiEntry) -> tuple[str | None, ...] | None:
+def _keyword_names(compiled: object, entry: dsl.TvmFfiEntry) -> tuple[str | None, ...] | None:
     """Per entry argument the keyword the compiled call takes for it (None: positional only); None
     for a bare ``tvm_ffi.Function``, whose call takes no keywords. Interned: a call's keywords are
     interned, so the C launcher finds them by identity."""
@@ -445,7 +445,7 @@ _EXPECTED = (
 )
 
 
-def prepare_tvm_ffi(compiled: Any, kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PreparedTvmFfiLaunch:
+def prepare_tvm_ffi(compiled: object, kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PreparedTvmFfiLaunch:
     """Prepare a TVM-FFI compiled function for values like ``args``/``kwargs`` (nothing is launched).
 
     ``compiled`` is ``cute.compile(..., options="--enable-tvm-ffi")``'s result or a bare
