@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import typing
-from typing import Any
+from types import ModuleType
 
 from .imports import dsl
 
@@ -16,7 +16,7 @@ __all__ = [
 ]
 
 
-def is_constexpr(annotation: Any) -> bool:
+def is_constexpr(annotation: object) -> bool:
     """``cutlass.Constexpr`` or ``cutlass.Constexpr[...]``."""
     c = dsl().constexpr
     if c is None:
@@ -31,17 +31,22 @@ def is_constexpr(annotation: Any) -> bool:
     return typing.get_origin(annotation) is c
 
 
+def _class(module: ModuleType, name: str) -> type:
+    cls: type = getattr(module, name)  # the DSL's modules are untyped
+    return cls
+
+
 def cute_pointer_class() -> type:
-    return dsl().cute.Pointer  # type: ignore[no-any-return]
+    return _class(dsl().cute, "Pointer")
 
 
 def cute_tensor_class() -> type:
-    return dsl().cute.Tensor  # type: ignore[no-any-return]
+    return _class(dsl().cute, "Tensor")
 
 
 def cuda_stream_class() -> type:
-    return dsl().cuda_driver.CUstream  # type: ignore[no-any-return]
+    return _class(dsl().cuda_driver, "CUstream")
 
 
-def is_numeric_type(annotation: Any) -> bool:
+def is_numeric_type(annotation: object) -> bool:
     return isinstance(annotation, dsl().numeric_meta)

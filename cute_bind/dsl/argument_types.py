@@ -5,7 +5,7 @@ marshalled argument, and what a tensor argument's descriptor holds.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Union
 
 from .compiled import is_executor
 
@@ -18,6 +18,9 @@ __all__ = [
     "symbol_reference",
 ]
 
+
+#: An LLVM type as a tree: a struct is a list of its fields, a scalar its name (``ptr``, ``i32``...).
+_TypeTree = Union[str, list["_TypeTree"]]
 
 _BARE_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
 
@@ -45,7 +48,7 @@ def symbol_reference(name: str) -> str:
     return '@"' + "".join(out) + '"'
 
 
-def entry_argument_types(obj: Any) -> list[str] | None:
+def entry_argument_types(obj: object) -> list[str] | None:
     """The LLVM types of the compiled entry function's arguments, one per marshalled C argument.
 
     Read from the compiled module's IR (``ir_module``): a tensor argument is
@@ -57,7 +60,7 @@ def entry_argument_types(obj: Any) -> list[str] | None:
     return types
 
 
-def _read_entry(obj: Any) -> tuple[list[str] | None, str]:
+def _read_entry(obj: object) -> tuple[list[str] | None, str]:
     """The entry's argument types, or ``None`` and why not (as a diagnostic's "got" states it)."""
     module = getattr(obj, "ir_module", None)
     if module is None:
@@ -99,20 +102,20 @@ def descriptor_fields(llvm_type: str) -> list[str]:
     return re.findall(r"\b(ptr|i\d+|f\d+)\b", llvm_type)
 
 
-def _llvm_type_tree(text: str) -> Any:
-    """An LLVM type as a tree: a struct is a list of its fields, a scalar its name (``ptr``, ``i32``...)."""
+def _llvm_type_tree(text: str) -> _TypeTree:
+    """An LLVM type as a :data:`_TypeTree`."""
     tokens = re.findall(r"struct<\(|\)>|[A-Za-z_][A-Za-z0-9_.]*|,", text.strip().removeprefix("!llvm."))
     pos = 0
 
-    def node() -> Any:
+    def node() -> _TypeTree:
         nonlocal pos
         if pos >= len(tokens):
             raise ValueError(f"truncated LLVM type {text!r}")
-        tok = tokens[pos]
+        tok: str = tokens[pos]
         pos += 1
         if tok != "struct<(":
             return tok
-        fields: list[Any] = []
+        fields: list[_TypeTree] = []
         while pos < len(tokens) and tokens[pos] != ")>":
             fields.append(node())
             if pos < len(tokens) and tokens[pos] == ",":
@@ -128,7 +131,7 @@ def _llvm_type_tree(text: str) -> Any:
     return tree
 
 
-def _int_widths(group: Any) -> tuple[int, ...] | None:
+def _int_widths(group: _TypeTree) -> tuple[int, ...] | None:
     """The widths of a descriptor group: a bare ``iN`` (one dynamic mode) or a struct of them."""
     items = group if isinstance(group, list) else [group]
     widths = []
@@ -161,7 +164,7 @@ def tensor_argument_groups(llvm_type: str) -> tuple[tuple[int, ...], tuple[int, 
     return shape, stride
 
 
-def compiled_argument_types(obj: Any) -> list[str] | None:
+def compiled_argument_types(obj: object) -> list[str] | None:
     """The LLVM types of a compiled function's C arguments, from its IR; ``None`` without IR.
 
     A ``.to(device)`` executor holds no IR (only its module), nor does a
@@ -170,6 +173,6 @@ def compiled_argument_types(obj: Any) -> list[str] | None:
     return None if is_executor(obj) else entry_argument_types(obj)
 
 
-def why_no_argument_types(obj: Any) -> str:
+def why_no_argument_types(obj: object) -> str:
     """Why :func:`compiled_argument_types` found nothing for ``obj``, as a diagnostic's "got" states it."""
     return "without IR" if is_executor(obj) else _read_entry(obj)[1]

@@ -30,11 +30,13 @@ that reading without calling into it twice:
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 import sys
 import tempfile
 import threading
+from types import ModuleType
 from typing import Any, Callable
 
 from . import hooks
@@ -62,10 +64,8 @@ __all__ = [
 ]
 
 
-def _compiler_module() -> Any:
-    import cutlass.base_dsl.compiler as compiler  # the DSL's CompileCallable and CompileOptions
-
-    return compiler
+def _compiler_module() -> ModuleType:
+    return importlib.import_module("cutlass.base_dsl.compiler")  # the DSL's CompileCallable and CompileOptions
 
 
 def compile_callable() -> Any:
@@ -101,7 +101,7 @@ class ResolvedOptions:
 
     __slots__ = ("spelling", "tvm_ffi", "side_effects")
 
-    def __init__(self, spelling: tuple[Any, ...], tvm_ffi: bool, side_effects: tuple[str, ...]) -> None:
+    def __init__(self, spelling: tuple[object, ...], tvm_ffi: bool, side_effects: tuple[str, ...]) -> None:
         self.spelling = spelling
         self.tvm_ffi = tvm_ffi
         self.side_effects = side_effects
@@ -118,7 +118,7 @@ def _option_value(value: Any) -> Any:
     raise ValueError(f"an option value of type {type(value).__name__}")
 
 
-def resolved_options(callable_: Any, options: Any) -> ResolvedOptions:
+def resolved_options(callable_: object, options: object) -> ResolvedOptions:
     """What ``callable_(fn, ..., options=options)`` compiles with, read as the DSL's ``_compile`` reads it
     (a non-empty string replaces the bracket options, keeping ``FrontendNext`` and ``DisableCuteExtCompile``).
 
@@ -166,7 +166,7 @@ def side_effect_environment() -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def compile_target(fn: Any) -> tuple[Any, Any] | None:
+def compile_target(fn: object) -> tuple[object, object] | None:
     """``(object, function)`` the DSL traces for ``cute.compile(fn, ...)``: the object is the bound method's
     ``__self__`` or the callable object itself (``None`` for a plain function), the function the ``@cute.jit``
     function (the DSL unwraps ``__wrapped__``). ``None``: the DSL refuses ``fn`` (it then says why itself).
@@ -195,7 +195,7 @@ def compiling_inside_cute_bind() -> bool:
     return bool(is_owned()) if is_owned is not None else False
 
 
-def call_original(callable_: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+def call_original(callable_: object, fn: object, *args: object, **kwargs: object) -> Any:
     """The DSL's own compile for ``callable_`` (``cute.compile`` or a ``cute.compile[...]``), never the hook,
     under cute_bind's compile lock."""
     with hooks._COMPILE_LOCK:
@@ -213,11 +213,11 @@ def _symint_class() -> type | None:
     return cls if isinstance(cls, type) else None
 
 
-def _name(cls: Any) -> str:
+def _name(cls: object) -> str:
     return f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', getattr(cls, '__name__', '?'))}"
 
 
-def argument_spelling(value: Any, state: CompileOnly) -> tuple[Any, ...] | None:
+def argument_spelling(value: Any, state: CompileOnly) -> tuple[object, ...] | None:
     """A compile argument the DSL reads through its own types, as plain data (``state`` numbers the call's
     ``SymInt`` objects by first appearance, so two modes sharing one stay one); ``None`` for any other value.
 
@@ -249,12 +249,12 @@ def argument_spelling(value: Any, state: CompileOnly) -> tuple[Any, ...] | None:
             bool(getattr(value, "_use_32bit_stride", False)),
         )
     if type(value) is d.runtime_pointer_class:
-        ptr: Any = value
+        ptr: Any = value  # narrowed to object by the check on its (untyped) class
         dtype, space, align = ptr.__cache_key__
         return ("dsl-pointer", _name(dtype), str(space), int(align or 0))
     symint = _symint_class()
     if symint is not None and isinstance(value, symint):
-        sym: Any = value
+        sym: Any = value  # narrowed to object by the check on its (untyped) class
         return ("symint", int(sym.width), int(sym.divisibility), state.number(sym))
     stream = getattr(getattr(d, "cuda_driver", None), "CUstream", None)
     if stream is not None and type(value) is stream:
@@ -266,7 +266,7 @@ def argument_spelling(value: Any, state: CompileOnly) -> tuple[Any, ...] | None:
     return None
 
 
-def _adapted(value: Any, state: CompileOnly) -> tuple[Any, ...] | None:
+def _adapted(value: object, state: CompileOnly) -> tuple[object, ...] | None:
     """A value the DSL converts with its registered argument adapter (``from_dlpack(v).mark_layout_dynamic()``
     for torch tensors and NumPy arrays): what the adapter makes of it, spelled; ``None`` without an adapter."""
     try:
@@ -295,7 +295,7 @@ def _original_call() -> Callable[..., Any]:
     return _ORIGINAL if _ORIGINAL is not None else _compiler_module().CompileCallable.__call__
 
 
-def install_compile_hook(route: Callable[..., Any]) -> None:
+def install_compile_hook(route: Callable[..., object]) -> None:
     """Make ``CompileCallable.__call__`` (every ``cute.compile(...)`` and ``cute.compile[...](...)`` of the
     process, whoever imported it) call ``route(callable, fn, *args, **kwargs)``. Replaces a route already
     installed."""
@@ -305,13 +305,13 @@ def install_compile_hook(route: Callable[..., Any]) -> None:
         if _ORIGINAL is None:
             _ORIGINAL = cls.__dict__["__call__"]
 
-        def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        def __call__(self: object, *args: object, **kwargs: object) -> object:
             if not args:
                 return _original_call()(self, *args, **kwargs)
             return route(self, *args, **kwargs)
 
         __call__.__doc__ = getattr(_ORIGINAL, "__doc__", None)
-        __call__.__cute_bind_hook__ = True  # type: ignore[attr-defined]
+        __call__.__cute_bind_hook__ = True  # type: ignore[attr-defined]  # a function takes attributes; hook_installed reads it
         cls.__call__ = __call__
 
 

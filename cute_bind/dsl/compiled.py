@@ -9,13 +9,14 @@ import ctypes
 import re
 import weakref
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from .. import diagnostics as D
 from .imports import dsl
 from .values import TensorLayout, tensor_layout
 
 __all__ = [
+    "Compiled",
     "is_compiled",
     "is_executor",
     "direct_call_tensor_layout",
@@ -40,17 +41,23 @@ __all__ = [
 ]
 
 
-def is_compiled(obj: Any) -> bool:
+#: A compiled function as the rest of cute_bind holds it: ``cute.compile``'s result, its ``.to(device)``
+#: executor, a TVM-FFI function. Their classes are the DSL's own (untyped); outside this package one is
+#: only called, compared and handed back to the functions here, which read it.
+Compiled = Callable[..., object]
+
+
+def is_compiled(obj: object) -> bool:
     """``cute.compile`` result or its ``.to(device)`` executor."""
     je = dsl().jit_executor
     return isinstance(obj, (je.JitCompiledFunction, je.JitExecutor))
 
 
-def is_executor(obj: Any) -> bool:
+def is_executor(obj: object) -> bool:
     return isinstance(obj, dsl().jit_executor.JitExecutor)
 
 
-def direct_call_tensor_layout(compiled: Any, value: Any) -> TensorLayout | None:
+def direct_call_tensor_layout(compiled: object, value: object) -> TensorLayout | None:
     """The layout the direct call of ``compiled`` reads a plain tensor ``value`` as, or ``None``
     when it does not read it through the DSL's own tensor adapter.
 
@@ -81,7 +88,7 @@ def direct_call_tensor_layout(compiled: Any, value: Any) -> TensorLayout | None:
         return None
 
 
-def compiled_from_dsl_values(compiled: Any) -> bool | None:
+def compiled_from_dsl_values(compiled: object) -> bool | None:
     """What the DSL recorded of the values ``compiled`` was compiled from: ``True`` when every
     runtime argument was a value its C header generator spells (``from_dlpack`` and fake
     tensors, numbers, pointers, streams), ``False`` when one was not (a plain torch tensor,
@@ -112,14 +119,14 @@ class RuntimeSignature:
 
     names: tuple[str, ...]
     kwonly: tuple[str, ...]
-    annotations: tuple[Any, ...]
-    defaults: dict[str, Any]
+    annotations: tuple[object, ...]
+    defaults: dict[str, object]
 
 
-def runtime_signature(obj: Any) -> RuntimeSignature:
+def runtime_signature(obj: object) -> RuntimeSignature:
     meta = execution_args_of(obj)._meta
     missing = getattr(execution_args_of(obj), "_missing", None)
-    defaults: dict[str, Any] = {}
+    defaults: dict[str, object] = {}
     for name, default in zip(meta.pos_names, meta.pos_defaults):
         if default is not missing:
             defaults[name] = default
@@ -144,7 +151,7 @@ def mangled_name(obj: Any) -> str:
     return str(getattr(obj, "function_name", "compiled"))
 
 
-def function_name(obj: Any) -> str:
+def function_name(obj: object) -> str:
     """The Python name of a compiled function, recovered from the DSL's mangled symbol.
 
     The DSL names the entry ``cutlass_<function>_<argument types...>``; the
@@ -156,11 +163,11 @@ def function_name(obj: Any) -> str:
     return name[: m.start()] if m and m.start() > 0 else name
 
 
-def workspace_argument_count(obj: Any) -> int:
+def workspace_argument_count(obj: object) -> int:
     return int(getattr(obj, "total_added_arguments", 0) or 0)
 
 
-def marshal(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[int], list[Any]]:
+def marshal(obj: object, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[list[int], list[object]]:
     """Run the DSL's normal marshalling once.
 
     Returns the packed-argument addresses (one per C pointer) and the objects
@@ -187,7 +194,7 @@ class EntryPoint:
     result_ctype: type | None  # type of the CUDA-result slot, or None
     extra_pointers: tuple[int, ...]  # packed-array entries after the result slot
     module: Any  # the JIT module; holds the engine and the loaded CUDA library
-    keepalive: tuple[Any, ...]
+    keepalive: tuple[object, ...]
 
 
 def entry_point(obj: Any, kernel: str | None = None) -> EntryPoint:
@@ -215,7 +222,7 @@ def entry_point(obj: Any, kernel: str | None = None) -> EntryPoint:
     )
 
 
-def entry_function(address: int) -> Any:
+def entry_function(address: int) -> Callable[[ctypes.c_void_p], None]:
     """A ctypes function for the packed entry point ``void entry(void **args)`` at ``address``.
 
     No ``argtypes``: the caller passes a prebuilt ``c_void_p``, which ctypes
@@ -242,11 +249,11 @@ def _default_executor(compiled: Any) -> Any:
     return executor
 
 
-def is_unloaded(module: Any) -> bool:
+def is_unloaded(module: object) -> bool:
     return bool(getattr(module, "_unloaded", False))
 
 
-def add_unload_listener(module: Any, listener: Any) -> None:
+def add_unload_listener(module: Any, listener: Callable[[], object]) -> None:
     """Call ``listener()`` after ``module.unload()`` runs (explicitly or from the DSL's ``__del__``).
 
     The module instance's ``unload`` is wrapped once, on every supported
@@ -286,14 +293,14 @@ def unload(obj: Any) -> None:
 class BareCall(NamedTuple):
     """What :func:`bare_call` returns (see there); the objects keep the marshalled storage alive."""
 
-    entry: Any
-    packed: Any
+    entry: Callable[..., object]  # the DSL's ctypes entry point
+    packed: ctypes.Array[ctypes.c_void_p]
     address: int
-    raw_entry: Any
-    raw_arg: Any
+    raw_entry: Callable[[ctypes.c_void_p], None]
+    raw_arg: ctypes.c_void_p
 
 
-def bare_call(compiled: Any, args: tuple[Any, ...]) -> BareCall:
+def bare_call(compiled: Any, args: tuple[object, ...]) -> BareCall:
     """The floor a launch through the DSL's engine can reach, for the benchmark.
 
     Returns a :class:`BareCall` ``(entry, packed, address, raw_entry, raw_arg)``: the DSL's own
@@ -311,12 +318,12 @@ def bare_call(compiled: Any, args: tuple[Any, ...]) -> BareCall:
     # a private copy, so later direct calls (which reuse the executor's
     # thread-local array) cannot change what the bare call passes
     own = (ctypes.c_void_p * len(packed))(*packed)
-    own._cute_bind_keepalive = (exe_args, adapted, executor)  # type: ignore[attr-defined]
+    own._cute_bind_keepalive = (exe_args, adapted, executor)  # type: ignore[attr-defined]  # ctypes instances take attributes
     raw = entry_function(ctypes.cast(executor.capi_func, ctypes.c_void_p).value or 0)
     return BareCall(executor.capi_func, own, ctypes.addressof(own), raw, ctypes.c_void_p(ctypes.addressof(own)))
 
 
-def raw_kernel_function(compiled: Any) -> tuple[Any, list[int]] | None:
+def raw_kernel_function(compiled: Any) -> tuple[object, list[int]] | None:
     """The CUfunction of the single device kernel in a compiled function's CUDA library, for the benchmark.
 
     Returns ``(function, param_sizes)`` so a ``cuLaunchKernel`` of the very
@@ -355,7 +362,7 @@ def raw_kernel_function(compiled: Any) -> tuple[Any, list[int]] | None:
 _MANGLED_EXTRA = re.compile(r"_(?=[A-Za-z0-9]*_object_at_|Fake(?:Tensor|Stream)|None(?:_|$)|True(?:_|$)|False(?:_|$))")
 
 
-def compiled_display_name(obj: Any) -> str:
+def compiled_display_name(obj: object) -> str:
     """The Python name of a compiled function for messages (``__call__`` for a callable object's).
 
     The entry's symbol is only a display source here: nothing is checked

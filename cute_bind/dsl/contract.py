@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 from .. import diagnostics as D
 from .. import settings
@@ -88,7 +88,7 @@ def _runtime_problems() -> list[str]:
     problems: list[str] = []
     found: dict[str, Any] = {}
 
-    def step(what: str, fn: Any) -> bool:
+    def step(what: str, fn: Callable[[], object]) -> bool:
         try:
             fn()
         except Exception as exc:
@@ -101,7 +101,7 @@ def _runtime_problems() -> list[str]:
     # annotations``) naming locals the DSL cannot resolve; the values below
     # carry their types.
     @cute.jit
-    def contract_probe(out, value, stream):  # type: ignore[no-untyped-def]
+    def contract_probe(out, value, stream):  # type: ignore[no-untyped-def]  # unannotated on purpose (above)
         t = cute.make_tensor(out, cute.make_layout(1))
         t[0] = value
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import weakref
+from types import CodeType, FunctionType
 from typing import Any
 
 from . import hooks
@@ -38,7 +39,7 @@ __all__ = [
 _DSL_MODULE_ROOTS = frozenset({"cutlass", "cuda", "cutlass_dsl", "nvidia_cutlass_dsl", "_mlir", "tvm_ffi"})
 
 
-def traced_functions(obj: Any) -> list[Any]:
+def traced_functions(obj: object) -> list[FunctionType]:
     """The plain Python functions a ``@cute.jit``/``@cute.kernel`` (or any ``functools.wraps``) wrapper stands for.
 
     The DSL's decorators return a wrapper that records ``_decorator_kind`` and
@@ -49,7 +50,7 @@ def traced_functions(obj: Any) -> list[Any]:
     """
     import inspect
 
-    chain: list[Any] = []
+    chain: list[FunctionType] = []
     for _ in range(16):
         if inspect.isfunction(obj) and not _is_dsl_code(obj.__code__):
             chain.append(obj)
@@ -68,7 +69,7 @@ def _dsl_install_root() -> str:
         return "\0"
 
 
-def _is_dsl_code(code: Any) -> bool:
+def _is_dsl_code(code: CodeType) -> bool:
     """Code of the DSL's own functions (its decorators' wrappers): located in its installation."""
     return bool(os.path.abspath(code.co_filename).startswith(_dsl_install_root() + os.sep))
 
@@ -147,10 +148,10 @@ def is_loaded_from_binary(obj: Any) -> bool:
 
 
 # The code objects of functions as cute_bind first saw them (weakly keyed by the function).
-_FIRST_CODE: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_FIRST_CODE: weakref.WeakKeyDictionary[object, CodeType] = weakref.WeakKeyDictionary()
 
 
-def source_code(fn: Any) -> Any:
+def source_code(fn: Any) -> CodeType:
     """The code object of ``fn`` as written.
 
     The DSL's preprocessor replaces ``fn.__code__`` with its rewrite on the
@@ -164,10 +165,11 @@ def source_code(fn: Any) -> Any:
     and across processes that do the same, only not equal to a fresh
     process's key.)
     """
-    original = getattr(fn, "_original_code", None)
+    original: CodeType | None = getattr(fn, "_original_code", None)
     if original is not None:
         return original
+    code: CodeType = fn.__code__
     try:
-        return _FIRST_CODE.setdefault(fn, fn.__code__)
+        return _FIRST_CODE.setdefault(fn, code)
     except TypeError:  # not weak-referenceable: nothing rewrites it behind our back
-        return fn.__code__
+        return code

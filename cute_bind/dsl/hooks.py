@@ -12,7 +12,7 @@ import os
 import threading
 import warnings
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 from .imports import dsl
 
@@ -34,7 +34,7 @@ DSL_DECORATION_MARKS = frozenset({"_dsl_cls", "_decorator_kind"})
 
 # The plain functions cute_bind jits (weakly held): the DSL's source rewriter
 # treats them as if their innermost source decorator were ``@cute.jit``.
-_OWNED: weakref.WeakSet[Any] = weakref.WeakSet()
+_OWNED: weakref.WeakSet[object] = weakref.WeakSet()
 _OWNED_NOW = contextvars.ContextVar("cute_bind_owned_now", default=False)
 _HOOK_MARK = "__cute_bind_decorator_hook__"
 _HOOK_LOCK = threading.Lock()
@@ -91,7 +91,7 @@ def _install_decorator_hook() -> None:
 _EXECUTOR_KINDS = {"_func": "jit", "_kernel_helper": "kernel"}
 
 
-def is_dsl_decorated(fn: Any) -> str | None:
+def is_dsl_decorated(fn: object) -> str | None:
     """``"jit"`` or ``"kernel"`` when ``fn`` is ``@cute.jit``/``@cute.kernel``-decorated, else ``None``.
 
     4.8 marks the wrapper with ``_decorator_kind``. 4.5 to 4.7 mark it with
@@ -116,7 +116,7 @@ def is_dsl_decorated(fn: Any) -> str | None:
     return _EXECUTOR_KINDS.get(executor) if isinstance(executor, str) else None
 
 
-def jit(fn: Any, raw: Any) -> Any:
+def jit(fn: object, raw: object) -> Any:
     """``fn`` ready for ``cute.compile``, rewritten exactly as under a plain ``@cute.jit``.
 
     ``fn`` is what the user decorated (a plain function or a ``@cute.jit``
@@ -163,7 +163,7 @@ def compile_options_problem(options: str) -> str | None:
     return None
 
 
-def preprocessing_source(fn: Any) -> str | None:
+def preprocessing_source(fn: Callable[..., object]) -> str | None:
     """Why the DSL cannot rewrite ``fn``'s control flow (it reads the source), or ``None`` if it can."""
     import inspect
 
@@ -201,7 +201,7 @@ if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
 _CONSTANT_ARGUMENT_WARNING = r"Argument \S+ \(position \d+\) cannot be converted to a JitArgument"
 
 
-def compile_jit(fn: Any, *args: Any, **kwargs: Any) -> Any:
+def compile_jit(fn: object, *args: object, **kwargs: object) -> Any:
     """``cute.compile(fn, *args, **kwargs)``, one at a time in the process (see ``_COMPILE_LOCK``)."""
     with _COMPILE_LOCK, warnings.catch_warnings():
         # under the compile lock: no other compile's warnings are filtered meanwhile

@@ -35,7 +35,7 @@ class DSL:
     typing: ModuleType  # cutlass.base_dsl.typing
     jit_executor: ModuleType  # cutlass.base_dsl.jit_executor
     runtime_pointer_class: type  # cutlass.cute.runtime._Pointer
-    constexpr: Any  # cutlass.Constexpr
+    constexpr: type | None  # cutlass.Constexpr
     numeric_meta: type  # cutlass.NumericMeta
 
 
@@ -64,14 +64,14 @@ def dsl() -> DSL:
     )
 
 
-def _resolve(owner: str) -> Any:
+def _resolve(owner: str) -> object:
     """Import the longest module prefix of ``owner``, then walk the remaining attributes."""
     import importlib
 
     parts = owner.split(".")
     for cut in range(len(parts), 0, -1):
         try:
-            obj: Any = importlib.import_module(".".join(parts[:cut]))
+            obj: object = importlib.import_module(".".join(parts[:cut]))
         except ImportError:
             if cut == 1:
                 raise
@@ -107,6 +107,7 @@ def _in_dsl_folder(path: str | None) -> bool:
     return bool(path) and os.path.dirname(os.path.realpath(str(path))) in _dsl_folders()
 
 
+# Any, not ModuleType: callers assign ``torch = None`` in its place where torch is missing (bench/specialize.py)
 def import_torch() -> Any:
     """``import torch``, never reaching the DSL's own ``base_dsl/torch.py``.
 
@@ -122,7 +123,7 @@ def import_torch() -> Any:
     return _import_outside_dsl("torch")
 
 
-def _import_outside_dsl(name: str) -> Any:
+def _import_outside_dsl(name: str) -> ModuleType:
     """Import the top-level module ``name`` from anywhere but the DSL's ``base_dsl`` folders."""
     import importlib
     import importlib.machinery

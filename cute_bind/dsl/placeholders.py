@@ -43,9 +43,9 @@ class CompileOnly:
 
     def __init__(self) -> None:
         self._numbers: dict[int, int] = {}
-        self._keep: list[Any] = []  # the numbered objects, alive while numbered (their ids stay theirs)
+        self._keep: list[object] = []  # the numbered objects, alive while numbered (their ids stay theirs)
 
-    def number(self, symbol: Any) -> int:
+    def number(self, symbol: object) -> int:
         n = self._numbers.get(id(symbol))
         if n is None:
             n = self._numbers[id(symbol)] = len(self._numbers)
@@ -78,24 +78,24 @@ def _fake_class(name: str) -> type | None:
     return cls if isinstance(cls, type) else None
 
 
-def is_fake_tensor(value: Any) -> bool:
+def is_fake_tensor(value: object) -> bool:
     """A ``cute.runtime.make_fake_tensor``/``make_fake_compact_tensor`` placeholder."""
     cls = _fake_class("_FakeTensor")
     return cls is not None and isinstance(value, cls) and not hasattr(value, "__c_pointers__")
 
 
-def is_fake_stream(value: Any) -> bool:
+def is_fake_stream(value: object) -> bool:
     """A ``cute.runtime.make_fake_stream(...)`` placeholder."""
     cls = _fake_class("_FakeStream")
     return cls is not None and isinstance(value, cls)
 
 
-def _symbolic(value: Any) -> bool:
+def _symbolic(value: object) -> bool:
     cls = getattr(dsl().cute, "SymInt", None) or getattr(importlib.import_module("cutlass.cute.typing"), "SymInt", None)
     return cls is not None and isinstance(value, cls)
 
 
-def _spell_mode(mode: Any, state: CompileOnly) -> Any:
+def _spell_mode(mode: Any, state: CompileOnly) -> object:
     if _symbolic(mode):
         return ("?", int(mode.width), int(mode.divisibility), mode.symbol, state.number(mode))
     if isinstance(mode, (tuple, list)):  # a nested mode
@@ -108,7 +108,7 @@ def fake_tensor_facts(value: Any) -> tuple[str, int]:
     return str(value.element_type.__name__), len(tuple(value.shape))
 
 
-def fake_tensor_spelling(value: Any, state: CompileOnly) -> tuple[Any, ...]:
+def fake_tensor_spelling(value: Any, state: CompileOnly) -> tuple[object, ...]:
     """A fake tensor as a compile key part: everything the compile reads of it, in plain values.
 
     Element type, memory space, assumed alignment, each extent and stride (an
@@ -127,7 +127,7 @@ def fake_tensor_spelling(value: Any, state: CompileOnly) -> tuple[Any, ...]:
     )
 
 
-def fake_tensor_layout(value: Any) -> tuple[TensorLayout, tuple[Any, ...]] | None:
+def fake_tensor_layout(value: Any) -> tuple[TensorLayout, tuple[object, ...]] | None:
     """What a fake tensor says the compiled code may assume, as a :class:`TensorLayout` (element type,
     each extent and stride static or dynamic with its width and divisibility, the assumed alignment),
     and the SymInt object of each extent (``None`` for a static one): modes sharing a SymInt are one
@@ -158,21 +158,21 @@ def fake_tensor_layout(value: Any) -> tuple[TensorLayout, tuple[Any, ...]] | Non
     return layout, tuple(m if _symbolic(m) else None for m in shape)
 
 
-def fake_tensor_on_gpu(value: Any) -> bool:
+def fake_tensor_on_gpu(value: object) -> bool:
     """Whether a fake tensor is in GPU global memory (its memory space is gmem: a TVM-FFI entry compiled
     from it takes CUDA tensors only)."""
     memspace = getattr(value, "memspace", None)
     return str(getattr(memspace, "name", memspace)) == "gmem"
 
 
-def fake_stream(env: bool) -> Any:
+def fake_stream(env: bool) -> object:
     """A ``cute.runtime.make_fake_stream(...)`` placeholder: with ``env`` the TVM-FFI environment stream
     (the compiled entry then takes no stream), else an explicit stream argument."""
     make = dsl().runtime.make_fake_stream
     return make(use_tvm_ffi_env_stream=True) if env else make()
 
 
-def fake_stream_spelling(value: Any) -> tuple[Any, ...]:
+def fake_stream_spelling(value: object) -> tuple[object, ...]:
     """A fake stream as a compile key part: with the TVM-FFI environment stream the entry has no stream argument."""
     return ("fake stream", bool(getattr(value, "use_tvm_ffi_env_stream", False)))
 
@@ -181,7 +181,7 @@ def fake_stream_spelling(value: Any) -> tuple[Any, ...]:
 def _laid_out_class() -> type:
     base: Any = _fake_class("_FakeTensor")
 
-    class LaidOutTensor(base):  # type: ignore[misc]
+    class LaidOutTensor(base):  # type: ignore[misc]  # the DSL's fake tensor class is untyped
         """A tensor of exactly the layout a ``cute_bind.Tensor[...]`` annotation describes.
 
         Compiles as the fake tensor of that layout (static extents, SymInt
@@ -193,7 +193,9 @@ def _laid_out_class() -> type:
         prepared handle's check of it read the value it was made from.
         """
 
-        def __init__(self, dtype: Any, shape: Any, stride: Any, memspace: Any, align: int, descriptor: bytes) -> None:
+        def __init__(
+            self, dtype: object, shape: tuple[object, ...], stride: tuple[object, ...], memspace: object, align: int, descriptor: bytes
+        ) -> None:
             super().__init__(dtype, shape, stride=stride, memspace=memspace, assumed_align=align)
             self._descriptor = ctypes.create_string_buffer(descriptor, max(len(descriptor), 1))
 
@@ -203,7 +205,14 @@ def _laid_out_class() -> type:
     return LaidOutTensor
 
 
-def laid_out_tensor(dtype: Any, shape: tuple[Any, ...], stride: tuple[Any, ...], gpu: bool, align: int, descriptor: bytes) -> Any:
+def laid_out_tensor(
+    dtype: object,
+    shape: tuple[int | tuple[int, int], ...],
+    stride: tuple[int | tuple[int, int], ...],
+    gpu: bool,
+    align: int,
+    descriptor: bytes,
+) -> object:
     """The DSL value of a tensor laid out as an annotation says (see ``LaidOutTensor``).
 
     ``shape``/``stride`` hold an int per static mode and ``(width,
@@ -213,7 +222,7 @@ def laid_out_tensor(dtype: Any, shape: tuple[Any, ...], stride: tuple[Any, ...],
     cute = dsl().cute
     typing_module = importlib.import_module("cutlass.cute.typing")
 
-    def mode(m: Any) -> Any:
+    def mode(m: int | tuple[int, int]) -> object:
         if isinstance(m, tuple):
             return typing_module.SymInt(m[0], divisibility=m[1])
         return int(m)

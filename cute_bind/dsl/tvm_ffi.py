@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import inspect
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 
-def is_tvm_ffi_compiled(obj: Any) -> bool:
+def is_tvm_ffi_compiled(obj: object) -> bool:
     return "tvm_ffi" in type(obj).__module__
 
 
@@ -45,8 +46,8 @@ class TvmFfiEntry:
 
     safe_call: int  # int entry(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *result)
     handle: int  # the tvm_ffi.Function's object handle, passed as ``self`` (as TVMFFIFunctionCall does)
-    function: Any  # the tvm_ffi.Function (kept alive: it keeps the engine loaded)
-    parameters: tuple[Any, ...]  # inspect.Parameter of each positional argument the entry takes
+    function: object  # the tvm_ffi.Function (kept alive: it keeps the engine loaded)
+    parameters: tuple[inspect.Parameter, ...]  # each positional argument the entry takes
     set_stream: int  # TVMFFIEnvSetStream
     move_error: int  # TVMFFIErrorMoveFromRaised
     dec_ref: int  # TVMFFIObjectDecRef
@@ -61,10 +62,11 @@ def _tvm_ffi_c_api() -> tuple[int, int, int]:
     import tvm_ffi
 
     lib = ctypes.CDLL(tvm_ffi.libinfo.find_libtvm_ffi())
-    return tuple(
+    set_stream, move_error, dec_ref = (
         ctypes.cast(getattr(lib, n), ctypes.c_void_p).value or 0
         for n in ("TVMFFIEnvSetStream", "TVMFFIErrorMoveFromRaised", "TVMFFIObjectDecRef")
-    )  # type: ignore[return-value]
+    )
+    return set_stream, move_error, dec_ref
 
 
 def tvm_ffi_entry(compiled: Any) -> TvmFfiEntry:
@@ -76,8 +78,6 @@ def tvm_ffi_entry(compiled: Any) -> TvmFfiEntry:
     entry's positional arguments in order). The entry symbol is
     ``__tvm_ffi_<function_name>`` in the compiled function's engine.
     """
-    import inspect
-
     import tvm_ffi
 
     function = compiled if isinstance(compiled, tvm_ffi.Function) else getattr(compiled, "_tvm_ffi_function", None)
@@ -111,7 +111,7 @@ def tvm_ffi_entry(compiled: Any) -> TvmFfiEntry:
     )
 
 
-def tvm_ffi_missing() -> Any:
+def tvm_ffi_missing() -> object:
     """The sentinel TVM-FFI's keyword wrapper shows for a default it fills itself."""
     from tvm_ffi.core import MISSING
 
@@ -125,7 +125,7 @@ def tvm_ffi_error(kind: str, message: str, backtrace: str) -> BaseException:
     return tvm_ffi.core.Error(kind, message, backtrace).py_error()
 
 
-def is_tvm_ffi_function(obj: Any) -> bool:
+def is_tvm_ffi_function(obj: object) -> bool:
     """A ``tvm_ffi.Function`` (e.g. ``cute.runtime.load_module(path, enable_tvm_ffi=True)["func"]``).
 
     Without tvm_ffi imported nothing can be one, so it is never imported here.
@@ -147,8 +147,6 @@ def tvm_ffi_function_entry(function: Any, count: int) -> TvmFfiEntry:
     with the function's handle as ``self``, exactly as ``TVMFFIFunctionCall``
     calls it.
     """
-    import inspect
-
     handle = int(function.__chandle__() or 0)
     if not handle:
         raise ValueError("the tvm_ffi.Function has no handle")
@@ -244,7 +242,7 @@ def tvm_ffi_constant_leaves_ok(value: Any, depth: int = 0) -> bool:
     return True
 
 
-def tvm_ffi_constant(value: Any) -> tuple[Any, int, int]:
+def tvm_ffi_constant(value: object) -> tuple[object, int, int]:
     """``(array, handle, type_index)``: the ``ffi.Array`` TVM-FFI's call builds from a constant
     structure (``tvm_ffi.convert``: the same ``ffi.Array`` constructor over the same elements),
     the object handle passed as the argument and its type index, read from the object header
@@ -269,7 +267,6 @@ def tvm_ffi_unpacked_parameters(wrapper: Any) -> frozenset[str]:
     ``__i_unpack(<name>)`` for those parameters. That code is run here once more over a recording
     target and a marking ``__i_unpack``, with one sentinel per parameter: the marked positions are
     the unpacked parameters. Nothing else of the wrapper runs (its globals are a private copy)."""
-    import inspect
     import types
 
     try:
@@ -286,7 +283,7 @@ def tvm_ffi_unpacked_parameters(wrapper: Any) -> frozenset[str]:
     class Marked:
         __slots__ = ("value",)
 
-        def __init__(self, value: Any) -> None:
+        def __init__(self, value: object) -> None:
             self.value = value
 
     copy = dict(globals_)
@@ -304,7 +301,7 @@ def tvm_ffi_unpacked_parameters(wrapper: Any) -> frozenset[str]:
     return frozenset(by_id[id(a.value)] for a in passed if isinstance(a, Marked) and id(a.value) in by_id)
 
 
-def _no_structure_parameters(compiled: Any) -> frozenset[str]:
+def _no_structure_parameters(compiled: object) -> frozenset[str]:
     """Parameters annotated as a DSL number or a tensor (optionally ``| None``): the DSL compiles
     them as a scalar or a tensor whatever its compile argument, so no structure is ever taken there."""
     try:
@@ -314,7 +311,7 @@ def _no_structure_parameters(compiled: Any) -> frozenset[str]:
     return frozenset(n for n, a in zip(sig.names, sig.annotations) if tvm_ffi_takes_no_structure(a))
 
 
-def tvm_ffi_takes_no_structure(annotation: Any) -> bool:
+def tvm_ffi_takes_no_structure(annotation: object) -> bool:
     """Whether the DSL compiles a parameter annotated ``annotation`` as a scalar or a tensor
     (``cutlass.Int32``, ``cutlass.Float32``..., ``cute.Tensor``, ``Optional`` of one)."""
     import typing
@@ -333,13 +330,13 @@ def tvm_ffi_takes_no_structure(annotation: Any) -> bool:
     return issubclass(annotation, (Numeric, Tensor))
 
 
-def is_dataclass_instance(value: Any) -> bool:
+def is_dataclass_instance(value: object) -> bool:
     import dataclasses
 
     return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
-def tvm_ffi_unpack(value: Any) -> Any:
+def tvm_ffi_unpack(value: object) -> object:
     """``value`` as the DSL's keyword wrapper hands it to TVM-FFI for a parameter it unpacks:
     ``unpack_dataclass_to_tuple`` (dataclasses to tuples of their fields, recursively)."""
     from tvm_ffi.utils.unpack_dataclass import unpack_dataclass_to_tuple
@@ -351,7 +348,7 @@ _TVM_FFI_NONE = 0
 _ANY_SIZE = 16  # TVMFFIAny: type_index (4), padding (4), value (8)
 
 
-def tvm_ffi_structure_array(template: tuple[Any, ...]) -> tuple[Any, int, int, tuple[int, ...]]:
+def tvm_ffi_structure_array(template: tuple[object, ...]) -> tuple[object, int, int, tuple[int, ...]]:
     """``(array, handle, type_index, leaves)``: the ``ffi.Array`` (of ``ffi.Array``... for nested
     tuples) TVM-FFI's call builds for a structure of this form, built from ``template`` (nested
     tuples whose leaves are all ``None``), and the address of each leaf's ``TVMFFIAny`` element in
@@ -359,16 +356,10 @@ def tvm_ffi_structure_array(template: tuple[Any, ...]) -> tuple[Any, int, int, t
     rewriting it with another value that holds none, an int, a float, a bool, a ``DLTensor``
     pointer, never leaks or frees one). The elements of an array lie in its sequence cell
     (``TVMFFISeqCell``: data, size, after the object header), the cell the compiled entry reads."""
-    import tvm_ffi
-
-    array = tvm_ffi.convert(template)
-    handle = int(array.__chandle__() or 0)
-    if not handle:
-        raise ValueError("tvm_ffi.convert gave no object")
-    type_index = int(ctypes.c_int32.from_address(handle + _TVM_FFI_TYPE_INDEX_OFFSET).value)
+    array, handle, type_index = tvm_ffi_constant(template)  # the same conversion
     leaves: list[int] = []
 
-    def visit(obj: int, form: tuple[Any, ...]) -> None:
+    def visit(obj: int, form: tuple[object, ...]) -> None:
         data = int(ctypes.c_void_p.from_address(obj + _TVM_FFI_OBJECT_HEADER).value or 0)
         size = int(ctypes.c_int64.from_address(obj + _TVM_FFI_OBJECT_HEADER + 8).value)
         if size != len(form) or (size and not data):

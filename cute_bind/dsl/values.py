@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-def is_runtime_pointer(value: Any) -> bool:
+def is_runtime_pointer(value: object) -> bool:
     """A pointer object made by ``cute.runtime.make_ptr``."""
     return isinstance(value, dsl().runtime_pointer_class)
 
@@ -74,12 +74,12 @@ class TensorLayout:
     cache_key: Any
 
 
-def is_dsl_tensor(value: Any) -> bool:
+def is_dsl_tensor(value: object) -> bool:
     """A tensor made by ``cute.runtime.from_dlpack`` (its ``type()`` is the runtime class)."""
     return type(value) is getattr(dsl().runtime, "_Tensor", None)
 
 
-def dsl_tensor(value: Any, align: int | None, layout: str | int) -> Any:
+def dsl_tensor(value: object, align: int | None, layout: str | int) -> Any:
     """The DSL tensor for a DLPack value: ``from_dlpack`` plus the layout marking of a tensor annotation."""
     t = dsl().runtime.from_dlpack(value, assumed_align=align)
     if layout == "dynamic":
@@ -149,7 +149,7 @@ def tensor_layout(value: Any) -> TensorLayout:
     )
 
 
-def numeric_value(value: Any) -> Any:
+def numeric_value(value: Any) -> object:
     """A DSL number object's Python value (``cutlass.Int32(3)`` -> 3); anything else as it is."""
     if is_numeric_type(type(value)):
         return value.value

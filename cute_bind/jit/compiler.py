@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence, TypeAlias, cast
 
 from .. import cache as disk_cache
 from .. import diagnostics as D
@@ -51,9 +51,17 @@ from ..slots import (
 )
 from ..launch.prepare import prepare as prepare_compiled
 from .guards import Record, Records, Refusal, Served, composite_guard, holds_fake, shared_symbol, tensor_guard
-from .signature import KernelSignature, unwrap
+from .signature import KernelSignature, Param, unwrap
 
-__all__ = ["Binding", "CompileKey", "Compiler", "ConstexprPart", "EnvCompile", "SlotPart", "served_key"]
+if TYPE_CHECKING:
+    from ..dsl import Compiled
+    from .decorator import Kernel
+
+__all__ = ["Binding", "CompileKey", "Compiler", "ConstexprPart", "EnvCompile", "Handle", "SlotPart", "served_key"]
+
+#: A launch handle of a compiled function: a prepared launch, a TVM-FFI kernel's prepared launch, or
+#: its :class:`TvmFfiCall` for values ``prepare`` does not take (each has ``launch``, ``clone``, ``close``).
+Handle: TypeAlias = "PreparedLaunch[...] | PreparedTvmFfiLaunch | TvmFfiCall"
 
 
 class SlotPart(NamedTuple):
@@ -104,12 +112,12 @@ class Binding(NamedTuple):
 
     key: CompileKey
     bounds: list[Bound]
-    dsl_values: dict[str, Any]
+    dsl_values: dict[str, object]
 
 
 #: dsl.fake_stream_spelling of make_fake_stream(use_tvm_ffi_env_stream=True): a stream slot's key part
 ENV_SPELLING = ("fake stream", True)
-_LEFT_OUT: Any = object()  # a stream the call did not give (see Compiler.env_find)
+_LEFT_OUT = object()  # a stream the call did not give (see Compiler.env_find)
 
 
 class Compiler:
@@ -120,7 +128,14 @@ class Compiler:
     """
 
     def __init__(
-        self, owner: Any, fn: Any, signature: KernelSignature, name: str, compile_options: str | None, tvm_ffi: bool, checked: bool
+        self,
+        owner: Kernel[...],
+        fn: Callable[..., object],
+        signature: KernelSignature,
+        name: str,
+        compile_options: str | None,
+        tvm_ffi: bool,
+        checked: bool,
     ) -> None:
         self.owner = owner
         self.fn = fn
@@ -138,7 +153,7 @@ class Compiler:
         self.streams = tuple(x.name for x in p if isinstance(x.slot, StreamKind))
         self.none_streams = frozenset(x.name for x in p if isinstance(x.slot, StreamKind) and x.has_default and x.default is None)
         #: compiled functions by compile key (the in-process cache; always on)
-        self.table: dict[CompileKey, Any] = {}
+        self.table: dict[CompileKey, Compiled] = {}
         #: the keys of the table whose compiled function the disk cache gave (kernel.specializations()'s "disk")
         self.loaded: set[CompileKey] = set()
         #: compiles made by compile() with the TVM-FFI environment stream, by compile key, newest last
@@ -147,22 +162,22 @@ class Compiler:
         self.records = Records(name)
         #: held around one compile (and the table's writes); a forked child gets a new one (dispatch.py)
         self.lock = threading.Lock()
-        self._jit: Any = None
+        self._jit: Callable[..., object] | None = None
         self._no_source: str | None = None
 
     # ------------------------------------------------------------------ bind
-    def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    def arguments(self, args: tuple[object, ...], kwargs: dict[str, object]) -> dict[str, object]:
         """The call's values by parameter name, defaults filled in (CB201/CB202/CB203)."""
         return bind_arguments(self.name, self.names, self.kwonly, self.defaults, args, kwargs, self.hints)
 
-    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Binding:
+    def bind(self, args: tuple[object, ...], kwargs: dict[str, object]) -> Binding:
         """Bind a call's arguments for compiling: :meth:`arguments`, then :meth:`bind_values`."""
         return self.bind_values(self.arguments(args, kwargs))
 
-    def bind_values(self, values: dict[str, Any]) -> Binding:
+    def bind_values(self, values: dict[str, object]) -> Binding:
         """Bind every parameter's value (by name) through its slot and compute the compile key."""
         bounds: list[Bound] = []
-        dsl_values: dict[str, Any] = {}
+        dsl_values: dict[str, object] = {}
         slots: list[SlotPart] = []
         constexpr: list[ConstexprPart] = []
         env: list[str] = []
@@ -190,10 +205,10 @@ class Compiler:
         key = CompileKey(tuple(slots), tuple(constexpr), dsl.target_arch(), self.compile_options, frozenset(env))
         return Binding(key, bounds, dsl_values)
 
-    def cache_form(self, key: CompileKey) -> tuple[Any, ...]:
+    def cache_form(self, key: CompileKey) -> tuple[object, ...]:
         """The key as the disk cache hashes it: ``((parts in parameter order), arch, options)``, each part a
         plain ``(name, slot key)`` or ``(name, type, exact value)`` tuple (so entries keep their keys)."""
-        parts: dict[str, tuple[Any, ...]] = {p.name: tuple(p) for p in key.slots}
+        parts: dict[str, tuple[object, ...]] = {p.name: tuple(p) for p in key.slots}
         parts.update((p.name, tuple(p)) for p in key.constexpr)
         return (tuple(parts[n] for n in self.names), key.arch, key.options)
 
@@ -202,7 +217,7 @@ class Compiler:
         """Whether this process holds a compiled function for ``key``."""
         return key in self.table
 
-    def jit_function(self) -> Any:
+    def jit_function(self) -> Callable[..., object]:
         """The ``@cute.jit`` function ``cute.compile`` takes (made once)."""
         if self._jit is None:
             if is_jit_object(self.fn):  # a callable object with a @cute.jit __call__: cute.compile takes it as it is
@@ -215,7 +230,7 @@ class Compiler:
                 self._jit = dsl.jit(self.fn, unwrap(self.fn))
         return self._jit
 
-    def compiled(self, binding: Binding) -> Any:
+    def compiled(self, binding: Binding) -> Compiled:
         """The compiled function for ``binding``: the table, else the disk cache, else ``cute.compile``."""
         key = binding.key
         compiled = self.table.get(key)
@@ -225,7 +240,8 @@ class Compiler:
         with self.lock, _NoDisk() if self.tvm_ffi else disk_cache.claim(self.owner, self.cache_form(key)) as disk:
             compiled = self.table.get(key)
             if compiled is None:
-                compiled = disk.load()  # None: not on disk (then this process holds the key's lock)
+                # None: not on disk (then this process holds the key's lock); else the compiled function it stored
+                compiled = cast("Compiled | None", disk.load())
                 if compiled is not None:
                     self.loaded.add(key)
             if compiled is None:
@@ -248,7 +264,7 @@ class Compiler:
             self.table[key] = compiled
         return compiled
 
-    def remember_env(self, key: CompileKey, compiled: Any) -> None:
+    def remember_env(self, key: CompileKey, compiled: Compiled) -> None:
         """Keep a compile made with the TVM-FFI environment stream (``key.env_streams``), newest last."""
         if not key.env_streams or not self.tvm_ffi:
             return
@@ -275,11 +291,11 @@ class Compiler:
         self.records.clear()
 
     # ------------------------------------------------------------------ specializations as guards
-    def record(self, given: dict[str, Any], key: CompileKey, compiled: Any) -> None:
+    def record(self, given: dict[str, object], key: CompileKey, compiled: Compiled) -> None:
         """Record a ``compile()`` (the arguments as given: the client's fakes) for :meth:`serve`."""
         self.records.add(given, key, compiled)
 
-    def serve(self, values: dict[str, Any], binding: Binding) -> tuple[Served | None, list[Refusal]]:
+    def serve(self, values: dict[str, object], binding: Binding) -> tuple[Served | None, list[Refusal]]:
         """The newest ``compile()`` that takes a call's values (by name, defaults filled in; ``binding``:
         the call's own), with a handle for them; else ``None``, and why each one did not
         (:mod:`cute_bind.jit.guards`)."""
@@ -292,14 +308,14 @@ class Compiler:
         def check(record: Record) -> list[Bound]:
             return self._guarded_bounds(record, named, binding)
 
-        def handle_for(record: Record, compiled: Any, bounds: list[Bound]) -> Any:
+        def handle_for(record: Record, compiled: Compiled, bounds: list[Bound]) -> Handle:
             if self.tvm_ffi:  # the entry checks every launch itself; its handle takes the values
                 return prepare_compiled(compiled, *(named[p.name] for p in self.signature.runtime if p.name not in left))
             return self.prepare(compiled, bounds)
 
         return self.records.serve(binding.key.constexpr, left, check, handle_for, self._sibling)
 
-    def _guarded_bounds(self, record: Record, values: dict[str, Any], binding: Binding) -> list[Bound]:
+    def _guarded_bounds(self, record: Record, values: dict[str, object], binding: Binding) -> list[Bound]:
         """The call's bounds where ``record``'s compile assumed what they hold: a fake tensor's guards
         (:func:`~cute_bind.jit.guards.tensor_guard`); any other parameter's key part must be the call's."""
         held = {p.name: p.key for p in record.key.slots}
@@ -340,7 +356,7 @@ class Compiler:
                 )
         return bounds
 
-    def _sibling(self, record: Record, env_streams: frozenset[str]) -> Any:
+    def _sibling(self, record: Record, env_streams: frozenset[str]) -> Compiled:
         """``record``'s compile with ``env_streams`` as the TVM-FFI environment stream and every other
         stream explicit: the same fakes, another stream form (never the call's own values)."""
         values = dict(record.values)
@@ -348,13 +364,14 @@ class Compiler:
             values[name] = dsl.fake_stream(name in env_streams)
         args = [values[n] for n in self.names if n not in self.kwonly]
         kwargs = {n: values[n] for n in self.names if n in self.kwonly}
-        return self.owner.compile(*args, **kwargs)
+        sibling: Compiled = self.owner.compile(*args, **kwargs)  # the DSL's compiled function
+        return sibling
 
     # ------------------------------------------------------------------ prepare
-    def prepare(self, compiled: Any, bounds: list[Bound]) -> PreparedLaunch[Any]:
+    def prepare(self, compiled: Compiled, bounds: list[Bound]) -> Handle:
         """The launch handle of ``compiled`` holding the bound values (``bind()``'s result)."""
         if self.tvm_ffi:
-            return self.tvm_ffi_handle(compiled, bounds)  # type: ignore[return-value]  # the same launch protocol
+            return self.tvm_ffi_handle(compiled, bounds)
         runtime = self.signature.runtime
         compiled = _on_device(self.name, compiled, runtime, bounds)  # several GPUs: the values' device's executor
         return build(
@@ -368,7 +385,7 @@ class Compiler:
             checked=True if self.checked else None,
         )
 
-    def tvm_ffi_handle(self, compiled: Any, bounds: list[Bound]) -> PreparedTvmFfiLaunch | TvmFfiCall:
+    def tvm_ffi_handle(self, compiled: Compiled, bounds: list[Bound]) -> PreparedTvmFfiLaunch | TvmFfiCall:
         """The TVM-FFI handle for the values ``bounds`` were bound from (``prepare(compiled, *values)``).
 
         The values are the bound ones: a tensor slot's own value (while the
@@ -386,7 +403,7 @@ class Compiler:
             return TvmFfiCall(self.name, compiled)
 
     # ------------------------------------------------------------------ the TVM-FFI environment stream
-    def env_find(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[EnvCompile], dict[str, Any]] | None:
+    def env_find(self, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[list[EnvCompile], dict[str, object]] | None:
         """For a call that leaves out the streams a ``compile()`` made with the TVM-FFI environment
         stream left out of its entry: those compiles whose Constexpr values are the call's (newest
         first) and the call's values by name, the streams dropped; else ``None`` (the normal path
@@ -420,7 +437,9 @@ class Compiler:
             return None
         return matches, {p.name: values[p.name] for p in self.signature.runtime if p.name not in left}
 
-    def _entry_shaped(self, args: tuple[Any, ...], kwargs: dict[str, Any], values: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _entry_shaped(
+        self, args: tuple[object, ...], kwargs: dict[str, object], values: dict[str, object] | None
+    ) -> dict[str, object] | None:
         """A call shaped like an environment-stream entry's own call, by name (the streams left out), or ``None``.
 
         Such an entry has no stream parameter, so a client that calls it positionally passes the
@@ -440,7 +459,7 @@ class Compiler:
             return None
         return {n: shifted[n] if n in shifted else _LEFT_OUT for n in self.names}
 
-    def env_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[EnvCompile, dict[str, Any], bool, Any] | None:
+    def env_call(self, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[EnvCompile, dict[str, object], bool, object] | None:
         """``(compile, values, newest, result)`` when the call leaves the environment stream out and a
         compile takes it (``newest``: no newer compile matched), else ``None``: the compiled
         function's own call with the call's values (its entry checks them; one that refuses them
@@ -460,21 +479,21 @@ class Compiler:
         assert first is not None  # internal invariant: at least one match, each raised
         raise first
 
-    def env_handle(self, entry: EnvCompile, values: dict[str, Any]) -> PreparedTvmFfiLaunch | TvmFfiCall:
+    def env_handle(self, entry: EnvCompile, values: dict[str, object]) -> PreparedTvmFfiLaunch | TvmFfiCall:
         """bind() for an environment-stream compile: the handle ``prepare(compiled, *values)`` gives,
         the stream left out as the entry leaves it out."""
-        slots = {p.name: p.slot for p in self.signature.runtime}
-        bounds = [_env_bind(slots[n], v, Where(self.name, n)) for n, v in values.items()]  # type: ignore[arg-type]  # runtime params have slots
+        slots = {p.name: p.slot for p in self.signature.runtime if p.slot is not None}  # every one: runtime params have slots
+        bounds = [_env_bind(slots[n], v, Where(self.name, n)) for n, v in values.items()]
         return self.tvm_ffi_handle(entry.compiled, bounds)
 
 
-def served_key(key: CompileKey, compiled: Any) -> CompileKey:
+def served_key(key: CompileKey, compiled: Compiled) -> CompileKey:
     """The key of a specialization a ``compile()``'s function serves (:meth:`Compiler.serve`): the call's
     key marked with that function, so calls of the call's key that the function refuses stay apart."""
     return key._replace(options=f"{key.options or ''}\x00served by the compile() of function {id(compiled):#x}")
 
 
-def is_jit_object(fn: Any) -> bool:
+def is_jit_object(fn: object) -> bool:
     """A callable object whose class's ``__call__`` is ``@cute.jit``: ``cute.compile`` takes it as it is."""
     return not callable(getattr(fn, "__wrapped__", None)) and dsl.is_dsl_decorated(getattr(type(fn), "__call__", None)) is not None
 
@@ -485,7 +504,7 @@ class EnvCompile:
 
     __slots__ = ("call", "compiled", "constexpr", "proto", "streams")
 
-    def __init__(self, kernel: str, streams: frozenset[str], constexpr: tuple[ConstexprPart, ...], compiled: Any) -> None:
+    def __init__(self, kernel: str, streams: frozenset[str], constexpr: tuple[ConstexprPart, ...], compiled: Compiled) -> None:
         self.streams = streams
         self.constexpr = constexpr
         self.compiled = compiled
@@ -503,14 +522,14 @@ class _NoDisk:
     def __exit__(self, *exc: object) -> None:
         pass
 
-    def load(self) -> Any:
+    def load(self) -> None:
         return None
 
-    def store(self, compiled: Any) -> None:
+    def store(self, compiled: Compiled) -> None:
         pass
 
 
-def _env_bind(slot: SlotKind, value: Any, where: Where) -> Bound:
+def _env_bind(slot: SlotKind, value: object, where: Where) -> Bound:
     """A value of an environment-stream call bound for its handle: as ``bind`` does, except that an
     int for a union with a pointer member is the address the compiled entry takes (the call itself
     passes it to the entry as it is; quack's split-k passes ``alpha`` as ``data_ptr()``)."""
@@ -523,7 +542,7 @@ def _env_bind(slot: SlotKind, value: Any, where: Where) -> Bound:
         return address
 
 
-def _tvm_ffi_value(bound: Bound) -> Any:
+def _tvm_ffi_value(bound: Bound) -> object:
     """What a TVM-FFI handle is prepared with for one bound slot: the value as its call takes it."""
     slot = bound.slot
     inner = getattr(slot, "inner", None) or slot  # a present optional: its element
@@ -546,12 +565,12 @@ class TvmFfiCall:
 
     fast_path = "direct"
 
-    def __init__(self, kernel: str, compiled: Any) -> None:
+    def __init__(self, kernel: str, compiled: Compiled) -> None:
         self.kernel_name = kernel
         self.compiled = compiled
         self.closed = False
 
-    def launch(self, *args: Any, **kwargs: Any) -> Any:
+    def launch(self, *args: object, **kwargs: object) -> object:
         """Call the compiled function with these values."""
         if self.closed:
             raise D.error(D.HANDLE_CLOSED, kernel=self.kernel_name, expected="an open handle")
@@ -576,7 +595,7 @@ class TvmFfiCall:
         return f"<TVM-FFI call {self.kernel_name}{' closed' if self.closed else ''}>"
 
 
-def _on_device(kernel: str, compiled: Any, params: Any, bounds: list[Bound]) -> Any:
+def _on_device(kernel: str, compiled: Compiled, params: Sequence[Param], bounds: list[Bound]) -> Compiled:
     """What a handle bound with ``bounds`` calls: on a machine with several GPUs, the
     compiled function's executor for the one CUDA device the bound values live on.
 
@@ -601,4 +620,5 @@ def _on_device(kernel: str, compiled: Any, params: Any, bounds: list[Bound]) -> 
                 )
     if first is None or dsl.cuda_device_count() < 2:
         return compiled
-    return dsl.executor_on_device(compiled, first[1][1], kernel)
+    executor: Compiled = dsl.executor_on_device(compiled, first[1][1], kernel)  # the DSL's executor
+    return executor

@@ -6,25 +6,41 @@ import dataclasses
 import functools
 import pickle
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, overload
+from types import FunctionType
+from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, TypedDict, TypeGuard, cast, overload
 
 from .. import dsl
 from .. import _whitelist as W
 from .. import diagnostics as D
 from ..launch.prepared import PreparedLaunch
 from ..slots import ScalarKind, describe_value
-from .compiler import Binding, Compiler, is_jit_object
+from .compiler import Binding, Compiler, Handle, is_jit_object
+from .guards import Refusal
 from .dispatch import DEFAULT_LIMIT, FALLBACK, ON_LIMIT, CallBase, Dispatcher, PythonCallBase, Specialization
 from .signature import KernelSignature, read_signature, unwrap
 
-__all__ = ["Kernel", "kernel"]
+__all__ = ["Kernel", "KernelOptions", "kernel"]
 
 P = ParamSpec("P")
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from Python 3.11
+
     _CallBase = PythonCallBase
 else:  # the C fast path of __call__ (jit/_cdispatch.c) when built, else an empty class
     _CallBase = CallBase
+
+
+class KernelOptions(TypedDict, total=False):
+    """The options of ``@cute_bind.kernel(...)`` (see :func:`kernel`; :class:`Kernel` holds their defaults)."""
+
+    name: str | None
+    compile_options: str | None
+    checked: bool
+    max_specializations: int | None
+    on_limit: str
+    cache: bool
+    cache_key: str | int | None
 
 
 class Kernel(_CallBase, Generic[P]):
@@ -45,7 +61,7 @@ class Kernel(_CallBase, Generic[P]):
 
     def __init__(
         self,
-        fn: Callable[P, Any],
+        fn: Callable[P, object],
         *,
         name: str | None = None,
         compile_options: str | None = None,
@@ -57,7 +73,7 @@ class Kernel(_CallBase, Generic[P]):
     ) -> None:
         self.fn = fn
         # what was asked for, so that re-wrapping this kernel keeps it (see _make)
-        self._options: dict[str, Any] = dict(
+        self._options = KernelOptions(
             name=name, compile_options=compile_options, checked=checked, max_specializations=max_specializations,
             on_limit=on_limit, cache=cache, cache_key=cache_key,
         )  # fmt: skip
@@ -106,13 +122,13 @@ class Kernel(_CallBase, Generic[P]):
     def __copy__(self) -> Kernel[P]:
         return self
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Kernel[P]:
+    def __deepcopy__(self, memo: dict[int, object]) -> Kernel[P]:
         return self
 
-    def __reduce_ex__(self, protocol: Any) -> str:
+    def __reduce_ex__(self, protocol: object) -> str:
         module = sys.modules.get(str(getattr(self, "__module__", "")))
         qualname = str(getattr(self, "__qualname__", ""))
-        found: Any = module
+        found: object = module
         for part in qualname.split("."):
             found = getattr(found, part, None)
         if found is not self:
@@ -127,7 +143,7 @@ class Kernel(_CallBase, Generic[P]):
         params = ", ".join(f"{p.name}: {p.slot.describe() if p.slot else 'Constexpr'}" for p in self.signature.params)
         return f"<cute_bind.Kernel {self.name}({params})>"
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         # @cute.jit / @cute.kernel stacked *above* @cute_bind.kernel marks this
         # object as its function; the result would be a DSL wrapper without bind()
         if name in dsl.DSL_DECORATION_MARKS:
@@ -136,10 +152,10 @@ class Kernel(_CallBase, Generic[P]):
         object.__setattr__(self, name, value)
 
     # ------------------------------------------------------------------ compile
-    def _jit_function(self) -> Any:
+    def _jit_function(self) -> Callable[..., object]:
         return self.compiler.jit_function()
 
-    def _bind_values(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Binding:
+    def _bind_values(self, args: tuple[object, ...], kwargs: dict[str, object]) -> Binding:
         """``(compile key, bounds, DSL values)`` for these arguments (the compiler's :meth:`~Compiler.bind`)."""
         return self.compiler.bind(args, kwargs)
 
@@ -180,18 +196,22 @@ class Kernel(_CallBase, Generic[P]):
         (:class:`~cute_bind.launch.tvm_ffi.PreparedTvmFfiLaunch`, same
         ``launch``); its entry checks every launch's values itself.
         """
+        # a TVM-FFI kernel's handle is a PreparedTvmFfiLaunch (or its compiled call), with the same launch
+        return cast("PreparedLaunch[P]", self._handle(args, kwargs))
+
+    def _handle(self, args: tuple[object, ...], kwargs: dict[str, object]) -> Handle:
         c = self.compiler
         env = c.env_find(args, kwargs) if c.env else None
         if env is not None:
-            return c.env_handle(env[0][0], env[1])  # type: ignore[return-value]  # the same launch protocol
+            return c.env_handle(env[0][0], env[1])
         binding = c.bind(args, kwargs)
-        refusals: list[Any] = []
+        refusals: list[Refusal] = []
         if not c.holds(binding.key) and c.records:
             # a compile() made from the client's fakes that takes these values serves them, whatever
             # stream form the call has (its sibling compiled from the same fakes): see jit/guards.py
             served, refusals = c.serve(c.arguments(args, kwargs), binding)
             if served is not None:
-                return served.handle  # type: ignore[no-any-return]
+                return served.handle
         try:
             compiled = c.compiled(binding)
         except D.CuteBindError as exc:
@@ -286,23 +306,16 @@ _OPTIONS = {
 
 
 @overload
-def kernel(fn: Callable[P, Any], /) -> Kernel[P]: ...
+def kernel(fn: Callable[P, object], /) -> Kernel[P]: ...
 
 
 @overload
+def kernel(**options: Unpack[KernelOptions]) -> Callable[[Callable[P, object]], Kernel[P]]: ...
+
+
 def kernel(
-    *,
-    name: str | None = None,
-    compile_options: str | None = None,
-    checked: bool = False,
-    max_specializations: int | None = DEFAULT_LIMIT,
-    on_limit: str = "raise",
-    cache: bool = True,
-    cache_key: str | int | None = None,
-) -> Callable[[Callable[P, Any]], Kernel[P]]: ...
-
-
-def kernel(fn: Any = None, /, **options: Any) -> Any:
+    fn: Callable[..., object] | None = None, /, **options: Unpack[KernelOptions]
+) -> Kernel[...] | Callable[[Callable[..., object]], Kernel[...]]:
     """Decorate a CuTe DSL host function for prepared launches.
 
     Usable bare (``@cute_bind.kernel``) or with options
@@ -346,11 +359,13 @@ def kernel(fn: Any = None, /, **options: Any) -> Any:
     return _make(fn, options)
 
 
-def _make(fn: Any, options: dict[str, Any]) -> Kernel[Any]:
+def _make(fn: Callable[..., object], options: KernelOptions) -> Kernel[...]:
     if isinstance(fn, Kernel):
         # cute_bind.kernel over a Kernel (a helper module re-wrapping, a decorator applied twice):
         # a new kernel over the same function, the options given now over the ones it had
-        return Kernel(fn.fn, **{**fn._options, **options})
+        merged = fn._options.copy()
+        merged.update(options)
+        return Kernel(fn.fn, **merged)
     if dsl.is_dsl_decorated(fn) == "kernel":
         # a device kernel runs on the GPU; a prepared launch calls a host function
         name = options.get("name") or getattr(unwrap(fn), "__name__", "kernel")
@@ -369,7 +384,7 @@ def _make(fn: Any, options: dict[str, Any]) -> Kernel[Any]:
     return Kernel(fn, **options)
 
 
-def _wrapped_without_jit(fn: Any) -> bool:
+def _wrapped_without_jit(fn: object) -> TypeGuard[FunctionType]:
     """A functools.wraps wrapper chain over a plain function, no DSL decorator anywhere along it."""
     import inspect
 

@@ -52,20 +52,20 @@ import threading
 import time
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Hashable, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Hashable, NamedTuple, Protocol, cast
 
 from .. import diagnostics as D
 from ..diagnostics.errors import CuteBindError, LaunchArgumentError, LaunchValueError
 from ..cache.key import constexpr_value
 from ..launch import native
-from .compiler import CompileKey, Compiler, EnvCompile, served_key
+from .compiler import CompileKey, Compiler, EnvCompile, Handle, served_key
 from .probes import ARCH, Probe, device_of, probes_for
 from .probes import describe as describe_bound
-from .routes import CallShape, Miss, Route, unset
+from .routes import CallShape, Checks, Miss, Route, unset
 from .streams import _DEFAULT_STREAM, _TORCH, _TorchStreams, current_stream  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
-    from ..launch.prepared import PreparedLaunch
+    from ..dsl import Compiled
 
 __all__ = [
     "CallBase",
@@ -195,8 +195,8 @@ class _Spec:
         self,
         key: CompileKey,
         info: Specialization,
-        proto: PreparedLaunch[Any] | None,
-        compiled: Any,
+        proto: Handle | None,
+        compiled: Compiled,
         devices: tuple[int, ...],
         describe: dict[str, str],
     ) -> None:
@@ -215,9 +215,9 @@ class ThreadHandle(NamedTuple):
     function cannot be prepared, ``launch`` is the DSL's call) and, for the ``f(..., stream=None)``
     form, ``fill``: the positional count and stream getter with which C appends a left-out stream."""
 
-    launch: Callable[..., Any]
-    caller: Callable[..., Any]
-    handle: PreparedLaunch[Any] | None
+    launch: Callable[..., object]
+    caller: Callable[..., object]
+    handle: Handle | None
     fill: tuple[int, Callable[[], int]] | None
 
 
@@ -225,13 +225,13 @@ class _Local(threading.local):
     """Per-thread state: the current caller, this thread's handles, its hit count."""
 
     def __init__(self, registry: list[dict[str, Any]] | None) -> None:
-        self.call: Callable[..., Any] = _unset
+        self.call: Callable[..., object] = _unset
         self.hits = 0
         #: per specialization: this thread's handle of it and how its calls reach it
         self.handles: dict[_Spec, ThreadHandle] = {}
         self.last: _Spec | None = None
         #: per TVM-FFI environment-stream compile: this thread's handle's launch (Dispatcher._env_use)
-        self.env: dict[EnvCompile, Callable[..., Any]] = {}
+        self.env: dict[EnvCompile, Callable[..., object]] = {}
         #: the C path's routes: per specialization its route (or None), and the specializations
         #: this thread used, most recent first (the routes it tries, in that order)
         self.routes: dict[_Spec, Route | None] = {}
@@ -247,11 +247,11 @@ class CallSite(Protocol):
     """What a dispatcher tells its kernel's C base (``_cdispatch.c``; unused on the Python path)."""
 
     def _reset_calls(
-        self, dispatch: Callable[[tuple[Any, ...], dict[str, Any] | None], Any], fallback: tuple[type[BaseException], ...]
+        self, dispatch: Callable[[tuple[object, ...], dict[str, object] | None], object], fallback: tuple[type[BaseException], ...]
     ) -> None: ...
-    def _set_call(self, caller: Callable[..., Any] | None, fill_n: int = ..., stream_fn: Callable[[], int] | None = ...) -> None: ...
+    def _set_call(self, caller: Callable[..., object] | None, fill_n: int = ..., stream_fn: Callable[[], int] | None = ...) -> None: ...
     def _set_routes(self, routes: tuple[Route, ...] | None) -> None: ...
-    def _set_params(self, params: tuple[tuple[str, ...], int, tuple[Any, ...]] | None) -> None: ...
+    def _set_params(self, params: tuple[tuple[str, ...], int, tuple[object, ...]] | None) -> None: ...
     def _count_hit(self) -> None: ...
     def _hits(self) -> int: ...
 
@@ -263,8 +263,8 @@ class Dispatcher:
     the :class:`CallSite`); ``compiler`` binds, keys, compiles and prepares.
     """
 
-    def __init__(self, kernel: Any, compiler: Compiler, max_specializations: int | None, on_limit: str) -> None:
-        self.kernel: CallSite = kernel
+    def __init__(self, kernel: object, compiler: Compiler, max_specializations: int | None, on_limit: str) -> None:
+        self.kernel = cast(CallSite, kernel)  # used only where its C base is built (self._c)
         self._compiler = compiler
         self._name = compiler.name
         self.limit = max_specializations
@@ -281,7 +281,7 @@ class Dispatcher:
         #: the kernel's C base keeps each thread's caller and hits (else the threading.local does)
         self._c = CallBase is not PythonCallBase and getattr(type(kernel), "__call__", None) is getattr(CallBase, "__call__", None)
         if self._c:
-            kernel._set_params(shape.params)
+            self.kernel._set_params(shape.params)
         self._reset()
 
     def _reset(self) -> None:
@@ -325,13 +325,13 @@ class Dispatcher:
         with self._lock:
             self._reset()
 
-    def positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    def positional(self, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, ...] | None:
         """A keyword call as the positional call it stands for, or None where the dispatch path must
         bind it (:meth:`CallShape.positional <cute_bind.jit.routes.CallShape.positional>`)."""
         return self._shape.positional(args, kwargs)
 
     # ------------------------------------------------------------------ the dispatch path
-    def dispatch(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
+    def dispatch(self, args: tuple[object, ...], kwargs: dict[str, object] | None) -> object:
         """A call the thread's current caller did not take: find or make its specialization, then launch.
 
         In order: a compile with the TVM-FFI environment stream that takes the
@@ -369,7 +369,7 @@ class Dispatcher:
                 self._remember(probe, full)
             return self._use(local, full, self._track(local, full))(*self._runtime_values(full, values))
 
-    def _dispatch_env(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, Any]:
+    def _dispatch_env(self, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[bool, object]:
         """``(True, result)`` when the call leaves out a stream a ``compile()`` compiled as the TVM-FFI
         environment stream and that compile takes it (``Compiler.env_call``); else ``(False, None)``."""
         compiler = self._compiler
@@ -392,7 +392,7 @@ class Dispatcher:
             self._env_use(local, entry, values)
         return True, result
 
-    def _env_use(self, local: _Local, entry: EnvCompile, values: dict[str, Any]) -> None:
+    def _env_use(self, local: _Local, entry: EnvCompile, values: dict[str, object]) -> None:
         """Make this thread's prepared handle of ``entry`` its current caller: the entry's parameters
         are the call's own (the streams left out), so a call of the same shape is one call of the
         handle's launch; any other it refuses (CB202, CB309: FALLBACK) and dispatches again."""
@@ -410,7 +410,7 @@ class Dispatcher:
         else:
             local.call = launch
 
-    def _env_caller(self, entry: EnvCompile, launch: Callable[..., Any]) -> Callable[..., Any]:
+    def _env_caller(self, entry: EnvCompile, launch: Callable[..., object]) -> Callable[..., object]:
         """The caller of an environment-stream handle: the entry's parameters are the kernel's
         without the streams it leaves out. Where a left-out stream comes before another positional
         parameter, a positional call (a keyword call placed by name is one) holds it (None) at its
@@ -425,7 +425,7 @@ class Dispatcher:
             return launch
         first = min(drop)
 
-        def env_call(*args: Any, **kwargs: Any) -> Any:
+        def env_call(*args: object, **kwargs: object) -> object:
             if len(args) <= first:
                 return launch(*args, **kwargs)
             if any(args[i] is not None for i in drop if i < len(args)):
@@ -457,7 +457,7 @@ class Dispatcher:
             self._by_probe = {}
         self._by_probe[probe] = spec
 
-    def _probe(self, values: dict[str, Any]) -> Hashable | None:
+    def _probe(self, values: dict[str, object]) -> Hashable | None:
         probes = self._probes
         if probes is None:
             return None
@@ -466,7 +466,7 @@ class Dispatcher:
         except Exception:  # unprobeable, unhashable, or a hostile attribute that raised: the full path decides (and reports)
             return None
 
-    def _runtime_values(self, spec: _Spec, values: dict[str, Any]) -> list[Any]:
+    def _runtime_values(self, spec: _Spec, values: dict[str, object]) -> list[object]:
         out = [values[n] for n in self._runtime]
         for name in self._streams:
             if values[name] is None:
@@ -484,7 +484,7 @@ class Dispatcher:
             )
         return current_stream(spec.device, self._name, parameter)
 
-    def _use(self, local: _Local, spec: _Spec, switching: bool = False) -> Callable[..., Any]:
+    def _use(self, local: _Local, spec: _Spec, switching: bool = False) -> Callable[..., object]:
         """Make ``spec`` the thread's current specialization; its handle's launch (runtime values in order).
 
         ``switching``: the thread's calls keep changing key, so its next call
@@ -519,7 +519,7 @@ class Dispatcher:
         return pair.launch
 
     # ------------------------------------------------------------------ routes (the C path)
-    def _set_routes(self, local: _Local, spec: _Spec, handle: PreparedLaunch[Any] | None) -> None:
+    def _set_routes(self, local: _Local, spec: _Spec, handle: Handle | None) -> None:
         """The thread's routes, ``spec``'s first, then the other specializations it used most
         recently (:data:`_ROUTES` in all): a call switching between compiled keys finds its
         handle in C (each handle's ``try_launch`` refuses a value of another key without its
@@ -536,7 +536,7 @@ class Dispatcher:
             routes = ()  # the current specialization has no route: its caller decides first, as before
         self.kernel._set_routes(routes or None)
 
-    def _route(self, spec: _Spec, handle: PreparedLaunch[Any] | None) -> Route | None:
+    def _route(self, spec: _Spec, handle: Handle | None) -> Route | None:
         """``spec``'s route (:meth:`CallShape.route <cute_bind.jit.routes.CallShape.route>`), or None
         where the handle has no C launcher with a ``try_launch`` (the TVM-FFI launcher has none)."""
         launcher = getattr(handle, "_launcher", None) if handle is not None else None
@@ -546,22 +546,22 @@ class Dispatcher:
         return self._shape.route(attempt, spec.device, self._constexpr_checks(spec))
 
     # ------------------------------------------------------------------ callers
-    def _caller(self, spec: _Spec, launch: Callable[..., Any]) -> tuple[Callable[..., Any], tuple[int, Callable[[], int]] | None]:
+    def _caller(self, spec: _Spec, launch: Callable[..., object]) -> tuple[Callable[..., object], tuple[int, Callable[[], int]] | None]:
         """The function the fast path calls with the call's own arguments, for one specialization
         (:meth:`CallShape.caller <cute_bind.jit.routes.CallShape.caller>`)."""
         return self._shape.caller(self._name, spec.device, self._constexpr_checks(spec), launch)
 
-    def _constexpr_checks(self, spec: _Spec) -> tuple[tuple[int, type, Any], ...]:
+    def _constexpr_checks(self, spec: _Spec) -> Checks:
         # each value as the compile key holds it (cache.key.constexpr_key): compared exactly by the caller
         values = {p.name: p for p in spec.key.constexpr}
         return tuple((i, values[n].type, values[n].value) for i, n in self._shape.constexpr)
 
-    def _direct(self, spec: _Spec) -> Callable[..., Any]:
+    def _direct(self, spec: _Spec) -> Callable[..., object]:
         """For a compiled function cute_bind cannot prepare (CB3xx): the DSL's own call, key checked each time."""
         bind_values = self._compiler.bind_values
         runtime = self._runtime
 
-        def launch(*values: Any) -> Any:
+        def launch(*values: object) -> object:
             named = dict(zip(runtime, values))
             key, _, dsl_values = bind_values(self._for_compile(named, constexpr_from=spec))
             if key != spec.key:
@@ -571,7 +571,7 @@ class Dispatcher:
         return launch
 
     # ------------------------------------------------------------------ misses
-    def _for_compile(self, values: dict[str, Any], constexpr_from: _Spec | None = None) -> dict[str, Any]:
+    def _for_compile(self, values: dict[str, object], constexpr_from: _Spec | None = None) -> dict[str, object]:
         out = dict(values)
         if constexpr_from is not None:
             for p in constexpr_from.key.constexpr:
@@ -581,7 +581,7 @@ class Dispatcher:
                 out[name] = _DEFAULT_STREAM  # the stream value is not part of the compile
         return out
 
-    def _specialize(self, values: dict[str, Any]) -> tuple[_Spec, bool]:
+    def _specialize(self, values: dict[str, object]) -> tuple[_Spec, bool]:
         """The specialization for these values by their full compile key; ``(spec, created)``.
 
         The compiler's path, in order: bind and key, then (a new key, under the
@@ -685,8 +685,8 @@ class Dispatcher:
         return "; ".join(sorted(changes)) or "a new compile key"
 
 
-def _key_parts(key: CompileKey) -> dict[str, Any]:
+def _key_parts(key: CompileKey) -> dict[str, Hashable]:
     """Each parameter's key part as the recompile reason shows it: a slot's key, a Constexpr value's type."""
-    parts: dict[str, Any] = {p.name: p.key for p in key.slots}
+    parts: dict[str, Hashable] = {p.name: p.key for p in key.slots}
     parts.update((p.name, p.type) for p in key.constexpr)
     return parts

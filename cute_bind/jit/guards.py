@@ -30,13 +30,18 @@ import enum
 import struct
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import diagnostics as D
 from .. import dsl
 from ..diagnostics import CuteBindError
-from ..slots import Bound, TensorKind, Where, infer_slot, is_namedtuple
+from ..dsl import Mode
+from ..slots import Bound, SlotKind, TensorKind, Where, infer_slot, is_namedtuple
 from ..slots import dlpack as _dlpack
+
+if TYPE_CHECKING:
+    from ..dsl import Compiled
+    from .compiler import CompileKey, ConstexprPart, Handle
 
 __all__ = ["Record", "Records", "Refusal", "Served", "composite_guard", "holds_fake"]
 
@@ -44,19 +49,16 @@ __all__ = ["Record", "Records", "Refusal", "Served", "composite_guard", "holds_f
 _UINT8 = (1, 8, 1)
 _FLOAT8_CODES = frozenset({8, 9, 10, 12, 14})
 
-#: a stream left out of a call (not given, or None for a stream declared ``= None``)
-LEFT_OUT: Any = None
-
 
 class Record(NamedTuple):
     """One ``compile()``: what it was compiled from and what it gave."""
 
     #: the compile's arguments as given (the client's fakes), by parameter name
-    values: dict[str, Any]
-    #: its compile key (a :class:`~cute_bind.jit.compiler.CompileKey`): Constexpr values, environment streams...
-    key: Any
+    values: dict[str, object]
+    #: its compile key: Constexpr values, environment streams...
+    key: CompileKey
     #: the compiled function
-    compiled: Any
+    compiled: Compiled
 
 
 class Refusal(NamedTuple):
@@ -70,8 +72,8 @@ class Refusal(NamedTuple):
 class Served(NamedTuple):
     """A record that serves a call: the compiled function, a handle for the call's values, the record."""
 
-    compiled: Any
-    handle: Any
+    compiled: Compiled
+    handle: Handle
     record: Record
 
 
@@ -89,7 +91,7 @@ class Records:
     def __len__(self) -> int:
         return len(self._items)
 
-    def add(self, values: dict[str, Any], key: Any, compiled: Any) -> None:
+    def add(self, values: dict[str, object], key: CompileKey, compiled: Compiled) -> None:
         """Record one ``compile()`` (one of a compiled function already recorded replaces it, as the newest)."""
         record = Record(dict(values), key, compiled)
         with self._lock:
@@ -106,11 +108,11 @@ class Records:
 
     def serve(
         self,
-        constexpr: Sequence[Any],
+        constexpr: Sequence[ConstexprPart],
         left_out: frozenset[str],
-        check: Callable[[Record], Any],
-        handle_for: Callable[[Record, Any, Any], Any],
-        compile_sibling: Callable[[Record, frozenset[str]], Any],
+        check: Callable[[Record], list[Bound]],
+        handle_for: Callable[[Record, Compiled, list[Bound]], Handle],
+        compile_sibling: Callable[[Record, frozenset[str]], Compiled],
     ) -> tuple[Served | None, list[Refusal]]:
         """The newest record that serves a call (``constexpr``: its compile key's Constexpr parts;
         ``left_out``: its streams left out), with a handle for it, and why each record tried before
@@ -181,27 +183,30 @@ def _shape(value: Any) -> str:
         return "(?)"
 
 
-def tensor_guard(slot: Any, fake: Any, value: Any, where: Where, symbols: dict[int, tuple[str, int, int]], on_gpu: bool = False) -> Bound:
+def _layout_mismatch(where: Where, detail: str, expected: str, got: str) -> CuteBindError:
+    """CB213 for the parameter at ``where``: a guard of a compile from fakes refused its value."""
+    return D.error(D.TENSOR_LAYOUT_MISMATCH, kernel=where.kernel, parameter=where.parameter, detail=detail, expected=expected, got=got)
+
+
+def tensor_guard(
+    slot: SlotKind | None, fake: object, value: object, where: Where, symbols: dict[int, tuple[str, int, int]], on_gpu: bool = False
+) -> Bound:
     """``value`` checked against what the fake tensor ``fake`` let the compiled code assume, and bound
     for it: element type, rank, every static extent and stride, each dynamic one's divisibility, the
     assumed alignment, one value for the modes sharing a SymInt (``symbols``: what the call's
     earlier tensors gave each SymInt) and, with ``on_gpu`` (a TVM-FFI entry, which checks the
     device a fake's gmem memory space implies), a CUDA tensor. A catalog error names the guard."""
     if not isinstance(slot, TensorKind):
-        raise D.error(
-            D.TENSOR_LAYOUT_MISMATCH,
-            kernel=where.kernel,
-            parameter=where.parameter,
+        raise _layout_mismatch(
+            where,
             detail="compiled from a fake tensor",
             expected="a cute.Tensor parameter",
             got=slot.describe() if slot is not None else "an unannotated parameter",
         )
     read = dsl.fake_tensor_layout(fake)
     if read is None:
-        raise D.error(
-            D.TENSOR_LAYOUT_MISMATCH,
-            kernel=where.kernel,
-            parameter=where.parameter,
+        raise _layout_mismatch(
+            where,
             detail="compiled from a fake tensor with a nested layout",
             expected="a flat fake layout",
             got="a mode of modes",
@@ -232,16 +237,14 @@ def tensor_guard(slot: Any, fake: Any, value: Any, where: Where, symbols: dict[i
             continue
         first = symbols.setdefault(id(sym), (where.parameter, k, view.shape[k]))
         if first[2] != view.shape[k]:
-            raise D.error(
-                D.TENSOR_LAYOUT_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
+            raise _layout_mismatch(
+                where,
                 detail=f"extent of mode {k}, one value with '{first[0]}' mode {first[1]} in the compile (one SymInt)",
                 expected=str(first[2]),
                 got=str(view.shape[k]),
             )
 
-    def spelled(modes: Any) -> tuple[Any, ...]:
+    def spelled(modes: tuple[Mode, ...]) -> tuple[int | tuple[int, int], ...]:
         return tuple(m.static if m.static is not None else (m.width, m.divisibility) for m in modes)
 
     # the DSL value the handle's one marshalling reads: the fake's layout holding this tensor's descriptor
@@ -252,7 +255,7 @@ def tensor_guard(slot: Any, fake: Any, value: Any, where: Where, symbols: dict[i
     return Bound(packed=packed, dsl_value=dsl_value, key=None, slot=kind)
 
 
-def shared_symbol(values: dict[str, Any]) -> str | None:
+def shared_symbol(values: dict[str, object]) -> str | None:
     """The first parameter one of whose fake tensor's extents shares its SymInt with another mode
     (of that tensor or an earlier one), or ``None``."""
     seen: set[int] = set()
@@ -281,13 +284,13 @@ def _fields(value: Any) -> list[tuple[str, Any]] | None:
     return None
 
 
-def holds_fake(value: Any) -> bool:
+def holds_fake(value: object) -> bool:
     """Whether a structure or sequence holds a fake tensor (at any depth)."""
     items = _fields(value)
     return items is not None and any(dsl.is_fake_tensor(v) or holds_fake(v) for _, v in items)
 
 
-def composite_guard(fake: Any, value: Any, where: Where, symbols: dict[int, tuple[str, int, int]]) -> None:
+def composite_guard(fake: object, value: Any, where: Where, symbols: dict[int, tuple[str, int, int]]) -> None:
     """``value`` checked against a structure or sequence compiled from fakes (quack's ``EpilogueArguments``
     holding fake tensors), for a TVM-FFI entry: the same class and arity, ``None`` where the compile had
     ``None`` (a constant of the compiled code) and nowhere else, the same Python constants (enums,
@@ -299,10 +302,8 @@ def composite_guard(fake: Any, value: Any, where: Where, symbols: dict[int, tupl
         return
     if fake is None or value is None:
         if fake is not value:
-            raise D.error(
-                D.TENSOR_LAYOUT_MISMATCH,
-                kernel=where.kernel,
-                parameter=where.parameter,
+            raise _layout_mismatch(
+                where,
                 detail="the compile had None here (a constant of the compiled code)" if fake is None else "compiled for a value here",
                 expected="None" if fake is None else "a value, as the compile had",
                 got="None" if value is None else type(value).__name__,
@@ -325,10 +326,8 @@ def composite_guard(fake: Any, value: Any, where: Where, symbols: dict[int, tupl
     else:
         theirs = _fields(value) if value.__class__ is fake.__class__ else None
     if theirs is None or len(theirs) != len(mine):
-        raise D.error(
-            D.TENSOR_LAYOUT_MISMATCH,
-            kernel=where.kernel,
-            parameter=where.parameter,
+        raise _layout_mismatch(
+            where,
             detail="compiled from a structure of fakes",
             expected=f"a {type(fake).__name__} of {len(mine)} item(s), as the compile had",
             got=f"a {type(value).__name__}" + (f" of {len(theirs)} item(s)" if theirs is not None else ""),

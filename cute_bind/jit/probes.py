@@ -11,19 +11,20 @@ without a probe (``unprobeable``) keys every call of its kernels in full.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Sequence
+from typing import Callable, Hashable, Sequence
 
 from .. import dsl, settings
 from ..cache.key import constexpr_key
 from ..slots import Bound, TensorKind
 from ..slots import dlpack as _dlpack
 from ..slots.base import Unprobeable, unprobeable
+from .signature import Param
 from .streams import _CUDA_DEVICE_TYPES
 
 __all__ = ["ARCH", "Probe", "Unprobeable", "describe", "device_of", "probes_for"]
 
 #: one parameter's probe: its value -> a hashable part (raises for a value it cannot read)
-Probe = Callable[[Any], Hashable]
+Probe = Callable[[object], Hashable]
 
 
 class _Arch:
@@ -43,13 +44,13 @@ class _Arch:
 ARCH = _Arch()
 
 
-def constexpr_probe(value: Any) -> Hashable:
+def constexpr_probe(value: object) -> Hashable:
     hash(value)  # an unhashable value is unprobeable (the full path raises CB209 for it)
     # exact, as in the compile key: a -0.0 must not find 0.0's specialization, a NaN must find its own
     return (value.__class__, constexpr_key(value))
 
 
-def probes_for(params: Sequence[Any]) -> tuple[tuple[str, Probe], ...] | None:
+def probes_for(params: Sequence[Param]) -> tuple[tuple[str, Probe], ...] | None:
     """Each key parameter's probe, by name (a signature's parameters: ``name``, ``slot``, None for a
     Constexpr one), or None where a slot's kind has no probe: the full key decides every call."""
     probes: list[tuple[str, Probe]] = []
@@ -66,7 +67,7 @@ def device_of(bound: Bound) -> set[int]:
     """The CUDA device indices a bound slot's tensors are on (sequences: their elements)."""
     slot = bound.slot
     found: set[int] = set()
-    stack: list[Any] = [slot]
+    stack: list[object] = [slot]
     while stack:
         s = stack.pop()
         device = getattr(s, "device", None) if isinstance(s, TensorKind) else None

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import operator
 import sys
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Callable, Hashable, NamedTuple, NoReturn, Sequence
 
 from ..slots import StreamKind
+from .signature import Param
 from .streams import _TORCH, current_stream
 
 __all__ = ["CallShape", "KeyedRoute", "Miss", "Route", "StreamRoute", "unset"]
@@ -33,16 +34,23 @@ class Miss(Exception):
     """The thread's current caller cannot take this call (internal: never reaches a user)."""
 
 
-def unset(*args: Any, **kwargs: Any) -> Any:
+def unset(*args: object, **kwargs: object) -> NoReturn:
     """The caller of a thread that has none: every call takes the dispatch path."""
     raise Miss
+
+
+#: a specialization's Constexpr checks: (position, type, the compile key's value)
+Checks = tuple[tuple[int, type, Hashable], ...]
+
+#: how a keyword call's values are placed: ``(*args, *kwargs.values(), *tail)`` -> the positional values
+Plan = Callable[[tuple[object, ...]], tuple[object, ...]]
 
 
 class StreamRoute(NamedTuple):
     """A route whose call is the handle's launch as it is (``fill_n`` -1), or with a left-out
     last stream appended (``fill_n``: the positional count without it; ``stream_fn`` reads it)."""
 
-    launch: Callable[..., Any]
+    launch: Callable[..., object]
     fill_n: int
     stream_fn: Callable[[], int] | None
 
@@ -52,11 +60,11 @@ class KeyedRoute(NamedTuple):
     type, the compile key's value), keeps the runtime positions (``runtime_index``) and fills the streams
     left out (``streams``: their places among the runtime values) before the launch."""
 
-    launch: Callable[..., Any]
+    launch: Callable[..., object]
     npos: int
     required: int
-    tail: tuple[Any, ...]
-    checks: tuple[tuple[int, type, Any], ...]
+    tail: tuple[object, ...]
+    checks: Checks
     runtime_index: tuple[int, ...]
     streams: tuple[int, ...]
     stream_fn: Callable[[], int] | None
@@ -64,16 +72,13 @@ class KeyedRoute(NamedTuple):
 
 Route = StreamRoute | KeyedRoute
 
-#: a specialization's Constexpr checks: (position, type, the compile key's value)
-Checks = tuple[tuple[int, type, Any], ...]
-
 
 class CallShape:
     """The positional shape of a kernel's calls (see the module docstring); ``params`` are the
     signature's parameters (``name``, ``slot``: None for a Constexpr one, ``keyword_only``,
     ``has_default``, ``default``)."""
 
-    def __init__(self, params: Sequence[Any]) -> None:
+    def __init__(self, params: Sequence[Param]) -> None:
         #: stream parameters declared with a None default: left out (or None) means the current stream
         self.stream_names = tuple(p.name for p in params if isinstance(p.slot, StreamKind) and p.has_default and p.default is None)
         positional = [p for p in params if not p.keyword_only]
@@ -91,7 +96,7 @@ class CallShape:
         #: a keyword call's names mapped to positions (every parameter positional)
         self.positions = {p.name: i for i, p in enumerate(positional)} if self.simple else None
         self.tail_values = self.tail or ()
-        self._plans: dict[tuple[Any, ...], Callable[[tuple[Any, ...]], tuple[Any, ...]] | None] | None = {} if self.simple else None
+        self._plans: dict[tuple[int | str, ...], Plan | None] | None = {} if self.simple else None
         #: the Constexpr parameters: (position, name)
         self.constexpr = tuple((i, p.name) for i, p in enumerate(positional) if p.slot is None)
         #: the runtime parameters' positions, and the streams' places among the runtime values
@@ -102,14 +107,14 @@ class CallShape:
         self.params = (tuple(sys.intern(p.name) for p in positional), required, self.tail_values) if self.simple else None
 
     # ------------------------------------------------------------------ keyword placement
-    def positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    def positional(self, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, ...] | None:
         """A keyword call as the positional call it stands for (defaults filled in before the last value
         given), or None where the dispatch path must bind it: a name of no positional parameter, one given
         twice, a required parameter left out, keyword-only parameters. Planned once per call shape."""
         plans = self._plans
         if plans is None:
             return None
-        shape = (len(args), *kwargs)
+        shape: tuple[int | str, ...] = (len(args), *kwargs)
         if shape not in plans:
             if len(plans) >= 256:  # ever new call shapes: keep the table bounded
                 plans.clear()
@@ -119,7 +124,7 @@ class CallShape:
             return None
         return plan((*args, *kwargs.values(), *self.tail_values))
 
-    def _plan(self, n: int, names: tuple[str, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]] | None:
+    def _plan(self, n: int, names: tuple[str, ...]) -> Plan | None:
         """How :meth:`positional` places a call of ``n`` positionals and these keywords: an item getter
         over ``(*args, *kwargs.values(), *tail)``, or None (the dispatch path binds it)."""
         index = self.positions
@@ -150,7 +155,7 @@ class CallShape:
         streams = self.stream_index
         return not self.constexpr and len(streams) == 1 and streams[0] == self.npos - 1 and self.required == self.npos - 1
 
-    def route(self, attempt: Callable[..., Any], device: int | None, checks: Checks) -> Route | None:
+    def route(self, attempt: Callable[..., object], device: int | None, checks: Checks) -> Route | None:
         """A specialization's route for the C path (``try_route`` in ``_cdispatch.c``): ``attempt`` is its
         handle's ``try_launch``, ``device`` its tensors' device (-1: several); None where a call needs the
         dispatch path (keyword-only parameters, tensors on several devices with a stream to fill in)."""
@@ -159,15 +164,15 @@ class CallShape:
             return None
         if not self.constexpr and not streams:
             return StreamRoute(attempt, -1, None)
-        get_stream: Any = _TORCH.getter(device) if streams else None
+        get_stream = _TORCH.getter(device) if streams else None
         if self._stream_last():
             return StreamRoute(attempt, self.npos - 1, get_stream)
         tail, required = (self.tail, self.required) if self.tail is not None else ((), self.npos)
         return KeyedRoute(attempt, self.npos, required, tail, checks, self.runtime_index, streams, get_stream)
 
     def caller(
-        self, name: str, device: int | None, checks: Checks, launch: Callable[..., Any]
-    ) -> tuple[Callable[..., Any], tuple[int, Callable[[], int]] | None]:
+        self, name: str, device: int | None, checks: Checks, launch: Callable[..., object]
+    ) -> tuple[Callable[..., object], tuple[int, Callable[[], int]] | None]:
         """The function the fast path calls with the call's own arguments, for one specialization
         (``launch``: its handle's launch; ``name``: the kernel's), and for the common
         ``f(..., stream=None)`` form the ``(positional count, stream getter)`` with which the C
@@ -185,7 +190,7 @@ class CallShape:
             last = self.npos - 1
             get_stream = _TORCH.getter(device)
 
-            def call_stream_last(*args: Any, **kwargs: Any) -> Any:
+            def call_stream_last(*args: object, **kwargs: object) -> object:
                 if kwargs or len(args) != last:
                     return launch(*args, **kwargs)  # the stream given (None: refused, then the dispatch path)
                 try:
@@ -201,23 +206,23 @@ class CallShape:
             tail = ()
             required = npos
         index = self.runtime_index
-        getter: Callable[[tuple[Any, ...]], Any]
+        getter: Plan
         if len(index) == 1:
             only = index[0]
 
-            def getter(a: tuple[Any, ...]) -> Any:
+            def getter(a: tuple[object, ...]) -> tuple[object, ...]:
                 return (a[only],)
 
         elif index:
             getter = operator.itemgetter(*index)
         else:
 
-            def getter(a: tuple[Any, ...]) -> Any:
+            def getter(a: tuple[object, ...]) -> tuple[object, ...]:
                 return ()
 
         stream_names = self.stream_names
 
-        def call(*args: Any, **kwargs: Any) -> Any:
+        def call(*args: object, **kwargs: object) -> object:
             n = len(args)
             if kwargs or n < required or n > npos:
                 raise Miss

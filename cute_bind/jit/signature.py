@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable, TypeVar
 
 from .. import dsl
 from .. import _whitelist as W
@@ -18,6 +18,8 @@ __all__ = ["Param", "KernelSignature", "read_signature", "check_function", "unwr
 
 _EMPTY = inspect.Parameter.empty
 
+_F = TypeVar("_F")
+
 
 @dataclass(frozen=True)
 class Param:
@@ -25,9 +27,9 @@ class Param:
 
     name: str
     index: int
-    annotation: Any
+    annotation: object
     slot: SlotKind | None  # None for Constexpr parameters
-    default: Any = _EMPTY
+    default: object = _EMPTY
     keyword_only: bool = False
 
     @property
@@ -55,16 +57,17 @@ class KernelSignature:
         return tuple(p for p in self.params if p.is_constexpr)
 
 
-def unwrap(fn: Any) -> Callable[..., Any]:
-    """The plain Python function under ``@cute.jit`` (and other ``functools.wraps`` wrappers)."""
+def unwrap(fn: _F) -> _F:
+    """The plain Python function under ``@cute.jit`` (and other ``functools.wraps`` wrappers), which
+    ``functools.wraps`` makes the wrapper stand for."""
     seen = set()
     while hasattr(fn, "__wrapped__") and id(fn) not in seen:
         seen.add(id(fn))
-        fn = fn.__wrapped__
-    return fn  # type: ignore[no-any-return]
+        fn = getattr(fn, "__wrapped__")  # noqa: B009 - typed as the wrapper: it stands for this function
+    return fn
 
 
-def _resolve(fn: Callable[..., Any], name: str, raw: Any, kernel: str) -> tuple[Any, CuteBindError | None]:
+def _resolve(fn: Callable[..., object], name: str, raw: object, kernel: str) -> tuple[object, CuteBindError | None]:
     if not isinstance(raw, str):
         return raw, None
     module = sys.modules.get(getattr(fn, "__module__", ""), None)
@@ -83,7 +86,7 @@ def _resolve(fn: Callable[..., Any], name: str, raw: Any, kernel: str) -> tuple[
         )
 
 
-def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None, list[CuteBindError]]:
+def _analyse(fn: object, kernel: str | None = None) -> tuple[KernelSignature | None, list[CuteBindError]]:
     name = kernel or getattr(fn, "__name__", None) or repr(fn)
     if isinstance(fn, type) or not callable(fn):
         return None, [
@@ -94,13 +97,13 @@ def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None
                 got=type(fn).__name__ + " " + repr(fn)[:40],
             )
         ]
-    base = unwrap(fn)
+    base: object = unwrap(fn)
     bound_self = False
     call = getattr(type(fn), "__call__", None)
     if not inspect.isfunction(base) and dsl.is_dsl_decorated(call) == "jit" and inspect.isfunction(unwrap(call)):
         # a callable object (quack and FlashAttention style: ``__call__`` decorated with
         # @cute.jit): its parameters are those of ``__call__`` after ``self``
-        base, bound_self = unwrap(type(fn).__call__), True
+        base, bound_self = unwrap(call), True
         if kernel is None:
             name = type(fn).__name__
     if not inspect.isfunction(base):
@@ -192,12 +195,12 @@ def _analyse(fn: Any, kernel: str | None = None) -> tuple[KernelSignature | None
     return KernelSignature(name=name, params=tuple(params)), []
 
 
-def check_function(fn: Any, kernel: str | None = None) -> list[CuteBindError]:
+def check_function(fn: object, kernel: str | None = None) -> list[CuteBindError]:
     """Every eligibility diagnostic for ``fn``, in parameter order (empty when eligible)."""
     return _analyse(fn, kernel)[1]
 
 
-def read_signature(fn: Any, kernel: str | None = None) -> KernelSignature:
+def read_signature(fn: object, kernel: str | None = None) -> KernelSignature:
     """Read ``fn``'s signature; raise the first eligibility diagnostic if any."""
     sig, problems = _analyse(fn, kernel)
     if problems:

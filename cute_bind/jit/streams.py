@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 import importlib.util
 import sys
-from typing import Any, Callable
+from types import ModuleType
+from typing import Callable
 
 from .. import diagnostics as D
 
@@ -19,7 +20,7 @@ _DEFAULT_STREAM = 0
 _CUDA_DEVICE_TYPES = (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged
 
 
-class StreamReader(tuple):  # type: ignore[type-arg]
+class StreamReader(tuple[int, int, Callable[[], int], object, Callable[[int], int]]):
     """``() -> stream`` for a left-out stream, which the C call path reads without calling it.
 
     A tuple ``(work_stream, device, current_device, keep, raw)``: ``work_stream`` is the address of
@@ -81,7 +82,7 @@ class _TorchStreams:
             return None
         return self.raw
 
-    def _exchange(self, torch: Any, raw: Callable[[int], int]) -> None:
+    def _exchange(self, torch: ModuleType, raw: Callable[[int], int]) -> None:
         """Record torch's ``current_work_stream`` (its DLPack exchange table) for the C call path, where
         the table has one and it answers as ``raw`` does for the current device."""
         from ..slots import dlpack
@@ -102,7 +103,8 @@ class _TorchStreams:
         """
         raw = self.raw or self.find()
         if raw is not None and self.work_stream and self.device is not None:
-            return StreamReader((self.work_stream, -1 if device is None else device, self.device, self.capsule, raw))
+            reader = StreamReader((self.work_stream, -1 if device is None else device, self.device, self.capsule, raw))
+            return reader  # type: ignore[return-value]  # it is: mypy misses __call__ on a fixed-length tuple's subclass
         if raw is not None:
             if device is not None:
                 return functools.partial(raw, device)  # all C: torch's raw current-stream reader

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, TypeGuard
 
 from .. import _whitelist as W
 from .rules import KERNEL_DECORATORS as _KERNEL
@@ -266,11 +266,12 @@ def _unresolved(analysis: ModuleAnalysis, site: Site, ann: ast.expr, d: StaticDi
         return []
     quote = _string_literal(lines, ann)
     if quote is not None:
+        assert isinstance(ann, ast.Constant) and isinstance(ann.value, str)  # for mypy: _string_literal checked it
         try:
-            inner = ast.parse(ann.value.lstrip(" \t"), mode="eval").body  # type: ignore[attr-defined]  # a str Constant, checked above
+            inner = ast.parse(ann.value.lstrip(" \t"), mode="eval").body
         except (SyntaxError, ValueError):
             return []
-        lead = len(ann.value) - len(ann.value.lstrip(" \t"))  # type: ignore[attr-defined]  # a str Constant, checked above
+        lead = len(ann.value) - len(ann.value.lstrip(" \t"))
         names = [n for n in ast.walk(inner) if isinstance(n, ast.Name) and n.id == missing and n.lineno == 1]
         base = ann.col_offset + 1 + lead
         edits = tuple(TextEdit(ann.lineno, base + n.col_offset, ann.lineno, base + (n.end_col_offset or 0), spelled) for n in names)
@@ -283,7 +284,8 @@ def _unresolved(analysis: ModuleAnalysis, site: Site, ann: ast.expr, d: StaticDi
     return [Fix(f"Spell '{missing}' as {spelled}", tuple(sorted(edits, key=lambda e: (e.line, e.column))))]
 
 
-def _tuple_head(analysis: ModuleAnalysis, site: Site, node: ast.expr) -> bool:
+def _tuple_head(node: ast.expr, analysis: ModuleAnalysis, site: Site) -> TypeGuard[ast.Subscript]:
+    """Whether ``node`` is a ``tuple[...]`` (a subscript: the guard's argument comes first)."""
     return isinstance(node, ast.Subscript) and analysis.qualname_at(node.value, site) in _TUPLES
 
 
@@ -295,8 +297,8 @@ def _leaves(analysis: ModuleAnalysis, site: Site, node: ast.Subscript) -> list[a
     for item in items:
         if isinstance(item, ast.Constant) and item.value is Ellipsis:
             return None
-        if _tuple_head(analysis, site, item):
-            inner = _leaves(analysis, site, item)  # type: ignore[arg-type]  # _tuple_head found a subscript
+        if _tuple_head(item, analysis, site):
+            inner = _leaves(analysis, site, item)
             if inner is None:
                 return None
             out += inner
@@ -306,11 +308,10 @@ def _leaves(analysis: ModuleAnalysis, site: Site, node: ast.Subscript) -> list[a
 
 
 def _flatten(analysis: ModuleAnalysis, site: Site, ann: ast.expr, lines: list[str]) -> list[Fix]:
-    if not _tuple_head(analysis, site, ann):
+    if not _tuple_head(ann, analysis, site):
         return []
-    assert isinstance(ann, ast.Subscript)  # for mypy: _tuple_head checked it
     leaves = _leaves(analysis, site, ann)
-    if not leaves or not any(_tuple_head(analysis, site, x) for x in (ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice])):
+    if not leaves or not any(_tuple_head(x, analysis, site) for x in (ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice])):
         return []
     if any(analysis.kind_at(leaf, site) not in _ELEMENT_KINDS for leaf in leaves):
         return []  # flattening would not make it eligible

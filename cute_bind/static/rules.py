@@ -198,15 +198,7 @@ class ModuleAnalysis(NameResolver):
                 return self._union_kind(members, scope, before, node)
             if head in W.CONSTEXPR_NAMES:
                 return _Kind("constexpr")
-            if head in SUBSCRIPTED_POINTERS:
-                return _Kind("pointer")
-            if head in SUBSCRIPTED_TENSORS:
-                return _Kind("tensor")
-            if head in _ANNOTATED:
-                return self._annotated_kind(_first_item(node.slice), scope, before)
-            if head is not None and head in W.SEQUENCE_NAMES:
-                return self._sequence_kind(head, node.slice, scope, before)
-            return _Kind("CB102")
+            return self._subscripted_kind(head, node.slice, scope, before)
         q = self._qualname(node, scope, before) if isinstance(node, (ast.Name, ast.Attribute)) else None
         if q is None:
             # a class of this file (a NamedTuple or dataclass is a structure slot)
@@ -386,22 +378,27 @@ class ModuleAnalysis(NameResolver):
             return _Kind("CB125", f"field '{name}': {self._render(ann, field_scope, field_before)} is not eligible ({why})")
         return _Kind("structure")
 
+    def _subscripted_kind(self, head: str | None, params: ast.expr, scope: Scope, before: int | None) -> _Kind:
+        """``head[params]`` for the heads an annotation and an ``Annotated`` base share: ``cute_bind.Pointer[...]``,
+        ``cute_bind.Tensor[...]``, ``Annotated[...]`` (``Annotated[Annotated[x, a], b]`` is ``Annotated[x, a, b]``)
+        and sequences; any other head is CB102."""
+        if head in SUBSCRIPTED_POINTERS:
+            return _Kind("pointer")
+        if head in SUBSCRIPTED_TENSORS:
+            return _Kind("tensor")
+        if head in _ANNOTATED:
+            return self._annotated_kind(_first_item(params), scope, before)
+        if head is not None and head in W.SEQUENCE_NAMES:
+            return self._sequence_kind(head, params, scope, before)
+        return _Kind("CB102")
+
     def _annotated_kind(self, base: ast.expr, scope: Scope, before: int | None) -> _Kind:
         """``Annotated[base, ...]``: the runtime looks through it for pointers and tensors (the
         form ``cute_bind.Pointer[...]``/``Tensor[...]`` evaluate to), sequences and CB104, not
         for scalars, streams or Constexpr, so ``Annotated[cutlass.Int32, ...]`` is CB102."""
         base, scope, before = self._expand(base, scope, before)
         if isinstance(base, ast.Subscript):
-            head = self._qualname(base.value, scope, before)
-            if head in SUBSCRIPTED_POINTERS:
-                return _Kind("pointer")
-            if head in SUBSCRIPTED_TENSORS:
-                return _Kind("tensor")
-            if head in _ANNOTATED:  # Annotated[Annotated[x, a], b] is Annotated[x, a, b]
-                return self._annotated_kind(_first_item(base.slice), scope, before)
-            if head is not None and head in W.SEQUENCE_NAMES:
-                return self._sequence_kind(head, base.slice, scope, before)
-            return _Kind("CB102")
+            return self._subscripted_kind(self._qualname(base.value, scope, before), base.slice, scope, before)
         q = self._qualname(base, scope, before) if isinstance(base, (ast.Name, ast.Attribute)) else None
         if q is None:
             return _Kind("CB102")
