@@ -1,7 +1,5 @@
 """Stubs of cute_bind.jax._cxla, the XLA FFI handler (cute_bind/jax/_cxla.c)."""
 
-from typing import Any
-
 ATTRIBUTE: str
 API_MAJOR: int
 API_MINOR: int
@@ -23,4 +21,4 @@ def register(
     /,
 ) -> int: ...
 def launches(frame_id: int, /) -> int: ...
-def handlers(graph: bool, /) -> dict[str, Any]: ...
+def handlers(graph: bool, /) -> dict[str, object]: ...  # the stage handlers as PyCapsules

@@ -25,9 +25,11 @@ import ctypes
 import struct
 import threading
 from dataclasses import dataclass
-from typing import Any, Final
+from types import ModuleType
+from typing import Final
 
 from .. import diagnostics as D
+from ..jit import Kernel
 from ..launch import PreparedLaunch
 from ..slots import PointerKind, TensorKind
 from ..slots.dlpack import DLTensor, dtype_code
@@ -78,7 +80,7 @@ class Placeholder:
     def __dlpack_device__(self) -> tuple[int, int]:
         return self.device
 
-    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
+    def __dlpack__(self, stream: object = None, **kwargs: object) -> object:  # a PyCapsule
         m = _DLManaged()
         t = m.dl_tensor
         t.data = self.address
@@ -100,7 +102,7 @@ class Frame:
     """A registered frame: its id (the custom call's attribute) and the handle it copies."""
 
     id: int
-    handle: PreparedLaunch[Any]
+    handle: PreparedLaunch[...]
     kernel: str
 
     def launches(self) -> int:
@@ -108,13 +110,13 @@ class Frame:
         return int(handler_module().launches(self.id))
 
 
-_MODULE: list[Any] = []
+_MODULE: list[ModuleType] = []
 _LOCK = threading.Lock()
 #: every frame's handle, kept for the process's life (a lowered program may run it until then)
 _KEPT: list[Frame] = []
 
 
-def handler_module() -> Any:
+def handler_module() -> ModuleType:
     """``cute_bind.jax._cxla``, or CB901 where it was not built."""
     if _MODULE:
         return _MODULE[0]
@@ -130,7 +132,7 @@ def handler_module() -> Any:
     return _cxla
 
 
-def load_handler() -> Any:
+def load_handler() -> ModuleType:
     """The handler module (see :func:`handler_module`)."""
     return handler_module()
 
@@ -144,9 +146,9 @@ def _dtype_of(name: str) -> tuple[int, int, int]:
 
 
 def frame_for(
-    kernel: Any,
+    kernel: Kernel[...],
     plan: JaxPlan,
-    statics: dict[str, Any],
+    statics: dict[str, object],
     arrays: dict[str, tuple[tuple[int, ...], str]],
     sources: dict[str, tuple[int, int]],
     counts: tuple[int, int],
@@ -163,7 +165,7 @@ def frame_for(
     cxla = handler_module()
     cuda = platform == "cuda"
     dev = (_CUDA, device) if cuda else (_CPU, 0)
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     addresses: dict[str, int] = {}
     held: list[Placeholder] = []
     k = 1
@@ -185,39 +187,38 @@ def frame_for(
             values[p.name] = _STREAM
     with _LOCK:
         handle = kernel.bind(**values)
-        sh = handle._shared
-        if sh.guard is not None:
+        snap = handle.snapshot()
+        if snap.guarded:
             raise D.error(
                 D.JAX_PARAMETER_UNSUPPORTED,
                 kernel=plan.kernel,
-                parameter=", ".join(sh.names),
+                parameter=", ".join(snap.names),
                 expected="a compiled function its entry point launches directly",
                 got="a function the DSL re-validates before every call (its Python guard cannot run inside XLA)",
             )
-        layout = sh.layout
-        storage = bytes(handle._storage)
-        names = list(sh.names)
+        storage = snap.storage
+        names = list(snap.names)
         patches = []
         stream_offset = -1
         for p in plan.params:
             if p.role == "stream":
-                stream_offset = _find(storage, layout.offsets[names.index(p.name)], _STREAM, plan.kernel, p.name)
+                stream_offset = _find(storage, snap.offsets[names.index(p.name)], _STREAM, plan.kernel, p.name)
             if not p.is_array or p.name not in arrays:
                 continue
             i = names.index(p.name)
-            offset = _find(storage, layout.offsets[i], addresses[p.name], plan.kernel, p.name)
-            slot = sh.slots[i]
+            offset = _find(storage, snap.offsets[i], addresses[p.name], plan.kernel, p.name)
+            slot = snap.slots[i]
             inner = getattr(slot, "inner", None) or slot
             align = int(getattr(inner, "align", None) or 1) if isinstance(inner, (TensorKind, PointerKind)) else 1
             source, index = sources[p.name]
             patches.append((offset, source, index, align if align & (align - 1) == 0 else 1))
         nargs, nrets = counts
         frame_id = cxla.register(
-            sh.entry_address,
+            snap.entry_address,
             storage,
-            tuple(layout.part_offsets),
-            sh.has_result,
-            tuple(int(x) for x in sh.extra_pointers),
+            snap.part_offsets,
+            snap.has_result,
+            snap.extra_pointers,
             nargs,
             nrets,
             tuple(patches),

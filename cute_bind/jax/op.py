@@ -13,24 +13,33 @@ registers the launch with the C handler.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Sequence
 
 from .. import diagnostics as D
 from ..jit import Kernel
+from ..jit.signature import Param
 from ..launch.arguments import bind_arguments
 from ..slots import describe_value
-from .plan import JAX_DTYPES, JaxParam, JaxPlan, Like, Shaped, plan
+from .plan import JAX_DTYPES, JaxParam, JaxPlan, Like, OutputSpec, Shaped, plan
+
+if TYPE_CHECKING:
+    from jax import Array
+    from numpy.typing import DTypeLike
+
+    from .frames import Frame
 
 __all__ = ["JaxOp", "op"]
 
 
-def _jax() -> Any:
+def _jax() -> ModuleType:
     try:
         import jax
         import jax.numpy  # noqa: F401
     except ImportError as exc:
         raise D.error(D.JAX_MISSING, expected="JAX (pip install 'cute_bind[jax]')", got=f"{type(exc).__name__}: {exc}") from exc
-    return jax
+    module: ModuleType = jax  # mypy.ini skips JAX's own types: untyped here
+    return module
 
 
 class JaxOp:
@@ -43,7 +52,7 @@ class JaxOp:
     tuple.
     """
 
-    def __init__(self, kernel: Kernel[Any], plan: JaxPlan, allow_cuda_graph: bool) -> None:
+    def __init__(self, kernel: Kernel[...], plan: JaxPlan, allow_cuda_graph: bool) -> None:
         self.kernel = kernel
         self.plan = plan
         self.allow_cuda_graph = allow_cuda_graph
@@ -57,7 +66,7 @@ class JaxOp:
         #: the results, in the kernel's parameter order: outputs and mutated parameters
         self.result_names = tuple(p.name for p in params if p.role in ("output", "mutated"))
         self.plan_stream = next((p for p in params if p.role == "stream"), None)
-        self.frames: dict[Any, Any] = {}
+        self.frames: dict[Hashable, Frame] = {}  # by the lowering's facts (primitive.py)
         self._inputs = plan.inputs
         self._names = tuple(p.name for p in self._inputs)
         self._kwonly = frozenset(p.name for p in self._inputs if getattr(self._signature_param(p.name), "keyword_only", False))
@@ -74,7 +83,7 @@ class JaxOp:
         aliases = tuple((operand_names.index(n), i) for i, n in enumerate(self.result_names) if n in operand_names)
         return sources, aliases
 
-    def _signature_param(self, name: str) -> Any:
+    def _signature_param(self, name: str) -> Param:
         return next(p for p in self.kernel.signature.params if p.name == name)
 
     def __repr__(self) -> str:
@@ -89,12 +98,12 @@ class JaxOp:
         return self is other
 
     # ------------------------------------------------------------------ the call
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:  # a JAX array or a tuple of them
         values = bind_arguments(self.plan.kernel, self._names, self._kwonly, self._defaults, args, kwargs, self._hints)
         operands = []
         operand_names = []
-        statics = []
-        avals: dict[str, Any] = {}
+        statics: list[tuple[str, object]] = []
+        avals: dict[str, Array] = {}
         for p in self._inputs:
             value = values[p.name]
             if p.optional and value is None:
@@ -119,7 +128,7 @@ class JaxOp:
         )
         return out[0] if len(out) == 1 else tuple(out)
 
-    def _dtype_name(self, dtype: Any) -> str:
+    def _dtype_name(self, dtype: DTypeLike) -> str:
         import numpy as np
 
         return str(np.dtype(dtype).name)
@@ -141,17 +150,20 @@ class JaxOp:
         if p.slot is not None and getattr(p.slot, "kind", "") == "tensor" and len(shape) == 0:
             raise self._mismatch(p, "an array of rank 1 or more for a tensor", f"{what} of shape ()")
 
-    def _array(self, p: JaxParam, value: Any) -> Any:
+    def _array(self, p: JaxParam, value: object) -> Array:
         jax, jnp = self._jax, self._jnp
-        if not isinstance(value, (jax.Array, jax.core.Tracer)):
+        array: Array
+        if isinstance(value, (jax.Array, jax.core.Tracer)):
+            array = value
+        else:
             try:
-                value = jnp.asarray(value)
+                array = jnp.asarray(value)
             except (TypeError, ValueError) as exc:
                 raise self._mismatch(p, "a JAX array", f"{describe_value(value)} ({type(exc).__name__}: {exc})") from exc
-        self._check(p, tuple(value.shape), self._dtype_name(value.dtype), "an array")
-        return value
+        self._check(p, tuple(array.shape), self._dtype_name(array.dtype), "an array")
+        return array
 
-    def _static(self, p: JaxParam, value: Any) -> Any:
+    def _static(self, p: JaxParam, value: object) -> object:
         jax = self._jax
         if isinstance(value, jax.core.Tracer) or isinstance(value, jax.Array):
             raise D.error(
@@ -176,7 +188,7 @@ class JaxOp:
             ) from exc
         return value
 
-    def _output(self, p: JaxParam, values: dict[str, Any], avals: dict[str, Any]) -> tuple[tuple[int, ...], str]:
+    def _output(self, p: JaxParam, values: dict[str, object], avals: dict[str, Array]) -> tuple[tuple[int, ...], str]:
         spec = p.spec
         if isinstance(spec, Like):
             src = avals[spec.source]
@@ -184,25 +196,26 @@ class JaxOp:
         elif isinstance(spec, Shaped):
             shape, dtype = spec.shape, self._dtype_name(spec.dtype)
         else:
+            made: object = spec
             if callable(spec) and not (hasattr(spec, "shape") and hasattr(spec, "dtype")):
-                spec = spec(*(values[q.name] for q in self._inputs))
-            if not (hasattr(spec, "shape") and hasattr(spec, "dtype")):
+                made = spec(*(values[q.name] for q in self._inputs))
+            if not (hasattr(made, "shape") and hasattr(made, "dtype")):
                 raise D.error(
                     D.JAX_SPEC_INVALID,
                     kernel=self.plan.kernel,
                     expected=f"output '{p.name}': something with .shape and .dtype (jax.ShapeDtypeStruct)",
-                    got=describe_value(spec),
+                    got=describe_value(made),
                 )
-            shape, dtype = tuple(int(e) for e in spec.shape), self._dtype_name(spec.dtype)
+            shape, dtype = tuple(int(e) for e in made.shape), self._dtype_name(made.dtype)
         self._check(p, shape, dtype, "an output")
         return shape, dtype
 
 
 def op(
-    kernel: Any,
+    kernel: Kernel[...] | Callable[..., object],
     /,
     *,
-    outputs: Mapping[str, Any] | None = None,
+    outputs: Mapping[str, OutputSpec] | None = None,
     mutates_args: Sequence[str] | str = (),
     allow_cuda_graph: bool = True,
 ) -> JaxOp:

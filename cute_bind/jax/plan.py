@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
 
 from .. import diagnostics as D
 from ..jit import Kernel
-from ..slots import OptionalKind, PointerKind, ScalarKind, StreamKind, TensorKind
+from ..slots import OptionalKind, PointerKind, ScalarKind, SlotKind, StreamKind, TensorKind
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 __all__ = ["Like", "Shaped", "JaxParam", "JaxPlan", "plan", "like", "shaped", "JAX_DTYPES", "cute_dtype_name"]
 
@@ -54,7 +57,7 @@ JAX_DTYPES: dict[str, str] = {
 _CUTE_TO_JAX = {v: k for k, v in JAX_DTYPES.items()}
 
 
-def cute_dtype_name(dtype: Any) -> str | None:
+def cute_dtype_name(dtype: object) -> str | None:
     """The CuTe element type name of a cutlass numeric type (``cutlass.Float32`` -> ``"Float32"``)."""
     return getattr(dtype, "__name__", None) if dtype is not None else None
 
@@ -64,7 +67,7 @@ class Like:
     """An output shaped like one of the op's array inputs (its dtype unless given)."""
 
     source: str
-    dtype: Any = None
+    dtype: DTypeLike | None = None
 
     def describe(self) -> str:
         return f"like({self.source!r}" + (f", dtype={self.dtype}" if self.dtype is not None else "") + ")"
@@ -75,18 +78,18 @@ class Shaped:
     """An output of a fixed shape and dtype (a dtype name or anything ``numpy.dtype`` takes)."""
 
     shape: tuple[int, ...]
-    dtype: Any
+    dtype: DTypeLike
 
     def describe(self) -> str:
         return f"shaped({self.shape}, {self.dtype})"
 
 
-def like(source: str, *, dtype: Any = None) -> Like:
+def like(source: str, *, dtype: DTypeLike | None = None) -> Like:
     """Output spec: ``source``'s shape, and its dtype unless ``dtype`` is given."""
     return Like(source, dtype)
 
 
-def shaped(shape: Sequence[int], dtype: Any) -> Shaped:
+def shaped(shape: Sequence[int], dtype: DTypeLike) -> Shaped:
     """Output spec: a fixed ``shape`` and ``dtype`` (usable without importing JAX)."""
     return Shaped(tuple(int(e) for e in shape), dtype)
 
@@ -97,12 +100,12 @@ class JaxParam:
 
     name: str
     role: str
-    slot: Any = None
-    default: Any = _EMPTY
+    slot: SlotKind | None = None
+    default: object = _EMPTY
     #: the annotation's CuTe element type name and rank (None: any), for array roles
     dtype: str | None = None
     rank: int | None = None
-    spec: Any = None  # an output's spec
+    spec: OutputSpec | None = None  # an output's spec
     #: an ``Optional`` tensor or pointer: ``None`` is a static value, an array an operand
     optional: bool = False
 
@@ -133,7 +136,7 @@ class JaxPlan:
         return tuple(p for p in self.params if p.role in ("output", "mutated"))
 
 
-def _array_facts(slot: Any) -> tuple[str | None, int | None]:
+def _array_facts(slot: SlotKind | None) -> tuple[str | None, int | None]:
     if isinstance(slot, TensorKind):
         spec = slot.spec
         shape = getattr(spec, "shape", None)
@@ -144,7 +147,7 @@ def _array_facts(slot: Any) -> tuple[str | None, int | None]:
     return None, None
 
 
-def plan(kernel: Kernel[Any], outputs: Mapping[str, Any] | None, mutates_args: Sequence[str] | str) -> JaxPlan:
+def plan(kernel: Kernel[...], outputs: Mapping[str, OutputSpec] | None, mutates_args: Sequence[str] | str) -> JaxPlan:
     """Read ``kernel``'s signature into a :class:`JaxPlan`; CB906/CB907 name what does not fit."""
     name = kernel.name
     outputs = dict(outputs or {})
@@ -221,5 +224,17 @@ def _numbers_only(slot: OptionalKind) -> bool:
     return all(isinstance(m, ScalarKind) for m in slot.members)
 
 
-#: what ``outputs`` maps a parameter name to
-OutputSpec = str | Like | Shaped | Callable[..., Any]
+class ShapeDtype(Protocol):
+    """What an output spec may be besides a name, :func:`like` and :func:`shaped`: anything with a
+    shape and a dtype (``jax.ShapeDtypeStruct``, an array)."""
+
+    @property
+    def shape(self) -> Sequence[int]: ...
+
+    @property
+    def dtype(self) -> DTypeLike: ...
+
+
+#: what ``outputs`` maps a parameter name to (a function of the op's inputs returns a :class:`ShapeDtype`;
+#: what it returns is checked when the op is traced)
+OutputSpec = str | Like | Shaped | ShapeDtype | Callable[..., object]

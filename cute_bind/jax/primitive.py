@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 import jax
 import jax.extend
@@ -27,6 +27,13 @@ from jax.interpreters import ad, batching, mlir
 
 from .. import diagnostics as D
 from .frames import frame_for, handler_module
+
+if TYPE_CHECKING:
+    from .op import JaxOp
+
+#: the primitive's parameters (besides ``op`` and ``graph``): operand names, static values, results
+_Statics = tuple[tuple[str, object], ...]
+_Results = tuple[tuple[str, tuple[int, ...], str], ...]
 
 __all__ = ["call_p", "TARGET", "TARGET_NO_GRAPH", "register_targets", "PLATFORMS"]
 
@@ -55,7 +62,9 @@ def register_targets() -> None:
         _REGISTERED.add(TARGET)
 
 
-def _abstract(*avals: Any, op: Any, operands: Any, statics: Any, results: Any, graph: bool) -> list[Any]:
+def _abstract(
+    *avals: object, op: JaxOp, operands: tuple[str, ...], statics: _Statics, results: _Results, graph: bool
+) -> list[jax.core.ShapedArray]:
     return [jax.core.ShapedArray(shape, np.dtype(dtype)) for _, shape, dtype in results]
 
 
@@ -63,13 +72,14 @@ call_p.def_abstract_eval(_abstract)
 
 
 @functools.lru_cache(maxsize=256)
-def _eager(params: tuple[tuple[str, Any], ...]) -> Any:
+def _eager(params: tuple[tuple[str, object], ...]) -> Callable[..., object]:
     """The jitted single call an eager call runs (one per distinct call, as jit's own cache would keep)."""
     kwargs = dict(params)
-    return jax.jit(lambda *a: call_p.bind(*a, **kwargs))
+    jitted: Callable[..., object] = jax.jit(lambda *a: call_p.bind(*a, **kwargs))
+    return jitted
 
 
-def _impl(*args: Any, **params: Any) -> Any:
+def _impl(*args: object, **params: object) -> object:
     # outside jit (eager JAX): run the one call jitted, as JAX does for its own primitives
     return _eager(tuple(sorted(params.items())))(*args)
 
@@ -77,8 +87,16 @@ def _impl(*args: Any, **params: Any) -> Any:
 call_p.def_impl(_impl)
 
 
-def _lowering(platform: str) -> Any:
-    def lower(ctx: Any, *values: Any, op: Any, operands: Any, statics: Any, results: Any, graph: bool) -> Any:
+def _lowering(platform: str) -> Callable[..., Sequence[mlir.ir.Value]]:
+    def lower(
+        ctx: mlir.LoweringRuleContext,
+        *values: mlir.ir.Value,
+        op: JaxOp,
+        operands: tuple[str, ...],
+        statics: _Statics,
+        results: _Results,
+        graph: bool,
+    ) -> Sequence[mlir.ir.Value]:
         if getattr(ctx.module_context.lowering_parameters, "for_export", False):
             raise D.error(
                 D.JAX_EXPORT_UNSUPPORTED,
@@ -104,7 +122,8 @@ def _lowering(platform: str) -> Any:
             frame = frame_for(op.kernel, op.plan, dict(statics), arrays, sources, (len(operands), len(results)), platform)
             op.frames[key] = frame
         rule = jax.ffi.ffi_lowering(TARGET if graph else TARGET_NO_GRAPH, operand_output_aliases=dict(aliases))
-        return rule(ctx, *values, cute_bind_frame=np.uint64(frame.id))
+        lowered: Sequence[mlir.ir.Value] = rule(ctx, *values, cute_bind_frame=np.uint64(frame.id))
+        return lowered
 
     return lower
 
@@ -113,9 +132,8 @@ for _platform in PLATFORMS:
     mlir.register_lowering(call_p, _lowering(_platform), platform=_platform)
 
 
-def _refuse(what: str) -> Any:
-    def rule(*args: Any, **params: Any) -> Any:
-        op = params.get("op")
+def _refuse(what: str) -> Callable[..., NoReturn]:
+    def rule(*args: object, op: JaxOp | None = None, **params: object) -> NoReturn:
         raise D.error(
             D.JAX_TRANSFORM_UNSUPPORTED,
             kernel=op.kernel.name if op is not None else "?",

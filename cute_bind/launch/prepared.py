@@ -28,6 +28,7 @@ import struct
 import sys
 import threading
 import weakref
+from dataclasses import dataclass
 from typing import Any, Callable, Final, Generic, NoReturn, ParamSpec, Sequence, SupportsIndex
 
 from .. import diagnostics as D
@@ -42,7 +43,7 @@ from .layout import Layout, flatten
 from .lifecycle import HandleState, Lifecycle
 from .spec import CLASS_FORMATS, KeepAlive, LaunchSpec, SeqLeaf
 
-__all__ = ["PreparedLaunch", "HandleState", "NOT_GIVEN", "build", "fast_path"]
+__all__ = ["PreparedLaunch", "LaunchSnapshot", "HandleState", "NOT_GIVEN", "build", "fast_path"]
 
 fast_path = native.fast_path  # which fast path new handles use (importable from here, as before)
 
@@ -189,6 +190,34 @@ def _check_fast_class(kernel: str, name: str, slot: SlotKind) -> None:
             expected=f"a C class among {sorted(_C_CLASS_FORMATS)} that writes format {slot.fmt!r}",
             got=f"{type(slot).__name__} with fast={fast!r}, fmt={slot.fmt!r}",
         )
+
+
+@dataclass(frozen=True)
+class LaunchSnapshot:
+    """A handle's launch as plain data, for a launcher outside cute_bind's own paths to copy.
+
+    Made by :meth:`PreparedLaunch.snapshot` (``cute_bind.jax`` copies it into
+    its XLA FFI handler). Everything is a copy: changing the handle later
+    changes nothing here, and nothing here changes the handle.
+    """
+
+    kernel: str
+    #: runtime parameter names and slot kinds, in launch order
+    names: tuple[str, ...]
+    slots: tuple[SlotKind, ...]
+    #: per slot: the offset of its first byte in :attr:`storage`
+    offsets: tuple[int, ...]
+    #: per part (one C argument of the entry point), all slots in order: its offset in :attr:`storage`
+    part_offsets: tuple[int, ...]
+    #: the whole storage block, as last written (the entry point's argument bytes)
+    storage: bytes
+    #: the compiled entry point's address, whether it reports a CUDA result (one int32 slot after the
+    #: parts in its argument array) and the argument array's extra pointers after that
+    entry_address: int
+    has_result: bool
+    extra_pointers: tuple[int, ...]
+    #: whether the DSL re-validates before every call (a Python guard): then the entry point alone is not the call
+    guarded: bool
 
 
 class PreparedLaunch(Lifecycle, Generic[P]):
@@ -539,6 +568,28 @@ class PreparedLaunch(Lifecycle, Generic[P]):
             )
         i = names.index(name)
         return bytes(self._storage[lay.offsets[i] : lay.offsets[i] + lay.sizes[i]])
+
+    def snapshot(self) -> LaunchSnapshot:
+        """The launch as plain data (:class:`LaunchSnapshot`): entry point, argument layout, storage bytes.
+
+        For a launcher that makes the call itself (``cute_bind.jax``'s XLA
+        handler); read once when it is set up, never per launch. It reads the
+        handle as it is, whatever its :attr:`state`: the entry point is only
+        callable while the handle (or another holder) keeps its module loaded.
+        """
+        sh = self._shared
+        return LaunchSnapshot(
+            kernel=sh.kernel,
+            names=sh.names,
+            slots=sh.slots,
+            offsets=tuple(sh.layout.offsets),
+            part_offsets=tuple(sh.layout.part_offsets),
+            storage=bytes(self._storage),
+            entry_address=sh.entry_address,
+            has_result=sh.has_result,
+            extra_pointers=tuple(int(x) for x in sh.extra_pointers),
+            guarded=sh.guard is not None,
+        )
 
     def clone(self) -> PreparedLaunch[P]:
         """A new handle for the same compiled function, with its own storage (e.g. one per thread)."""

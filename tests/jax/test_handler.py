@@ -136,3 +136,18 @@ def test_another_device_is_cb911_before_any_launch():
     with pytest.raises(Exception, match=r"\[CB911\] kernel 'k': XLA runs the call on device 0; expected device 5"):
         raw_call(TARGET, frame_id, jnp.ones(4, jnp.float32))
     assert cxla.launches(frame_id) == 0
+
+
+def test_a_frame_copies_its_handles_snapshot():
+    """frames.py reads the handle through PreparedLaunch.snapshot(): the public copy of its launch data."""
+    frame = registered_frame()
+    handle = frame.handle
+    snap = handle.snapshot()
+    assert snap.kernel == handle.kernel_name and snap.names == handle.parameters
+    assert dict(zip(snap.names, snap.slots)) == handle.slots
+    assert snap.storage[: len(handle.storage_bytes())] == handle.storage_bytes()
+    for name, offset in zip(snap.names, snap.offsets):
+        assert snap.storage[offset : offset + len(handle.slot_bytes(name))] == handle.slot_bytes(name)
+    assert not snap.guarded and snap.entry_address != 0
+    with pytest.raises(AttributeError):
+        snap.storage = b""  # frozen: a copy, never a view of the handle
