@@ -32,24 +32,31 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Mapping, Sequence, overload
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable, Mapping, NoReturn, Sequence, Union, overload
 
 from .. import diagnostics as D
 from ..jit import Kernel
 from . import eager
 from .generate import generate
-from .outputs import Like, OutputSpec, alloc_source, like
+from .outputs import Allocation, Like, OutputSpec, alloc_source, like
 from .outputs import fake as make_fake
 from .runtime import runtime
 from .schema import OpPlan, parse_name, plan_op
 
+if TYPE_CHECKING:
+    import torch
+
 _runtime, _generate = runtime, generate  # the names benchmarks/torch_op_variants.py uses
+
+#: an op's extra ``torch.Tag`` values: one, several, or None
+Tags = Union["torch.Tag", Sequence["torch.Tag"], None]
 
 __all__ = ["TorchOp", "Like", "like", "op"]
 
 
 #: every op's torch.library.Library (an op is unregistered when its Library is collected)
-_LIBRARIES: list[Any] = []
+_LIBRARIES: list[torch.library.Library] = []
 
 
 class TorchOp(functools.partial):  # type: ignore[type-arg]  # a partial of any call: its result type varies per op
@@ -72,32 +79,32 @@ class TorchOp(functools.partial):  # type: ignore[type-arg]  # a partial of any 
     """
 
     name: str
-    kernel: Kernel[Any]
+    kernel: Kernel[...]
     schema: str
     plan: OpPlan
-    library: Any
-    overload: Any
-    _impl: Callable[..., Any]
-    _fake: list[Callable[..., Any]]
+    library: torch.library.Library
+    overload: torch._ops.OpOverload
+    _impl: Callable[..., object]
+    _fake: list[Callable[..., object]]
     _traced: list[bool]
-    _python_call: Callable[..., Any]
+    _python_call: Callable[..., object]
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError("make a TorchOp with cute_bind.torch.op(...)")
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> NoReturn:
         raise TypeError(f"a cute_bind.torch op cannot be pickled ({self.name}): make it again with cute_bind.torch.op(...)")
 
     def __copy__(self) -> TorchOp:
         return self  # one registration with torch per name: a copy is the op itself, as for a function
 
-    def __deepcopy__(self, memo: Any) -> TorchOp:
+    def __deepcopy__(self, memo: dict[int, object]) -> TorchOp:
         return self
 
     def __repr__(self) -> str:
         return f"<cute_bind.torch op {self.name}{self.schema} -> kernel {self.kernel.name}>"
 
-    def register_autograd(self, backward: Callable[..., Any], /, *, setup_context: Callable[..., Any] | None = None) -> None:
+    def register_autograd(self, backward: Callable[..., object], /, *, setup_context: Callable[..., object] | None = None) -> None:
         """Register the op's backward formula (``torch.library.register_autograd`` on the generated op).
 
         ``backward(ctx, *grads)`` returns one gradient per op input (``None`` for
@@ -118,16 +125,22 @@ class TorchOp(functools.partial):  # type: ignore[type-arg]  # a partial of any 
             )  # fmt: skip
         self._torch().library.register_autograd(self.name, backward, setup_context=setup_context, lib=self.library)
 
-    def register_fake(self, fn: Callable[..., Any], /) -> None:
+    def register_fake(self, fn: Callable[..., object], /) -> None:
         """Replace the generated fake implementation (rarely needed: it is generated from the output specs)."""
         self._fake[0] = fn
 
     @staticmethod
-    def _torch() -> Any:
+    def _torch() -> ModuleType:
         return runtime().torch
 
 
-def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, OutputSpec] | None, tags: Any) -> TorchOp:
+def _make(
+    name: str,
+    kernel: Kernel[...] | Callable[..., object],
+    mutates_args: Sequence[str] | str,
+    outputs: Mapping[str, OutputSpec] | None,
+    tags: Tags,
+) -> TorchOp:
     if not isinstance(kernel, Kernel):
         from ..jit import kernel as decorate
 
@@ -137,7 +150,7 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
     rt = runtime()
     torch = rt.torch
     inputs = plan.inputs
-    allocs: dict[str, tuple[str, Any]] = {}
+    allocs: dict[str, tuple[str, Allocation]] = {}
     for p in plan.params:
         if p.role == "output":
             spec = outputs[p.name]
@@ -171,10 +184,10 @@ def _make(name: str, kernel: Any, mutates_args: Any, outputs: Mapping[str, Outpu
             detail=str(exc)[:200],
         ) from exc
     lib.impl(opname, impl, "CompositeExplicitAutograd")
-    fake: list[Callable[..., Any]] = [make_fake(rt, plan, allocs)]
+    fake: list[Callable[..., object]] = [make_fake(rt, plan, allocs)]
     traced = [False]  # the fake runs only under tracing (torch.compile, opcheck, FakeTensor): register_autograd checks it
 
-    def fake_impl(*args: Any, **kwargs: Any) -> Any:
+    def fake_impl(*args: object, **kwargs: object) -> object:
         traced[0] = True
         return fake[0](*args, **kwargs)
 
@@ -206,25 +219,31 @@ def _python_signature(plan: OpPlan) -> inspect.Signature:
 
 @overload
 def op(
-    name: str, kernel: Any, /, *, mutates_args: Sequence[str] | str = (), outputs: Mapping[str, OutputSpec] | None = None, tags: Any = None
+    name: str,
+    kernel: Kernel[...] | Callable[..., object],
+    /,
+    *,
+    mutates_args: Sequence[str] | str = (),
+    outputs: Mapping[str, OutputSpec] | None = None,
+    tags: Tags = None,
 ) -> TorchOp: ...
 
 
 @overload
 def op(
-    name: str, /, *, mutates_args: Sequence[str] | str = (), outputs: Mapping[str, OutputSpec] | None = None, tags: Any = None
-) -> Callable[[Any], TorchOp]: ...
+    name: str, /, *, mutates_args: Sequence[str] | str = (), outputs: Mapping[str, OutputSpec] | None = None, tags: Tags = None
+) -> Callable[[Kernel[...] | Callable[..., object]], TorchOp]: ...
 
 
 def op(
     name: str,
-    kernel: Any = None,
+    kernel: Kernel[...] | Callable[..., object] | None = None,
     /,
     *,
     mutates_args: Sequence[str] | str = (),
     outputs: Mapping[str, OutputSpec] | None = None,
-    tags: Any = None,
-) -> Any:
+    tags: Tags = None,
+) -> TorchOp | Callable[[Kernel[...] | Callable[..., object]], TorchOp]:
     """Register a cute_bind kernel as the torch custom op ``name`` (``"namespace::opname"``).
 
     ``op(name, kernel, ...)`` returns the :class:`TorchOp`; ``op(name, ...)`` is

@@ -67,15 +67,24 @@ import sys
 import threading
 import types
 from dataclasses import dataclass
-from typing import Any, Callable
+from importlib.machinery import ModuleSpec
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from .. import settings
 from ..launch import native
 
+if TYPE_CHECKING:
+    import torch
+
+    from ..jit import Kernel
+    from ._ceager import EagerCheck
+    from .runtime import Runtime
+    from .schema import OpPlan
+
 __all__ = ["EagerSpec", "EagerCallSpec", "make_spec", "checker", "unavailable", "checks_apply", "call_spec", "install", "rebind", "STREAM"]
 
 
-def _extension() -> Any:
+def _extension() -> types.ModuleType | None:
     """``cute_bind.torch._ceager``, or None: not built, or ``CUTE_BIND_PURE_PYTHON=1`` (:func:`cute_bind.launch.native.load`)."""
     return native.load("cute_bind.torch._ceager")
 
@@ -111,16 +120,16 @@ class EagerSpec:
     """
 
     tensor_types: tuple[type, ...]
-    modes: tuple[Callable[[], Any], ...]
-    grad_enabled: Callable[[], Any]
-    requires_grad: Any
-    is_meta: Any
-    get_device: Callable[[Any], Any]
+    modes: tuple[Callable[[], int], ...]
+    grad_enabled: Callable[[], bool]
+    requires_grad: object  # a data descriptor (checked below)
+    is_meta: object
+    get_device: Callable[[torch.Tensor], int]
     raw_stream: Callable[[int], int]
     current_device: Callable[[], int] | None
     reader: int = 0
     work_stream: int = 0
-    exchange: Any = None
+    exchange: object = None  # a PyCapsule
     grad_mode: int = 0
 
     def __post_init__(self) -> None:
@@ -152,14 +161,14 @@ def unavailable() -> str | None:
     return "CUTE_BIND_PURE_PYTHON=1" if settings.PURE_PYTHON.flag() else "the extension cute_bind.torch._ceager is not built"
 
 
-def _resolved(types_: tuple[type, ...], name: str) -> Any:
+def _resolved(types_: tuple[type, ...], name: str) -> object:
     """The one object ``name`` resolves to on every type in ``types_``, or None."""
     found = [inspect.getattr_static(t, name, None) for t in types_]
     first = found[0]
     return first if first is not None and all(f is first for f in found) else None
 
 
-def make_spec(rt: Any, several_devices: bool) -> EagerSpec | None:
+def make_spec(rt: Runtime, several_devices: bool) -> EagerSpec | None:
     """The spec for torch's entry points in ``rt`` (``runtime.Runtime``), or None where torch differs from what the C checks read.
 
     Every mode check must be torch's own (a torch without one sends every call
@@ -175,7 +184,7 @@ def make_spec(rt: Any, several_devices: bool) -> EagerSpec | None:
     requires_grad = _resolved(tensor_types, "requires_grad")
     is_meta = _resolved(tensor_types, "is_meta")
     get_device = _resolved(tensor_types, "get_device")
-    if not all(isinstance(d, types.GetSetDescriptorType) for d in (requires_grad, is_meta)) or get_device is None:
+    if not all(isinstance(d, types.GetSetDescriptorType) for d in (requires_grad, is_meta)) or not callable(get_device):
         return None
     reader, work_stream, exchange = _exchange(rt, tensor_types)
     return EagerSpec(
@@ -194,13 +203,13 @@ def make_spec(rt: Any, several_devices: bool) -> EagerSpec | None:
     )
 
 
-def _exchange(rt: Any, tensor_types: tuple[type, ...]) -> tuple[int, int, Any]:
+def _exchange(rt: Runtime, tensor_types: tuple[type, ...]) -> tuple[int, int, object]:
     """``(reader, work_stream, capsule)`` of torch's DLPack exchange API where every taken type
     resolves to one table of the major version cute_bind reads, whose reader reads a host tensor
     as one; else ``(0, 0, None)`` (the checks call ``get_device`` and ``raw_stream``)."""
     from ..slots import dlpack
 
-    none: tuple[int, int, Any] = (0, 0, None)
+    none: tuple[int, int, object] = (0, 0, None)
     capsule = _resolved(tensor_types, "__dlpack_c_exchange_api__")
     found = dlpack.exchange_table(tensor_types[0])  # read now: once per op
     if capsule is None or found is None or found.capsule is not capsule or not found.work_stream:
@@ -213,12 +222,12 @@ def _exchange(rt: Any, tensor_types: tuple[type, ...]) -> tuple[int, int, Any]:
 
 
 @functools.cache
-def _grad_mode(torch: Any) -> int:
+def _grad_mode(torch: types.ModuleType) -> int:
     """The address of libtorch's ``aoti_torch_grad_mode_is_enabled`` (a plain C function of the
     library torch has loaded) where it answers as ``torch.is_grad_enabled`` does both ways, else 0."""
     if not sys.platform.startswith("linux"):
         return 0  # the library's name and loading flags below are Linux's
-    path = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+    path = os.path.join(os.path.dirname(torch.__file__ or ""), "lib", "libtorch_cpu.so")
     try:  # RTLD_NOLOAD: the copy torch loaded, or nothing (never a second copy)
         function = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL).aoti_torch_grad_mode_is_enabled
     except (OSError, AttributeError):
@@ -231,12 +240,14 @@ def _grad_mode(torch: Any) -> int:
     return int(ctypes.cast(function, ctypes.c_void_p).value or 0) if on and not off else 0
 
 
-def checker(rt: Any, several_devices: bool) -> Any:
+def checker(rt: Runtime, several_devices: bool) -> EagerCheck | None:
     """A new ``_ceager.EagerCheck`` for ``rt``, or None (:func:`unavailable`, or :func:`make_spec` found none)."""
-    if unavailable() is not None:
+    extension = _extension()
+    if extension is None:  # unavailable()
         return None
     spec = make_spec(rt, several_devices)
-    return None if spec is None else _extension().EagerCheck(spec)
+    made: EagerCheck | None = None if spec is None else extension.EagerCheck(spec)
+    return made
 
 
 @dataclass(frozen=True)
@@ -255,11 +266,11 @@ class EagerCallSpec:
     tensors: tuple[int, ...]
     mutated: tuple[int, ...]
     kernel_args: tuple[int, ...]
-    fixed: tuple[Any, ...]
-    check: Any
-    kernel: Callable[..., Any]
-    bump: Callable[[Any], Any]
-    fallback: Callable[..., Any]
+    fixed: tuple[object, ...]
+    check: EagerCheck
+    kernel: Callable[..., object]
+    bump: Callable[[torch.Tensor], None]
+    fallback: Callable[..., object]
 
     def __post_init__(self) -> None:
         if not 1 <= self.n <= MAX_ARGS:
@@ -284,7 +295,7 @@ class EagerCallSpec:
                 raise ValueError(f"EagerCallSpec: {name} must be callable")
 
 
-def checks_apply(plan: Any, kernel: Any) -> bool:
+def checks_apply(plan: OpPlan, kernel: Kernel[...]) -> bool:
     """Whether the C checks decide for the op ``plan`` describes: its tensor inputs are all plain
     ``Tensor`` s (at least one: the first gives the device) and its kernel takes the stream (not
     TVM-FFI's environment stream, whose compile is called without one)."""
@@ -293,7 +304,9 @@ def checks_apply(plan: Any, kernel: Any) -> bool:
     return bool(tensors) and plain and plan.stream is not None and not getattr(kernel, "tvm_ffi", False)
 
 
-def call_spec(plan: Any, kernel: Any, check: Any, bump: Callable[[Any], Any], fallback: Callable[..., Any]) -> EagerCallSpec | None:
+def call_spec(
+    plan: OpPlan, kernel: Kernel[...], check: EagerCheck | None, bump: Callable[[torch.Tensor], None], fallback: Callable[..., object]
+) -> EagerCallSpec | None:
     """The spec of the C call of the op ``plan`` describes, or None where it keeps its Python call.
 
     The C call takes a mutating op (no outputs to allocate) whose inputs are
@@ -307,7 +320,7 @@ def call_spec(plan: Any, kernel: Any, check: Any, bump: Callable[[Any], Any], fa
     if len(inputs) > MAX_ARGS or any(p.keyword_only for p in inputs):
         return None
     index = {p.name: i for i, p in enumerate(inputs)}
-    fixed: list[Any] = []
+    fixed: list[object] = []
     kernel_args: list[int] = []
     for p in plan.params:
         if p.keyword_only:
@@ -337,7 +350,7 @@ def call_spec(plan: Any, kernel: Any, check: Any, bump: Callable[[Any], Any], fa
     )
 
 
-def install(op: functools.partial[Any], spec: EagerCallSpec | None, fallback: Callable[..., Any]) -> None:
+def install(op: functools.partial[object], spec: EagerCallSpec | None, fallback: Callable[..., object]) -> None:
     """Make ``EagerCall(spec).call`` the function of ``op`` (a partial of ``fallback``, the op's
     Python call) where ``torch.compile`` can be told to trace ``fallback`` in its place; else leave it.
 
@@ -352,7 +365,7 @@ def install(op: functools.partial[Any], spec: EagerCallSpec | None, fallback: Ca
     extension = _extension()
     if spec is None or extension is None or not callable(getattr(compiler, "substitute_in_graph", None)):
         return
-    call: Callable[..., Any] = extension.EagerCall(spec).call  # one bound builtin: torch.compile knows its stand-in by identity
+    call: Callable[..., object] = extension.EagerCall(spec).call  # one bound builtin: torch.compile knows its stand-in by identity
 
     def lost() -> None:
         rebind(op, fallback)
@@ -375,10 +388,10 @@ def install(op: functools.partial[Any], spec: EagerCallSpec | None, fallback: Ca
 
 _LOCK = threading.RLock()
 #: C calls made before torch._dynamo was imported: (C call, its Python stand-in, what to do if refused)
-_PENDING: list[tuple[Any, Callable[..., Any], Callable[[], None]]] = []
+_PENDING: list[tuple[Callable[..., object], Callable[..., object], Callable[[], None]]] = []
 
 
-def _substitute(call: Any, traced: Callable[..., Any]) -> bool:
+def _substitute(call: Callable[..., object], traced: Callable[..., object]) -> bool:
     try:
         sys.modules["torch"].compiler.substitute_in_graph(call, skip_signature_check=True)(traced)
     except Exception:  # noqa: BLE001 - a torch that refuses the stand-in: the op keeps its Python call
@@ -400,17 +413,17 @@ def _register_pending() -> None:
 class _AfterExec(importlib.abc.Loader):
     """A module's own loader, then :func:`_register_pending` once the module has run."""
 
-    def __init__(self, loader: Any) -> None:
+    def __init__(self, loader: importlib.abc.Loader) -> None:
         self._loader = loader
 
-    def create_module(self, spec: Any) -> Any:
+    def create_module(self, spec: ModuleSpec) -> types.ModuleType | None:
         return self._loader.create_module(spec)
 
-    def exec_module(self, module: Any) -> None:
+    def exec_module(self, module: types.ModuleType) -> None:
         self._loader.exec_module(module)
         _register_pending()
 
-    def __getattr__(self, name: str) -> Any:  # get_source, is_package, resource readers...
+    def __getattr__(self, name: str) -> object:  # get_source, is_package, resource readers...
         return getattr(self._loader, name)
 
 
@@ -418,13 +431,13 @@ class _DynamoWatch(importlib.abc.MetaPathFinder):
     """Finds nothing itself: when ``torch._dynamo`` is imported, wraps the loader the other
     finders give it in :class:`_AfterExec`, then leaves ``sys.meta_path``."""
 
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None) -> ModuleSpec | None:
         if fullname != "torch._dynamo":
             return None
         _unwatch()
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
-            spec = find(fullname, path, target) if find is not None else None
+            spec: ModuleSpec | None = find(fullname, path, target) if find is not None else None
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
                     spec.loader = _AfterExec(spec.loader)
@@ -448,6 +461,6 @@ def _unwatch() -> None:
             sys.meta_path.remove(watch)
 
 
-def rebind(op: functools.partial[Any], func: Callable[..., Any]) -> None:
+def rebind(op: functools.partial[object], func: Callable[..., object]) -> None:
     """Make ``func`` the function of the partial ``op``, keeping its attributes."""
     op.__setstate__((func, (), None, op.__dict__))  # type: ignore[attr-defined] # partial's own, not in its stub

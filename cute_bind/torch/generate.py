@@ -8,7 +8,7 @@ gets wrong is diagnosed only once it was refused or failed (:func:`diagnoser`, :
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Final, Sequence
 
 from .. import diagnostics as D
 from .._generated import compile_source
@@ -16,9 +16,14 @@ from ..jit import Kernel
 from ..launch.arguments import bind_arguments
 from ..slots import ScalarKind, SequenceKind, SlotKind, Where, describe_value
 from . import eager
-from .outputs import Like, output_checker
+from .outputs import Allocation, Like, output_checker
 from .runtime import Runtime
 from .schema import OpParam, OpPlan
+
+if TYPE_CHECKING:
+    import torch
+
+    from ._ceager import EagerCheck
 
 __all__ = ["MISSING", "binder", "diagnoser", "generate", "number_converter", "span", "stream_errors", "writes_checker"]
 
@@ -35,7 +40,7 @@ class _Missing:
     __slots__ = ()
 
 
-MISSING: Any = _Missing
+MISSING: Final = _Missing
 
 
 def stream_errors(rt: Runtime, plan: OpPlan) -> tuple[Callable[[int], None], Callable[[int], None]]:
@@ -67,7 +72,7 @@ def stream_errors(rt: Runtime, plan: OpPlan) -> tuple[Callable[[int], None], Cal
     return other_device, default_stream_only
 
 
-def binder(plan: OpPlan, kernel: Kernel[Any]) -> Callable[..., tuple[Any, ...]]:
+def binder(plan: OpPlan, kernel: Kernel[...]) -> Callable[..., tuple[object, ...]]:
     """The generated call's binding of last resort: every input's value, or what ``kernel(...)`` raises.
 
     Called with the input values the generated call has so far (:data:`MISSING`
@@ -85,7 +90,7 @@ def binder(plan: OpPlan, kernel: Kernel[Any]) -> Callable[..., tuple[Any, ...]]:
     missing = MISSING
     n_positional = len(names) - len(kwonly_names)
 
-    def bind(values: tuple[Any, ...], extra: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
+    def bind(values: tuple[object, ...], extra: tuple[object, ...], kw: dict[str, object]) -> tuple[object, ...]:
         # the call as made, as far as the verdict depends on it: positional values fill a
         # prefix; a keyword that took a free parameter's place (now out of kw) never raises
         # in bind_arguments, so counting it in the prefix gives the same error
@@ -100,7 +105,7 @@ def binder(plan: OpPlan, kernel: Kernel[Any]) -> Callable[..., tuple[Any, ...]]:
     return bind
 
 
-def diagnoser(plan: OpPlan, kernel: Kernel[Any], rt: Runtime) -> Callable[[BaseException, tuple[Any, ...]], None]:
+def diagnoser(plan: OpPlan, kernel: Kernel[...], rt: Runtime) -> Callable[[BaseException, tuple[object, ...]], None]:
     """The CB204 (or CB209) ``kernel(...)`` gives for the first input that cannot be its parameter's value.
 
     Called with a call's exception (torch's argument parser refusing ``None`` or a
@@ -114,7 +119,7 @@ def diagnoser(plan: OpPlan, kernel: Kernel[Any], rt: Runtime) -> Callable[[BaseE
     by_name = {p.name: p for p in kernel.signature.params}
     tensor = rt.Tensor
 
-    def diagnose(exc: BaseException, values: tuple[Any, ...]) -> None:
+    def diagnose(exc: BaseException, values: tuple[object, ...]) -> None:
         if isinstance(exc, D.CuteBindError):
             return
         for p, value in zip(inputs, values):
@@ -145,7 +150,7 @@ def diagnoser(plan: OpPlan, kernel: Kernel[Any], rt: Runtime) -> Callable[[BaseE
     return diagnose
 
 
-def span(t: Any) -> tuple[Any, int, int, bool, bool] | None:
+def span(t: torch.Tensor) -> tuple[torch.device, int, int, bool, bool] | None:
     """(device, first byte, one past the last byte, non-overlapping and dense, a stride 0 in a dimension of
     extent > 1) of a tensor's elements; None for an empty tensor or one without readable data (no overlap).
     The same reading as the C check (cute_bind/torch/_ceager.c, span_of)."""
@@ -177,7 +182,7 @@ def span(t: Any) -> tuple[Any, int, int, bool, bool] | None:
     return t.device, base + lo * item, base + (hi + 1) * item, dense, zero
 
 
-def writes_checker(plan: OpPlan) -> Callable[[tuple[Any, ...]], None]:
+def writes_checker(plan: OpPlan) -> Callable[[tuple[object, ...]], None]:
     """CB708 for a written tensor (``mutates_args``) that torch's in-place rules refuse, given the op's input values in order.
 
     Refused, as torch refuses them for its in-place ops: a written tensor with
@@ -199,8 +204,8 @@ def writes_checker(plan: OpPlan) -> Callable[[tuple[Any, ...]], None]:
             got=got,
         )
 
-    def check(values: tuple[Any, ...]) -> None:
-        items: list[tuple[str, Any, bool]] = []
+    def check(values: tuple[object, ...]) -> None:
+        items: list[tuple[str, torch.Tensor, bool]] = []
         for p, v in zip(inputs, values):
             if not p.tensor or v is None:
                 continue
@@ -232,7 +237,7 @@ def writes_checker(plan: OpPlan) -> Callable[[tuple[Any, ...]], None]:
     return check
 
 
-def number_converter(plan: OpPlan, kernel: Kernel[Any], p: OpParam, rt: Runtime) -> Callable[[Any], Any]:
+def number_converter(plan: OpPlan, kernel: Kernel[...], p: OpParam, rt: Runtime) -> Callable[[object], object]:
     """A ``Scalar`` (or ``Scalar[]``, ``Scalar?``) input's value as a plain Python number, checked as ``kernel(...)`` checks it.
 
     The generated call hands the dispatcher its number arguments through this
@@ -252,7 +257,7 @@ def number_converter(plan: OpPlan, kernel: Kernel[Any], p: OpParam, rt: Runtime)
     symbolic = tuple(t for t in (getattr(torch, "SymInt", None), getattr(torch, "SymFloat", None), getattr(torch, "SymBool", None)) if t)
     exact = (int, float, bool)
 
-    def one(kind: Any, value: Any) -> Any:
+    def one(kind: SlotKind | None, value: object) -> object:
         if isinstance(value, symbolic):
             return value
         if isinstance(kind, ScalarKind):
@@ -272,7 +277,7 @@ def number_converter(plan: OpPlan, kernel: Kernel[Any], p: OpParam, rt: Runtime)
     if isinstance(slot, SequenceKind):
         elements = slot.elements
 
-        def convert_seq(value: Any) -> Any:
+        def convert_seq(value: object) -> object:
             if not isinstance(value, (list, tuple)) or any(isinstance(v, symbolic) for v in value):
                 return value
             slot.bind(value, where)  # the sequence's own check (its length, each element): kernel(...)'s words
@@ -281,7 +286,7 @@ def number_converter(plan: OpPlan, kernel: Kernel[Any], p: OpParam, rt: Runtime)
 
         return convert_seq
 
-    def convert(value: Any) -> Any:
+    def convert(value: object) -> object:
         if value is None or isinstance(value, symbolic):
             return value
         if not isinstance(slot, ScalarKind) and value.__class__ not in exact:
@@ -292,8 +297,8 @@ def number_converter(plan: OpPlan, kernel: Kernel[Any], p: OpParam, rt: Runtime)
 
 
 def generate(
-    plan: OpPlan, rt: Runtime, kernel: Kernel[Any], allocs: dict[str, tuple[str, Any]], several: bool, checker: Any
-) -> tuple[Callable[..., Any], Callable[..., Any], dict[str, Any]]:
+    plan: OpPlan, rt: Runtime, kernel: Kernel[...], allocs: dict[str, tuple[str, Allocation]], several: bool, checker: EagerCheck | None
+) -> tuple[Callable[..., object], Callable[..., object], dict[str, Any]]:
     """The generated ``__call__`` (eager checks, then the kernel), the dispatcher implementation, their globals.
 
     ``__call__`` takes the positional parameters positionally only, each defaulting
@@ -504,18 +509,18 @@ def generate(
     other_device, default_stream_only = stream_errors(rt, plan)
     tensor_cls, param_cls = rt.Tensor, rt.Parameter
 
-    def plain_seq(seq: Any) -> bool:
+    def plain_seq(seq: object) -> bool:
         return isinstance(seq, (tuple, list)) and all(t.__class__ is tensor_cls or t.__class__ is param_cls for t in seq)
 
-    def seq_grad(seq: Any) -> bool:
+    def seq_grad(seq: Sequence[torch.Tensor]) -> bool:
         return any(t.requires_grad for t in seq)
 
-    def seq_device(seq: Any) -> int:
+    def seq_device(seq: Sequence[torch.Tensor]) -> int:
         return int(seq[0].get_device()) if len(seq) else -1
 
     # no __name__: torch.compile reads the globals of an inlined function from
     # its module when it has one, and this generated scope is no module
-    namespace: dict[str, Any] = {
+    namespace: dict[str, Any] = {  # exec's globals: the generated code's names, of every type
         "_cb_compiling": rt.compiling,
         "_cb_dispatch_modes": rt.dispatch_modes,
         "_cb_function_modes": rt.function_modes,
@@ -532,7 +537,7 @@ def generate(
         "_cb_current_device": rt.current_device,
         "_cb_several_devices": several,
         # the C checks' entry (None: the op makes its checks in Python)
-        "_cb_check": checker.check if fast else None,
+        "_cb_check": checker.check if fast and checker is not None else None,
         "_cb_capturing": rt.capturing,
         "_cb_other_device": other_device,
         "_cb_default_stream_only": default_stream_only,

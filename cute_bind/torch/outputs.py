@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Sequence, Union
 
 from .. import diagnostics as D
 from .runtime import Runtime
 from .schema import OpParam, OpPlan
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["Like", "OutputSpec", "alloc_source", "fake", "like", "output_checker"]
 
@@ -28,23 +31,25 @@ class Like:
     """
 
     source: str
-    dtype: Any = None
+    dtype: torch.dtype | None = None
 
     def describe(self) -> str:
         return f"like({self.source!r}" + (f", dtype={self.dtype}" if self.dtype is not None else "") + ")"
 
 
-def like(source: str, *, dtype: Any = None) -> Like:
+def like(source: str, *, dtype: torch.dtype | None = None) -> Like:
     """Output spec: a contiguous tensor with ``source``'s extents and device (and its dtype unless given)."""
     return Like(source, dtype)
 
 
 #: What ``outputs`` maps a parameter name to: an input's name (``like(name)``), a :class:`Like`,
 #: or a function of the op's inputs (in schema order) returning the allocated tensor.
-OutputSpec = Union[str, Like, Callable[..., Any]]
+OutputSpec = Union[str, Like, Callable[..., "torch.Tensor"]]
+#: How an output is allocated (:func:`alloc_source`): like an input, or by the function given.
+Allocation = Union[Like, Callable[..., "torch.Tensor"]]
 
 
-def alloc_source(p: OpParam, spec: OutputSpec, plan: OpPlan, inputs: Sequence[OpParam]) -> tuple[str, Any]:
+def alloc_source(p: OpParam, spec: OutputSpec, plan: OpPlan, inputs: Sequence[OpParam]) -> tuple[str, Allocation]:
     """(Python expression allocating output ``p``, the object it names), checked against the plan."""
     names = ", ".join(i.name for i in inputs)
     if isinstance(spec, Like):
@@ -71,10 +76,10 @@ def alloc_source(p: OpParam, spec: OutputSpec, plan: OpPlan, inputs: Sequence[Op
     )
 
 
-def output_checker(rt: Runtime, plan: OpPlan, name: str) -> Callable[[Any], Any]:
+def output_checker(rt: Runtime, plan: OpPlan, name: str) -> Callable[[object], torch.Tensor]:
     tensor = rt.Tensor
 
-    def check(value: Any) -> Any:
+    def check(value: object) -> torch.Tensor:
         if not isinstance(value, tensor):
             raise D.error(
                 D.OP_OUTPUT_INVALID,
@@ -88,24 +93,26 @@ def output_checker(rt: Runtime, plan: OpPlan, name: str) -> Callable[[Any], Any]
     return check
 
 
-def fake(rt: Runtime, plan: OpPlan, allocs: dict[str, tuple[str, Any]]) -> Callable[..., Any]:
+def fake(rt: Runtime, plan: OpPlan, allocs: dict[str, tuple[str, Allocation]]) -> Callable[..., object]:
     """The fake implementation: nothing for a mutating op, the allocations of a functional one."""
     inputs = plan.inputs
     names = [p.name for p in inputs]
     if not plan.outputs:
 
-        def fake_mutating(*args: Any, **kwargs: Any) -> None:
+        def fake_mutating(*args: object, **kwargs: object) -> None:
             return None
 
         return fake_mutating
 
-    def from_like(spec: Like, values: dict[str, Any], args: tuple[Any, ...]) -> Any:
+    def from_like(spec: Like, values: dict[str, object], args: tuple[object, ...]) -> torch.Tensor:
         return rt.empty_like(values[spec.source], dtype=spec.dtype, memory_format=rt.contiguous)
 
-    def from_function(fn: Callable[..., Any], check: Callable[[Any], Any], values: dict[str, Any], args: tuple[Any, ...]) -> Any:
+    def from_function(
+        fn: Callable[..., torch.Tensor], check: Callable[[object], torch.Tensor], values: dict[str, object], args: tuple[object, ...]
+    ) -> torch.Tensor:
         return check(fn(*args))
 
-    makers: list[Callable[[dict[str, Any], tuple[Any, ...]], Any]] = []
+    makers: list[Callable[[dict[str, object], tuple[object, ...]], torch.Tensor]] = []
     for out in plan.outputs:
         _, obj = allocs[out]
         if isinstance(obj, Like):
@@ -115,7 +122,7 @@ def fake(rt: Runtime, plan: OpPlan, allocs: dict[str, tuple[str, Any]]) -> Calla
 
     defaults = {p.name: p.default for p in inputs if p.has_default}
 
-    def fake_functional(*args: Any, **kwargs: Any) -> Any:
+    def fake_functional(*args: object, **kwargs: object) -> torch.Tensor | tuple[torch.Tensor, ...]:
         values = dict(defaults)
         values.update(zip(names, args))
         values.update(kwargs)

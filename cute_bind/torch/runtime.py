@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from types import ModuleType
+from typing import Callable
 
 from .. import diagnostics as D
 
 __all__ = ["Runtime", "import_torch", "runtime"]
 
 
-def import_torch() -> Any:
+def import_torch() -> ModuleType:
     """torch, or CB701 where it is not installed."""
     try:
         from .. import dsl
 
-        torch = dsl.import_torch()
+        torch: ModuleType = dsl.import_torch()
     except ImportError as exc:
         raise D.error(D.TORCH_MISSING, expected="PyTorch (pip install torch)", got=f"{type(exc).__name__}: {exc}") from exc
     return torch
@@ -27,7 +28,7 @@ def _always() -> bool:
 class Runtime:
     """torch's entry points the generated call uses, looked up once."""
 
-    def __init__(self, torch: Any) -> None:
+    def __init__(self, torch: ModuleType) -> None:
         C = torch._C
         self.torch = torch
         self.Tensor = torch.Tensor
@@ -36,9 +37,9 @@ class Runtime:
         # is_compiling; the other tracers are caught by the mode checks below)
         self.compiling = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
         # a torch without one of these checks takes the dispatcher every time (always correct)
-        self.dispatch_modes: Callable[[], Any] = getattr(C, "_len_torch_dispatch_stack", _always)
-        self.function_modes: Callable[[], Any] = getattr(C, "_is_torch_function_mode_enabled", _always)
-        self.functorch: Callable[[], Any] = getattr(C, "_are_functorch_transforms_active", _always)
+        self.dispatch_modes: Callable[[], int] = getattr(C, "_len_torch_dispatch_stack", _always)
+        self.function_modes: Callable[[], bool] = getattr(C, "_is_torch_function_mode_enabled", _always)
+        self.functorch: Callable[[], bool] = getattr(C, "_are_functorch_transforms_active", _always)
         self.grad_enabled = C.is_grad_enabled
         self.bump = C._increment_version
         self.empty_like = torch.empty_like

@@ -71,7 +71,7 @@ class OpParam:
     tensor: bool = False
     sequence: bool = False
     mutated: bool = False
-    default: Any = _EMPTY
+    default: object = _EMPTY
     keyword_only: bool = False
     optional: bool = False
     number: str | None = None
@@ -149,7 +149,7 @@ def _default_text(value: Any, schema_type: str, number: str | None = None) -> st
     return str(int(value))  # a number parameter's True/False default is 1/0
 
 
-def parse_name(name: Any, kernel: str) -> tuple[str, str]:
+def parse_name(name: object, kernel: str) -> tuple[str, str]:
     """``"ns::name"`` into its two identifiers, or CB704."""
     if isinstance(name, str) and name.count("::") == 1:
         ns, op = name.split("::")
