@@ -53,7 +53,14 @@ import struct
 import sys
 import types
 import typing
-from typing import Any, Hashable
+from typing import TYPE_CHECKING, Hashable
+
+if TYPE_CHECKING:  # read at run time from sys.modules, where a value of their types is
+    import fractions
+    import pathlib
+    import re
+
+    import torch
 
 from .. import dsl
 
@@ -70,13 +77,21 @@ class Uncacheable(Exception):
     """The compile depends on something the key cannot spell; ``args[0]`` says what."""
 
 
+class KernelLike(typing.Protocol):
+    """What a key is made for: a :class:`cute_bind.Kernel`, or ``cute_bind.compile``'s stand-in for a
+    ``cute.compile`` target. Its ``fn`` is traced; ``name`` and ``cache_key`` are read where it has them."""
+
+    @property
+    def fn(self) -> object: ...
+
+
 # ------------------------------------------------------------------ exact values
 _F64 = struct.Struct("<d")
 _BARE = frozenset({int, str, bytes, type(None)})  # types whose == is exact between two values of the type
 _DEPTH = 12  # nesting past which a value keeps its own equality (a cycle, or data no Constexpr holds)
 
 
-def _loaded(name: str) -> Any:
+def _loaded(name: str) -> types.ModuleType | None:
     """NumPy or torch if this process imported it, else None: never imported here (a value of one of
     their types, subclasses defined elsewhere included, means the module already is)."""
     return sys.modules.get(name)
@@ -110,7 +125,7 @@ _MODULE_DICT = _TYPE_DICT(types.ModuleType)["__dict__"].__get__  # a module's na
 _MISSING = object()
 
 
-def _class_lookup(cls: type, name: str) -> Any:
+def _class_lookup(cls: type, name: str) -> object:
     """``name`` as found in ``cls``'s MRO dictionaries (no descriptor is called), or ``_MISSING``."""
     for klass in _TYPE_MRO(cls):
         d = _TYPE_DICT(klass)
@@ -128,7 +143,7 @@ def _type_name(cls: type) -> str:
     return f"{module if type(module) is str else '?'}.{qualname if type(qualname) is str else '?'}"
 
 
-def _instance_dict(obj: Any, cls: type) -> dict[str, Any] | None:
+def _instance_dict(obj: object, cls: type) -> dict[str, object] | None:
     """The instance dictionary of ``obj`` when ``type``'s own ``__dict__`` descriptor gives it; None: it has none.
 
     Raises :class:`Uncacheable` where a class redefines ``__dict__`` (reading it would run that code)."""
@@ -150,12 +165,12 @@ def dataclass_field_names(fields: dict[object, object]) -> list[str]:
     return [f.name for f in fields.values() if type(f) is dataclasses.Field and f._field_type is dataclasses._FIELD]  # type: ignore[attr-defined]  # dataclasses.fields()'s own filter: _field_type is private
 
 
-def _is_data_descriptor(attr: Any) -> bool:
+def _is_data_descriptor(attr: object) -> bool:
     t = type(attr)
     return _class_lookup(t, "__set__") is not _MISSING or _class_lookup(t, "__delete__") is not _MISSING
 
 
-def _read(obj: Any, cls: type, name: str) -> Any:
+def _read(obj: object, cls: type, name: str) -> object:
     """``obj.name`` as a plain attribute read would give it, without running the class's code.
 
     A slot, the instance dictionary and a plain class attribute are read; a class that redefines
@@ -181,13 +196,13 @@ def _read(obj: Any, cls: type, name: str) -> Any:
     return attr
 
 
-def _state(obj: Any, cls: type) -> dict[str, Any]:
+def _state(obj: object, cls: type) -> dict[str, object]:
     """An object's own attributes: its instance dictionary and its slots (an unset slot is left out).
 
     What a traced method reads as ``self.x``; read without running the object's code (see :func:`_read`)."""
     if not _generic_getattribute(cls):
         raise Uncacheable(f"{_type_name(cls)} defines __getattribute__ (reading its attributes would run its code)")
-    state: dict[str, Any] = {}
+    state: dict[str, object] = {}
     for klass in reversed(_TYPE_MRO(cls)):
         for name, attr in _TYPE_DICT(klass).items():
             if type(attr) is types.MemberDescriptorType and type(name) is str:
@@ -201,7 +216,7 @@ def _state(obj: Any, cls: type) -> dict[str, Any]:
     return state
 
 
-def exact_form(value: Any, depth: int = 0) -> Hashable:
+def exact_form(value: object, depth: int = 0) -> Hashable:
     """A hashable form of ``value`` that another value shares only when a trace cannot tell them apart.
 
     ``==`` is not that: ``0.0 == -0.0`` (``1 / x`` or ``copysign`` differ), a NaN
@@ -227,12 +242,14 @@ def exact_form(value: Any, depth: int = 0) -> Hashable:
         return (bool, value)
     if depth > _DEPTH:
         return (t, value)
+    # t is value.__class__ (read once): typing.cast, not type(value) again, tells the checker what it is
     if t is tuple:
-        return tuple([exact_form(x, depth + 1) for x in value])
+        return tuple([exact_form(x, depth + 1) for x in typing.cast("tuple[object, ...]", value)])
     if t is complex:
-        return (complex, _F64.pack(value.real), _F64.pack(value.imag))
+        number = typing.cast(complex, value)
+        return (complex, _F64.pack(number.real), _F64.pack(number.imag))
     if t is frozenset:
-        return (frozenset, frozenset([exact_form(x, depth + 1) for x in value]))
+        return (frozenset, frozenset([exact_form(x, depth + 1) for x in typing.cast("frozenset[object]", value)]))
     if isinstance(value, tuple):  # a named tuple: its class and its items
         return (t, tuple([exact_form(x, depth + 1) for x in value]))
     np = _loaded("numpy")
@@ -254,7 +271,7 @@ class Exact:
 
     __slots__ = ("value", "form", "_hash", "_flat")
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: object) -> None:
         self.value = value
         # a tuple of ints and strings (a tile shape): equal to another tuple exactly when equal by ``==``
         # with items of the same types, two C-level comparisons instead of spelling the other value
@@ -293,7 +310,7 @@ class Exact:
         return repr(self.value)
 
 
-def constexpr_key(value: Any) -> Any:
+def constexpr_key(value: object) -> object:
     """What stands for a Constexpr value in an in-process compile key (and the call path's checks).
 
     The value itself where ``==`` between two values of its type is already
@@ -314,7 +331,7 @@ def constexpr_key(value: Any) -> Any:
     return Exact(value)
 
 
-def constexpr_value(key_part: Any) -> Any:
+def constexpr_value(key_part: object) -> object:
     """The value :func:`constexpr_key` stands for."""
     return key_part.value if key_part.__class__ is Exact else key_part
 
@@ -335,11 +352,11 @@ def _one_of(t: type, types_: tuple[type, ...]) -> bool:
     return any(t is c for c in types_)
 
 
-def _qualname(obj: Any) -> str:
+def _qualname(obj: object) -> str:
     """``module.qualname`` of a class or a function; of anything else, its class's (never a foreign attribute read)."""
     t = type(obj)
     if issubclass(t, type):
-        return _type_name(obj)
+        return _type_name(typing.cast(type, obj))
     if _one_of(t, _PLAIN_CALLABLES):
         module = getattr(obj, "__module__", None)
         if module is None and t is not types.FunctionType:
@@ -414,7 +431,7 @@ def _class_index(lines: list[str]) -> dict[str, tuple[int, int]]:
 
     index: dict[str, tuple[int, int]] = {}
 
-    def walk(node: Any, prefix: str) -> None:
+    def walk(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.ClassDef):
                 qualname = prefix + child.name
@@ -478,12 +495,14 @@ class _Hasher:
         return self._h.hexdigest()
 
     # -------------------------------------------------------------- functions
-    def function(self, fn: Any) -> None:
-        if id(fn) in self._seen:
-            self.feed("seen", _qualname(fn))
+    def function(self, obj: object) -> None:
+        if id(obj) in self._seen:
+            self.feed("seen", _qualname(obj))
             return
-        self._seen.add(id(fn))
-        code = dsl.source_code(fn)
+        self._seen.add(id(obj))
+        code = dsl.source_code(obj)
+        # a function, or an object that reads as one (it has a __code__); any other raises below (Uncacheable)
+        fn = typing.cast(types.FunctionType, obj)
         self.depends.append(_qualname(fn))
         self.feed("function", _qualname(fn), _code_source(code))  # decorators included: the block starts at the first
         self.feed("defaults", self.canon(fn.__defaults__), self.canon(fn.__kwdefaults__))
@@ -501,7 +520,7 @@ class _Hasher:
             if name in g:
                 self.named(name, g[name], names)
 
-    def named(self, label: str, value: Any, names: set[str]) -> None:
+    def named(self, label: str, value: object, names: set[str]) -> None:
         """One name a traced function can read: recurse into code, spell values."""
         t = type(value)
         if issubclass(t, types.ModuleType):
@@ -526,7 +545,7 @@ class _Hasher:
             raise Uncacheable(f"{label}: {exc}") from None
         self.feed("name", label, spelled)
 
-    def canon(self, v: Any, depth: int = 0) -> str:
+    def canon(self, v: object, depth: int = 0) -> str:
         """A stable spelling of a value; code is hashed recursively; raises :class:`Uncacheable`.
 
         Only the value's exact type decides how it is read, and no method of the value's own class is
@@ -537,45 +556,46 @@ class _Hasher:
         t = type(v)
         if v is None or t is bool or t is str or t is bytes:
             return f"{t.__name__}:{v!r}"
-        if t is int:
+        if type(v) is int:
             try:
                 return f"int:{v!r}"
             except ValueError:  # more digits than sys.get_int_max_str_digits() allows: hexadecimal is never limited
                 return f"int:{hex(v)}"
         if t is float:  # by its bits: repr gives -0.0 and 0.0 apart, but every NaN the same spelling
             return "float:" + _F64.pack(v).hex()
-        if t is complex:
+        if type(v) is complex:
             return "complex:" + _F64.pack(v.real).hex() + _F64.pack(v.imag).hex()
-        if t is Exact:  # a Constexpr value in a compile key
+        if type(v) is Exact:  # a Constexpr value in a compile key
             return self.canon(v.value, depth)
-        if t is tuple or t is list:
+        if type(v) is tuple or type(v) is list:
             return f"{t.__name__}(" + ",".join(self.canon(x, depth + 1) for x in v) + ")"
-        if issubclass(t, tuple):  # a named tuple: its items, read by tuple's own methods (not an __iter__ of its class)
+        if issubclass(t, tuple) and isinstance(v, tuple):  # a named tuple (isinstance: t's own check, no __class__ read)
+            # its items, read by tuple's own methods (not an __iter__ of its class)
             items = [tuple.__getitem__(v, i) for i in range(tuple.__len__(v))]
             return f"{self._class(t)}(" + ",".join(self.canon(x, depth + 1) for x in items) + ")"
         array = self._array(v, t, depth)
         if array is not None:
             return array
-        if t is set or t is frozenset:
+        if type(v) is set or type(v) is frozenset:
             return f"{t.__name__}(" + ",".join(sorted(self.canon(x, depth + 1) for x in v)) + ")"
-        if t is dict:
+        if type(v) is dict:
             return "dict(" + ",".join(sorted(f"{self.canon(k, depth + 1)}={self.canon(x, depth + 1)}" for k, x in v.items())) + ")"
         if issubclass(t, enum.Enum):
             name = _read(v, t, "_name_")
             if type(name) is not str:
                 raise Uncacheable(f"a member of {_type_name(t)} without a name")
             return f"enum:{_type_name(t)}.{name}"
-        if issubclass(t, type):
+        if issubclass(t, type) and isinstance(v, type):  # a class (isinstance: t's own check, no __class__ read)
             return self._class(v)
-        if t is staticmethod or t is classmethod:
+        if type(v) is staticmethod or type(v) is classmethod:
             return self.canon(v.__func__, depth + 1)
-        if t is property:
+        if type(v) is property:
             return "property(" + ",".join(self.canon(f, depth + 1) for f in (v.fget, v.fset, v.fdel)) + ")"
-        if t is functools.partial:
+        if type(v) is functools.partial:
             return f"partial({self.canon(v.func, depth + 1)},{self.canon(v.args, depth + 1)},{self.canon(v.keywords, depth + 1)})"
         if _one_of(t, _PLAIN_CALLABLES) and t is not types.FunctionType:
             return f"builtin:{_qualname(v)}"
-        if t is types.MethodType:
+        if type(v) is types.MethodType:
             return f"method({self.canon(v.__func__, depth + 1)},{self.canon(v.__self__, depth + 1)})"
         if t is types.FunctionType or (callable(v) and _has_wrapped(v, t)):
             chain = dsl.traced_functions(v)
@@ -603,7 +623,7 @@ class _Hasher:
                 raise
             spelled = ",".join(f"{n}={self.canon(x, depth + 1)}" for n, x in zip(names, values))
             return f"{self._class(t)}({spelled})"
-        if t is slice:
+        if type(v) is slice:
             return f"slice({self.canon((v.start, v.stop, v.step), depth + 1)})"
         known = _known_value(v, t)
         if known is not None:
@@ -618,7 +638,7 @@ class _Hasher:
             "and functions, and never calls an object's own repr or methods"
         )
 
-    def annotation(self, annotation: Any) -> str:
+    def annotation(self, annotation: object) -> str:
         """An annotation's spelling: as a value, where that is refused its type (annotations decide slot kinds,
         which the compile key holds)."""
         if type(annotation) is str:
@@ -639,20 +659,20 @@ class _Hasher:
         except Uncacheable:
             return f"opaque:{_type_name(t)}"
 
-    def _array(self, v: Any, t: type, depth: int) -> str | None:
+    def _array(self, v: object, t: type, depth: int) -> str | None:
         """Arrays by their bytes, dtype, shape and strides (a repr rounds values and elides long arrays); None: not one.
 
         A NumPy array (or scalar) is read through ``np.ndarray``'s (``np.generic``'s) own descriptors and
         methods, so a subclass's overrides never run; a torch tensor only where its class adds nothing
         that would run on the reads (see :meth:`_tensor`)."""
-        if t is bytearray:
+        if type(v) is bytearray:
             return "bytearray:" + hashlib.sha256(v).hexdigest()
-        if t is memoryview:
+        if type(v) is memoryview:
             try:
                 return f"memoryview:{v.format}:{v.shape}:" + hashlib.sha256(v.tobytes()).hexdigest()
             except ValueError:  # released
                 raise Uncacheable("a released memoryview") from None
-        if t is array.array:
+        if type(v) is array.array:
             return f"array:{v.typecode}:" + hashlib.sha256(v.tobytes()).hexdigest()
         np = _loaded("numpy")
         if np is not None and issubclass(t, np.generic):  # np.float32(-0.0): by its bits
@@ -673,12 +693,12 @@ class _Hasher:
                 if state is not None:
                     extra = self.canon(dict(state), depth + 1)
             return f"ndarray:{_type_name(t)}:{dtype}:{shape}:{strides}:{body}:{extra}"
-        torch = _loaded("torch")
-        if torch is not None and issubclass(t, torch.Tensor):
-            return self._tensor(torch, v, t)
+        torch_ = _loaded("torch")
+        if torch_ is not None and issubclass(t, torch_.Tensor):
+            return self._tensor(torch_, typing.cast("torch.Tensor", v), t)
         return None
 
-    def _tensor(self, torch: Any, v: Any, t: type) -> str:
+    def _tensor(self, torch: types.ModuleType, v: torch.Tensor, t: type) -> str:
         """A CPU torch tensor by its bytes; any other is refused.
 
         Reading another device's tensor would copy it to the host and wait for
@@ -731,7 +751,7 @@ class _Hasher:
 _INERT_CLASS_NAMES = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__", "__slots__"})
 
 
-def _has_wrapped(v: Any, t: type) -> bool:
+def _has_wrapped(v: object, t: type) -> bool:
     """Whether ``v`` carries ``__wrapped__`` (a decorator's wrapper) in its own dictionary or its class's, and
     reading it runs no code of its class (no ``__getattribute__`` of its own)."""
     if t is not types.FunctionType and not _generic_getattribute(t):
@@ -763,25 +783,29 @@ def _compiled_function(t: type) -> bool:
     return False
 
 
-def _known_value(v: Any, t: type) -> str | None:
+def _known_value(v: object, t: type) -> str | None:
     """The spelling of a value of a standard library type whose ``repr`` is exact and runs no foreign code
     (exact types only: a subclass may redefine it); None: not one."""
-    if t is range:
+    if type(v) is range:
         return f"range:{v.start!r}:{v.stop!r}:{v.step!r}"
     if v is Ellipsis or v is NotImplemented:
         return f"const:{v!r}"
-    decimal = sys.modules.get("decimal")
-    if decimal is not None and t is decimal.Decimal:
+    # the modules as this process loaded them (never imported here: a value of their types means they are)
+    decimal_ = sys.modules.get("decimal")
+    if decimal_ is not None and t is decimal_.Decimal:
         return f"decimal:{v!r}"
-    fractions = sys.modules.get("fractions")
-    if fractions is not None and t is fractions.Fraction and type(v.numerator) is int and type(v.denominator) is int:
-        return f"fraction:{hex(v.numerator)}/{hex(v.denominator)}"
-    pathlib = sys.modules.get("pathlib")
-    if pathlib is not None and _one_of(t, (pathlib.PurePosixPath, pathlib.PureWindowsPath, pathlib.PosixPath, pathlib.WindowsPath)):
-        return f"path:{t.__name__}:{os.fspath(v)!r}"
-    re = sys.modules.get("re")
-    if re is not None and t is re.Pattern:
-        return f"pattern:{v.flags}:{v.pattern!r}"
+    fractions_ = sys.modules.get("fractions")
+    if fractions_ is not None and t is fractions_.Fraction:
+        fraction = typing.cast("fractions.Fraction", v)
+        if type(fraction.numerator) is int and type(fraction.denominator) is int:
+            return f"fraction:{hex(fraction.numerator)}/{hex(fraction.denominator)}"
+    pathlib_ = sys.modules.get("pathlib")
+    if pathlib_ is not None and _one_of(t, (pathlib_.PurePosixPath, pathlib_.PureWindowsPath, pathlib_.PosixPath, pathlib_.WindowsPath)):
+        return f"path:{t.__name__}:{os.fspath(typing.cast('pathlib.PurePath', v))!r}"
+    re_ = sys.modules.get("re")
+    if re_ is not None and t is re_.Pattern:
+        pattern = typing.cast("re.Pattern[str] | re.Pattern[bytes]", v)
+        return f"pattern:{pattern.flags}:{pattern.pattern!r}"
     return None
 
 
@@ -882,7 +906,7 @@ def _traced(obj: object) -> list[object]:
     return []
 
 
-def _first_unspelled(h: _Hasher, state: dict[Any, Any]) -> str | None:
+def _first_unspelled(h: _Hasher, state: dict[str, object]) -> str | None:
     """``"self.x: why"`` for the first attribute of a callable object the key cannot spell (for the message)."""
     for name, value in state.items():
         try:
@@ -892,7 +916,7 @@ def _first_unspelled(h: _Hasher, state: dict[Any, Any]) -> str | None:
     return None
 
 
-def entry_key(kernel: object, compile_key: object) -> tuple[str, list[str]]:
+def entry_key(kernel: KernelLike, compile_key: object) -> tuple[str, list[str]]:
     """``(key, functions hashed)`` for one compile of ``kernel`` (a :class:`cute_bind.Kernel`).
 
     Raises :class:`Uncacheable` when something the compile depends on has no
@@ -911,7 +935,7 @@ def entry_key(kernel: object, compile_key: object) -> tuple[str, list[str]]:
         raise Uncacheable(f"spelling the compile's inputs raised {_type_name(type(exc))}") from exc
 
 
-def _entry_key(kernel: Any, compile_key: Any) -> tuple[str, list[str]]:
+def _entry_key(kernel: KernelLike, compile_key: object) -> tuple[str, list[str]]:
     user_key = getattr(kernel, "cache_key", None)
     h = _Hasher(lenient=user_key is not None)
     # the kernel by its name and class, never its repr (a callable object's repr is its client's code)
@@ -936,7 +960,7 @@ def _entry_key(kernel: Any, compile_key: Any) -> tuple[str, list[str]]:
             # own attributes (read while tracing as self.x), spelled like any other data, read without
             # running the object's code (a client's operator object may hold layouts of a dead MLIR context)
             _feed_object(h, fn, "callable-object")
-            fn = inspect.unwrap(typing.cast(Any, call))
+            fn = inspect.unwrap(typing.cast("typing.Callable[..., object]", call))
         h.function(fn)
     return h.hexdigest(), h.depends
 

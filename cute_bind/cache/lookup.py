@@ -27,7 +27,7 @@ from typing import Any, Callable
 from .. import dsl
 from .. import diagnostics as D
 from . import settings
-from .key import Uncacheable, entry_key, environment
+from .key import KernelLike, Uncacheable, entry_key, environment
 from .store import Store, UntrustedPath, load_key
 
 __all__ = ["Claim", "Event", "HISTORY_SIZE", "claim", "history", "load_payload", "mark"]
@@ -167,7 +167,7 @@ class Claim:
 
     def __init__(
         self,
-        kernel: object,
+        kernel: KernelLike,
         compile_key: object,
         *,
         exporter: Callable[[object, str], bytes] | None = None,
@@ -352,6 +352,6 @@ class Claim:
         _record(name, self.key, self.outcome, seconds)
 
 
-def claim(kernel: Any, compile_key: Any, **options: Any) -> Claim:
+def claim(kernel: KernelLike, compile_key: object, **options: Any) -> Claim:
     """A :class:`Claim` for one compile of ``kernel`` (used as a context manager; ``options``: see :class:`Claim`)."""
     return Claim(kernel, compile_key, **options)
