@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .timing import Row, TimedPath, fixed_loop, machine, time_rows
+from .timing import Checks, Row, TimedPath, fixed_loop, machine, time_rows
 
 __all__ = ["ColdReport", "format_cold_table", "run_coldstart"]
 
@@ -65,8 +65,8 @@ class ColdReport:
     iters: int
     rows: list[ColdRow]
     launch_rows: list[Row]
-    checks: dict[str, Any]
-    targets: dict[str, Any] = field(default_factory=dict)
+    checks: Checks
+    targets: dict[str, bool] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- the child process
@@ -176,7 +176,7 @@ def _row(case: str, mode: str, runs: list[dict[str, Any]]) -> ColdRow:
 
 
 # ---------------------------------------------------------------- launch: fresh vs reloaded handle
-def _launch_compare(case: str, gpu: bool, cache: Path, repeats: int, iters: int, checks: dict[str, Any]) -> list[Row]:
+def _launch_compare(case: str, gpu: bool, cache: Path, repeats: int, iters: int, checks: Checks) -> list[Row]:
     import cute_bind
 
     from ..jit import Kernel
@@ -240,8 +240,8 @@ def run_coldstart(*, host_only: bool | None = None, repeats: int = 5, iters: int
     base["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([base["PYTHONPATH"]] if base.get("PYTHONPATH") else []))
     base.pop("CUTE_BIND_CACHE", None)
     rows: list[ColdRow] = []
-    checks: dict[str, Any] = {}
-    targets: dict[str, Any] = {}
+    checks: Checks = {}
+    targets: dict[str, bool] = {}
     launch_rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="cute_bind_coldstart_") as tmp:
         for case in cases:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import diagnostics as D
-from .timing import Report, TimedPath, fast_path_words, fixed_loop, legend, machine, time_rows
+from .timing import Checks, Report, TimedPath, fast_path_words, fixed_loop, legend, machine, time_rows
 
 __all__ = ["run", "format_table"]
 
@@ -46,7 +46,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     from ..jit import kernel
 
     gpu = dsl.cuda_device_count() > 0 if host_only is None else not host_only
-    checks: dict[str, Any] = {}
+    checks: Checks = {}
     alpha, stream_handle = 2.0, 0
     torch_stream = None
     if gpu:
@@ -59,13 +59,13 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
         out_addr, in_addr = out.data_ptr(), x.data_ptr()
         space, fn = cute.AddressSpace.gmem, scale
 
-        def expected() -> Any:
+        def expected() -> object:
             return x * alpha
 
         def reset() -> None:
             out.fill_(float("nan"))
 
-        def result() -> Any:
+        def result() -> object:
             torch.cuda.synchronize()
             return out.clone()
     else:
@@ -75,13 +75,13 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
         out_addr, in_addr = out_np.ctypes.data, x_np.ctypes.data
         space, fn = cute.AddressSpace.generic, scale_host
 
-        def expected() -> Any:
+        def expected() -> object:
             return (x_np * np.float32(alpha)).astype(np.float32)
 
         def reset() -> None:
             out_np.fill(np.nan)
 
-        def result() -> Any:
+        def result() -> object:
             return out_np.copy()
 
     p_out = make_ptr(cutlass.Float32, out_addr, space, assumed_align=16)
@@ -94,7 +94,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     launch = handle.launch
     entry, packed, packed_address, raw_entry, raw_arg = dsl.bare_call(compiled, direct_args)
 
-    def rebuilt(o: int, i: int, a: float, m: int, s: int) -> Any:
+    def rebuilt(o: int, i: int, a: float, m: int, s: int) -> object:
         return compiled(
             make_ptr(cutlass.Float32, o, space, assumed_align=16),
             make_ptr(cutlass.Float32, i, space, assumed_align=16),
@@ -112,7 +112,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
         checks["direct == torch reference"] = bool(torch.equal(ref, expected()))
         same: Callable[[Any, Any], bool] = torch.equal
     else:
-        checks["direct == numpy reference"] = bool(np.array_equal(ref, expected()))
+        checks["direct == numpy reference"] = bool(np.array_equal(np.asarray(ref), np.asarray(expected())))
         same = np.array_equal
     agree = _Agreement(reset, result, ref, same, checks)
     agree.check("launch", lambda: launch(out_addr, in_addr, alpha, n, stream_handle))
@@ -156,12 +156,12 @@ class _Agreement:
     """How a comparison path is checked against the direct call before it is timed."""
 
     reset: Callable[[], None]  # poison the output
-    result: Callable[[], Any]  # the output, after synchronising
-    ref: Any  # the direct call's output
+    result: Callable[[], object]  # the output, after synchronising
+    ref: object  # the direct call's output
     same: Callable[[Any, Any], bool]  # bitwise equality
-    checks: dict[str, Any]  # name -> True/False, or why a path was skipped
+    checks: Checks  # name -> True/False, or why a path was skipped
 
-    def check(self, name: str, call: Callable[[], Any]) -> bool:
+    def check(self, name: str, call: Callable[[], object]) -> bool:
         self.reset()
         call()
         ok = bool(self.same(self.result(), self.ref))
@@ -170,19 +170,19 @@ class _Agreement:
 
 
 #: key, label, function, arguments (a dict: every argument by keyword), note
-_Path = tuple[str, str, Callable[..., Any], "tuple[Any, ...] | dict[str, Any]", str]
+_Path = tuple[str, str, Callable[..., object], "tuple[object, ...] | dict[str, object]", str]
 
 
 def _form_paths(
     gpu: bool,
-    launch: Any,
-    k: Any,
+    launch: Callable[..., object],
+    k: Callable[..., object],
     arrays: tuple[Any, Any],
     alpha: float,
     n: int,
     stream: int,
     agree: _Agreement,
-    stream_object: Any = None,
+    stream_object: object = None,
 ) -> list[_Path]:
     """The same launch and kernel(...) call given the arrays themselves, in every form a pointer slot takes
     (issue 24: each within 2x of the int-address launch): torch tensors, NumPy arrays (CPU), ctypes pointers;
@@ -213,9 +213,9 @@ def _form_paths(
     rows: list[_Path] = []
     for key, words, (o, i) in forms:
         for path, label, fn in (("launch", "PreparedLaunch.launch", launch), ("call", "kernel(...) call", k)):
-            args = (o, i, alpha, n, stream)
+            args: tuple[object, ...] = (o, i, alpha, n, stream)
 
-            def call(fn: Any = fn, args: tuple[Any, ...] = args) -> Any:
+            def call(fn: Callable[..., object] = fn, args: tuple[object, ...] = args) -> object:
                 return fn(*args)
 
             if agree.check(f"{path} with {words}", call):
@@ -224,16 +224,16 @@ def _form_paths(
     for path, label, fn in (("launch", "PreparedLaunch.launch", launch), ("call", "kernel(...) call", k)):
         args = (addr[0], addr[1], alpha, n, stream_object)
 
-        def call(fn: Any = fn, args: tuple[Any, ...] = args) -> Any:
+        def call(fn: Callable[..., object] = fn, args: tuple[object, ...] = args) -> object:
             return fn(*args)
 
         if agree.check(f"{path} with a {words}", call):
             rows.append((f"{path}_stream", f"{label}, {words}", fn, args, f"int addresses, the stream as a {words}"))
     # every argument by keyword: placed by parameter name on the fast path
-    named = {"out": addr[0], "inp": addr[1], "alpha": alpha, "n": n, "stream": stream}
+    named: dict[str, object] = {"out": addr[0], "inp": addr[1], "alpha": alpha, "n": n, "stream": stream}
     for path, label, fn in (("launch", "PreparedLaunch.launch", launch), ("call", "kernel(...) call", k)):
 
-        def by_name(fn: Any = fn) -> Any:
+        def by_name(fn: Callable[..., object] = fn) -> object:
             return fn(**named)
 
         if agree.check(f"{path} by keyword", by_name):
@@ -242,20 +242,26 @@ def _form_paths(
 
 
 def _left_out_paths(
-    k: Any, addresses: tuple[int, int], tensors: tuple[Any, Any] | None, alpha: float, n: int, stream: int, agree: _Agreement
+    k: Callable[..., object],
+    addresses: tuple[int, int],
+    tensors: tuple[object, object] | None,
+    alpha: float,
+    n: int,
+    stream: int,
+    agree: _Agreement,
 ) -> list[_Path]:
     """``kernel(...)`` of the same kernel with its stream declared ``= None``, the stream given and left out
     (issue 44 item 7: finding torch's current stream should cost at most 0.3 us over an explicit stream):
     with int addresses, and on a GPU with the torch tensors too. The timed rounds run with the bench
     stream made torch's current one, so a left-out stream is the very stream the given rows pass."""
-    forms: list[tuple[str, str, tuple[Any, Any]]] = [("", "int addresses", addresses)]
+    forms: list[tuple[str, str, tuple[object, object]]] = [("", "int addresses", addresses)]
     if tensors is not None:
         forms.append(("_torch", "torch tensors", tensors))
     rows: list[_Path] = []
     for key, words, (o, i) in forms:
         for suffix, label, args in (("given", "stream given", (o, i, alpha, n, stream)), ("left_out", "stream left out", (o, i, alpha, n))):
 
-            def call(args: tuple[Any, ...] = args) -> Any:
+            def call(args: tuple[object, ...] = args) -> object:
                 return k(*args)
 
             if agree.check(f"kernel(...) with {words}, {label}", call):
@@ -264,7 +270,14 @@ def _left_out_paths(
 
 
 def _extra_paths(
-    fn: Any, direct_args: tuple[Any, ...], out_addr: int, in_addr: int, alpha: float, n: int, stream: int, agree: _Agreement
+    fn: Callable[..., object],
+    direct_args: tuple[object, ...],
+    out_addr: int,
+    in_addr: int,
+    alpha: float,
+    n: int,
+    stream: int,
+    agree: _Agreement,
 ) -> list[_Path]:
     """Comparison paths that need optional packages; each is checked against the direct call."""
     rows: list[_Path] = []
@@ -340,7 +353,7 @@ def _gpu_extra_paths(compiled: Any, out_addr: int, in_addr: int, alpha: float, n
     return rows
 
 
-def _tvm_tensor_path(out: Any, x: Any, alpha: float, stream: Any, agree: _Agreement) -> list[_Path]:
+def _tvm_tensor_path(out: object, x: object, alpha: float, stream: object, agree: _Agreement) -> list[_Path]:
     """The DSL's TVM-FFI path the way it is meant for torch: tensors in, stream from the caller's context."""
     try:
         from .. import dsl

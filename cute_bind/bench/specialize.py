@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any
-
-from .timing import Report, Row, TimedPath, machine, progress, time_rows
+from .timing import Checks, Report, Row, TimedPath, machine, progress, time_rows
 
 __all__ = ["run_specialize", "format_specialize_table"]
 
@@ -40,7 +38,7 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
     except ImportError:
         torch = None
     gpu = dsl.cuda_device_count() > 0 if host_only is None else not host_only
-    checks: dict[str, Any] = {}
+    checks: Checks = {}
     if gpu:
         assert torch is not None
         stream = torch.cuda.Stream()
@@ -65,7 +63,7 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
 
     k = kernel(max_specializations=None, cache=False)(fn)  # the cold row compiles: no disk cache to load from
 
-    def call32() -> Any:
+    def call32() -> object:
         return k(y32, x32, 2.0)
 
     def switch(n: int) -> float:

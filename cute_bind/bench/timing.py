@@ -43,6 +43,10 @@ class Row:
     key: str = ""
 
 
+#: a report's checks: what was checked -> whether it held (bool), a count (int), or why a path was skipped (str)
+Checks = dict[str, bool | int | str]
+
+
 @dataclass
 class Report:
     machine: str
@@ -51,7 +55,7 @@ class Report:
     repeats: int
     iters: int
     rows: list[Row]
-    checks: dict[str, Any]
+    checks: Checks
     notes: list[str] = field(default_factory=list)  # plain-words remarks printed under the table
 
     def row(self, key: str) -> Row | None:
@@ -66,7 +70,7 @@ class Report:
         return found.median_us
 
 
-def _loop(fn: Callable[..., Any], args: tuple[Any, ...], iters: int) -> float:
+def _loop(fn: Callable[..., object], args: tuple[object, ...], iters: int) -> float:
     # the loop body is the same shape for every path: one call with its arguments
     it = range(iters)
     t0 = time.perf_counter()
@@ -91,9 +95,10 @@ def _keyword_loop(names: tuple[str, ...]) -> Callable[..., float]:
         f"        fn(*args, {call})\n"
         "    return (perf_counter() - t0) / iters * 1e6\n"
     )
-    namespace: dict[str, Any] = {"perf_counter": time.perf_counter}
+    namespace: dict[str, Any] = {"perf_counter": time.perf_counter}  # exec's globals
     exec(compile_source(src, "bench keyword loop"), namespace)  # noqa: S102 - generated from identifiers only
-    return namespace["loop"]  # type: ignore[no-any-return]
+    loop: Callable[[Callable[..., object], tuple[object, ...], tuple[object, ...], int], float] = namespace["loop"]
+    return loop
 
 
 def machine() -> str:
@@ -124,7 +129,7 @@ class TimedPath:
         return cls(re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_"), label, loop, note)
 
 
-def fixed_loop(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Callable[[int], float]:
+def fixed_loop(fn: Callable[..., object], args: tuple[object, ...], kwargs: dict[str, object] | None = None) -> Callable[[int], float]:
     """A loop of ``fn(*args)`` (or, with keywords, ``fn(*args, name=value, ...)`` written out as user code
     writes it) that returns us per call."""
     if kwargs:
@@ -138,7 +143,7 @@ def time_rows(
     given: Sequence[TimedPath | tuple[str, Callable[[int], float], str]],
     repeats: int,
     iters: int,
-    torch_stream: Any = None,
+    torch_stream: object = None,  # a torch.cuda.Stream
     label: str = "",
 ) -> list[Row]:
     """Time every path interleaved: ``repeats`` rounds of ``iters`` launches each (CUDA events too on a stream).
@@ -151,7 +156,7 @@ def time_rows(
     paths = [p if isinstance(p, TimedPath) else TimedPath.of(*p) for p in given]
 
     gpu = torch_stream is not None
-    stream_ctx: Any = contextlib.nullcontext()
+    stream_ctx: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
     if gpu:
         from .. import dsl
 

@@ -23,9 +23,15 @@ paths use inductor's CPU backend (which compiles C++ first: allow a minute).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable
 
-from .timing import Report, Row, TimedPath, fixed_loop, machine, time_rows
+from .timing import Checks, Report, Row, TimedPath, fixed_loop, machine, time_rows
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from ..torch import TorchOp
 
 __all__ = ["run_torch_ops", "format_torch_table"]
 
@@ -64,7 +70,7 @@ def run_torch_ops(*, host_only: bool | None = None, repeats: int = 21, iters: in
 
     gpu = dsl.cuda_device_count() > 0 and torch.cuda.is_available() if host_only is None else not host_only
     iters = min(iters, MAX_ITERS)
-    checks: dict[str, Any] = {}
+    checks: Checks = {}
     if gpu:
         torch_stream = torch.cuda.Stream()
         n, device, fn = 4096, "cuda", scale_tensors
@@ -93,7 +99,7 @@ def run_torch_ops(*, host_only: bool | None = None, repeats: int = 21, iters: in
         handle = k.bind(y, x, ALPHA, stream())
         launch = handle.launch
 
-        def hand_launch_body(out: Any, inp: Any, alpha: float) -> None:
+        def hand_launch_body(out: Tensor, inp: Tensor, alpha: float) -> None:
             launch(out, inp, alpha, torch.cuda.current_stream().cuda_stream if out.is_cuda else 0)
 
         hand_launch = torch.library.custom_op(f"cbbench::hand_launch_{tag}", hand_launch_body, mutates_args=("out",), schema=HAND_SCHEMA)
@@ -104,7 +110,7 @@ def run_torch_ops(*, host_only: bool | None = None, repeats: int = 21, iters: in
         sync()
         ref = y.clone()
 
-        def agree(name: str, call: Callable[[], Any]) -> bool:
+        def agree(name: str, call: Callable[[], object]) -> bool:
             """Poison y, call; the result (or y, for a mutating call) must be ref's bytes."""
             y.fill_(float("nan"))
             out = call()
@@ -142,11 +148,11 @@ class _nullcontext:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         return None
 
 
-def _tvm_path(torch: Any, tag: str, x: Any, y: Any, agree: Callable[..., bool], checks: dict[str, Any]) -> list[TimedPath]:
+def _tvm_path(torch: ModuleType, tag: str, x: Tensor, y: Tensor, agree: Callable[..., bool], checks: Checks) -> list[TimedPath]:
     """The hand-written custom op over the DSL's TVM-FFI function (GPU, apache-tvm-ffi installed)."""
     try:
         import tvm_ffi  # noqa: F401
@@ -162,7 +168,7 @@ def _tvm_path(torch: Any, tag: str, x: Any, y: Any, agree: Callable[..., bool], 
             scale_tensors, fake, fake, cutlass.Float32(ALPHA), make_fake_stream(use_tvm_ffi_env_stream=True), options="--enable-tvm-ffi"
         )
 
-        def hand_tvm_body(out: Any, inp: Any, alpha: float) -> None:
+        def hand_tvm_body(out: Tensor, inp: Tensor, alpha: float) -> None:
             fn(out, inp, alpha)
 
         hand_tvm = torch.library.custom_op(f"cbbench::hand_tvm_{tag}", hand_tvm_body, mutates_args=("out",), schema=HAND_SCHEMA)
@@ -180,24 +186,24 @@ def _tvm_path(torch: Any, tag: str, x: Any, y: Any, agree: Callable[..., bool], 
 
 
 def _compiled_paths(
-    torch: Any, op: Any, op_f: Any, x: Any, y: Any, gpu: bool, agree: Callable[..., bool], checks: dict[str, Any]
+    torch: ModuleType, op: TorchOp, op_f: TorchOp, x: Tensor, y: Tensor, gpu: bool, agree: Callable[..., bool], checks: Checks
 ) -> list[TimedPath]:
     """torch.compile of one-line functions: the op against the built-in torch.mul in its place."""
     paths: list[TimedPath] = []
 
-    def with_op(out: Any, inp: Any) -> None:
+    def with_op(out: Tensor, inp: Tensor) -> None:
         op(out, inp, ALPHA)
 
-    def with_mul(out: Any, inp: Any) -> None:
+    def with_mul(out: Tensor, inp: Tensor) -> None:
         torch.mul(inp, ALPHA, out=out)
 
-    def op_functional(inp: Any) -> Any:
+    def op_functional(inp: Tensor) -> Tensor:
         return op_f(inp, ALPHA)
 
-    def mul_functional(inp: Any) -> Any:
+    def mul_functional(inp: Tensor) -> Tensor:
         return torch.mul(inp, ALPHA)
 
-    variants: list[tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any], str]] = [
+    variants: list[tuple[str, Callable[..., object], tuple[object, ...], dict[str, object], str]] = [
         (COMPILED_OP, with_op, (y, x), {}, "inductor; the op is an extern call"),
         (COMPILED_MUL, with_mul, (y, x), {}, "inductor generates the multiply"),
     ]
@@ -212,7 +218,7 @@ def _compiled_paths(
             checks[f"{name}: graph breaks"] = int(explained.graph_break_count)
             compiled = torch.compile(fn, fullgraph=True, **options)
 
-            def call(c: Any = compiled, a: tuple[Any, ...] = args) -> Any:
+            def call(c: Callable[..., Tensor | None] = compiled, a: tuple[object, ...] = args) -> object:
                 out = c(*a)
                 # reduce-overhead reuses its output buffers: compare a copy
                 return None if out is None else out.clone()
