@@ -29,6 +29,7 @@ import stat
 import threading
 import time
 import types
+import typing
 import weakref
 from typing import Any, Callable
 
@@ -70,7 +71,7 @@ def _target_name(owner: object, function: object) -> str:
     return f"{module if type(module) is str else '?'}.{qualname if type(qualname) is str else '?'}"
 
 
-def inspect_unwrap(function: object) -> Any:
+def inspect_unwrap(function: object) -> object:
     """The function along ``__wrapped__`` (read from the function's own dictionary)."""
     for _ in range(16):
         inner = getattr(function, "__dict__", {}).get("__wrapped__") if isinstance(function, types.FunctionType) else None
@@ -81,7 +82,7 @@ def inspect_unwrap(function: object) -> Any:
 
 
 # ------------------------------------------------------------------ the compile key
-def _spell(value: Any, state: Any, depth: int = 0) -> Any:
+def _spell(value: object, state: dsl.CompileOnly, depth: int = 0) -> object:
     """One argument of the compile as the compile key holds it: a DSL value by :func:`dsl.argument_spelling`,
     containers and dataclasses item by item (a tensor inside a tuple or a dataclass is a DSL value too), any
     other value as it is (the key spells it as data, or refuses it: CB608)."""
@@ -91,11 +92,12 @@ def _spell(value: Any, state: Any, depth: int = 0) -> Any:
     if spelled is not None:
         return ("dsl-value",) + spelled
     t = type(value)
-    if t is tuple or t is list:
+    if type(value) is tuple or type(value) is list:
         return (t.__name__, tuple(_spell(v, state, depth + 1) for v in value))
     if issubclass(t, tuple):  # a NamedTuple: its class (source) and its items
-        return ("named", t, tuple(_spell(tuple.__getitem__(value, i), state, depth + 1) for i in range(tuple.__len__(value))))
-    if t is dict:
+        items = typing.cast("tuple[object, ...]", value)
+        return ("named", t, tuple(_spell(tuple.__getitem__(items, i), state, depth + 1) for i in range(tuple.__len__(items))))
+    if type(value) is dict:
         return ("dict", tuple(sorted(((_key.canonical(k), _spell(v, state, depth + 1)) for k, v in value.items()), key=lambda kv: kv[0])))
     fields = _key._class_lookup(t, "__dataclass_fields__")
     if fields is not _key._MISSING and type(fields) is dict and not isinstance(value, type):
@@ -104,7 +106,7 @@ def _spell(value: Any, state: Any, depth: int = 0) -> Any:
     return value
 
 
-def compile_key(callable_: object, args: tuple[object, ...], kwargs: dict[str, object], options: object) -> tuple[Any, ...]:
+def compile_key(callable_: object, args: tuple[object, ...], kwargs: dict[str, object], options: object) -> tuple[object, ...]:
     """The compile key of ``callable_(fn, *args, options=options, **kwargs)`` (the function itself is the
     entry key's business); :class:`~cute_bind.cache.key.Uncacheable` when a part cannot be spelled."""
     resolved = dsl.resolved_options(callable_, options)
@@ -148,24 +150,24 @@ class CachedFunction:
         self._call = call
         self._signature = signature
         self._recompile = recompile
-        self._fresh: Any = None
+        self._fresh: object = None
         self._lock = threading.Lock()
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> object:
         return self._call(*args, **kwargs)
 
     @property
-    def __cute_bind_compiled__(self) -> Any:
+    def __cute_bind_compiled__(self) -> object:
         """What ``cute_bind.prepare`` prepares for this result: the loaded function (``result.prepare(...)``
         also maps keyword arguments and defaults as the call does)."""
         return self.function
 
-    def prepare(self, *args: Any, **kwargs: Any) -> Any:
+    def prepare(self, *args: object, **kwargs: object) -> Any:
         """The prepared launch of the loaded function for these arguments (``cute_bind.prepare``), taken as
         the call takes them (keywords and defaults of a TVM-FFI function included)."""
         return _prepare()(self.function, *self.positional(args, kwargs))
 
-    def positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    def positional(self, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, ...]:
         """A call's arguments as the loaded function takes them: positionally, defaults filled in (a TVM-FFI
         function reloaded from disk takes nothing else); as given for a plain compiled function."""
         if self._signature is None:
@@ -183,11 +185,11 @@ class CachedFunction:
                 self._fresh = self._recompile()
             return self._fresh
 
-    def export_to_c(self, *args: Any, **kwargs: Any) -> Any:
+    def export_to_c(self, *args: object, **kwargs: object) -> object:
         """The DSL's ``export_to_c`` (it needs the compile's IR: see :meth:`fresh`)."""
         return self.fresh().export_to_c(*args, **kwargs)
 
-    def to(self, device: Any = None) -> Any:
+    def to(self, device: object = None) -> Any:
         """As the DSL's ``to``: a TVM-FFI function runs on every device (itself); a plain one's executor."""
         if self.tvm_ffi:
             return self
@@ -203,7 +205,7 @@ class CachedFunction:
         return f"<cute_bind cached {kind} {str(self.key)[:12]}>"
 
 
-def _plain_positional(function: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+def _plain_positional(function: object, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, ...]:
     raise TypeError("prepare() of a loaded plain function takes positional arguments (keywords: call cute_bind.prepare(result, ...))")
 
 
@@ -215,7 +217,7 @@ class _Prepare:
     def __init__(self, compiled: object) -> None:
         self._ref = weakref.ref(compiled)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         compiled = self._ref()
         if compiled is None:  # pragma: no cover - the method is reached through the object
             raise ReferenceError("the compiled function is gone")
@@ -259,7 +261,7 @@ def compile_with(callable_: object, fn: object, *args: object, **kwargs: object)
     options = kwargs.get("options")
     call_kwargs = {k: v for k, v in kwargs.items() if k != "options"}
 
-    def original() -> Any:
+    def original() -> object:
         return dsl.call_original(callable_, fn, *args, **kwargs)
 
     why = None
@@ -287,14 +289,14 @@ def compile_with(callable_: object, fn: object, *args: object, **kwargs: object)
         _record(name, None, "uncached", time.perf_counter() - started)
         return _with_prepare(compiled)
     tvm_ffi = resolved.tvm_ffi
-    extra: dict[str, Any] = {"compile": "cute.compile", "kind": "tvm-ffi" if tvm_ffi else "plain"}
-    opts: dict[str, Any] = {"header": extra}
+    extra: dict[str, object] = {"compile": "cute.compile", "kind": "tvm-ffi" if tvm_ffi else "plain"}
+    opts: dict[str, object] = {"header": extra}
     if tvm_ffi:
         opts["exporter"] = dsl.export_tvm_ffi_object
         opts["loader"] = dsl.load_tvm_ffi_object
     with claim(_Subject(name, fn), key, **opts) as c:
         loaded = c.load()
-        call: Any = loaded
+        call = typing.cast("Callable[..., object]", loaded)  # a loaded compiled function: called as the DSL's own
         signature = None
         if loaded is not None and tvm_ffi:
             try:
@@ -398,7 +400,7 @@ class Compile:
     def __getitem__(self, options: object) -> Compile:
         return Compile(options)
 
-    def __call__(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, fn: object, *args: object, **kwargs: object) -> Any:
         """Compile ``fn`` for ``args`` as ``cute.compile`` does, through the disk cache (see the module docstring)."""
         cute_compile = dsl.compile_callable()
         callable_ = cute_compile if self._options is None else cute_compile[self._options]

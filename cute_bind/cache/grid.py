@@ -30,7 +30,7 @@ import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, TextIO
+from typing import Callable, Iterable, TextIO, cast
 
 from .. import diagnostics as D
 
@@ -61,7 +61,7 @@ def parse_axis(text: str) -> tuple[str, list[object]]:
     return name, parsed
 
 
-def _resolve(target: str) -> Any:
+def _resolve(target: str) -> object:
     module_name, sep, attribute = target.rpartition(":")
     if not sep or not module_name or not attribute:
         raise D.error(
@@ -75,19 +75,19 @@ def _resolve(target: str) -> Any:
             sys.path.insert(0, folder)
         module_name = os.path.splitext(base)[0]
     module = importlib.import_module(module_name)
-    obj: Any = module
+    obj: object = module
     for part in attribute.split("."):
         obj = getattr(obj, part)
     return obj
 
 
-def configurations(target: str, axes: Iterable[tuple[str, list[Any]]] = ()) -> list[tuple[str, Callable[[], Any]]]:
+def configurations(target: str, axes: Iterable[tuple[str, list[object]]] = ()) -> list[tuple[str, Callable[[], object]]]:
     """The target's configurations, in order: ``(label, a call taking no arguments)``."""
     obj = _resolve(target)
     axes = list(axes)
     if callable(obj):
         names = [n for n, _ in axes]
-        out: list[tuple[str, Callable[[], Any]]] = []
+        out: list[tuple[str, Callable[[], object]]] = []
         for point in itertools.product(*(values for _, values in axes)):
             kwargs = dict(zip(names, point))
             label = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "()"
@@ -96,7 +96,7 @@ def configurations(target: str, axes: Iterable[tuple[str, list[Any]]] = ()) -> l
     if axes:
         raise D.error(D.CACHE_SETTING_INVALID, parameter="--grid", expected="a function target (a list target is its own grid)", got=target)
     out = []
-    for i, item in enumerate(obj):
+    for i, item in enumerate(cast(Iterable[object], obj)):  # a list target (anything else raises TypeError here)
         if isinstance(item, functools.partial):
             shown = ", ".join([repr(a) for a in item.args] + [f"{k}={v!r}" for k, v in item.keywords.items()])
             out.append((f"#{i} {getattr(item.func, '__name__', '?')}({shown})", item))

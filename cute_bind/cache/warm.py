@@ -8,7 +8,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .. import diagnostics as D
 from .lookup import history
@@ -21,7 +21,7 @@ class Args:
 
     __slots__ = ("args", "kwargs")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: object, **kwargs: object) -> None:
         self.args = args
         self.kwargs = kwargs
 
@@ -29,11 +29,11 @@ class Args:
         parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
         return f"Args({', '.join(parts)})"
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[Callable[[tuple[object, ...], dict[str, object]], Args], tuple[tuple[object, ...], dict[str, object]]]:
         return (_make_args, (self.args, self.kwargs))
 
 
-def _make_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Args:
+def _make_args(args: tuple[object, ...], kwargs: dict[str, object]) -> Args:
     return Args(*args, **kwargs)
 
 
