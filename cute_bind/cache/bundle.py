@@ -27,7 +27,6 @@ model of the receiving folder applies as to any entry it writes.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import hmac
 import json
 import os
@@ -36,7 +35,6 @@ import struct
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from .. import diagnostics as D
 from .. import dsl
@@ -60,16 +58,16 @@ def _store(root: str | os.PathLike[str] | None) -> Store:
     return Store(path, key=None if key_file is None else load_key(key_file, path))
 
 
-def _manifest() -> dict[str, Any]:
+def _manifest() -> dict[str, object]:
     return {"format": 1, "environment": environment(), "arch": dsl.target_arch(), "created": time.time()}
 
 
 def _ed25519() -> tuple[ModuleType, ModuleType]:
-    """cryptography's serialization and ed25519 modules (an optional dependency, imported by name: it
-    need not be installed where the package is type-checked)."""
+    """cryptography's serialization and ed25519 modules (an optional dependency, imported when a bundle is
+    signed or checked with Ed25519; mypy.ini lets it be absent where the package is type-checked)."""
     try:
-        serialization = importlib.import_module("cryptography.hazmat.primitives.serialization")
-        ed25519 = importlib.import_module("cryptography.hazmat.primitives.asymmetric.ed25519")
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ed25519
     except ImportError as exc:
         raise D.error(
             D.BUNDLE_SIGNER_MISSING,
