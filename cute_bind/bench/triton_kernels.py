@@ -19,7 +19,7 @@ BLOCK = 256
 
 
 @triton.jit
-def _scale_kernel(out_ptr, in_ptr, alpha, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+def _scale_kernel(out_ptr, in_ptr, alpha, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]  # a triton kernel: triton reads parameter annotations as its own types
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     tl.store(out_ptr + offsets, tl.load(in_ptr + offsets, mask=mask) * alpha, mask=mask)

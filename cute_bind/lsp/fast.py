@@ -56,7 +56,7 @@ def read_message(stream: BinaryIO) -> tuple[bytes, dict[str, Any] | None]:
     return raw, message if isinstance(message, dict) else None
 
 
-def _write(stream: BinaryIO, message: dict[str, Any]) -> None:
+def _write(stream: BinaryIO, message: dict[str, object]) -> None:
     """A message as pygls frames it (pygls.protocol.JsonRPCProtocol._send_data)."""
     body = json.dumps(message)
     header = f"Content-Length: {len(body)}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
@@ -177,7 +177,7 @@ class DropReply:
     """The server proper's output, without its answer to the ``initialize`` answered here (pygls writes
     one whole message per call)."""
 
-    def __init__(self, stream: BinaryIO, request_id: Any) -> None:
+    def __init__(self, stream: BinaryIO, request_id: object) -> None:  # a JSON-RPC id: int or str
         self._stream = stream
         self._id = request_id
 
@@ -201,26 +201,28 @@ class DropReply:
         self._stream.close()
 
 
-def front(stdin: BinaryIO, stdout: BinaryIO, version: str, docs_url: str | None) -> tuple[bytes, Any]:
+def front(stdin: BinaryIO, stdout: BinaryIO, version: str, docs_url: str | None) -> tuple[bytes, object]:
     """Answer ``initialize`` and the first ``didOpen`` here; return what was read (for :class:`Replay`)
     and the id of the ``initialize`` answered (None: none was)."""
     read = b""
-    answered = None
+    answered: object = None
     encoding = "utf-16"
     while True:
         raw, message = read_message(stdin)
         read += raw
-        method = message.get("method") if message is not None else None
-        if method == "initialize" and answered is None and "id" in message:  # type: ignore[operator]
-            params = message.get("params") or {}  # type: ignore[union-attr]
+        if message is None:  # not a message we can read: the server proper answers
+            return read, answered
+        method = message.get("method")
+        if method == "initialize" and answered is None and "id" in message:
+            params = message.get("params") or {}
             encoding = position_encoding(params)
-            _write(stdout, {"id": message["id"], "jsonrpc": "2.0", "result": initialize_result(params, version)})  # type: ignore[index]
-            answered = message["id"]  # type: ignore[index]
+            _write(stdout, {"id": message["id"], "jsonrpc": "2.0", "result": initialize_result(params, version)})
+            answered = message["id"]
         elif method == "initialized" and answered is not None:
             continue
         elif method == "textDocument/didOpen" and answered is not None:
             try:
-                published = open_diagnostics(message["params"], encoding, docs_url)  # type: ignore[index]
+                published = open_diagnostics(message["params"], encoding, docs_url)
             except Exception:  # noqa: BLE001 - anything unexpected: the server proper answers as it always does
                 return read, answered
             _write(stdout, {"params": published, "method": "textDocument/publishDiagnostics", "jsonrpc": "2.0"})

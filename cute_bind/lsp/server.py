@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Generator, Sequence
+from typing import Any, Callable, Generator, Sequence
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -61,7 +61,9 @@ class _Protocol(LanguageServerProtocol):
     notification of any kind (see :meth:`CuteBindServer.forget_finished_handlers`)."""
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Generator[Any, Any, None]:
+    def lsp_text_document__did_change(
+        self, params: types.DidChangeTextDocumentParams
+    ) -> Generator[tuple[Callable[..., object], tuple[object, ...], None], object, None]:
         """pygls's own handler, with the changes applied by LSP's line rules (:func:`apply_change`):
         pygls splits the text with ``str.splitlines`` (a form feed, NEL, U+2028... would end a
         line) and clamps the change's range in place to those lines."""
@@ -74,7 +76,7 @@ class _Protocol(LanguageServerProtocol):
         if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
             yield user_handler, (params,), None
 
-    def _handle_notification(self, method_name: str, params: Any) -> None:
+    def _handle_notification(self, method_name: str, params: object) -> None:
         try:
             super()._handle_notification(method_name, params)
         finally:
@@ -351,7 +353,7 @@ def _offset(codec: PositionCodec, text: str, lines: Sequence[str], starts: Seque
     return starts[position.line] + min(max(server.character, 0), content)
 
 
-def apply_change(text: str, change: Any, codec: PositionCodec) -> str:
+def apply_change(text: str, change: types.TextDocumentContentChangeEvent, codec: PositionCodec) -> str:
     """``text`` with one ``didChange`` content change applied, its range read by LSP's line
     rules (``\n``, ``\r\n`` and ``\r`` end a line; nothing else does) in the client's units."""
     if not isinstance(change, types.TextDocumentContentChangePartial):
@@ -424,7 +426,7 @@ def make_server(debounce_ms: int = 150, docs_url: str | None = None) -> CuteBind
         return ls.hover(params)
 
     @server.feature("cute-bind/stats")
-    def stats(ls: CuteBindServer, params: Any) -> dict[str, Any]:
+    def stats(ls: CuteBindServer, params: object) -> dict[str, object]:
         """Counters for the benchmark (benchmarks/lsp_latency.py): checks run, the process's memory."""
         import resource
 
