@@ -5,7 +5,7 @@ text signatures, TVM_FFI_LAUNCH_SPEC_FIELDS, TENSOR_ARG_FIELDS, CONSTANT_ARG_FIE
 STRUCTURE_ARG_FIELDS, STRUCTURE_NODE_FIELDS).
 """
 
-from typing import Any, Callable
+from typing import Callable
 
 from .spec import TvmFfiLaunchSpec
 
@@ -22,5 +22,5 @@ STRUCTURE_NODE_FIELDS: tuple[str, ...]
 
 class Launcher:
     def __init__(self, spec: TvmFfiLaunchSpec, /) -> None: ...
-    def launch(self, /, *args: Any, **kwargs: Any) -> Any: ...
-    def poison(self, refuse: Callable[[], Any], /) -> None: ...
+    def launch(self, /, *args: object, **kwargs: object) -> object: ...
+    def poison(self, refuse: Callable[[], object], /) -> None: ...

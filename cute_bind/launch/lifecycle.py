@@ -32,7 +32,7 @@ paths are refused).
 from __future__ import annotations
 
 import enum
-from typing import Any, Callable, ClassVar, NoReturn
+from typing import Any, Callable, ClassVar, NoReturn, Protocol, TypeVar
 
 from .. import diagnostics as D
 
@@ -67,6 +67,15 @@ _REFUSALS: dict[HandleState, Refusal] = {
 }
 
 
+class _Poisonable(Protocol):
+    """A C launcher, as the transition out of OPEN tells it (``_claunch``/``_ctvmffi.Launcher``)."""
+
+    def poison(self, refuse: Callable[[], object], /) -> None: ...
+
+
+_L = TypeVar("_L", bound="Lifecycle")
+
+
 class Lifecycle:
     """Base of handles and graphs: open/closed state, idempotent close, context manager, one refusal.
 
@@ -82,7 +91,7 @@ class Lifecycle:
     #: taken (popped) by the one transition out of OPEN
     _open_token: list[bool]
     #: the C launcher told at the transition (``poison(refuse)``), or None
-    _native: Any
+    _native: _Poisonable | None
     #: ``[callable]``: what the Python launch paths call (the entry point while open, the refusal after)
     _gate: list[Any]
 
@@ -115,7 +124,7 @@ class Lifecycle:
         """
         self._leave_state(HandleState.CLOSED)
 
-    def __enter__(self) -> Any:
+    def __enter__(self: _L) -> _L:
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:

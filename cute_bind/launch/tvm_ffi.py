@@ -48,7 +48,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import sys
-from typing import Any, Callable, Final, NamedTuple, NoReturn, SupportsIndex
+import typing
+from typing import TYPE_CHECKING, Any, Callable, Final, NamedTuple, NoReturn, Protocol, SupportsIndex
 
 from .. import diagnostics as D
 from .. import dsl
@@ -57,17 +58,25 @@ from . import native
 from .lifecycle import HandleState, Lifecycle
 from .spec import TvmConstantArg, TvmFfiLaunchSpec, TvmKeepAlive, TvmStructureArg, TvmStructureNode, TvmTensorArg
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    from . import _ctvmffi
+
 __all__ = ["PreparedTvmFfiLaunch", "prepare_tvm_ffi"]
 
 _REQUIRED = object()
 
 
-def _c_launcher_class() -> Any:
+def _c_launcher_class() -> type[_ctvmffi.Launcher] | None:
     module = native.load("cute_bind.launch._ctvmffi")
-    return None if module is None else module.Launcher
+    if module is None:
+        return None
+    launcher: type[_ctvmffi.Launcher] = module.Launcher
+    return launcher
 
 
-def _kind_of(value: Any) -> tuple[str, Any]:
+def _kind_of(value: object) -> tuple[str, _ArgSpec]:
     """``(kind, spec)`` of one argument, as TVM-FFI's setters class it; ``("", None)`` if not taken.
 
     Kinds: ``n`` None, ``b`` bool, ``i`` int (an exact int, a ``numbers.Integral``, or a type
@@ -116,7 +125,14 @@ def _protocol_kind(tp: type) -> str:
 _PLAIN: Final = frozenset({int, float, bool, str, type(None)})
 
 
-def _protocol_value(value: Any) -> Any:
+class _TvmNumber(Protocol):
+    """A value TVM-FFI writes as a number through its type's protocol (``cutlass.Int32``, ``cutlass.Float32``)."""
+
+    def __tvm_ffi_int__(self) -> object: ...
+    def __tvm_ffi_float__(self) -> object: ...
+
+
+def _protocol_value(value: object) -> object:
     """``value`` as TVM-FFI's call would read it through ``__tvm_ffi_int__``/``__tvm_ffi_float__``
     (called here), or ``value`` itself for anything else, and where the protocol raises or gives
     what TVM-FFI would convert further (a str): the call then reads it and refuses it its own way."""
@@ -126,13 +142,14 @@ def _protocol_value(value: Any) -> Any:
     if not kind:
         return value
     try:
-        got = value.__tvm_ffi_int__() if kind == "i" else value.__tvm_ffi_float__()
+        number = typing.cast(_TvmNumber, value)  # _protocol_kind found the protocol on its type
+        got = number.__tvm_ffi_int__() if kind == "i" else number.__tvm_ffi_float__()
     except Exception:  # noqa: BLE001 - the call raises it again, as a catalog error chained to it
         return value
     return got if type(got) is (int if kind == "i" else float) else value
 
 
-def _structure_value(value: Any, depth: int = 0) -> Any:
+def _structure_value(value: tuple[object, ...] | list[object], depth: int = 0) -> object:
     """A tuple/list argument with its protocol numbers converted (at any depth, as TVM-FFI's call
     converts every element), rebuilt around them with its own type (``tuple.__new__``: a
     NamedTuple's own ``__new__`` never runs, and TVM-FFI's array of it is the same); ``value``
@@ -145,7 +162,7 @@ def _structure_value(value: Any, depth: int = 0) -> Any:
     return items if type(value) is list else tuple.__new__(type(value), items) if isinstance(value, tuple) else value
 
 
-def _converted(value: object) -> Any:
+def _converted(value: object) -> object:
     """One argument with its protocol numbers converted, at any depth (structures rebuilt around them)."""
     if isinstance(value, (tuple, list)):
         return _structure_value(value)
@@ -153,8 +170,8 @@ def _converted(value: object) -> Any:
 
 
 def _protocols_converted(
-    args: tuple[Any, ...], kwargs: dict[str, Any], unpacked: frozenset[str] = frozenset(), names: tuple[str, ...] = ()
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    args: tuple[object, ...], kwargs: dict[str, object], unpacked: frozenset[str] = frozenset(), names: tuple[str, ...] = ()
+) -> tuple[tuple[object, ...], dict[str, object]]:
     """The call's protocol numbers converted before the compiled call reads any tensor (the arguments'
     lifetime rule: TVM-FFI's own call reads each argument in order, so a ``__tvm_ffi_float__`` that
     frees an earlier tensor's storage would run after that tensor's address was read), inside
@@ -170,7 +187,7 @@ def _protocols_converted(
     return tuple(_converted(a) for a in args), {k: _converted(v) for k, v in kwargs.items()}
 
 
-def _snapshot(value: object) -> Any:
+def _snapshot(value: object) -> object:
     """A private copy of a constant structure that nobody else can change: lists copied (tuples,
     NamedTuples included, rebuilt around copied lists with their own type), immutable parts shared."""
     if type(value) is list:
@@ -197,7 +214,11 @@ class _StructurePlan(NamedTuple):
     each launcher's own array gives) and the form TVM-FFI's call gives it, every leaf ``None``."""
 
     nodes: tuple[TvmStructureNode, ...]
-    template: tuple[Any, ...]
+    template: tuple[object, ...]
+
+
+#: what prepare keeps per argument: a tensor's reader, a constant's array, a structure's plan, or None
+_ArgSpec = TvmTensorArg | TvmConstantArg | _StructurePlan | None
 
 
 _LEAF_KINDS: Final = frozenset("Tibfn")
@@ -221,7 +242,7 @@ def _structure_plan(value: object, unpack: bool, kernel: str, parameter: str) ->
     def refuse(path: str, got: str) -> Exception:
         return D.error(D.TVM_FFI_UNSUPPORTED_ARGUMENT, kernel=kernel, parameter=parameter, expected=_EXPECTED, got=at(path, got))
 
-    def visit(v: Any, u: Any, depth: int, path: str) -> Any:
+    def visit(v: object, u: object, depth: int, path: str) -> tuple[object, ...] | None:
         if depth > dsl.TVM_FFI_CONSTANT_DEPTH:
             raise refuse(path, f"a structure nested more than {dsl.TVM_FFI_CONSTANT_DEPTH} deep")
         k = len(nodes)
@@ -235,7 +256,7 @@ def _structure_plan(value: object, unpack: bool, kernel: str, parameter: str) ->
                     got=at(path, f"a dataclass ({type(v).__name__})")
                     + (" inside a structure" if depth else ", which this function's call does not unpack"),
                 )
-            names = tuple(f.name for f in dataclasses.fields(v))
+            names = tuple(f.name for f in dataclasses.fields(typing.cast("DataclassInstance", v)))  # is_dataclass_instance
             if type(u) is not tuple or len(u) != len(names):
                 raise refuse(path, f"a {type(v).__name__} that TVM-FFI's unpacking turns into {describe_value(u)}")
             nodes.append(None)
@@ -256,12 +277,14 @@ def _structure_plan(value: object, unpack: bool, kernel: str, parameter: str) ->
         if kind not in _LEAF_KINDS or (type(v) is int and not -(2**63) <= v < 2**63):
             raise refuse(path, describe_value(v) + (" (beyond int64)" if type(v) is int else ""))
         if kind == "T":
-            nodes.append(TvmStructureNode("T", spec.type, 0, 1, None, 0, spec.reader, spec.work_stream))
+            tensor = typing.cast(TvmTensorArg, spec)  # _kind_of's spec of a tensor
+            nodes.append(TvmStructureNode("T", tensor.type, 0, 1, None, 0, tensor.reader, tensor.work_stream))
         else:
             nodes.append(TvmStructureNode(kind, None, 0, 1, None, 0, 0, 0))
         return None
 
     template = visit(value, given, 0, parameter)
+    assert template is not None  # a structure's form is a tuple (None is a leaf's)
     return _StructurePlan(tuple(n for n in nodes if n is not None), template)
 
 
@@ -288,11 +311,11 @@ class PreparedTvmFfiLaunch(Lifecycle):
     (:class:`~cute_bind.launch.lifecycle.Lifecycle`).
     """
 
-    launch: Callable[..., Any]
+    launch: Callable[..., object]
     """Launch with new argument values (an instance attribute: the C launcher's bound method)."""
 
     def __init__(
-        self, kernel: str, compiled: Any, entry: dsl.TvmFfiEntry, kinds: str, specs: tuple[Any, ...], defaults: tuple[Any, ...]
+        self, kernel: str, compiled: Any, entry: dsl.TvmFfiEntry, kinds: str, specs: tuple[_ArgSpec, ...], defaults: tuple[object, ...]
     ) -> None:
         self._kernel = kernel
         self._compiled = compiled
@@ -305,7 +328,7 @@ class PreparedTvmFfiLaunch(Lifecycle):
         #: lifecycle: the gate holds the compiled call (the Python path), the refusal once closed
         self._open(self._slow)
         launcher_class = _c_launcher_class()
-        self._launcher: Any = None
+        self._launcher: _ctvmffi.Launcher | None = None
         if launcher_class is None:
             self.launch = self._direct
             return
@@ -317,7 +340,7 @@ class PreparedTvmFfiLaunch(Lifecycle):
                 move_error=entry.move_error,
                 dec_ref=entry.dec_ref,
                 kinds=kinds.encode(),
-                specs=tuple(_structure_arg(s) if k == "s" else s for k, s in zip(kinds, specs)),
+                specs=tuple(_structure_arg(s) if isinstance(s, _StructurePlan) else s for s in specs),  # kind "s"
                 defaults=defaults,
                 required=_REQUIRED,
                 slow=self._slow,
@@ -330,10 +353,10 @@ class PreparedTvmFfiLaunch(Lifecycle):
         self.launch = self._launcher.launch
         self._native = self._launcher  # told at close (Lifecycle._refuse_launches)
 
-    def _direct(self, *args: Any, **kwargs: Any) -> Any:
+    def _direct(self, *args: object, **kwargs: object) -> object:
         return self._gate[0](args, kwargs)
 
-    def _slow(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _slow(self, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         """The compiled call itself (what the C launcher does not take as is); its errors as catalog errors."""
         args, kwargs = _protocols_converted(args, kwargs, self._unpacked, self._names)
         try:
@@ -430,7 +453,7 @@ def _keyword_names(compiled: object, entry: dsl.TvmFfiEntry) -> tuple[str | None
     return tuple(sys.intern(p.name) if p.kind in keyword else None for p in entry.parameters)
 
 
-def _bind(entry: dsl.TvmFfiEntry, kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _bind(entry: dsl.TvmFfiEntry, kernel: str, args: tuple[object, ...], kwargs: dict[str, object]) -> inspect.BoundArguments:
     """``args``/``kwargs`` bound to the entry's parameters; CB202 for a wrong count or keyword."""
     try:
         return inspect.Signature(list(entry.parameters)).bind(*args, **kwargs)
@@ -445,7 +468,7 @@ _EXPECTED = (
 )
 
 
-def prepare_tvm_ffi(compiled: object, kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PreparedTvmFfiLaunch:
+def prepare_tvm_ffi(compiled: object, kernel: str, args: tuple[object, ...], kwargs: dict[str, object]) -> PreparedTvmFfiLaunch:
     """Prepare a TVM-FFI compiled function for values like ``args``/``kwargs`` (nothing is launched).
 
     ``compiled`` is ``cute.compile(..., options="--enable-tvm-ffi")``'s result or a bare
@@ -469,7 +492,9 @@ def prepare_tvm_ffi(compiled: object, kernel: str, args: tuple[Any, ...], kwargs
     bound = _bind(entry, kernel, args, kwargs)
     missing = dsl.tvm_ffi_missing()
     defaults_given = {} if bare else dsl.runtime_signature(compiled).defaults
-    kinds, specs, defaults = [], [], []
+    kinds: list[str] = []
+    specs: list[_ArgSpec] = []
+    defaults: list[object] = []
     for p in entry.parameters:
         default = p.default
         if default is missing:
