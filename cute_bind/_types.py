@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from . import diagnostics as D
 
@@ -44,11 +44,11 @@ class PointerSpec:
         return "Pointer[" + ", ".join(parts) + "]"
 
 
-def _bad(detail: str, expected: str, got: Any) -> Exception:
+def _bad(detail: str, expected: str, got: object) -> Exception:
     return D.error(D.INVALID_POINTER_ANNOTATION, detail=detail, expected=expected, got=repr(got))
 
 
-def _check_align(dtype: Any, align: Any, bad: Any) -> None:
+def _check_align(dtype: object, align: object, bad: Callable[[str, str, object], Exception]) -> None:
     """An annotation's alignment: None, or a power of two (bytes) no smaller than the element size."""
     if align is None:
         return
@@ -102,7 +102,7 @@ class Pointer:
         return Annotated[dsl.cute_pointer_class(), spec]
 
 
-def pointer_spec_of(annotation: Any) -> PointerSpec | None:
+def pointer_spec_of(annotation: object) -> PointerSpec | None:
     """The :class:`PointerSpec` inside an ``Annotated`` annotation, if any."""
     for meta in getattr(annotation, "__metadata__", ()):
         if isinstance(meta, PointerSpec):
@@ -169,7 +169,7 @@ class TensorSpec:
         return "Tensor[" + ", ".join(parts) + "]"
 
 
-def _bad_tensor(detail: str, expected: str, got: Any) -> Exception:
+def _bad_tensor(detail: str, expected: str, got: object) -> Exception:
     return D.error(D.INVALID_TENSOR_ANNOTATION, detail=detail, expected=expected, got=repr(got))
 
 
@@ -203,7 +203,7 @@ def make_tensor_spec(params: Any) -> TensorSpec:
 _DIVISIBLE = re.compile(r"^\?\{div=(\d+)\}$")
 
 
-def _extent(entry: Any) -> Extent:
+def _extent(entry: object) -> Extent:
     """One shape entry: ``"?"``, ``"?{div=k}"``, ``"static"`` or an int >= 1."""
     if isinstance(entry, str):
         text = entry.replace(" ", "")
@@ -270,7 +270,7 @@ class Tensor:
         return Annotated[dsl.cute_tensor_class(), spec]
 
 
-def tensor_spec_of(annotation: Any) -> TensorSpec | None:
+def tensor_spec_of(annotation: object) -> TensorSpec | None:
     """The :class:`TensorSpec` inside an ``Annotated`` annotation, if any."""
     for meta in getattr(annotation, "__metadata__", ()):
         if isinstance(meta, TensorSpec):
