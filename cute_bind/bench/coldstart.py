@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .timing import Checks, Row, TimedPath, fixed_loop, machine, time_rows
+from .timing import Checks, Row, TimedPath, checks_line, fixed_loop, machine, on_gpu, table_head, time_rows
 
 __all__ = ["ColdReport", "format_cold_table", "run_coldstart"]
 
@@ -228,7 +228,7 @@ def run_coldstart(*, host_only: bool | None = None, repeats: int = 5, iters: int
     """Run every case in fresh processes (``repeats`` per mode, at most 7) and compare launches."""
     from .. import dsl
 
-    gpu = dsl.cuda_device_count() > 0 if host_only is None else not host_only
+    gpu = on_gpu(host_only)
     procs = max(1, min(repeats, 7))
     cases = ["scale"]
     has_tests = (ROOT / "tests" / "kernels" / "cached.py").is_file()
@@ -277,13 +277,12 @@ def run_coldstart(*, host_only: bool | None = None, repeats: int = 5, iters: int
 
 
 def format_cold_table(report: ColdReport) -> str:
-    lines = [
-        f"machine: {report.machine}",
-        f"mode: {report.mode}; nvidia-cutlass-dsl {report.dsl_version}",
+    lines = table_head(
+        report,
         "",
         "| kernel | disk cache | import ms | first bind ms | first launch ms | import to first launch ms | process wall ms | outcome |",
         "|---|---|---:|---:|---:|---:|---:|---|",
-    ]
+    )
     for r in report.rows:
         lines.append(
             f"| {r.case} | {r.mode} | {r.import_ms:.1f} | {r.bind_ms:.1f} | {r.launch_ms:.2f} | {r.total_ms:.1f} | {r.wall_ms:.0f} | {r.outcome} |"
@@ -294,6 +293,6 @@ def format_cold_table(report: ColdReport) -> str:
     lines += [
         "",
         "targets: " + ", ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in report.targets.items()),
-        "checks: " + ", ".join(f"{k}: {v}" for k, v in report.checks.items()),
+        checks_line(report.checks),
     ]
     return "\n".join(lines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 # mypy: disable-error-code="untyped-decorator"
 
 import functools
+from typing import Protocol
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -18,6 +19,11 @@ from .._types import Pointer
 
 GMEM = cute.AddressSpace.gmem
 THREADS = 256
+
+
+#: the pointer kernels' pointers: 16-byte aligned global memory on the GPU, plain on the host
+GPtr = Pointer[cutlass.Float32, 16, GMEM]
+HPtr = Pointer[cutlass.Float32]
 
 
 @cute.kernel
@@ -31,58 +37,48 @@ def _scale_kernel(out: cute.Pointer, inp: cute.Pointer, alpha: cutlass.Float32, 
         o[k] = i[k] * alpha
 
 
+class _Launcher(Protocol):
+    """A ``@cute.kernel`` function called in a jit function: what it launches."""
+
+    def launch(self, *, grid: tuple[object, int, int], block: tuple[int, int, int], stream: cuda.CUstream) -> object: ...
+
+
+def _launch(kernel: _Launcher, n: cutlass.Int32, stream: cuda.CUstream) -> None:
+    """Launch a scale kernel over ``n`` elements: one thread per element, ``THREADS`` per block."""
+    kernel.launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1), stream=stream)
+
+
 @cute.jit
-def scale(
-    out: Pointer[cutlass.Float32, 16, GMEM],
-    inp: Pointer[cutlass.Float32, 16, GMEM],
-    alpha: cutlass.Float32,
-    n: cutlass.Int32,
-    stream: cuda.CUstream,
-) -> None:
+def _scale_on_host(out: HPtr, inp: HPtr, alpha: cutlass.Float32, n: cutlass.Int32) -> None:
+    """out[k] = inp[k] * alpha for k < n (at most 64), on the host."""
+    o = cute.make_tensor(out, cute.make_layout(64))
+    i = cute.make_tensor(inp, cute.make_layout(64))
+    for k in range(n):
+        o[k] = i[k] * alpha
+
+
+@cute.jit
+def scale(out: GPtr, inp: GPtr, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream) -> None:
     """out[k] = inp[k] * alpha for k < n, on the GPU (the pointer workload's kernel)."""
-    _scale_kernel(out, inp, alpha, n).launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1), stream=stream)
+    _launch(_scale_kernel(out, inp, alpha, n), n, stream)
 
 
 @cute.jit
-def scale_host(
-    out: Pointer[cutlass.Float32],
-    inp: Pointer[cutlass.Float32],
-    alpha: cutlass.Float32,
-    n: cutlass.Int32,
-    stream: cuda.CUstream,
-) -> None:
+def scale_host(out: HPtr, inp: HPtr, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream) -> None:
     """out[k] = inp[k] * alpha for k < n, on the host (same 5-argument shape, no GPU needed)."""
-    o = cute.make_tensor(out, cute.make_layout(64))
-    i = cute.make_tensor(inp, cute.make_layout(64))
-    for k in range(n):
-        o[k] = i[k] * alpha
+    _scale_on_host(out, inp, alpha, n)
 
 
 @cute.jit
-def scale_left_out(
-    out: Pointer[cutlass.Float32, 16, GMEM],
-    inp: Pointer[cutlass.Float32, 16, GMEM],
-    alpha: cutlass.Float32,
-    n: cutlass.Int32,
-    stream: cuda.CUstream = None,
-) -> None:
+def scale_left_out(out: GPtr, inp: GPtr, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream = None) -> None:
     """:func:`scale` with a stream that a ``kernel(...)`` call may leave out (torch's current stream then)."""
-    _scale_kernel(out, inp, alpha, n).launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1), stream=stream)
+    _launch(_scale_kernel(out, inp, alpha, n), n, stream)
 
 
 @cute.jit
-def scale_host_left_out(
-    out: Pointer[cutlass.Float32],
-    inp: Pointer[cutlass.Float32],
-    alpha: cutlass.Float32,
-    n: cutlass.Int32,
-    stream: cuda.CUstream = None,
-) -> None:
+def scale_host_left_out(out: HPtr, inp: HPtr, alpha: cutlass.Float32, n: cutlass.Int32, stream: cuda.CUstream = None) -> None:
     """:func:`scale_host` with a stream that a ``kernel(...)`` call may leave out."""
-    o = cute.make_tensor(out, cute.make_layout(64))
-    i = cute.make_tensor(inp, cute.make_layout(64))
-    for k in range(n):
-        o[k] = i[k] * alpha
+    _scale_on_host(out, inp, alpha, n)
 
 
 @cute.kernel
@@ -97,8 +93,7 @@ def _scale_tensor_kernel(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Floa
 @cute.jit
 def scale_tensors(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream = None) -> None:
     """The scale kernel on ``cute.Tensor`` arguments: for the TVM-FFI path with torch tensors (not a cute_bind kernel)."""
-    n = cute.size(out)
-    _scale_tensor_kernel(out, inp, alpha).launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1), stream=stream)
+    _launch(_scale_tensor_kernel(out, inp, alpha), cute.size(out), stream)
 
 
 @cute.jit
@@ -113,8 +108,7 @@ def scale_tensors_k(
     out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, k: cutlass.Constexpr[int], stream: cuda.CUstream = None
 ) -> None:
     """``scale_tensors`` by ``alpha * k``, ``k`` a Constexpr (the specialization workload's Constexpr rows)."""
-    n = cute.size(out)
-    _scale_tensor_kernel(out, inp, alpha * k).launch(grid=((n + THREADS - 1) // THREADS, 1, 1), block=(THREADS, 1, 1), stream=stream)
+    _launch(_scale_tensor_kernel(out, inp, alpha * k), cute.size(out), stream)
 
 
 @cute.jit

@@ -28,7 +28,20 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import diagnostics as D
-from .timing import Checks, Report, TimedPath, fast_path_words, fixed_loop, legend, machine, time_rows
+from .timing import (
+    Checks,
+    Report,
+    TimedPath,
+    checks_line,
+    event_cell,
+    fast_path_words,
+    fixed_loop,
+    legend,
+    machine,
+    on_gpu,
+    table_head,
+    time_rows,
+)
 
 __all__ = ["run", "format_table"]
 
@@ -45,7 +58,7 @@ def run(*, host_only: bool | None = None, repeats: int = 21, iters: int = 20000)
     from .kernels import scale, scale_host, scale_host_left_out, scale_left_out
     from ..jit import kernel
 
-    gpu = dsl.cuda_device_count() > 0 if host_only is None else not host_only
+    gpu = on_gpu(host_only)
     checks: Checks = {}
     alpha, stream_handle = 2.0, 0
     torch_stream = None
@@ -421,19 +434,13 @@ def format_table(report: Report) -> str:
     direct = report.median("direct")
     launch = report.median("launch")
     rows = report.rows
-    has_events = any(r.event_us is not None for r in rows)
-    head = f"| path | host us/launch (median) | min | over cheapest call | direct reused / path |{' CUDA-event us/launch |' if has_events else ''}"
-    sep = "|---|---:|---:|---:|---:|" + ("---:|" if has_events else "")
-    lines = [
-        f"machine: {report.machine}",
-        f"mode: {report.mode}; nvidia-cutlass-dsl {report.dsl_version}; {report.repeats} interleaved rounds x {report.iters} launches",
-        "",
-        head,
-        sep,
-    ]
+    events = any(r.event_us is not None for r in rows)
+    timed = f"; {report.repeats} interleaved rounds x {report.iters} launches"
+    head = "| path | host us/launch (median) | min | over cheapest call | direct reused / path |"
+    lines = table_head(report, timed, head, "|---|---:|---:|---:|---:|", events="launch" if events else "")
     below = []
     for r in rows:
-        ev = f" {r.event_us:.2f} |" if has_events and r.event_us is not None else (" - |" if has_events else "")
+        ev = event_cell(r, events)
         over = round(r.median_us - floor, 2) + 0.0  # + 0.0: a -0.004 reads +0.00, as it rounds
         if over < 0:
             below.append(r.path)
@@ -453,7 +460,7 @@ def format_table(report: Report) -> str:
     lines += [
         "",
         "; ".join(summary),
-        "checks: " + ", ".join(f"{k}: {v}" for k, v in report.checks.items() if not k.startswith("_")),
+        checks_line(report.checks),
         "",
         "Columns: host us per launch, the median and the minimum of the rounds (lower is better); 'over cheapest "
         "call': the median minus the cheapest call into the compiled code this run measured (the lowest of the "

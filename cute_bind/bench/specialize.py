@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import statistics
 import time
-from .timing import Checks, Report, Row, TimedPath, machine, progress, time_rows
+from typing import Callable
+
+from .timing import Checks, Report, Row, TimedPath, checks_line, machine, on_gpu, progress, table_head, time_rows, torch_or_none
 
 __all__ = ["run_specialize", "format_specialize_table"]
 
@@ -31,13 +33,8 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
     from ..jit.dispatch import call_path
     from .kernels import scale_tensors, scale_tensors_host, scale_tensors_k, scale_tensors_k_host
 
-    try:
-        from .. import dsl
-
-        torch = dsl.import_torch()
-    except ImportError:
-        torch = None
-    gpu = dsl.cuda_device_count() > 0 if host_only is None else not host_only
+    torch = torch_or_none()
+    gpu = on_gpu(host_only)
     checks: Checks = {}
     if gpu:
         assert torch is not None
@@ -94,6 +91,12 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
             kk(y32, x32, 2.0, 2)
         return (time.perf_counter() - t0) / (n // 2 * 2) * 1e6
 
+    def timed(label: str, path: str, loop: Callable[[int], float], note: str, switching: bool = False) -> list[Row]:
+        """One path's rows, timed on its own; a switching path has a tenth of the calls (at least 2), each a switch."""
+        return time_rows(
+            [TimedPath.of(path, loop, note)], repeats, max(2, iters // 10) if switching else iters, stream if gpu else None, label=label
+        )
+
     ctx = torch.cuda.stream(stream) if gpu else None
     if ctx is not None:
         ctx.__enter__()
@@ -103,37 +106,25 @@ def run_specialize(*, host_only: bool | None = None, repeats: int = 21, iters: i
         sync()
         checks["results == inp * 2 (float32, float64)"] = bool((y32 == x32 * 2).all()) and bool((y64 == x64 * 2).all())
         # timed apart, not interleaved: a switching round would leave the next hit round to settle first
-        rows: list[Row] = time_rows(
-            [TimedPath.of("kernel(...) hit: same key as the last call", hit, "tensors + 2.0, stream left out")],
-            repeats,
-            iters,
-            stream if gpu else None,
-            label="kernel(...) hits",
-        )
-        rows += time_rows(
-            [TimedPath.of("kernel(...) key switch: float32/float64 alternating", switch, "each call finds the other specialization")],
-            repeats,
-            max(2, iters // 10),
-            stream if gpu else None,
-            label="kernel(...) key switches",
+        rows: list[Row] = timed("kernel(...) hits", "kernel(...) hit: same key as the last call", hit, "tensors + 2.0, stream left out")
+        rows += timed(
+            "kernel(...) key switches",
+            "kernel(...) key switch: float32/float64 alternating",
+            switch,
+            "each call finds the other specialization",
+            switching=True,
         )
         kk(y32, x32, 2.0, 2)
         kk(y32, x32, 2.0, 1)
         sync()
         checks["Constexpr results == inp * 2"] = bool((y32 == x32 * 2).all())
-        rows += time_rows(
-            [TimedPath.of("kernel(...) hit, Constexpr parameter", hit_k, "k=1 every call, stream left out")],
-            repeats,
-            iters,
-            stream if gpu else None,
-            label="kernel(...) Constexpr hits",
-        )
-        rows += time_rows(
-            [TimedPath.of("kernel(...) key switch: two Constexpr values alternating", switch_k, "k=1/k=2 alternating, both compiled")],
-            repeats,
-            max(2, iters // 10),
-            stream if gpu else None,
-            label="kernel(...) Constexpr switches",
+        rows += timed("kernel(...) Constexpr hits", "kernel(...) hit, Constexpr parameter", hit_k, "k=1 every call, stream left out")
+        rows += timed(
+            "kernel(...) Constexpr switches",
+            "kernel(...) key switch: two Constexpr values alternating",
+            switch_k,
+            "k=1/k=2 alternating, both compiled",
+            switching=True,
         )
         n_miss = max(3, repeats // 4)
         progress(f"  kernel(...) misses: {n_miss} with a cached compile, then {n_miss} cold compiles (each runs the DSL's compiler)")
@@ -190,16 +181,11 @@ MISSES_NOTE = (
 
 
 def format_specialize_table(report: Report) -> str:
-    lines = [
-        f"machine: {report.machine}",
-        f"mode: {report.mode}; nvidia-cutlass-dsl {report.dsl_version}; hits: {report.repeats} interleaved rounds x {report.iters} calls",
-        "",
-        "| case | per call (median) | min | note |",
-        "|---|---:|---:|---|",
-    ]
+    timed = f"; hits: {report.repeats} interleaved rounds x {report.iters} calls"
+    lines = table_head(report, timed, "| case | per call (median) | min | note |", "|---|---:|---:|---|")
     for r in report.rows:
         lines.append(f"| {r.path} | {per_call(r.median_us)} | {per_call(r.min_us)} | {r.note} |")
     lines.append("")
-    lines.append("checks: " + ", ".join(f"{k}: {v}" for k, v in report.checks.items()))
+    lines.append(checks_line(report.checks))
     lines += ["", MISSES_NOTE]
     return "\n".join(lines)

@@ -37,7 +37,20 @@ import time
 from typing import Any, Callable
 
 from .. import diagnostics as D
-from .timing import Report, Row, TimedPath, fast_path_words, legend, machine, time_rows
+from .timing import (
+    Report,
+    Row,
+    TimedPath,
+    checks_line,
+    event_cell,
+    fast_path_words,
+    legend,
+    machine,
+    on_gpu,
+    table_head,
+    time_rows,
+    torch_or_none,
+)
 
 __all__ = ["run_tensors", "format_tensor_table"]
 
@@ -53,6 +66,19 @@ def _cycle_loop(fn: Callable[..., Any], pool: list[tuple[Any, ...]]) -> Callable
         return (time.perf_counter() - t0) / iters * 1e6
 
     return loop
+
+
+def _agrees(
+    call: Callable[[Any, Any], object], pool: list[Any], refs: list[bytes], poison: Callable[[Any], None], out_bytes: Callable[[Any], bytes]
+) -> bool:
+    """Whether ``call(out, inp)`` writes the direct call's bytes ``refs`` for every pair of the pool, each out
+    poisoned first (after the first difference the rest only run)."""
+    ok = True
+    for (o, i), ref in zip(pool, refs):
+        poison(o)
+        call(o, i)
+        ok = ok and out_bytes(o) == ref
+    return ok
 
 
 def _on_stream(stream: Any, fn: Callable[..., Any], *args: Any) -> Any:
@@ -103,11 +129,8 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
     from .kernels import scale, scale_host, scale_tensors, scale_tensors_host
     from ..jit import kernel
 
-    try:
-        torch = dsl.import_torch()
-    except ImportError:
-        torch = None
-    gpu = dsl.cuda_device_count() > 0 if host_only is None else not host_only
+    torch = torch_or_none()
+    gpu = on_gpu(host_only)
     checks: dict[str, Any] = {}
     alpha = 2.0
     torch_stream = None
@@ -172,12 +195,7 @@ def run_tensors(*, host_only: bool | None = None, repeats: int = 21, iters: int 
         ("pointer kernel launch", lambda o, i: plaunch(addr(o), addr(i), alpha, len(o), stream)),
     ]
     for name, call in bound_calls:
-        ok = True
-        for (o, i), ref in zip(pool, refs):
-            poison(o)
-            call(o, i)
-            ok = ok and out_bytes(o) == ref
-        checks[f"{name} == direct (bitwise, {POOL} tensor pairs)"] = ok
+        checks[f"{name} == direct (bitwise, {POOL} tensor pairs)"] = _agrees(call, pool, refs, poison, out_bytes)
 
     def rebuilt(o: Any, i: Any, a: float, s: int) -> Any:
         return compiled(dl(o), dl(i), cutlass.Float32(a), cuda.CUstream(s))
@@ -304,12 +322,8 @@ def _gpu_paths(
         from .kernels import tvm_ffi_tensor_function
 
         fn: Any = tvm_ffi_tensor_function()
-        ok = True
         with torch.cuda.stream(stream):
-            for (o, i), ref in zip(pool, refs):
-                poison(o)
-                fn(o, i, alpha)
-                ok = ok and out_bytes(o) == ref
+            ok = _agrees(lambda o, i: fn(o, i, alpha), pool, refs, poison, out_bytes)
         checks[f"tvm-ffi tensors == direct (bitwise, {POOL} tensor pairs)"] = ok
         loop = _cycle_loop(fn, [(o, i, alpha) for o, i in pool])
         paths.append(
@@ -336,12 +350,8 @@ def _triton_path(
         from .. import dsl
 
         torch = dsl.import_torch()
-        ok = True
         with torch.cuda.stream(stream):
-            for (o, i), ref in zip(pool, refs):
-                poison(o)
-                triton_scale(o, i, alpha)
-                ok = ok and out_bytes(o) == ref
+            ok = _agrees(lambda o, i: triton_scale(o, i, alpha), pool, refs, poison, out_bytes)
         checks[f"triton == direct (bitwise, {POOL} tensor pairs)"] = ok
         return [
             TimedPath(
@@ -393,44 +403,42 @@ COLUMNS_TENSORS = (
 
 def format_tensor_table(report: Report) -> str:
     direct = report.median("direct")
-    has_events = any(r.event_us is not None for r in report.rows)
-    lines = [
-        f"machine: {report.machine}",
-        f"mode: {report.mode}; nvidia-cutlass-dsl {report.dsl_version}; {report.repeats} interleaved rounds x {report.iters} launches",
-        "",
-        "| path | host us/launch (median) | min | direct reused / path |" + (" CUDA-event us/launch |" if has_events else ""),
-        "|---|---:|---:|---:|" + ("---:|" if has_events else ""),
-    ]
+    events = any(r.event_us is not None for r in report.rows)
+    timed = f"; {report.repeats} interleaved rounds x {report.iters} launches"
+    lines = table_head(
+        report,
+        timed,
+        "| path | host us/launch (median) | min | direct reused / path |",
+        "|---|---:|---:|---:|",
+        events="launch" if events else "",
+    )
     for r in report.rows:
-        ev = (f" {r.event_us:.2f} |" if r.event_us is not None else " - |") if has_events else ""
-        lines.append(f"| {r.path} | {r.median_us:.2f} | {r.min_us:.2f} | {direct / r.median_us:.1f}x |{ev}")
+        lines.append(f"| {r.path} | {r.median_us:.2f} | {r.min_us:.2f} | {direct / r.median_us:.1f}x |{event_cell(r, events)}")
     launch = report.median("launch_new")
     lines.append("")
     summary = [f"direct reused / launch(new tensors) = {direct / launch:.1f}x"]
-    tvm = report.row("tvm_ffi_tensors")
-    if tvm is not None:
-        summary.append(f"launch(new tensors) - TVM-FFI(torch tensors) = {launch - tvm.median_us:+.2f} us")
+
+    def against(key: str, line: Callable[[float], str]) -> None:
+        """``line(median of key)`` in the summary, where the run timed ``key``."""
+        row = report.row(key)
+        if row is not None:
+            summary.append(line(row.median_us))
+
+    against("tvm_ffi_tensors", lambda tvm: f"launch(new tensors) - TVM-FFI(torch tensors) = {launch - tvm:+.2f} us")
     call = report.row("call")
     if call is not None:
-        summary.append(f"kernel(...) - launch(new tensors) = {call.median_us - launch:+.2f} us")
-        passed = report.row("call_stream")
-        if passed is not None:
-            summary.append(f"stream left out - stream passed = {call.median_us - passed.median_us:+.2f} us")
-        tvm_row = report.row("tvm_ffi_tensors")
-        if tvm_row is not None:
-            summary.append(f"kernel(...) - TVM-FFI = {call.median_us - tvm_row.median_us:+.2f} us")
-        triton = report.row("triton")
-        if triton is not None:
-            summary.append(f"Triton / kernel(...) = {triton.median_us / call.median_us:.1f}x")
-    cai = report.row("launch_cai")
-    if cai is not None:
-        summary.append(f"launch(__cuda_array_interface__) - launch(new tensors) = {cai.median_us - launch:+.2f} us")
+        kern = call.median_us
+        summary.append(f"kernel(...) - launch(new tensors) = {kern - launch:+.2f} us")
+        against("call_stream", lambda passed: f"stream left out - stream passed = {kern - passed:+.2f} us")
+        against("tvm_ffi_tensors", lambda tvm: f"kernel(...) - TVM-FFI = {kern - tvm:+.2f} us")
+        against("triton", lambda triton: f"Triton / kernel(...) = {triton / kern:.1f}x")
+    against("launch_cai", lambda cai: f"launch(__cuda_array_interface__) - launch(new tensors) = {cai - launch:+.2f} us")
     for key in ("pointer_from_tensors", "pointer_ints"):
         row = report.row(key)
         if row is not None:
             summary.append(f"launch(new tensors) / {row.path.removeprefix('pointer kernel launch, ')} = {launch / row.median_us:.2f}x")
     lines.append("; ".join(summary))
-    lines.append("checks: " + ", ".join(f"{k}: {v}" for k, v in report.checks.items()))
+    lines.append(checks_line(report.checks))
     lines += ["", COLUMNS_TENSORS, "", "What each path is:", *legend(report, MEANINGS)]
     lines += [line for note in report.notes for line in ("", note)]
     lines += ["", tensor_verdict(report)]

@@ -16,11 +16,26 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from .._generated import compile_source
 
-__all__ = ["Row", "Report", "TimedPath", "fast_path_words", "fixed_loop", "legend", "machine", "progress", "time_rows"]
+__all__ = [
+    "Row",
+    "Report",
+    "TimedPath",
+    "checks_line",
+    "event_cell",
+    "fast_path_words",
+    "fixed_loop",
+    "legend",
+    "machine",
+    "on_gpu",
+    "progress",
+    "table_head",
+    "time_rows",
+    "torch_or_none",
+]
 
 
 def progress(message: str, end: str = "\n") -> None:
@@ -219,3 +234,53 @@ def legend(report: Report, meanings: dict[str, str]) -> list[str]:
 def fast_path_words(name: str) -> str:
     """The launch fast path in words: "c" -> "C extension"."""
     return {"c": "C extension", "python": "generated Python (no C compiler at install)"}.get(name, name)
+
+
+def on_gpu(host_only: bool | None) -> bool:
+    """Whether a workload runs on the GPU: not where ``host_only`` says so, else where a CUDA device is present."""
+    from .. import dsl
+
+    return dsl.cuda_device_count() > 0 if host_only is None else not host_only
+
+
+def torch_or_none() -> Any:
+    """torch where it imports, else ``None`` (a host-only run then uses NumPy arrays)."""
+    from .. import dsl
+
+    try:
+        return dsl.import_torch()
+    except ImportError:
+        return None
+
+
+class _Described(Protocol):
+    """What a table's first lines name: a :class:`Report` or the coldstart workload's own report."""
+
+    machine: str
+    mode: str
+    dsl_version: str
+
+
+def table_head(report: _Described, timed: str, header: str, align: str, *, events: str = "") -> list[str]:
+    """A table's first lines: the machine; the mode and DSL release, then ``timed`` (how often each path ran, or
+    ""); a blank line; the ``header`` row and its ``align`` row. With ``events`` (the unit: "launch", "call") a
+    last column of CUDA-event microseconds per that unit (:func:`event_cell` fills it)."""
+    return [
+        f"machine: {report.machine}",
+        f"mode: {report.mode}; nvidia-cutlass-dsl {report.dsl_version}{timed}",
+        "",
+        header + (f" CUDA-event us/{events} |" if events else ""),
+        align + ("---:|" if events else ""),
+    ]
+
+
+def event_cell(row: Row, shown: bool) -> str:
+    """The CUDA-event cell of ``row`` ("-" where it has none), or "" where the table has no such column."""
+    if not shown:
+        return ""
+    return f" {row.event_us:.2f} |" if row.event_us is not None else " - |"
+
+
+def checks_line(checks: Checks) -> str:
+    """The ``checks:`` line under a table; a check whose name starts with "_" is the workload's own, not shown."""
+    return "checks: " + ", ".join(f"{k}: {v}" for k, v in checks.items() if not k.startswith("_"))

@@ -26,7 +26,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable
 
-from .timing import Checks, Report, Row, TimedPath, fixed_loop, machine, time_rows
+from .timing import Checks, Report, Row, TimedPath, checks_line, event_cell, fixed_loop, machine, table_head, time_rows
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -232,17 +232,11 @@ def _compiled_paths(
 
 def format_torch_table(report: Report) -> str:
     rows = {r.path: r for r in report.rows}
-    has_events = any(r.event_us is not None for r in report.rows)
-    lines = [
-        f"machine: {report.machine}",
-        f"mode: {report.mode}; nvidia-cutlass-dsl {report.dsl_version}; {report.repeats} interleaved rounds x {report.iters} calls",
-        "",
-        "| path | host us/call (median) | min |" + (" CUDA-event us/call |" if has_events else ""),
-        "|---|---:|---:|" + ("---:|" if has_events else ""),
-    ]
+    events = any(r.event_us is not None for r in report.rows)
+    timed = f"; {report.repeats} interleaved rounds x {report.iters} calls"
+    lines = table_head(report, timed, "| path | host us/call (median) | min |", "|---|---:|---:|", events="call" if events else "")
     for r in report.rows:
-        ev = (f" {r.event_us:.2f} |" if r.event_us is not None else " - |") if has_events else ""
-        lines.append(f"| {r.path} | {r.median_us:.2f} | {r.min_us:.2f} |{ev}")
+        lines.append(f"| {r.path} | {r.median_us:.2f} | {r.min_us:.2f} |{event_cell(r, events)}")
     summary = []
 
     def us(name: str) -> float | None:
@@ -263,5 +257,5 @@ def format_torch_table(report: Report) -> str:
         a, b = us(ours), us(builtin)
         if a is not None and b is not None:
             summary.append(f"{ours.split(':')[0]}: op / torch.mul = {a / b:.2f}x")
-    lines += ["", "; ".join(summary), "checks: " + ", ".join(f"{k}: {v}" for k, v in report.checks.items())]
+    lines += ["", "; ".join(summary), checks_line(report.checks)]
     return "\n".join(lines)

@@ -629,6 +629,23 @@ double.bind(fake)      # a launch needs data -> CB226
 )
 
 
+# CB230 and CB231: a kernel with a union parameter (a Float32, a pointer or None).
+_UNION_FILL = (
+    _PRELUDE
+    + """
+@cute_bind.kernel
+def fill(out: cute_bind.Pointer[cutlass.Float32], alpha: cutlass.Float32 | cute.Pointer | None):
+    t = cute.make_tensor(out, cute.make_layout(1))
+    if cutlass.const_expr(alpha is None):
+        t[0] = cutlass.Float32(1.0)
+    elif cutlass.const_expr(isinstance(alpha, cute.Pointer)):
+        t[0] = cute.make_tensor(alpha, cute.make_layout(1))[0]
+    else:
+        t[0] = alpha
+"""
+)
+
+
 UNION_NO_MEMBER = _entry(
     "CB230",
     "union-no-member",
@@ -649,18 +666,8 @@ UNION_NO_MEMBER = _entry(
     the pointer member takes an `int` as an address at launch, as the
     compiled function's own call does.
     """,
-    example=_PRELUDE
+    example=_UNION_FILL
     + """
-@cute_bind.kernel
-def fill(out: cute_bind.Pointer[cutlass.Float32], alpha: cutlass.Float32 | cute.Pointer | None):
-    t = cute.make_tensor(out, cute.make_layout(1))
-    if cutlass.const_expr(alpha is None):
-        t[0] = cutlass.Float32(1.0)
-    elif cutlass.const_expr(isinstance(alpha, cute.Pointer)):
-        t[0] = cute.make_tensor(alpha, cute.make_layout(1))[0]
-    else:
-        t[0] = alpha
-
 buf = (ctypes.c_float * 1)()
 fill.bind(ctypes.addressof(buf), "2.0")   # a str: no member -> CB230
 """,
@@ -688,18 +695,8 @@ UNION_MEMBER_CHANGED = _entry(
     itself (`kernel(*args)`) compiles a specialization for the new member
     instead.
     """,
-    example=_PRELUDE
+    example=_UNION_FILL
     + """
-@cute_bind.kernel
-def fill(out: cute_bind.Pointer[cutlass.Float32], alpha: cutlass.Float32 | cute.Pointer | None):
-    t = cute.make_tensor(out, cute.make_layout(1))
-    if cutlass.const_expr(alpha is None):
-        t[0] = cutlass.Float32(1.0)
-    elif cutlass.const_expr(isinstance(alpha, cute.Pointer)):
-        t[0] = cute.make_tensor(alpha, cute.make_layout(1))[0]
-    else:
-        t[0] = alpha
-
 buf = (ctypes.c_float * 2)()
 handle = fill.bind(ctypes.addressof(buf), cutlass.Float32(2.0))   # compiled for a Float32
 ptr = cute.runtime.make_ptr(cutlass.Float32, ctypes.addressof(buf) + 4, cute.AddressSpace.generic)
