@@ -129,7 +129,7 @@ typedef struct {
     PyObject *slow;  /* value -> None: the checked path */
 } PointerSetter;
 
-static PyObject *setter_type; /* set at module init */
+static PyObject *setter_type; /* set at module init (held for the life of the process) */
 
 /* 1: written and marked dirty; 0: not taken (the slow path's value); -1: an error (a dict store failed) */
 static int setter_fast(PointerSetter *ps, PyObject *value) {
@@ -246,18 +246,9 @@ static PyMethodDef setter_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyType_Slot setter_slots[] = {
-    {Py_tp_init, setter_init},
-    CB_GC_SLOTS(cb_gc_dealloc, setter_traverse, setter_clear),
-    {Py_tp_methods, setter_methods},
-    {Py_tp_new, PyType_GenericNew},
-    {Py_tp_doc, "PointerSetter(ref, dirty, slow, /)\n--\n\nStage one pointer parameter of one graph node (Graph.updater's fast path)."},
-    {0, NULL},
-};
-
-static PyType_Spec setter_spec = {
-    "cute_bind.graph._cgraph.PointerSetter", sizeof(PointerSetter), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, setter_slots,
-};
+CB_TYPE_SPEC(setter, "cute_bind.graph._cgraph.PointerSetter", PointerSetter, Py_TPFLAGS_HAVE_GC,
+             CB_INIT_GC_SLOTS(setter_init, cb_gc_dealloc, setter_traverse, setter_clear, setter_methods),
+             {Py_tp_doc, "PointerSetter(ref, dirty, slow, /)\n--\n\nStage one pointer parameter of one graph node (Graph.updater's fast path)."});
 
 static PyObject *cg_set_pointers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -314,14 +305,6 @@ static struct PyModuleDef cg_module = {
 };
 
 PyMODINIT_FUNC PyInit__cgraph(void) {
-    PyObject *m = PyModule_Create(&cg_module);
-    if (m == NULL)
-        return NULL;
-    PyObject *tp = PyType_FromSpec(&setter_spec);
-    if (cb_module_add(m, "PointerSetter", tp) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    setter_type = tp; /* borrowed: the module holds it for the life of the process */
-    return m;
+    static const cb_export exports[] = {{"PointerSetter", &setter_spec, &setter_type}};
+    return CB_MODULE_INIT(&cg_module, exports);
 }

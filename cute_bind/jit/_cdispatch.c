@@ -118,15 +118,8 @@ static void Slot_dealloc(PyObject *self) {
     Py_XDECREF(call), Py_XDECREF(stream_fn), Py_XDECREF(routes);
 }
 
-static PyType_Slot Slot_slots[] = {
-    {Py_tp_dealloc, Slot_dealloc},
-    {Py_tp_doc, "One kernel's entry in one thread-state dict (internal): a borrowed pointer to the thread's state."},
-    {0, NULL},
-};
-
-static PyType_Spec Slot_spec = {
-    "cute_bind.jit._cdispatch._Slot", sizeof(Slot), 0, Py_TPFLAGS_DEFAULT, Slot_slots,
-};
+CB_TYPE_SPEC(Slot, "cute_bind.jit._cdispatch._Slot", Slot, 0, {Py_tp_dealloc, Slot_dealloc},
+             {Py_tp_doc, "One kernel's entry in one thread-state dict (internal): a borrowed pointer to the thread's state."});
 
 /* ------------------------------------------------------------------ ThreadState */
 /* What a ThreadState owns */
@@ -150,16 +143,9 @@ static int ThreadState_traverse(PyObject *self, visitproc visit, void *arg) {
     return 0;
 }
 
-static PyType_Slot ThreadState_slots[] = {
-    CB_GC_SLOTS(ThreadState_dealloc, ThreadState_traverse, ThreadState_clear),
-    {Py_tp_doc, "One thread's call state of one kernel (internal)."},
-    {0, NULL},
-};
-
-static PyType_Spec ThreadState_spec = {
-    "cute_bind.jit._cdispatch._ThreadState", sizeof(ThreadState), 0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, ThreadState_slots,
-};
+CB_TYPE_SPEC(ThreadState, "cute_bind.jit._cdispatch._ThreadState", ThreadState, Py_TPFLAGS_HAVE_GC,
+             CB_GC_SLOTS(ThreadState_dealloc, ThreadState_traverse, ThreadState_clear),
+             {Py_tp_doc, "One thread's call state of one kernel (internal)."});
 
 /* ------------------------------------------------------------------ CallBase */
 static PyObject *call_dispatch(CallBase *self, PyObject *args, PyObject *kwargs) {
@@ -925,19 +911,10 @@ static PyMethodDef CallBase_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyType_Slot CallBase_slots[] = {
-    {Py_tp_call, CallBase_call},
-    CB_GC_SLOTS(CallBase_dealloc, CallBase_traverse, CallBase_clear),
-    {Py_tp_methods, CallBase_methods},
-    {Py_tp_new, PyType_GenericNew},
-    {Py_tp_doc, "C fast path of Kernel.__call__ (base class of cute_bind.Kernel)."},
-    {0, NULL},
-};
-
-static PyType_Spec CallBase_spec = {
-    "cute_bind.jit._cdispatch.CallBase", sizeof(CallBase), 0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, CallBase_slots,
-};
+CB_TYPE_SPEC(CallBase, "cute_bind.jit._cdispatch.CallBase", CallBase, Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+             {Py_tp_call, CallBase_call}, CB_GC_SLOTS(CallBase_dealloc, CallBase_traverse, CallBase_clear),
+             {Py_tp_methods, CallBase_methods}, {Py_tp_new, PyType_GenericNew},
+             {Py_tp_doc, "C fast path of Kernel.__call__ (base class of cute_bind.Kernel)."});
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "_cdispatch", "C fast path of Kernel.__call__.", -1, NULL,
@@ -946,24 +923,10 @@ static struct PyModuleDef moduledef = {
 PyMODINIT_FUNC
 PyInit__cdispatch(void)
 {
-    PyObject *m = PyModule_Create(&moduledef);
-    if (m == NULL) {
-        return NULL;
-    }
-    if (ThreadState_type == NULL) {
-        ThreadState_type = PyType_FromSpec(&ThreadState_spec);
-    }
-    if (Slot_type == NULL) {
-        Slot_type = PyType_FromSpec(&Slot_spec);
-    }
-    if (ThreadState_type == NULL || Slot_type == NULL) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    if (cb_module_add(m, "CallBase", PyType_FromSpec(&CallBase_spec)) < 0 ||
-        cb_module_add(m, "_ThreadState", Py_NewRef(ThreadState_type)) < 0 || cb_module_add(m, "_Slot", Py_NewRef(Slot_type)) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    static const cb_export exports[] = {
+        {"_ThreadState", &ThreadState_spec, &ThreadState_type},
+        {"_Slot", &Slot_spec, &Slot_type},
+        {"CallBase", &CallBase_spec},
+    };
+    return CB_MODULE_INIT(&moduledef, exports);
 }

@@ -4,7 +4,7 @@
  * Kernel.__call__):
  * the DLPack tensor they read tensors into and DLPack's device types, the reader's signature,
  * the one "declined" rule for a conversion that raised, the set-reference macro, the type and
- * module boilerplate (owned-reference lists, dealloc, __init__ checks, module adds), and the typed
+ * module boilerplate (owned-reference lists, type specs, dealloc, __init__ checks, module init), and the typed
  * readers of the records Python hands them (cute_bind.launch.spec, the slots' C specs). setup.py
  * finds it through each source's #include lines and lists it in that extension's `depends`, so a
  * change rebuilds every user, and the sdist ships it.
@@ -53,6 +53,23 @@ enum { CB_DL_CPU = 1, CB_DL_CUDA = 2, CB_DL_CUDA_HOST = 3, CB_DL_CUDA_MANAGED = 
 
 /* The slots by which the instances of a GC heap type are collected and freed (PyType_Slot entries). */
 #define CB_GC_SLOTS(dealloc, traverse, clear) {Py_tp_dealloc, (dealloc)}, {Py_tp_traverse, (traverse)}, {Py_tp_clear, (clear)}
+/* ... and those of a GC type made by calling it with arguments (`init`) that has `methods` too. */
+#define CB_INIT_GC_SLOTS(init, dealloc, traverse, clear, methods)                                                  \
+    {Py_tp_init, (init)}, CB_GC_SLOTS(dealloc, traverse, clear), {Py_tp_methods, (methods)}, {Py_tp_new, PyType_GenericNew}
+
+/* A heap type's slot table `name##_slots` (the PyType_Slot entries after `flags`, closed here) and its
+ * spec `name##_spec`: `qualname`, the instance struct `ctype`, Py_TPFLAGS_DEFAULT | `flags`. The
+ * module's init makes the type from the spec (cb_module_init). */
+#define CB_TYPE_SPEC(name, qualname, ctype, flags, ...)                                                              \
+    static PyType_Slot name##_slots[] = {__VA_ARGS__, {0, NULL}};                                                  \
+    static PyType_Spec name##_spec = {qualname, sizeof(ctype), 0, Py_TPFLAGS_DEFAULT | (flags), name##_slots}
+
+/* PyMem_Free of each of an instance's arrays (NULL: none), for its tp_dealloc after its tp_clear. */
+#define CB_FREE_ARRAYS(...)                                                                                        \
+    do {                                                                                                           \
+        void *_arrays[] = {__VA_ARGS__};                                                                           \
+        for (size_t _k = 0; _k < sizeof _arrays / sizeof _arrays[0]; _k++) PyMem_Free(_arrays[_k]);               \
+    } while (0)
 
 /* An owned array's `n` references (NULL: none), visited (tp_traverse) or cleared (tp_clear). */
 static inline int
@@ -262,6 +279,35 @@ cb_names(const char *const *names)
     }
     return t;
 }
+
+/* One name a module exports (cb_module_init): a heap type made from `type`, or the tuple of the field
+ * names `fields` a C record reader reads (cb_names; the stub test checks them against the Python record).
+ * A type whose `keep` is not NULL is also held there (a new reference, for the module's C code to
+ * compare against), and a later init of the module exports the one held there instead of a new one. */
+typedef struct {
+    const char *name;
+    PyType_Spec *type;
+    PyObject **keep;
+    const char *const *fields;
+} cb_export;
+
+/* Module `def` with the names of `exports` (`n` of them) added in order: the module, or NULL with an
+ * exception set (nothing more is made once one fails). */
+static inline PyObject *
+cb_module_init(PyModuleDef *def, const cb_export *exports, size_t n)
+{
+    PyObject *m = PyModule_Create(def);
+    for (size_t k = 0; m && k < n; k++) {
+        const cb_export *e = &exports[k];
+        PyObject *obj;
+        if (e->fields) obj = cb_names(e->fields);
+        else if (e->keep && *e->keep) obj = Py_NewRef(*e->keep);
+        else if ((obj = PyType_FromSpec(e->type)) && e->keep) *e->keep = Py_NewRef(obj);
+        if (cb_module_add(m, e->name, obj) < 0) Py_CLEAR(m);
+    }
+    return m;
+}
+#define CB_MODULE_INIT(def, exports) cb_module_init((def), (exports), sizeof(exports) / sizeof((exports)[0]))
 
 /* A keyword call's values in parameter order, for both launchers: out[i] (i < n) is parameter i's
  * value, borrowed from `args` (nargs positionals, then one value per name of `kwnames`), or NULL

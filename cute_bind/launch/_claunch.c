@@ -386,13 +386,6 @@ Launcher_dealloc(Launcher *self)
 {
     PyObject_GC_UnTrack(self);
     Launcher_clear(self);
-    PyMem_Free(self->fmt);
-    PyMem_Free(self->cls);
-    PyMem_Free(self->off);
-    PyMem_Free(self->held);
-    PyMem_Free(self->byname);
-    PyMem_Free(self->deferred);
-    PyMem_Free(self->pure);
 /* a per-slot array of specs (NULL: none): each spec, then the array */
 #define FREE_SPECS(specs, free_spec)                                                                              \
     do {                                                                                                        \
@@ -405,6 +398,7 @@ Launcher_dealloc(Launcher *self)
     FREE_SPECS(self->objs, free_object_spec);
     FREE_SPECS(self->seqs, free_seq_spec);
 #undef FREE_SPECS
+    CB_FREE_ARRAYS(self->fmt, self->cls, self->off, self->held, self->byname, self->deferred, self->pure);
     cb_free_instance((PyObject *)self);
 }
 
@@ -420,22 +414,10 @@ static PyMethodDef Launcher_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyType_Slot Launcher_slots[] = {
-    {Py_tp_init, Launcher_init},
-    CB_GC_SLOTS(Launcher_dealloc, Launcher_traverse, Launcher_clear),
-    {Py_tp_methods, Launcher_methods},
-    {Py_tp_new, PyType_GenericNew},
-    {Py_tp_doc, "Launcher(spec, /)\n--\n\nThe C fast path of one prepared handle, from a cute_bind.launch.spec.LaunchSpec (LAUNCH_SPEC_FIELDS: what it reads)."},
-    {0, NULL},
-};
-
-static PyType_Spec Launcher_spec = {
-    "cute_bind.launch._claunch.Launcher",
-    sizeof(Launcher),
-    0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    Launcher_slots,
-};
+CB_TYPE_SPEC(Launcher, "cute_bind.launch._claunch.Launcher", Launcher, Py_TPFLAGS_HAVE_GC,
+             CB_INIT_GC_SLOTS(Launcher_init, Launcher_dealloc, Launcher_traverse, Launcher_clear, Launcher_methods),
+             {Py_tp_doc, "Launcher(spec, /)\n--\n\nThe C fast path of one prepared handle, from a cute_bind.launch.spec.LaunchSpec "
+                         "(LAUNCH_SPEC_FIELDS: what it reads)."});
 
 /* configure(array_layout, ctypes_layout[, torch_reader]): the foreign object layouts the readers
  * use, each None (left as is) or the record cute_bind.slots.dlpack verified against real objects:
@@ -578,24 +560,19 @@ PyInit__claunch(void)
     const char *texts[] = {"__cuda_array_interface__", "__dlpack_device__", "data", "typestr", "shape", "strides", "mask", "cuda_stream"};
     for (int k = 0; k < 8; k++)
         if (!*interned[k] && !(*interned[k] = PyUnicode_InternFromString(texts[k]))) return NULL;
-    PyObject *m = PyModule_Create(&moduledef);
-    if (!m) return NULL;
-    if (cb_module_add(m, "Launcher", PyType_FromSpec(&Launcher_spec)) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
     /* the record fields init reads (tests/launch/test_spec.py checks them against cute_bind.launch.spec) */
-    const char *const *lists[] = {launch_spec_fields, seq_leaf_fields, tensor_spec_fields, mode_fields, pointer_spec_fields,
-                                  stream_spec_fields, number_spec_fields, array_layout_fields, ctypes_layout_fields,
-                                  torch_reader_fields};
-    const char *names[] = {"LAUNCH_SPEC_FIELDS", "SEQ_LEAF_FIELDS", "TENSOR_SPEC_FIELDS", "MODE_FIELDS", "POINTER_SPEC_FIELDS",
-                           "STREAM_SPEC_FIELDS", "NUMBER_SPEC_FIELDS", "ARRAY_LAYOUT_FIELDS", "CTYPES_LAYOUT_FIELDS",
-                           "TORCH_READER_FIELDS"};
-    for (int k = 0; k < 10; k++) {
-        if (cb_module_add(m, names[k], cb_names(lists[k])) < 0) {
-            Py_DECREF(m);
-            return NULL;
-        }
-    }
-    return m;
+    static const cb_export exports[] = {
+        {"Launcher", &Launcher_spec},
+        {"LAUNCH_SPEC_FIELDS", .fields = launch_spec_fields},
+        {"SEQ_LEAF_FIELDS", .fields = seq_leaf_fields},
+        {"TENSOR_SPEC_FIELDS", .fields = tensor_spec_fields},
+        {"MODE_FIELDS", .fields = mode_fields},
+        {"POINTER_SPEC_FIELDS", .fields = pointer_spec_fields},
+        {"STREAM_SPEC_FIELDS", .fields = stream_spec_fields},
+        {"NUMBER_SPEC_FIELDS", .fields = number_spec_fields},
+        {"ARRAY_LAYOUT_FIELDS", .fields = array_layout_fields},
+        {"CTYPES_LAYOUT_FIELDS", .fields = ctypes_layout_fields},
+        {"TORCH_READER_FIELDS", .fields = torch_reader_fields},
+    };
+    return CB_MODULE_INIT(&moduledef, exports);
 }

@@ -815,20 +815,8 @@ Launcher_dealloc(Launcher *self)
 {
     PyObject_GC_UnTrack(self);
     Launcher_clear(self);
-    PyMem_Free(self->kinds);
-    PyMem_Free(self->args);
-    PyMem_Free(self->tensors);
-    PyMem_Free(self->readers);
-    PyMem_Free(self->streams);
-    PyMem_Free(self->types);
-    PyMem_Free(self->ptypes);
-    PyMem_Free(self->consts);
-    PyMem_Free(self->handles);
-    PyMem_Free(self->type_indices);
-    PyMem_Free(self->outs);
-    PyMem_Free(self->nodes);
-    PyMem_Free(self->held);
-    PyMem_Free(self->first);
+    CB_FREE_ARRAYS(self->kinds, self->args, self->tensors, self->readers, self->streams, self->types, self->ptypes, self->consts,
+                   self->handles, self->type_indices, self->outs, self->nodes, self->held, self->first);
     cb_free_instance((PyObject *)self);
 }
 
@@ -851,23 +839,11 @@ static PyMethodDef Launcher_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyType_Slot Launcher_slots[] = {
-    {Py_tp_init, Launcher_init},
-    CB_GC_SLOTS(Launcher_dealloc, Launcher_traverse, Launcher_clear),
-    {Py_tp_methods, Launcher_methods},
-    {Py_tp_new, PyType_GenericNew},
-    {Py_tp_doc, "Launcher(spec, /)\n--\n\n"
-                "The C fast path of one prepared TVM-FFI launch, from a cute_bind.launch.spec.TvmFfiLaunchSpec (TVM_FFI_LAUNCH_SPEC_FIELDS: what it reads)."},
-    {0, NULL},
-};
-
-static PyType_Spec Launcher_spec = {
-    "cute_bind.launch._ctvmffi.Launcher",
-    sizeof(Launcher),
-    0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    Launcher_slots,
-};
+CB_TYPE_SPEC(Launcher, "cute_bind.launch._ctvmffi.Launcher", Launcher, Py_TPFLAGS_HAVE_GC,
+             CB_INIT_GC_SLOTS(Launcher_init, Launcher_dealloc, Launcher_traverse, Launcher_clear, Launcher_methods),
+             {Py_tp_doc, "Launcher(spec, /)\n--\n\n"
+                         "The C fast path of one prepared TVM-FFI launch, from a cute_bind.launch.spec.TvmFfiLaunchSpec "
+                         "(TVM_FFI_LAUNCH_SPEC_FIELDS: what it reads)."});
 
 static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_ctvmffi", "C fast path of prepared TVM-FFI launches.", -1, NULL};
 
@@ -877,21 +853,14 @@ PyInit__ctvmffi(void)
     if (!name_int) name_int = PyUnicode_InternFromString("__tvm_ffi_int__");
     if (!name_float) name_float = PyUnicode_InternFromString("__tvm_ffi_float__");
     if (!name_int || !name_float) return NULL;
-    PyObject *m = PyModule_Create(&moduledef);
-    if (!m) return NULL;
-    if (cb_module_add(m, "Launcher", PyType_FromSpec(&Launcher_spec)) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
     /* the record fields init reads (tests/launch/test_spec.py checks them against cute_bind.launch.spec) */
-    const char *const *lists[] = {spec_fields, tensor_arg_fields, constant_arg_fields, structure_arg_fields, structure_node_fields};
-    const char *names[] = {"TVM_FFI_LAUNCH_SPEC_FIELDS", "TENSOR_ARG_FIELDS", "CONSTANT_ARG_FIELDS", "STRUCTURE_ARG_FIELDS",
-                           "STRUCTURE_NODE_FIELDS"};
-    for (int k = 0; k < 5; k++) {
-        if (cb_module_add(m, names[k], cb_names(lists[k])) < 0) {
-            Py_DECREF(m);
-            return NULL;
-        }
-    }
-    return m;
+    static const cb_export exports[] = {
+        {"Launcher", &Launcher_spec},
+        {"TVM_FFI_LAUNCH_SPEC_FIELDS", .fields = spec_fields},
+        {"TENSOR_ARG_FIELDS", .fields = tensor_arg_fields},
+        {"CONSTANT_ARG_FIELDS", .fields = constant_arg_fields},
+        {"STRUCTURE_ARG_FIELDS", .fields = structure_arg_fields},
+        {"STRUCTURE_NODE_FIELDS", .fields = structure_node_fields},
+    };
+    return CB_MODULE_INIT(&moduledef, exports);
 }

@@ -88,9 +88,27 @@
 /* METH_FASTCALL | METH_KEYWORDS (the typedef is not in the 3.10 limited API; the ABI is) */
 typedef PyObject *(*fastcall_kw)(PyObject *, PyObject *const *, Py_ssize_t, PyObject *);
 
+/* What an EagerCheck and an EagerCall both start with (EagerBase): whether init has read the spec,
+ * and the calls taken in C and declined (to the Python path), for counts() */
+#define EAGER_HEAD                                                                                                  \
+    PyObject_HEAD                                                                                                   \
+    int ready;                                                                                                      \
+    unsigned long long taken, declined;
+
 typedef struct {
-    PyObject_HEAD
-    int ready;
+    EAGER_HEAD
+} EagerBase;
+
+/* counts() of either type: (taken, declined) */
+static PyObject *
+eager_counts(PyObject *self, PyObject *unused)
+{
+    EagerBase *base = (EagerBase *)self;
+    return Py_BuildValue("(KK)", base->taken, base->declined);
+}
+
+typedef struct {
+    EAGER_HEAD
     Py_ssize_t ntypes, nmodes;
     PyObject *types[EC_MAX_TYPES];   /* owned */
     PyObject *modes[EC_MAX_MODES];   /* owned */
@@ -101,7 +119,6 @@ typedef struct {
     int (*work_stream)(int32_t device_type, int32_t device_id, void **out); /* NULL: raw_stream */
     _Bool (*grad_mode)(void);                                           /* NULL: grad_enabled */
     PyObject *exchange;                                                 /* owned: what keeps reader and work_stream alive */
-    unsigned long long taken, declined;
 } EagerCheck;
 
 /* A result's truth: 1, 0, or -1 with an exception set. Consumes `o` (NULL: the call raised). */
@@ -299,14 +316,23 @@ writes_ok(EagerCheck *self, PyObject *const *tensors, Py_ssize_t nmut, Py_ssize_
     return 1;
 }
 
-static PyObject *
-eager_check_writes(PyObject *selfobj, PyObject *const *args, Py_ssize_t nargs)
+/* `selfobj` as the EagerCheck whose methods it calls, or NULL with RuntimeError before its init has read a spec */
+static inline EagerCheck *
+ready_check(PyObject *selfobj)
 {
     EagerCheck *self = (EagerCheck *)selfobj;
     if (!self->ready) {
         PyErr_SetString(PyExc_RuntimeError, "EagerCheck is not initialised");
         return NULL;
     }
+    return self;
+}
+
+static PyObject *
+eager_check_writes(PyObject *selfobj, PyObject *const *args, Py_ssize_t nargs)
+{
+    EagerCheck *self = ready_check(selfobj);
+    if (self == NULL) return NULL;
     Py_ssize_t nmut = nargs >= 1 && PyLong_Check(args[0]) ? PyLong_AsSsize_t(args[0]) : -1;
     if (nmut == -1 && PyErr_Occurred()) return NULL;
     if (nmut < 0 || nmut > nargs - 1) {
@@ -331,11 +357,8 @@ counted_check(EagerCheck *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 eager_check_check(PyObject *selfobj, PyObject *const *args, Py_ssize_t nargs)
 {
-    EagerCheck *self = (EagerCheck *)selfobj;
-    if (!self->ready) {
-        PyErr_SetString(PyExc_RuntimeError, "EagerCheck is not initialised");
-        return NULL;
-    }
+    EagerCheck *self = ready_check(selfobj);
+    if (self == NULL) return NULL;
     if (nargs < 1) {
         PyErr_SetString(PyExc_TypeError, "EagerCheck.check() takes the op's tensor inputs (at least one)");
         return NULL;
@@ -466,17 +489,10 @@ eager_check_clear(PyObject *selfobj)
     return 0;
 }
 
-static PyObject *
-eager_check_counts(PyObject *selfobj, PyObject *unused)
-{
-    EagerCheck *self = (EagerCheck *)selfobj;
-    return Py_BuildValue("(KK)", self->taken, self->declined);
-}
-
 static PyMethodDef eager_check_methods[] = {
     {"check", (PyCFunction)(void (*)(void))eager_check_check, METH_FASTCALL,
      "check($self, /, *tensors)\n--\n\nThe stream the op's kernel launches on, or None where the Python call decides."},
-    {"counts", eager_check_counts, METH_NOARGS,
+    {"counts", eager_counts, METH_NOARGS,
      "counts($self, /)\n--\n\n(taken, declined): calls that returned a stream, calls that returned None."},
     {"writes", (PyCFunction)(void (*)(void))eager_check_writes, METH_FASTCALL,
      "writes($self, nmut, /, *tensors)\n--\n\nTrue where none of the first nmut tensors (written) overlaps itself, "
@@ -484,29 +500,15 @@ static PyMethodDef eager_check_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyType_Slot eager_check_slots[] = {
-    {Py_tp_doc, "EagerCheck(spec).check(*tensors) -> stream or None: the eager checks of a cute_bind.torch op, in C."},
-    {Py_tp_new, PyType_GenericNew},
-    {Py_tp_init, eager_check_init},
-    CB_GC_SLOTS(cb_gc_dealloc, eager_check_traverse, eager_check_clear),
-    {Py_tp_methods, eager_check_methods},
-    {0, NULL},
-};
-
-static PyType_Spec eager_check_spec = {
-    "cute_bind.torch._ceager.EagerCheck",
-    sizeof(EagerCheck),
-    0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    eager_check_slots,
-};
+CB_TYPE_SPEC(eager_check, "cute_bind.torch._ceager.EagerCheck", EagerCheck, Py_TPFLAGS_HAVE_GC,
+             CB_INIT_GC_SLOTS(eager_check_init, cb_gc_dealloc, eager_check_traverse, eager_check_clear, eager_check_methods),
+             {Py_tp_doc, "EagerCheck(spec).check(*tensors) -> stream or None: the eager checks of a cute_bind.torch op, in C."});
 
 
 /* ------------------------------------------------------------------ EagerCall */
 
 typedef struct {
-    PyObject_HEAD
-    int ready;
+    EAGER_HEAD
     Py_ssize_t n;                     /* positional inputs: exactly n given */
     Py_ssize_t nt, tidx[EC_MAX_ARGS]; /* the plain tensor inputs (>= 1), in order */
     Py_ssize_t nmut, midx[EC_MAX_ARGS];
@@ -514,10 +516,9 @@ typedef struct {
     PyObject *check;                  /* owned EagerCheck */
     PyObject *fixed;                  /* owned tuple */
     PyObject *kernel, *bump, *fallback;
-    unsigned long long taken, declined;
 } EagerCall;
 
-static PyTypeObject *EagerCheck_Type; /* set at module init (owned by the module) */
+static PyObject *EagerCheck_Type; /* set at module init (held for the life of the process) */
 
 /* fallback(*args, **kwargs) with the call's own arguments */
 static PyObject *
@@ -705,7 +706,7 @@ eager_call_init(PyObject *selfobj, PyObject *args, PyObject *kwargs)
     }
     PyObject *chk = PyObject_GetAttrString(spec, "check");
     if (chk == NULL) return -1;
-    if (!PyObject_TypeCheck(chk, EagerCheck_Type) || !((EagerCheck *)chk)->ready) {
+    if (!PyObject_TypeCheck(chk, (PyTypeObject *)EagerCheck_Type) || !((EagerCheck *)chk)->ready) {
         PyErr_Format(PyExc_TypeError, "EagerCall spec: check must be an initialised EagerCheck, got %R", (PyObject *)Py_TYPE(chk));
         Py_DECREF(chk);
         return -1;
@@ -739,37 +740,17 @@ eager_call_clear(PyObject *selfobj)
     return 0;
 }
 
-static PyObject *
-eager_call_counts(PyObject *selfobj, PyObject *unused)
-{
-    EagerCall *self = (EagerCall *)selfobj;
-    return Py_BuildValue("(KK)", self->taken, self->declined);
-}
-
 static PyMethodDef eager_call_methods[] = {
     {"call", (PyCFunction)(void (*)(void))(fastcall_kw)eager_call_call, METH_FASTCALL | METH_KEYWORDS,
      "call($self, /, *args, **kwargs)\n--\n\nThe op's eager call: the kernel launched here, or the op's Python call."},
-    {"counts", eager_call_counts, METH_NOARGS,
+    {"counts", eager_counts, METH_NOARGS,
      "counts($self, /)\n--\n\n(taken, declined): calls that launched here, calls that went to the Python call."},
     {NULL, NULL, 0, NULL},
 };
 
-static PyType_Slot eager_call_slots[] = {
-    {Py_tp_doc, "EagerCall(spec).call(*args, **kwargs): the eager call of a cute_bind.torch op, in C."},
-    {Py_tp_new, PyType_GenericNew},
-    {Py_tp_init, eager_call_init},
-    CB_GC_SLOTS(cb_gc_dealloc, eager_call_traverse, eager_call_clear),
-    {Py_tp_methods, eager_call_methods},
-    {0, NULL},
-};
-
-static PyType_Spec eager_call_spec = {
-    "cute_bind.torch._ceager.EagerCall",
-    sizeof(EagerCall),
-    0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    eager_call_slots,
-};
+CB_TYPE_SPEC(eager_call, "cute_bind.torch._ceager.EagerCall", EagerCall, Py_TPFLAGS_HAVE_GC,
+             CB_INIT_GC_SLOTS(eager_call_init, cb_gc_dealloc, eager_call_traverse, eager_call_clear, eager_call_methods),
+             {Py_tp_doc, "EagerCall(spec).call(*args, **kwargs): the eager call of a cute_bind.torch op, in C."});
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "_ceager",
@@ -779,18 +760,9 @@ static struct PyModuleDef moduledef = {
 PyMODINIT_FUNC
 PyInit__ceager(void)
 {
-    PyObject *m = PyModule_Create(&moduledef);
-    if (m == NULL) return NULL;
-    PyObject *check_t = PyType_FromSpec(&eager_check_spec);
-    if (cb_module_add(m, "EagerCheck", check_t) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    EagerCheck_Type = (PyTypeObject *)check_t; /* the module holds it for the process */
-    Py_INCREF(check_t);
-    if (cb_module_add(m, "EagerCall", PyType_FromSpec(&eager_call_spec)) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    static const cb_export exports[] = {
+        {"EagerCheck", &eager_check_spec, &EagerCheck_Type},
+        {"EagerCall", &eager_call_spec},
+    };
+    return CB_MODULE_INIT(&moduledef, exports);
 }
