@@ -28,12 +28,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Final
 
-from .. import diagnostics as D
 from ..jit import Kernel
 from ..launch import PreparedLaunch
 from ..slots import PointerKind, TensorKind
 from ..slots.dlpack import DLTensor, dtype_code
-from .plan import JAX_DTYPES, JaxPlan
+from .plan import JAX_DTYPES, JaxPlan, jax_missing, unsupported
 
 __all__ = ["Frame", "Placeholder", "frame_for", "load_handler", "handler_module"]
 
@@ -123,11 +122,7 @@ def handler_module() -> ModuleType:
     try:
         from . import _cxla
     except ImportError as exc:
-        raise D.error(
-            D.JAX_MISSING,
-            expected="its XLA FFI handler, cute_bind.jax._cxla (built where jaxlib's FFI headers are found)",
-            got=f"{type(exc).__name__}: {exc}",
-        ) from exc
+        raise jax_missing("its XLA FFI handler, cute_bind.jax._cxla (built where jaxlib's FFI headers are found)", exc) from exc
     _MODULE.append(_cxla)
     return _cxla
 
@@ -189,12 +184,11 @@ def frame_for(
         handle = kernel.bind(**values)
         snap = handle.snapshot()
         if snap.guarded:
-            raise D.error(
-                D.JAX_PARAMETER_UNSUPPORTED,
-                kernel=plan.kernel,
-                parameter=", ".join(snap.names),
-                expected="a compiled function its entry point launches directly",
-                got="a function the DSL re-validates before every call (its Python guard cannot run inside XLA)",
+            raise unsupported(
+                plan.kernel,
+                ", ".join(snap.names),
+                "a compiled function its entry point launches directly",
+                "a function the DSL re-validates before every call (its Python guard cannot run inside XLA)",
             )
         storage = snap.storage
         names = list(snap.names)
@@ -237,10 +231,9 @@ def _find(storage: bytes, offset: int, value: int, kernel: str, parameter: str) 
     descriptor's data address); anything else means this module misreads the layout (CB906)."""
     if offset + 8 <= len(storage) and struct.unpack_from("@Q", storage, offset)[0] == value:
         return offset
-    raise D.error(
-        D.JAX_PARAMETER_UNSUPPORTED,
-        kernel=kernel,
-        parameter=parameter,
-        expected="a slot whose storage holds the value's address (or stream) as its first 8 bytes",
-        got=f"a slot whose bytes at offset {offset} are not the value bound ({value:#x})",
+    raise unsupported(
+        kernel,
+        parameter,
+        "a slot whose storage holds the value's address (or stream) as its first 8 bytes",
+        f"a slot whose bytes at offset {offset} are not the value bound ({value:#x})",
     )

@@ -21,7 +21,7 @@ from ..jit import Kernel
 from ..jit.signature import Param
 from ..launch.arguments import bind_arguments
 from ..slots import describe_value
-from .plan import JAX_DTYPES, JaxParam, JaxPlan, Like, OutputSpec, Shaped, plan
+from .plan import JAX_DTYPES, JaxParam, JaxPlan, Like, OutputSpec, Shaped, jax_missing, plan
 
 if TYPE_CHECKING:
     from jax import Array
@@ -37,7 +37,7 @@ def _jax() -> ModuleType:
         import jax
         import jax.numpy  # noqa: F401
     except ImportError as exc:
-        raise D.error(D.JAX_MISSING, expected="JAX (pip install 'cute_bind[jax]')", got=f"{type(exc).__name__}: {exc}") from exc
+        raise jax_missing("JAX (pip install 'cute_bind[jax]')", exc) from exc
     module: ModuleType = jax  # mypy.ini skips JAX's own types: untyped here
     return module
 
@@ -133,8 +133,8 @@ class JaxOp:
 
         return str(np.dtype(dtype).name)
 
-    def _mismatch(self, p: JaxParam, expected: str, got: str) -> D.CuteBindError:
-        return D.error(D.JAX_ARRAY_MISMATCH, kernel=self.plan.kernel, parameter=p.name, expected=expected, got=got)
+    def _mismatch(self, p: JaxParam, expected: str, got: str, entry: D.Diagnostic = D.JAX_ARRAY_MISMATCH) -> D.CuteBindError:
+        return D.error(entry, kernel=self.plan.kernel, parameter=p.name, expected=expected, got=got)
 
     def _check(self, p: JaxParam, shape: tuple[int, ...], dtype: str, what: str) -> None:
         cute = JAX_DTYPES.get(dtype)
@@ -166,25 +166,17 @@ class JaxOp:
     def _static(self, p: JaxParam, value: object) -> object:
         jax = self._jax
         if isinstance(value, jax.core.Tracer) or isinstance(value, jax.Array):
-            raise D.error(
-                D.JAX_STATIC_VALUE,
-                kernel=self.plan.kernel,
-                parameter=p.name,
-                expected="a concrete Python value fixed when the call is traced",
-                got=f"a {'traced ' if isinstance(value, jax.core.Tracer) else ''}JAX value {describe_value(value)} (it lives on the device)",
-            )
+            traced = "traced " if isinstance(value, jax.core.Tracer) else ""
+            got = f"a {traced}JAX value {describe_value(value)} (it lives on the device)"
+            raise self._mismatch(p, "a concrete Python value fixed when the call is traced", got, D.JAX_STATIC_VALUE)
         item = getattr(value, "item", None)
         if item is not None and type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
             value = item()  # a NumPy scalar: the Python number (what the slots take, and hashable as one)
         try:
             hash(value)
         except TypeError as exc:
-            raise D.error(
-                D.JAX_STATIC_VALUE,
-                kernel=self.plan.kernel,
-                parameter=p.name,
-                expected="a hashable value (JAX caches the lowering by it)",
-                got=f"{describe_value(value)} ({exc})",
+            raise self._mismatch(
+                p, "a hashable value (JAX caches the lowering by it)", f"{describe_value(value)} ({exc})", D.JAX_STATIC_VALUE
             ) from exc
         return value
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
 
 from .. import diagnostics as D
 from ..jit import Kernel
+from ..jit.signature import Defaulted
 from ..slots import OptionalKind, PointerKind, ScalarKind, SlotKind, StreamKind, TensorKind
 
 if TYPE_CHECKING:
@@ -55,6 +56,16 @@ JAX_DTYPES: dict[str, str] = {
     "float4_e2m1fn": "Float4E2M1FN",
 }
 _CUTE_TO_JAX = {v: k for k, v in JAX_DTYPES.items()}
+
+
+def jax_missing(expected: str, exc: ImportError) -> D.CuteBindError:
+    """CB901: ``expected`` (JAX, or cute_bind's XLA FFI handler) did not import; ``exc`` says why."""
+    return D.error(D.JAX_MISSING, expected=expected, got=f"{type(exc).__name__}: {exc}")
+
+
+def unsupported(kernel: str, parameter: str, expected: str, got: str) -> D.CuteBindError:
+    """CB906: a parameter (or the kernel, for its stream) that a cute_bind.jax call cannot carry."""
+    return D.error(D.JAX_PARAMETER_UNSUPPORTED, kernel=kernel, parameter=parameter, expected=expected, got=got)
 
 
 def cute_dtype_name(dtype: object) -> str | None:
@@ -95,7 +106,7 @@ def shaped(shape: Sequence[int], dtype: DTypeLike) -> Shaped:
 
 
 @dataclass(frozen=True)
-class JaxParam:
+class JaxParam(Defaulted):
     """One kernel parameter as the JAX op sees it (see the module docstring for the roles)."""
 
     name: str
@@ -108,10 +119,6 @@ class JaxParam:
     spec: OutputSpec | None = None  # an output's spec
     #: an ``Optional`` tensor or pointer: ``None`` is a static value, an array an operand
     optional: bool = False
-
-    @property
-    def has_default(self) -> bool:
-        return self.default is not _EMPTY
 
     @property
     def is_array(self) -> bool:
@@ -194,13 +201,8 @@ def plan(kernel: Kernel[...], outputs: Mapping[str, OutputSpec] | None, mutates_
         ):
             dtype, rank = _array_facts(inner)
             if dtype is not None and dtype not in _CUTE_TO_JAX:
-                raise D.error(
-                    D.JAX_PARAMETER_UNSUPPORTED,
-                    kernel=name,
-                    parameter=p.name,
-                    expected="an element type JAX has a dtype for (" + ", ".join(sorted(_CUTE_TO_JAX)) + ")",
-                    got=f"a {dtype} {slot.kind}",
-                )
+                expected = "an element type JAX has a dtype for (" + ", ".join(sorted(_CUTE_TO_JAX)) + ")"
+                raise unsupported(name, p.name, expected, f"a {dtype} {slot.kind}")
             role = "output" if p.name in outputs else "mutated" if p.name in mutated else "array"
             optional = isinstance(slot, OptionalKind)  # never an output or mutated: those are plain array slots (above)
             roles.append(JaxParam(p.name, role, inner, p.default, dtype, rank, outputs.get(p.name), optional))
@@ -209,12 +211,11 @@ def plan(kernel: Kernel[...], outputs: Mapping[str, OutputSpec] | None, mutates_
         elif p.has_default:
             roles.append(JaxParam(p.name, "fixed", slot, p.default))
         else:
-            raise D.error(
-                D.JAX_PARAMETER_UNSUPPORTED,
-                kernel=name,
-                parameter=p.name,
-                expected="tensors, pointers, numbers, Constexpr values, Optional of those and the stream",
-                got=f"a {getattr(slot, 'kind', type(slot).__name__)} parameter without a default",
+            raise unsupported(
+                name,
+                p.name,
+                "tensors, pointers, numbers, Constexpr values, Optional of those and the stream",
+                f"a {getattr(slot, 'kind', type(slot).__name__)} parameter without a default",
             )
     return JaxPlan(name, tuple(roles))
 

@@ -27,6 +27,7 @@ from jax.interpreters import ad, batching, mlir
 
 from .. import diagnostics as D
 from .frames import frame_for, handler_module
+from .plan import unsupported
 
 if TYPE_CHECKING:
     from .op import JaxOp
@@ -105,12 +106,11 @@ def _lowering(platform: str) -> Callable[..., Sequence[mlir.ir.Value]]:
                 got="jax.export of a program holding a cute_bind.jax call",
             )
         if platform == "cuda" and op.plan_stream is None:
-            raise D.error(
-                D.JAX_PARAMETER_UNSUPPORTED,
-                kernel=op.kernel.name,
-                parameter="stream",
-                expected="a stream parameter (cuda.CUstream) the handler fills with XLA's stream",
-                got="a kernel without one: it would launch on the default stream, outside XLA's stream order",
+            raise unsupported(
+                op.kernel.name,
+                "stream",
+                "a stream parameter (cuda.CUstream) the handler fills with XLA's stream",
+                "a kernel without one: it would launch on the default stream, outside XLA's stream order",
             )
         register_targets()
         arrays = {name: (tuple(a.shape), np.dtype(a.dtype).name) for name, a in zip(operands, ctx.avals_in)}

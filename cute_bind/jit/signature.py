@@ -14,15 +14,26 @@ from ..diagnostics.errors import CuteBindError
 from ..slots import Constexpr, Rejected, SlotKind, Where, classify, describe_value
 from ..slots.registry import InferredKind
 
-__all__ = ["Param", "KernelSignature", "read_signature", "check_function", "unwrap"]
+__all__ = ["Defaulted", "Param", "KernelSignature", "read_signature", "check_function", "unwrap"]
 
 _EMPTY = inspect.Parameter.empty
 
 _F = TypeVar("_F")
 
 
+class Defaulted:
+    """A parameter's record that keeps its ``default`` (``inspect.Parameter.empty`` where it has none):
+    :class:`Param` here, and the torch and JAX ops' own records."""
+
+    default: object
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not _EMPTY
+
+
 @dataclass(frozen=True)
-class Param:
+class Param(Defaulted):
     """One parameter of a kernel's host function."""
 
     name: str
@@ -35,10 +46,6 @@ class Param:
     @property
     def is_constexpr(self) -> bool:
         return self.slot is None
-
-    @property
-    def has_default(self) -> bool:
-        return self.default is not _EMPTY
 
 
 @dataclass(frozen=True)

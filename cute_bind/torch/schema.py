@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from .. import diagnostics as D
-from ..jit.signature import KernelSignature, Param
+from ..jit.signature import Defaulted, KernelSignature, Param
 from ..slots import OptionalKind, ScalarKind, SequenceKind, SlotKind, StreamKind
 
 __all__ = ["OpParam", "OpPlan", "plan_op", "parse_name"]
@@ -55,7 +55,7 @@ _CONSTEXPR_TYPES = {int: "int", float: "float", bool: "bool", str: "str"}
 
 
 @dataclass(frozen=True)
-class OpParam:
+class OpParam(Defaulted):
     """One kernel parameter as the op sees it.
 
     ``role`` is ``"input"``, ``"output"``, ``"stream"`` or ``"fixed"`` (always
@@ -75,10 +75,6 @@ class OpParam:
     keyword_only: bool = False
     optional: bool = False
     number: str | None = None
-
-    @property
-    def has_default(self) -> bool:
-        return self.default is not _EMPTY
 
 
 @dataclass(frozen=True)
