@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from types import ModuleType
+from typing import Any, Callable, ClassVar, TypeVar
 
 from . import diagnostics as D
 
@@ -76,7 +77,43 @@ def make_spec(params: Any) -> PointerSpec:
     return PointerSpec(dtype=dtype, align=align, space=space)
 
 
-class Pointer:
+class _Annotation:
+    """What the annotation classes (:class:`Pointer`, :class:`Tensor`) share, each subclass naming how it is
+    ``written``, its ``make_spec`` and its ``dsl_class``: never instantiated (the error says how the annotation
+    is written); ``X[params]`` is ``Annotated[dsl_class(dsl), make_spec(params)]``."""
+
+    _written: ClassVar[str]
+    _make_spec: ClassVar[Callable[[Any], object]]
+    _dsl_class: ClassVar[Callable[[ModuleType], type]]
+
+    def __init_subclass__(cls, *, written: str, make_spec: Callable[[Any], object], dsl_class: Callable[[ModuleType], type]) -> None:
+        super().__init_subclass__()
+        cls._written, cls._make_spec, cls._dsl_class = written, staticmethod(make_spec), staticmethod(dsl_class)
+
+    def __init__(self) -> None:
+        raise TypeError(f"cute_bind.{type(self).__name__} is an annotation: write {self._written}")
+
+    def __class_getitem__(cls, params: Any) -> Any:
+        from typing import Annotated
+
+        from . import dsl
+
+        spec = cls._make_spec(params)
+        return Annotated[cls._dsl_class(dsl), spec]
+
+
+_S = TypeVar("_S")
+
+
+def _spec_of(annotation: object, kind: type[_S]) -> _S | None:
+    """The first ``kind`` in an ``Annotated`` annotation's metadata, if any."""
+    for meta in getattr(annotation, "__metadata__", ()):
+        if isinstance(meta, kind):
+            return meta
+    return None
+
+
+class Pointer(_Annotation, written="cute_bind.Pointer[dtype, ...]", make_spec=make_spec, dsl_class=lambda dsl: dsl.cute_pointer_class()):
     """Pointer annotation carrying dtype, alignment and address space.
 
     Use ``cute_bind.Pointer[dtype]``, ``cute_bind.Pointer[dtype, align]`` or
@@ -90,24 +127,10 @@ class Pointer:
     unspecified address space to the value's (or ``generic``).
     """
 
-    def __init__(self) -> None:
-        raise TypeError("cute_bind.Pointer is an annotation: write cute_bind.Pointer[dtype, ...]")
-
-    def __class_getitem__(cls, params: Any) -> Any:
-        from typing import Annotated
-
-        from . import dsl
-
-        spec = make_spec(params)
-        return Annotated[dsl.cute_pointer_class(), spec]
-
 
 def pointer_spec_of(annotation: object) -> PointerSpec | None:
     """The :class:`PointerSpec` inside an ``Annotated`` annotation, if any."""
-    for meta in getattr(annotation, "__metadata__", ()):
-        if isinstance(meta, PointerSpec):
-            return meta
-    return None
+    return _spec_of(annotation, PointerSpec)
 
 
 # --------------------------------------------------------------------------- tensors
@@ -224,7 +247,9 @@ def _extent(entry: object) -> Extent:
     )
 
 
-class Tensor:
+class Tensor(
+    _Annotation, written="cute_bind.Tensor[dtype, rank, ...]", make_spec=make_tensor_spec, dsl_class=lambda dsl: dsl.cute_tensor_class()
+):
     """Tensor annotation carrying dtype, rank, alignment and which layout facts are dynamic.
 
     Use ``cute_bind.Tensor[dtype, rank]``, ``cute_bind.Tensor[dtype, rank, align]``
@@ -258,21 +283,7 @@ class Tensor:
     alignment (CB213, CB207).
     """
 
-    def __init__(self) -> None:
-        raise TypeError("cute_bind.Tensor is an annotation: write cute_bind.Tensor[dtype, rank, ...]")
-
-    def __class_getitem__(cls, params: Any) -> Any:
-        from typing import Annotated
-
-        from . import dsl
-
-        spec = make_tensor_spec(params)
-        return Annotated[dsl.cute_tensor_class(), spec]
-
 
 def tensor_spec_of(annotation: object) -> TensorSpec | None:
     """The :class:`TensorSpec` inside an ``Annotated`` annotation, if any."""
-    for meta in getattr(annotation, "__metadata__", ()):
-        if isinstance(meta, TensorSpec):
-            return meta
-    return None
+    return _spec_of(annotation, TensorSpec)
