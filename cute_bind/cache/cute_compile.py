@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 from .. import diagnostics as D
 from .. import dsl
+from . import exact as _exact
 from . import key as _key
 from . import settings as _settings
 from . import store as _store
@@ -99,10 +100,10 @@ def _spell(value: object, state: dsl.CompileOnly, depth: int = 0) -> object:
         return ("named", t, tuple(_spell(tuple.__getitem__(items, i), state, depth + 1) for i in range(tuple.__len__(items))))
     if type(value) is dict:
         return ("dict", tuple(sorted(((_key.canonical(k), _spell(v, state, depth + 1)) for k, v in value.items()), key=lambda kv: kv[0])))
-    fields = _key._class_lookup(t, "__dataclass_fields__")
-    if fields is not _key._MISSING and type(fields) is dict and not isinstance(value, type):
-        names = _key.dataclass_field_names(fields)
-        return ("dataclass", t, tuple((n, _spell(_key._read(value, t, n), state, depth + 1)) for n in names))
+    fields = _exact._class_lookup(t, "__dataclass_fields__")
+    if fields is not _exact._MISSING and type(fields) is dict and not isinstance(value, type):
+        names = _exact.dataclass_field_names(fields)
+        return ("dataclass", t, tuple((n, _spell(_exact._read(value, t, n), state, depth + 1)) for n in names))
     return value
 
 
@@ -282,7 +283,7 @@ def compile_with(callable_: object, fn: object, *args: object, **kwargs: object)
         except _key.Uncacheable as exc:
             why = str(exc)
         except Exception as exc:  # reading an argument failed: never str() of a foreign exception
-            why = f"spelling the arguments raised {_key._type_name(type(exc))}"
+            why = f"spelling the arguments raised {_exact._type_name(type(exc))}"
     if why is not None:
         _refuse(name, why)
         compiled = original()

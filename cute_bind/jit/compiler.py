@@ -29,14 +29,13 @@ not ordinary specializations: see docs/concepts/architecture.md.
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable
-from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol, Sequence, cast
 
 from .. import cache as disk_cache
 from .. import diagnostics as D
 from .. import dsl
 from ..launch.arguments import bind_arguments
-from ..launch.prepared import PreparedLaunch, build
+from ..launch.prepared import build
 from ..launch.tvm_ffi import PreparedTvmFfiLaunch, prepare_tvm_ffi
 from ..slots import (
     Bound,
@@ -50,61 +49,25 @@ from ..slots import (
     is_stream_value,
 )
 from ..launch.prepare import prepare as prepare_compiled
+from .keys import CompileKey, ConstexprPart, Handle, SlotPart, TvmFfiCall
 from .guards import Record, Records, Refusal, Served, composite_guard, holds_fake, shared_symbol, tensor_guard
 from .signature import KernelSignature, Param, unwrap
 
 if TYPE_CHECKING:
     from ..dsl import Compiled
-    from .decorator import Kernel
 
-__all__ = ["Binding", "CompileKey", "Compiler", "ConstexprPart", "EnvCompile", "Handle", "SlotPart", "served_key"]
-
-#: A launch handle of a compiled function: a prepared launch, a TVM-FFI kernel's prepared launch, or
-#: its :class:`TvmFfiCall` for values ``prepare`` does not take (each has ``launch``, ``clone``, ``close``).
-Handle: TypeAlias = "PreparedLaunch[...] | PreparedTvmFfiLaunch | TvmFfiCall"
+__all__ = ["Binding", "Compiler", "EnvCompile", "Owner", "served_key"]
 
 
-class SlotPart(NamedTuple):
-    """A runtime parameter's part of a :class:`CompileKey`: its slot's key for the bound value.
+class Owner(Protocol):
+    """What a :class:`Compiler` belongs to (a :class:`cute_bind.Kernel`): its ``fn`` is traced (and keyed
+    by the disk cache, which reads ``name`` and ``cache_key`` where it has them); ``compile`` makes the
+    DSL's compiled function for a TVM-FFI sibling."""
 
-    ``key`` is ``None`` for values that never change the compile (numbers,
-    real streams)."""
+    @property
+    def fn(self) -> object: ...
 
-    name: str
-    key: Hashable
-
-
-class ConstexprPart(NamedTuple):
-    """A Constexpr parameter's part of a :class:`CompileKey`: the value's type and its exact form.
-
-    ``value`` is ``cache.key.constexpr_key(v)``: compared exactly, not by
-    ``==`` (``-0.0`` is not ``0.0``, a NaN is itself); ``constexpr_value``
-    gives the value back."""
-
-    name: str
-    type: type
-    value: Hashable
-
-
-class CompileKey(NamedTuple):
-    """What one compile of a kernel is for: equal keys share one compiled function.
-
-    A NamedTuple: hashed and compared in C (the dispatch path looks keys up).
-    The disk cache hashes :meth:`Compiler.cache_form` of it (the spelling its
-    entries were always keyed by).
-    """
-
-    #: the runtime parameters' slot key parts, in parameter order
-    slots: tuple[SlotPart, ...]
-    #: the Constexpr parameters' values, in parameter order
-    constexpr: tuple[ConstexprPart, ...]
-    #: the target architecture compiled for (``dsl.target_arch()``; None: none known)
-    arch: str | None
-    #: the kernel's ``compile_options``
-    options: str | None
-    #: the stream parameters compiled as the TVM-FFI environment stream (left out of the compiled
-    #: entry: a call that leaves them out launches it); empty for every other compile
-    env_streams: frozenset[str]
+    def compile(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
 class Binding(NamedTuple):
@@ -129,7 +92,7 @@ class Compiler:
 
     def __init__(
         self,
-        owner: Kernel[...],
+        owner: Owner,
         fn: Callable[..., object],
         signature: KernelSignature,
         name: str,
@@ -553,46 +516,6 @@ def _tvm_ffi_value(bound: Bound) -> object:
     if isinstance(inner, PointerKind):
         return bound.packed  # the address, as an int (what the entry's pointer arguments take)
     return dsl.numeric_value(bound.dsl_value)  # cutlass.Int32(3) -> 3; a CUstream, None, ... as they are
-
-
-class TvmFfiCall:
-    """A TVM-FFI kernel's handle for values ``prepare`` does not take: each launch is the compiled call.
-
-    The entry checks every value itself; an error it reports is CB309, as
-    from a prepared TVM-FFI handle (so a call with values of another
-    specialization dispatches again).
-    """
-
-    fast_path = "direct"
-
-    def __init__(self, kernel: str, compiled: Compiled) -> None:
-        self.kernel_name = kernel
-        self.compiled = compiled
-        self.closed = False
-
-    def launch(self, *args: object, **kwargs: object) -> object:
-        """Call the compiled function with these values."""
-        if self.closed:
-            raise D.error(D.HANDLE_CLOSED, kernel=self.kernel_name, expected="an open handle")
-        try:
-            return self.compiled(*args, **kwargs)
-        except D.CuteBindError:
-            raise
-        except Exception as exc:
-            text = str(exc).strip()
-            got = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
-            raise D.error(D.TVM_FFI_CALL_ERROR, kernel=self.kernel_name, expected="arguments the compiled function takes", got=got) from exc
-
-    def clone(self) -> TvmFfiCall:
-        """Another handle (it holds no per-launch state)."""
-        return TvmFfiCall(self.kernel_name, self.compiled)
-
-    def close(self) -> None:
-        """Later launches raise CB404."""
-        self.closed = True
-
-    def __repr__(self) -> str:
-        return f"<TVM-FFI call {self.kernel_name}{' closed' if self.closed else ''}>"
 
 
 def _on_device(kernel: str, compiled: Compiled, params: Sequence[Param], bounds: list[Bound]) -> Compiled:

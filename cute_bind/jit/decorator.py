@@ -14,7 +14,8 @@ from .. import _whitelist as W
 from .. import diagnostics as D
 from ..launch.prepared import PreparedLaunch
 from ..slots import ScalarKind, describe_value
-from .compiler import Binding, Compiler, Handle, is_jit_object
+from .compiler import Binding, Compiler, is_jit_object
+from .keys import Handle
 from .guards import Refusal
 from .dispatch import DEFAULT_LIMIT, FALLBACK, ON_LIMIT, CallBase, Dispatcher, PythonCallBase, Specialization
 from .signature import KernelSignature, read_signature, unwrap

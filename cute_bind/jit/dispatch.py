@@ -17,7 +17,7 @@ A call of a :class:`cute_bind.Kernel` goes three ways:
   Constexpr values: never a DSL object) and looks the specialization up by
   it; the thread's handle for it becomes the current caller.
 - **A new key** (a miss): the kernel's :class:`~cute_bind.jit.compiler.Compiler`
-  binds the values and computes the :class:`~cute_bind.jit.compiler.CompileKey`,
+  binds the values and computes the :class:`~cute_bind.jit.keys.CompileKey`,
   compiles it (or finds it compiled) and prepares a prototype handle, the reason (which parameter changed, from what to what) is logged
   on this module's logger and recorded, and the per-kernel limit is enforced
   (CB601, or the CB602 warning). Misses hold the kernel's dispatch lock, so a
@@ -58,7 +58,8 @@ from .. import diagnostics as D
 from ..diagnostics.errors import CuteBindError, LaunchArgumentError, LaunchValueError
 from ..cache.key import constexpr_value
 from ..launch import native
-from .compiler import CompileKey, Compiler, EnvCompile, Handle, served_key
+from .compiler import Compiler, EnvCompile, served_key
+from .keys import CompileKey, Handle
 from .probes import ARCH, Probe, device_of, probes_for
 from .probes import describe as describe_bound
 from .routes import CallShape, Checks, Miss, Route, unset

@@ -41,7 +41,7 @@ from ..slots import dlpack as _dlpack
 
 if TYPE_CHECKING:
     from ..dsl import Compiled
-    from .compiler import CompileKey, ConstexprPart, Handle
+    from .keys import CompileKey, ConstexprPart, Handle
 
 __all__ = ["Record", "Records", "Refusal", "Served", "composite_guard", "holds_fake"]
 

@@ -17,7 +17,7 @@ from cute_bind import dsl
 from cute_bind.cache import key as cache_key_module
 from cute_bind.cache.key import constexpr_value
 from cute_bind.jit import dispatch as dispatch_mod
-from cute_bind.jit.compiler import CompileKey, ConstexprPart, SlotPart
+from cute_bind.jit.keys import CompileKey, ConstexprPart, SlotPart
 from cute_bind.jit.dispatch import CallSite, Specialization
 from tests.kernels.host import add_constexpr_stream, scale_ptr, with_constexpr
 
