@@ -133,8 +133,8 @@ class JaxOp:
 
         return str(np.dtype(dtype).name)
 
-    def _mismatch(self, p: JaxParam, expected: str, got: str, entry: D.Diagnostic = D.JAX_ARRAY_MISMATCH) -> D.CuteBindError:
-        return D.error(entry, kernel=self.plan.kernel, parameter=p.name, expected=expected, got=got)
+    def _mismatch(self, p: JaxParam, expected: str, got: str, diagnostic: D.Diagnostic = D.JAX_ARRAY_MISMATCH) -> D.CuteBindError:
+        return D.error(diagnostic, kernel=self.plan.kernel, parameter=p.name, expected=expected, got=got)
 
     def _check(self, p: JaxParam, shape: tuple[int, ...], dtype: str, what: str) -> None:
         cute = JAX_DTYPES.get(dtype)
