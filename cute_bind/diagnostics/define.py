@@ -9,10 +9,44 @@ gathers them from there.
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 
 from .errors import CuteBindError, Diagnostic
 
-__all__ = ["entry"]
+__all__ = ["Illustration", "entry", "illustration"]
+
+#: how long a line of an illustration's script may grow before its fields wrap
+_WIDTH = 100
+
+
+@dataclass(frozen=True)
+class Illustration:
+    """An example that raises its entry's error itself (the docs label it an illustration), for a
+    condition an example cannot bring about here (a GPU fault, a second device, another DSL release,
+    XLA's handler): ``note`` says what raises it for real, ``fields`` fill the message. Made by
+    :func:`illustration`; :func:`entry` writes it as a script that raises the entry's own code."""
+
+    note: str
+    fields: tuple[tuple[str, str], ...]
+
+    def script(self, code: str) -> str:
+        """``import cute_bind``, the note as a comment, and ``raise cute_bind.error(...)`` of ``code``."""
+        opening = f'raise cute_bind.error(cute_bind.CATALOG["{code}"]'
+        lines, line = [], opening
+        for name, value in self.fields:
+            literal = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            if line != opening and len(line) + len(name) + len(literal) + 4 > _WIDTH:
+                lines.append(line + ",")
+                line = " " * len("raise cute_bind.error(") + f"{name}={literal}"
+            else:
+                line += f", {name}={literal}"
+        comment = [f"# {text}" for text in textwrap.wrap(self.note, _WIDTH - 2)]
+        return "\n".join(["import cute_bind", "", *comment, *lines, line + ")"]) + "\n"
+
+
+def illustration(note: str = "", **fields: str) -> Illustration:
+    """An :class:`Illustration`: ``note`` (what raises it for real; "" where the explanation says), then the message's fields."""
+    return Illustration(note, tuple(fields.items()))
 
 
 def entry(
@@ -23,7 +57,7 @@ def entry(
     summary: str,
     message: str,
     explanation: str,
-    example: str,
+    example: str | Illustration,
     fix: str,
     retired: bool = False,
 ) -> Diagnostic:
@@ -34,8 +68,11 @@ def entry(
     whole script that raises ``code``). ``message`` and ``fix`` are templates
     filled at the raise site (``{kernel}``, ``{parameter}``, ``{expected}``,
     ``{got}``, ``{detail}``; CB204's fix also ``{conversion}``). An entry that no longer applies stays, with
-    ``retired=True``: its code is never given to another.
+    ``retired=True``: its code is never given to another. An :func:`illustration` is written as the
+    script that raises ``code``.
     """
+    if isinstance(example, Illustration):
+        example = example.script(code)
     return Diagnostic(
         code=code,
         slug=slug,

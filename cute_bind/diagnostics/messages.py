@@ -39,16 +39,7 @@ def error(
     conversion: str | None = None,
 ) -> CuteBindError:
     """Build the exception for one occurrence of a catalog entry (the caller raises it)."""
-    text, fix = format_message(
-        diagnostic, kernel=kernel, parameter=parameter, expected=expected, got=got, detail=detail, conversion=conversion
-    )
-    return diagnostic.error_class(
-        diagnostic,
-        text,
-        kernel=kernel,
-        parameter=parameter,
-        expected=expected,
-        got=got,
-        fix=fix,
-        details=details,
-    )
+    # the fields the exception keeps as attributes, besides the message they fill
+    kept = {"kernel": kernel, "parameter": parameter, "expected": expected, "got": got}
+    text, fix = format_message(diagnostic, **kept, detail=detail, conversion=conversion)
+    return diagnostic.error_class(diagnostic, text, **kept, fix=fix, details=details)

@@ -5,6 +5,7 @@ Raised when ``@cute_bind.kernel`` reads the function's signature (decoration tim
 
 from .. import errors as _E
 from ..define import entry as _entry
+from ..define import illustration as _illustration
 from .examples import PRELUDE as _PRELUDE
 
 MISSING_ANNOTATION = _entry(
@@ -597,13 +598,12 @@ SOURCE_NOT_CHECKED = _entry(
     the module is imported), the tool says so with this code, and every
     other file is still checked.
     """,
-    example=_PRELUDE
-    + """
-# Reported by `cute-bind check`, the language server and the mypy plugin for a
-# file they cannot read or analyse (here a link to /dev/zero); shown as the error:
-raise cute_bind.error(cute_bind.CATALOG["CB126"], got="'kernels.py'", expected="8 MiB",
-                      detail="it is not a regular file (a character device)")
-""",
+    example=_illustration(
+        "Reported by `cute-bind check`, the language server and the mypy plugin for a file they cannot read or analyse (here a link to /dev/zero); shown as the error:",
+        got="'kernels.py'",
+        expected="8 MiB",
+        detail="it is not a regular file (a character device)",
+    ),
     fix="""
     Make {got} a regular Python file of at most {expected} (not a FIFO,
     device or link to one), split an expression nested too deeply into named

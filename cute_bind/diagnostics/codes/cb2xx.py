@@ -5,7 +5,9 @@ Raised while binding or launching, when a value does not fit its slot.
 
 from .. import errors as _E
 from ..define import entry as _entry
+from ..define import illustration as _illustration
 from .examples import FILL as _FILL
+from .examples import FILL_HANDLE as _FILL_HANDLE
 from .examples import PRELUDE as _PRELUDE
 
 MISSING_ARGUMENT = _entry(
@@ -19,9 +21,8 @@ MISSING_ARGUMENT = _entry(
     function. Every runtime parameter without a default needs a value, given
     positionally or by keyword.
     """,
-    example=_FILL
+    example=_FILL_HANDLE
     + """
-handle = fill.bind(addr, 1)
 handle.launch(addr)   # 'value' missing -> CB201
 """,
     fix="Pass a value for the parameter, positionally or as `{parameter}=...`.",
@@ -40,9 +41,8 @@ UNEXPECTED_ARGUMENT = _entry(
     prepared launch is already specialised for them and `launch()` does not
     take them.
     """,
-    example=_FILL
+    example=_FILL_HANDLE
     + """
-handle = fill.bind(addr, 1)
 handle.launch(addr, 2, 3)   # one positional too many -> CB202
 """,
     fix="Remove the extra argument, or check the parameter's spelling.",
@@ -56,9 +56,8 @@ DUPLICATE_ARGUMENT = _entry(
     summary="A parameter was given both positionally and by keyword.",
     message="kernel '{kernel}', parameter '{parameter}': given twice (positionally and by keyword)",
     explanation="Each parameter takes exactly one value per call.",
-    example=_FILL
+    example=_FILL_HANDLE
     + """
-handle = fill.bind(addr, 1)
 handle.launch(addr, 2, value=3)   # 'value' twice -> CB203
 """,
     fix="Pass the parameter once.",
@@ -111,9 +110,8 @@ WRONG_KIND = _entry(
     """
     + "\n"
     + "".join(f"\n    - {kind}: {text}" for kind, text in WRONG_KIND_CONVERSIONS.items() if kind != "other"),
-    example=_FILL
+    example=_FILL_HANDLE
     + """
-handle = fill.bind(addr, 1)
 handle.launch(addr, 2.5)   # float for an Int32 slot -> CB204
 """,
     fix="Pass {expected}. {conversion}",
@@ -131,9 +129,8 @@ INTEGER_OUT_OF_RANGE = _entry(
     (with a warning at best). cute_bind never truncates silently: a value
     outside the slot type's range is an error.
     """,
-    example=_FILL
+    example=_FILL_HANDLE
     + """
-handle = fill.bind(addr, 1)
 handle.launch(addr, 2**40)   # does not fit Int32 -> CB205
 """,
     fix="""
@@ -155,9 +152,8 @@ INVALID_ADDRESS = _entry(
     2**64 or more cannot be addresses; they usually come from arithmetic
     mistakes or from passing the wrong value to a pointer parameter.
     """,
-    example=_FILL
+    example=_FILL_HANDLE
     + """
-handle = fill.bind(addr, 1)
 handle.launch(-8, 1)   # negative address -> CB206
 """,
     fix="Pass the buffer's address: an int from `tensor.data_ptr()`, a `make_ptr` pointer, or the tensor itself.",
@@ -520,12 +516,13 @@ STREAM_DEVICE_AMBIGUOUS = _entry(
     on several CUDA devices there is no single such stream, and guessing one
     would launch on a stream of the wrong device.
     """,
-    example=_PRELUDE
-    + """
-# illustration: needs tensors on two CUDA devices, e.g. kernel(y_on_cuda0, x_on_cuda1, 2.0)
-raise cute_bind.error(cute_bind.CATALOG["CB220"], kernel="scale", parameter="stream",
-                      expected="tensor arguments on one CUDA device", got="cuda:0, cuda:1")
-""",
+    example=_illustration(
+        "illustration: needs tensors on two CUDA devices, e.g. kernel(y_on_cuda0, x_on_cuda1, 2.0)",
+        kernel="scale",
+        parameter="stream",
+        expected="tensor arguments on one CUDA device",
+        got="cuda:0, cuda:1",
+    ),
     fix="""
     Pass the stream explicitly (`kernel(..., stream=torch.cuda.current_stream(dev))`),
     or move the tensors to one device.
@@ -547,12 +544,13 @@ CURRENT_STREAM_UNAVAILABLE = _entry(
     for a kernel without tensor parameters). torch raised instead (for
     example a device index it does not know); the error is chained.
     """,
-    example=_PRELUDE
-    + """
-# illustration: needs torch with CUDA initialised and a device it cannot query
-raise cute_bind.error(cute_bind.CATALOG["CB221"], kernel="scale", parameter="stream",
-                      expected="cuda:7", got="RuntimeError: invalid device ordinal")
-""",
+    example=_illustration(
+        "illustration: needs torch with CUDA initialised and a device it cannot query",
+        kernel="scale",
+        parameter="stream",
+        expected="cuda:7",
+        got="RuntimeError: invalid device ordinal",
+    ),
     fix="Pass the stream explicitly, or check the device the tensor arguments are on.",
 )
 

@@ -6,6 +6,7 @@ Raised by ``bind()`` / ``prepare()`` while preparing a compiled function
 
 from .. import errors as _E
 from ..define import entry as _entry
+from ..define import illustration as _illustration
 from .examples import PRELUDE as _PRELUDE
 
 NOT_COMPILED = _entry(
@@ -44,13 +45,13 @@ UNSUPPORTED_MARSHALLING = _entry(
     given to a parameter compiled as a different kind) cannot be rewritten in
     place safely.
     """,
-    example=_PRELUDE
-    + """
-# Only a DSL release that marshals an eligible kind differently produces this;
-# prepare() then refuses the handle. Shown here as the error it raises:
-raise cute_bind.error(cute_bind.CATALOG["CB302"], kernel="scale", parameter="n",
-                      expected="one C pointer per runtime parameter (2)", got="3 C pointers in all")
-""",
+    example=_illustration(
+        "Only a DSL release that marshals an eligible kind differently produces this; prepare() then refuses the handle. Shown here as the error it raises:",
+        kernel="scale",
+        parameter="n",
+        expected="one C pointer per runtime parameter (2)",
+        got="3 C pointers in all",
+    ),
     fix="Pass values of the kinds the function was compiled with.",
 )
 
@@ -65,12 +66,12 @@ WORKSPACE_ARGUMENTS = _entry(
     Some CuTe extensions add auxiliary arguments after the declared
     parameters. cute_bind prepares the declared parameters only.
     """,
-    example=_PRELUDE
-    + """
-# Raised by prepare() for functions compiled with CuTe extensions that add
-# workspace arguments; plain host functions never do.
-raise cute_bind.error(cute_bind.CATALOG["CB303"], kernel="k", expected="0", got="2")
-""",
+    example=_illustration(
+        "Raised by prepare() for functions compiled with CuTe extensions that add workspace arguments; plain host functions never do.",
+        kernel="k",
+        expected="0",
+        got="2",
+    ),
     fix="Call the compiled function directly for kernels that need workspace arguments.",
 )
 
@@ -126,11 +127,7 @@ SNAPSHOT_MISMATCH = _entry(
     value. They must be identical; a difference means the installed DSL
     changed how it stores this kind, and launching could pass wrong bytes.
     """,
-    example=_PRELUDE
-    + """
-raise cute_bind.error(cute_bind.CATALOG["CB305"], kernel="k", parameter="n",
-                      expected="b'\\\\x01\\\\x00\\\\x00\\\\x00'", got="b'\\\\x00\\\\x00\\\\x00\\\\x01'")
-""",
+    example=_illustration(kernel="k", parameter="n", expected="b'\\x01\\x00\\x00\\x00'", got="b'\\x00\\x00\\x00\\x01'"),
     fix="Report it with your nvidia-cutlass-dsl version; until fixed, call the compiled function directly.",
 )
 

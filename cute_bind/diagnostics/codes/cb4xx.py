@@ -5,7 +5,9 @@ Raised by ``launch()`` when the handle cannot launch or CUDA reports an error.
 
 from .. import errors as _E
 from ..define import entry as _entry
+from ..define import illustration as _illustration
 from .examples import FILL as _FILL
+from .examples import FILL_HANDLE as _FILL_HANDLE
 from .examples import PRELUDE as _PRELUDE
 
 CUDA_ERROR = _entry(
@@ -20,12 +22,12 @@ CUDA_ERROR = _entry(
     raised as this error; `error.cuda_error` holds the number and
     `error.cuda_error_name` its name.
     """,
-    example=_PRELUDE
-    + """
-# Needs a GPU to occur for real: e.g. a grid larger than the device allows.
-raise cute_bind.error(cute_bind.CATALOG["CB401"], kernel="k", expected="cudaSuccess (0)",
-                      got="cudaErrorInvalidValue (1)")
-""",
+    example=_illustration(
+        "Needs a GPU to occur for real: e.g. a grid larger than the device allows.",
+        kernel="k",
+        expected="cudaSuccess (0)",
+        got="cudaErrorInvalidValue (1)",
+    ),
     fix="Read the CUDA error name: it is the launch configuration, the device or the inputs, as for any CUDA launch.",
 )
 
@@ -101,9 +103,8 @@ HANDLE_CLOSED = _entry(
     summary="The handle was closed.",
     message="kernel '{kernel}': the handle was closed; expected {expected}",
     explanation="`handle.close()` releases the handle's pin on the compiled module; it cannot launch afterwards.",
-    example=_FILL
+    example=_FILL_HANDLE
     + """
-handle = fill.bind(addr, 1)
 handle.close()
 handle.launch(addr, 2)   # -> CB404
 """,

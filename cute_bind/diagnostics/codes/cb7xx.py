@@ -5,7 +5,28 @@ Raised by ``cute_bind.torch`` when a kernel is made a torch op or the op is call
 
 from .. import errors as _E
 from ..define import entry as _entry
+from ..define import illustration as _illustration
 from .examples import PRELUDE as _PRELUDE
+
+# The host-only tensor function of this range's examples: they run on the CPU with CPU tensors.
+_TSCALE_KERNEL = """
+@cute_bind.kernel
+def tscale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
+    for i in range(cute.size(out)):
+        out[i] = inp[i] * alpha
+"""
+
+
+# The op examples' first lines: the imports (CB701 imports all but torch) and the function.
+_TSCALE = (
+    _PRELUDE
+    + """
+import torch
+import cute_bind.torch
+"""
+    + _TSCALE_KERNEL
+)
+
 
 TORCH_MISSING = _entry(
     "CB701",
@@ -26,30 +47,12 @@ import cutlass
 import cutlass.cute as cute
 import cute_bind
 import cute_bind.torch
-
-@cute_bind.kernel
-def tscale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
-    for i in range(cute.size(out)):
-        out[i] = inp[i] * alpha
-
+"""
+    + _TSCALE_KERNEL
+    + """
 cute_bind.torch.op("demo::tscale", tscale, mutates_args=("out",))   # no torch -> CB701
 """,
     fix="Install PyTorch (`pip install torch`), or call the kernel or its handle without an op.",
-)
-
-
-# A host-only tensor function: the op examples below run on the CPU with CPU tensors.
-_TSCALE = (
-    _PRELUDE
-    + """
-import torch
-import cute_bind.torch
-
-@cute_bind.kernel
-def tscale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
-    for i in range(cute.size(out)):
-        out[i] = inp[i] * alpha
-"""
 )
 
 
@@ -167,16 +170,11 @@ OP_STREAM_MISMATCH = _entry(
     needs a GPU, so the example below raises the error itself (an
     illustration).
     """,
-    example="""\
-import cute_bind
-
-raise cute_bind.error(
-    cute_bind.CATALOG["CB705"],
-    kernel="scale",
-    expected="a stream parameter (stream: cuda.CUstream = None) so the op can launch on torch's current stream",
-    got="no stream parameter (the kernel launches on the default stream) while a CUDA graph is being captured",
-)
-""",
+    example=_illustration(
+        kernel="scale",
+        expected="a stream parameter (stream: cuda.CUstream = None) so the op can launch on torch's current stream",
+        got="no stream parameter (the kernel launches on the default stream) while a CUDA graph is being captured",
+    ),
     fix="""
     Give the kernel a stream parameter (`stream: cuda.CUstream = None`) and
     launch its device code with `stream=stream`; the op fills it. Keep the
@@ -225,17 +223,9 @@ OP_AUTOGRAD_TOO_LATE = _entry(
     `cute_bind.torch` op refuses `register_autograd` once its fake
     implementation has run.
     """,
-    example=_PRELUDE
+    example=_TSCALE
     + """
-import torch
-import cute_bind.torch as cbt
-
-@cute_bind.kernel
-def scale(out: cute.Tensor, x: cute.Tensor, alpha: cutlass.Float32):
-    for i in range(cute.size(out)):
-        out[i] = x[i] * alpha
-
-op = cbt.op("cbexample707::scale", scale, outputs={"out": cbt.like("x")})
+op = cute_bind.torch.op("cbexample707::scale", tscale, outputs={"out": cute_bind.torch.like("inp")})
 torch.compile(lambda x: op(x, 2.0), backend="eager", fullgraph=True)(torch.ones(4))  # traced once
 
 op.register_autograd(lambda ctx, grad: (grad * 2.0, None))   # -> CB707
@@ -267,16 +257,8 @@ OP_OUTPUT_OVERLAP = _entry(
     dispatcher (`torch.ops.<ns>.<name>`, an input that requires grad) and a
     compiled graph's call.
     """,
-    example=_PRELUDE
+    example=_TSCALE
     + """
-import torch
-import cute_bind.torch
-
-@cute_bind.kernel
-def tscale(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32):
-    for i in range(cute.size(out)):
-        out[i] = inp[i] * alpha
-
 op = cute_bind.torch.op("cbexample708::scale_", tscale, mutates_args=("out",))
 op(torch.zeros(1).expand(4), torch.ones(4), 2.0)   # out has stride 0 -> CB708
 """,

@@ -7,6 +7,7 @@ and by its XLA FFI handler (CB902-CB904, as the message of XLA's error).
 
 from .. import errors as _E
 from ..define import entry as _entry
+from ..define import illustration as _illustration
 from .examples import PRELUDE as _PRELUDE
 
 # A host-only kernel (no device code): it compiles and runs on the CPU, through XLA's CPU FFI too.
@@ -77,12 +78,11 @@ JAX_FOREIGN_FRAME = _entry(
     here has; the FFI handler refuses it at instantiation, before any launch.
     Raised by XLA (as the message of its own error) from the handler.
     """,
-    example=_PRELUDE
-    + """
-# Raised by the XLA FFI handler inside XLA's error: a program lowered in another process.
-raise cute_bind.error(cute_bind.CATALOG["CB902"], expected="a program lowered in this process",
-                      got="a cute_bind.jax call lowered in another process (frame 12884901888)")
-""",
+    example=_illustration(
+        "Raised by the XLA FFI handler inside XLA's error: a program lowered in another process.",
+        expected="a program lowered in this process",
+        got="a cute_bind.jax call lowered in another process (frame 12884901888)",
+    ),
     fix="""
     Lower and compile the jitted function in the process that runs it:
     `jax.export` and serialized executables carry no cute_bind kernel.
@@ -104,12 +104,12 @@ JAX_CALL_MISMATCH = _entry(
     does not read; the handler refuses it at instantiation and at every
     execution. Raised by XLA (as the message of its own error).
     """,
-    example=_PRELUDE
-    + """
-# Raised by the XLA FFI handler inside XLA's error: an edited custom call.
-raise cute_bind.error(cute_bind.CATALOG["CB903"], kernel="scale", expected="2 operands and 1 result",
-                      got="3 operands and 1 result")
-""",
+    example=_illustration(
+        "Raised by the XLA FFI handler inside XLA's error: an edited custom call.",
+        kernel="scale",
+        expected="2 operands and 1 result",
+        got="3 operands and 1 result",
+    ),
     fix="Call the kernel through `cute_bind.jax`; do not edit or reuse its custom call (`cute_bind_call`).",
 )
 
@@ -129,12 +129,12 @@ JAX_BUFFER_MISALIGNED = _entry(
     compiled alignment before the launch, and refuses a misaligned one instead
     of letting the kernel fault. Raised by XLA (as the message of its own error).
     """,
-    example=_PRELUDE
-    + """
-# Raised by the XLA FFI handler inside XLA's error: a buffer at 0x7f0000000008 for a 16-byte slot.
-raise cute_bind.error(cute_bind.CATALOG["CB904"], kernel="scale", expected="an address aligned to 16 bytes",
-                      got="XLA's buffer for operand 0 is at 0x7f0000000008")
-""",
+    example=_illustration(
+        "Raised by the XLA FFI handler inside XLA's error: a buffer at 0x7f0000000008 for a 16-byte slot.",
+        kernel="scale",
+        expected="an address aligned to 16 bytes",
+        got="XLA's buffer for operand 0 is at 0x7f0000000008",
+    ),
     fix="""
     Declare the alignment the kernel needs and no more in the parameter's
     annotation (`cute_bind.Tensor[dtype, rank, align]`), or copy the array
@@ -325,12 +325,12 @@ JAX_DEVICE_MISMATCH = _entry(
     runs on and refuses another one before any launch, instead of faulting.
     Raised by XLA (as the message of its own error).
     """,
-    example=_PRELUDE
-    + """
-# Raised by the XLA FFI handler inside XLA's error: a program run on the second GPU.
-raise cute_bind.error(cute_bind.CATALOG["CB911"], kernel="scale", expected="device 0, the one its launch was prepared for",
-                      got="XLA runs the call on device 1")
-""",
+    example=_illustration(
+        "Raised by the XLA FFI handler inside XLA's error: a program run on the second GPU.",
+        kernel="scale",
+        expected="device 0, the one its launch was prepared for",
+        got="XLA runs the call on device 1",
+    ),
     fix="""
     Run cute_bind.jax calls on one GPU per process (the device JAX lowers on
     first), e.g. with `CUDA_VISIBLE_DEVICES` set per process.

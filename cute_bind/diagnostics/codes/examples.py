@@ -26,3 +26,11 @@ buf = (ctypes.c_int32 * 1)()
 addr = ctypes.addressof(buf)
 """
 )
+
+# FILL bound once: the examples of what a launch refuses start from this handle.
+FILL_HANDLE = (
+    FILL
+    + """
+handle = fill.bind(addr, 1)
+"""
+)
