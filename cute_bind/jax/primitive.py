@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
+from typing import TYPE_CHECKING, Callable, NoReturn, Protocol, Sequence
 
 import jax
 import jax.extend
@@ -30,7 +30,24 @@ from .frames import frame_for, handler_module
 from .plan import unsupported
 
 if TYPE_CHECKING:
-    from .op import JaxOp
+    from collections.abc import Hashable
+
+    from ..jit import Kernel
+    from .frames import Frame
+    from .plan import JaxParam, JaxPlan
+
+
+class OpView(Protocol):
+    """What the primitive reads of its ``op`` parameter (a :class:`cute_bind.jax.op.JaxOp`, which
+    imports this module: named by its shape here, so the two modules import one way)."""
+
+    kernel: Kernel[...]
+    plan: JaxPlan
+    plan_stream: JaxParam | None
+    frames: dict[Hashable, Frame]
+
+    def layout(self, operand_names: tuple[str, ...]) -> tuple[dict[str, tuple[int, int]], tuple[tuple[int, int], ...]]: ...
+
 
 #: the primitive's parameters (besides ``op`` and ``graph``): operand names, static values, results
 _Statics = tuple[tuple[str, object], ...]
@@ -64,7 +81,7 @@ def register_targets() -> None:
 
 
 def _abstract(
-    *avals: object, op: JaxOp, operands: tuple[str, ...], statics: _Statics, results: _Results, graph: bool
+    *avals: object, op: OpView, operands: tuple[str, ...], statics: _Statics, results: _Results, graph: bool
 ) -> list[jax.core.ShapedArray]:
     return [jax.core.ShapedArray(shape, np.dtype(dtype)) for _, shape, dtype in results]
 
@@ -92,7 +109,7 @@ def _lowering(platform: str) -> Callable[..., Sequence[mlir.ir.Value]]:
     def lower(
         ctx: mlir.LoweringRuleContext,
         *values: mlir.ir.Value,
-        op: JaxOp,
+        op: OpView,
         operands: tuple[str, ...],
         statics: _Statics,
         results: _Results,
@@ -133,7 +150,7 @@ for _platform in PLATFORMS:
 
 
 def _refuse(what: str) -> Callable[..., NoReturn]:
-    def rule(*args: object, op: JaxOp | None = None, **params: object) -> NoReturn:
+    def rule(*args: object, op: OpView | None = None, **params: object) -> NoReturn:
         raise D.error(
             D.JAX_TRANSFORM_UNSUPPORTED,
             kernel=op.kernel.name if op is not None else "?",
