@@ -45,22 +45,12 @@ def bind_arguments(
             raise TypeError(f"{kernel}() keywords must be strings, got {key!r}")
     values = dict(zip(positional, args))
     for key, value in kwargs.items():
-        if key in constexpr_names:
-            raise D.error(
-                D.UNEXPECTED_ARGUMENT,
-                kernel=kernel,
-                parameter=key,
-                expected="runtime parameters only (Constexpr values are fixed at bind)",
-                got=f"{key}=...",
-            )
-        if key not in names:
-            raise D.error(
-                D.UNEXPECTED_ARGUMENT,
-                kernel=kernel,
-                parameter=key,
-                expected=f"one of ({', '.join(names)}){D.did_you_mean(key, tuple(names))}",
-                got=f"{key}=...",
-            )
+        if key in constexpr_names or key not in names:
+            if key in constexpr_names:
+                expected = "runtime parameters only (Constexpr values are fixed at bind)"
+            else:
+                expected = f"one of ({', '.join(names)}){D.did_you_mean(key, tuple(names))}"
+            raise D.error(D.UNEXPECTED_ARGUMENT, kernel=kernel, parameter=key, expected=expected, got=f"{key}=...")
         if key in values:
             raise D.error(D.DUPLICATE_ARGUMENT, kernel=kernel, parameter=key)
         values[key] = value

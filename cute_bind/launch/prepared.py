@@ -28,7 +28,7 @@ import struct
 import sys
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, Final, Generic, NoReturn, ParamSpec, Sequence, SupportsIndex
 
 from .. import diagnostics as D
@@ -82,42 +82,44 @@ _STREAM_HINT: Final = (
 )
 
 
+@dataclass(eq=False)
 class _Shared:
     """What all clones of one prepared launch share (read-only after build).
 
     Plain data only: the compiled function and its module are held by each
-    handle's :class:`_Pin`, so closing every handle releases them.
+    handle's :class:`_Pin`, so closing every handle releases them. The
+    fields after ``returns`` are derived from the others and ``entry``.
     """
 
-    def __init__(
-        self,
-        kernel: str,
-        names: tuple[str, ...],
-        slots: tuple[SlotKind, ...],
-        defaults: dict[str, Any],
-        constexpr_names: frozenset[str],
-        layout: Layout,
-        returns: int | None,
-        entry: dsl.EntryPoint,
-    ) -> None:
-        self.kernel = kernel
-        self.names = names
-        self.slots = slots
-        self.defaults = defaults
-        self.constexpr_names = constexpr_names
-        self.layout = layout
-        self.returns = returns
+    kernel: str
+    names: tuple[str, ...]
+    slots: tuple[SlotKind, ...]
+    defaults: dict[str, Any]
+    constexpr_names: frozenset[str]
+    layout: Layout
+    returns: int | None
+    entry: InitVar[dsl.EntryPoint]
+    entry_address: int = field(init=False)
+    has_result: bool = field(init=False)
+    extra_pointers: tuple[int, ...] = field(init=False)
+    wheres: tuple[Where, ...] = field(init=False)
+    #: per slot: whether it reads an address (converted after the others: the lifetime rule)
+    reads: tuple[bool, ...] = field(init=False)
+    hints: dict[str, str] = field(init=False)
+    #: the pure-Python launch's keyword placement (the C launcher places them itself)
+    place: Callable[[tuple[Any, ...], dict[str, Any]], list[Any] | None] = field(init=False)
+    #: the DSL's re-entry check, run before every launch (DSL 4.8, PyIR-compiled functions only)
+    guard: Callable[[], None] | None = field(init=False, default=None)
+
+    def __post_init__(self, entry: dsl.EntryPoint) -> None:
+        names, slots = self.names, self.slots
         self.entry_address = entry.address
         self.has_result = entry.result_ctype is not None
         self.extra_pointers = entry.extra_pointers
-        self.wheres = tuple(Where(kernel, n) for n in names)
-        #: per slot: whether it reads an address (converted after the others: the lifetime rule)
+        self.wheres = tuple(Where(self.kernel, n) for n in names)
         self.reads = tuple(s.reads_address for s in slots)
         self.hints = {n: s.expected() + (_STREAM_HINT if s.kind == "stream" else "") for n, s in zip(names, slots)}
-        #: the pure-Python launch's keyword placement (the C launcher places them itself)
-        self.place = functools.partial(_place_keywords, {n: i for i, n in enumerate(names)}, tuple(n in defaults for n in names))
-        # the DSL's re-entry check, run before every launch (DSL 4.8, PyIR-compiled functions only)
-        self.guard: Callable[[], None] | None = None
+        self.place = functools.partial(_place_keywords, {n: i for i, n in enumerate(names)}, tuple(n in self.defaults for n in names))
 
 
 def _place_keywords(

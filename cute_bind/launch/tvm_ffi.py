@@ -299,6 +299,18 @@ def _structure_arg(plan: _StructurePlan) -> TvmStructureArg:
     return TvmStructureArg(nodes, array, handle, type_index)
 
 
+class _TvmFfiPlan(NamedTuple):
+    """What :func:`prepare_tvm_ffi` read of one compiled function and its arguments: a handle, and each
+    of its clones, builds its own launcher (its own argument array) from it."""
+
+    kernel: str
+    compiled: Any
+    entry: dsl.TvmFfiEntry
+    kinds: str
+    specs: tuple[_ArgSpec, ...]
+    defaults: tuple[object, ...]
+
+
 class PreparedTvmFfiLaunch(Lifecycle):
     """A prepared launch of one TVM-FFI compiled function.
 
@@ -314,15 +326,11 @@ class PreparedTvmFfiLaunch(Lifecycle):
     launch: Callable[..., object]
     """Launch with new argument values (an instance attribute: the C launcher's bound method)."""
 
-    def __init__(
-        self, kernel: str, compiled: Any, entry: dsl.TvmFfiEntry, kinds: str, specs: tuple[_ArgSpec, ...], defaults: tuple[object, ...]
-    ) -> None:
+    def __init__(self, plan: _TvmFfiPlan) -> None:
+        self._plan = plan
+        kernel, compiled, entry, kinds, specs, defaults = plan
         self._kernel = kernel
         self._compiled = compiled
-        self._entry = entry
-        self._kinds = kinds
-        self._specs = specs
-        self._defaults = defaults
         self._unpacked = entry.unpacked
         self._names = tuple(p.name for p in entry.parameters)
         #: lifecycle: the gate holds the compiled call (the Python path), the refusal once closed
@@ -368,7 +376,7 @@ class PreparedTvmFfiLaunch(Lifecycle):
 
     def _call_error(self, args: tuple[object, ...], kwargs: dict[str, object], exc: Exception) -> Exception:
         try:  # a wrong count or keyword, said as prepare() says it
-            _bind(self._entry, self._kernel, args, kwargs)
+            _bind(self._plan.entry, self._kernel, args, kwargs)
         except D.CuteBindError as bad:
             return bad
         # what the entry or its argument conversion refused (a dtype, a read-only or meta tensor...)
@@ -403,7 +411,7 @@ class PreparedTvmFfiLaunch(Lifecycle):
     @property
     def parameters(self) -> tuple[str, ...]:
         """The entry's positional arguments, in order."""
-        return tuple(p.name for p in self._entry.parameters)
+        return tuple(p.name for p in self._plan.entry.parameters)
 
     @property
     def fast_path(self) -> str:
@@ -412,7 +420,7 @@ class PreparedTvmFfiLaunch(Lifecycle):
 
     def clone(self) -> PreparedTvmFfiLaunch:
         """A new handle with its own argument array (e.g. one per thread)."""
-        return PreparedTvmFfiLaunch(self._kernel, self._compiled, self._entry, self._kinds, self._specs, self._defaults)
+        return PreparedTvmFfiLaunch(self._plan)
 
     def __copy__(self) -> PreparedTvmFfiLaunch:
         """``copy.copy(handle)`` is :meth:`clone`: a copy sharing the launcher would share its close."""
@@ -439,7 +447,7 @@ class PreparedTvmFfiLaunch(Lifecycle):
 
     def __repr__(self) -> str:
         names = {"T": "tensor", "i": "int", "a": "address", "b": "bool", "f": "float", "n": "None", "o": "constant", "s": "structure"}
-        params = ", ".join(f"{p.name}: {names[k]}" for p, k in zip(self._entry.parameters, self._kinds))
+        params = ", ".join(f"{p.name}: {names[k]}" for p, k in zip(self._plan.entry.parameters, self._plan.kinds))
         return f"<PreparedTvmFfiLaunch {self._kernel}({params}){' closed' if self.closed else ''}>"
 
 
@@ -535,4 +543,4 @@ def prepare_tvm_ffi(compiled: object, kernel: str, args: tuple[object, ...], kwa
         specs.append(spec)
         defaults.append(default)
     # Nothing is launched here: the entry checks each launch's values itself.
-    return PreparedTvmFfiLaunch(kernel, compiled, entry, "".join(kinds), tuple(specs), tuple(defaults))
+    return PreparedTvmFfiLaunch(_TvmFfiPlan(kernel, compiled, entry, "".join(kinds), tuple(specs), tuple(defaults)))

@@ -1,5 +1,5 @@
-"""The static tools' copy of ``cute_bind.__all__`` (``cute_bind/static/exports.py``) and
-that the static room imports no runtime room to read it."""
+"""The static tools' reading of ``cute_bind.__all__`` (``cute_bind/static/exports.py``, from
+``cute_bind/__init__.py``'s source) and that the static room imports no runtime room to read it."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ STATIC = Path(cute_bind.__file__).resolve().parent / "static"
 
 
 def test_public_names_equal_cute_bind_all() -> None:
-    """A name added to (or removed from) ``cute_bind.__all__`` must be added to the data too:
-    ``from cute_bind import *`` would otherwise be resolved wrongly by every static tool."""
+    """What exports.py reads from the source is what ``cute_bind.__all__`` is at run time (a list
+    built some other way would be missed): ``from cute_bind import *`` would otherwise be resolved
+    wrongly by every static tool."""
     assert PUBLIC_NAMES == frozenset(cute_bind.__all__), (
-        f"missing from exports.py: {sorted(set(cute_bind.__all__) - PUBLIC_NAMES)}; "
+        f"missing from exports.py's reading: {sorted(set(cute_bind.__all__) - PUBLIC_NAMES)}; "
         f"not in cute_bind.__all__: {sorted(PUBLIC_NAMES - set(cute_bind.__all__))}"
     )
 
