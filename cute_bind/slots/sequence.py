@@ -25,21 +25,8 @@ from typing import Any
 
 from .. import _whitelist as W
 from .. import diagnostics as D
-from .base import (
-    Converter,
-    Bound,
-    Held,
-    Rejected,
-    SlotKind,
-    Where,
-    conversion_order,
-    hold_converted,
-    describe_annotation,
-    is_namedtuple,
-    qualname,
-    storage_of,
-    wrong_kind,
-)
+from .base import Bound, Converter, Held, Rejected, SlotKind, Where
+from .base import conversion_order, describe_annotation, hold_converted, is_namedtuple, qualname, storage_of, wrong_kind
 from .registry import element_kinds, first_answer, infer_slot, register
 
 __all__ = ["SequenceKind", "element_problem"]

@@ -42,20 +42,8 @@ from typing import Any, Callable, Hashable
 
 from .. import dsl
 from .. import diagnostics as D
-from .base import (
-    Converter,
-    Bound,
-    Held,
-    Rejected,
-    SlotKind,
-    Where,
-    hold_converted,
-    describe_annotation,
-    describe_value,
-    is_namedtuple,
-    qualname,
-    wrong_kind,
-)
+from .base import Bound, Converter, Held, Rejected, SlotKind, Where
+from .base import describe_annotation, describe_value, hold_converted, is_namedtuple, qualname, wrong_kind
 from .optional import OptionalKind
 from .registry import classify, infer_slot, register
 
