@@ -51,6 +51,7 @@ __all__ = [
     "holding_storage",
     "storage_of",
     "hold_converted",
+    "packing_of",
     "Unprobeable",
     "unprobeable",
     "Converter",
@@ -439,27 +440,38 @@ def conversion_order(reads: Sequence[bool], values: Sequence[object]) -> list[in
     return sorted(range(len(reads)), key=rank)
 
 
+#: how a composite packs one member's converted value (:func:`packing_of`, :func:`hold_converted`)
+SKIP, APPEND, EXTEND = 0, 1, 2
+
+
+def packing_of(kinds: Sequence[SlotKind | None]) -> tuple[list[bool], list[int]]:
+    """A composite's members, read once where its converter is made: which read an address (for
+    :func:`conversion_order`) and how each is packed (``SKIP`` a constant, ``APPEND`` one value,
+    ``EXTEND`` a kind that packs a tuple)."""
+    reads = [kind is not None and kind.reads_address for kind in kinds]
+    packing = [SKIP if kind is None else EXTEND if kind.packs_tuple else APPEND for kind in kinds]
+    return reads, packing
+
+
 def hold_converted(
-    kinds: Sequence[SlotKind | None], values: Sequence[object], convert: Callable[[int, object], object], owners: list[object]
+    reads: Sequence[bool], packing: Sequence[int], values: Sequence[object], convert: Callable[[int, object], object], owners: list[object]
 ) -> Held:
     """A composite's members converted: ``convert(k, values[k])`` for each, in the launch's
-    :func:`conversion_order` (numbers before addresses), then packed in order (``kinds[k]``
-    ``None``: a constant, nothing packed), held with ``owners`` (what the caller read the values
-    through), each value's torch storage and the owner of each member's own :class:`Held` items."""
-    converted: list[Any] = [None] * len(kinds)
-    for k in conversion_order([kind is not None and kind.reads_address for kind in kinds], values):
+    :func:`conversion_order` (numbers before addresses), then packed in order as ``packing`` says
+    (:func:`packing_of`), held with ``owners`` (what the caller read the values through), each
+    value's torch storage and the owner of each member's own :class:`Held` items."""
+    converted: list[Any] = [None] * len(packing)
+    for k in conversion_order(reads, values):
         converted[k] = convert(k, values[k])
     out: list[object] = []
     owners.extend(storage_of(v) for v in values)
-    for kind, c in zip(kinds, converted):
-        if kind is None:
-            continue
-        if kind.packs_tuple:
+    for how, c in zip(packing, converted):
+        if how == APPEND:
+            out.append(c)
+        elif how == EXTEND:
             out.extend(c)
             if isinstance(c, Held):
                 owners.append(c.owner)
-        else:
-            out.append(c)
     return Held(out, owners)
 
 

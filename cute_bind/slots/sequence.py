@@ -26,7 +26,7 @@ from typing import Any
 from .. import _whitelist as W
 from .. import diagnostics as D
 from .base import Bound, Converter, Held, Rejected, SlotKind, Where
-from .base import conversion_order, describe_annotation, hold_converted, is_namedtuple, qualname, storage_of, wrong_kind
+from .base import describe_annotation, hold_converted, is_namedtuple, packing_of, qualname, wrong_kind
 from .registry import element_kinds, first_answer, infer_slot, register
 
 __all__ = ["SequenceKind", "element_problem"]
@@ -187,7 +187,7 @@ class SequenceKind(SlotKind):
         items = self._items(value, where)
         kinds = tuple(self.elements or ())
         # numbers before addresses (the arguments' lifetime rule), each tensor's storage held
-        return hold_converted(kinds, items, lambda i, v: kinds[i].coerce(v, self._where(where, i), checked), [items])
+        return hold_converted(*packing_of(kinds), items, lambda i, v: kinds[i].coerce(v, self._where(where, i), checked), [items])
 
     def converter(self, where: Where) -> Converter | None:
         """Elements taken as they are where their guard allows (as the generated fast path does
@@ -199,12 +199,12 @@ class SequenceKind(SlotKind):
             w = self._where(where, i)
             convert = e.converter(w)
             check = e.guard_check() if convert is None else None
-            plan.append((e, w, convert, check, e.packs_tuple))
+            plan.append((e, w, convert, check))
         coerce = self.coerce
-        reads = [e.reads_address for e in elements]
+        reads, packing = packing_of(elements)
 
         def convert_one(k: int, v: object) -> object:
-            e, w, convert, check, _ = plan[k]
+            e, w, convert, check = plan[k]
             if convert is not None:
                 return convert(v)
             if check is None or check(v):
@@ -215,19 +215,8 @@ class SequenceKind(SlotKind):
             cls = type(value)
             if (cls is tuple or cls is list) and len(value) == n:
                 items = tuple(value)  # a snapshot: the launch holds the elements, whatever happens to the list
-                converted: list[Any] = [None] * n
-                for k in conversion_order(reads, items):  # numbers before addresses (the lifetime rule)
-                    converted[k] = convert_one(k, items[k])
-                out: list[object] = []
-                owners: list[object] = [items, *(storage_of(v) for v in items)]
-                for (_, _, _, _, multi), c in zip(plan, converted):
-                    if multi:
-                        out.extend(c)
-                        if isinstance(c, Held):
-                            owners.append(c.owner)
-                    else:
-                        out.append(c)
-                return Held(out, owners)
+                # numbers before addresses (the lifetime rule), each element's torch storage held
+                return hold_converted(reads, packing, items, convert_one, [items])
             return coerce(value, where)
 
         return convert_sequence

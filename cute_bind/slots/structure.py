@@ -43,7 +43,7 @@ from typing import Any, Callable, Hashable
 from .. import dsl
 from .. import diagnostics as D
 from .base import Bound, Converter, Held, Rejected, SlotKind, Where
-from .base import describe_annotation, describe_value, hold_converted, is_namedtuple, qualname, wrong_kind
+from .base import describe_annotation, describe_value, hold_converted, is_namedtuple, packing_of, qualname, wrong_kind
 from .optional import OptionalKind
 from .registry import classify, infer_slot, register
 
@@ -325,7 +325,7 @@ class StructureKind(SlotKind):
         every field value read (so a later field's conversion cannot free an earlier one)."""
         bound = self.bound or ()
         values = [getattr(value, name) for name, _, _ in bound]
-        return hold_converted([slot for _, slot, _ in bound], values, convert, [value, *values])
+        return hold_converted(*packing_of([slot for _, slot, _ in bound]), values, convert, [value, *values])
 
     def coerce(self, value: object, where: Where, checked: bool = False) -> Held:
         value = self._adopt(value, where)
@@ -355,7 +355,8 @@ class StructureKind(SlotKind):
             check = slot.guard_check() if convert is None else None
             plan.append((slot, held, w, convert, check))
         cls, type_error, constant_error = self.cls, self._check_type, self._constant_error
-        names, kinds = tuple(name for name, _, _ in self.bound or ()), tuple(slot for _, slot, _ in self.bound or ())
+        names = tuple(name for name, _, _ in self.bound or ())
+        reads, packing = packing_of([slot for _, slot, _ in self.bound or ()])
         adopt = self._adopt if is_namedtuple(self.cls) else None
 
         def convert_field(k: int, v: object) -> object:
@@ -377,7 +378,7 @@ class StructureKind(SlotKind):
                 else:
                     type_error(value, where)  # a subclass is taken, anything else refused
             values = [getattr(value, name) for name in names]  # every field read first (see _fields)
-            return hold_converted(kinds, values, convert_field, [value, *values])
+            return hold_converted(reads, packing, values, convert_field, [value, *values])
 
         return convert_structure
 
