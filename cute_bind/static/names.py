@@ -108,9 +108,9 @@ class Scope:
 
 
 def _cute_bind_exports() -> frozenset[str]:
-    """What ``from cute_bind import *`` binds: ``cute_bind.__all__``, kept as data
-    (:data:`cute_bind.static.exports.PUBLIC_NAMES`) so the static tools never import the
-    runtime to read it; ``tests/static/test_exports.py`` keeps the two equal."""
+    """What ``from cute_bind import *`` binds: ``cute_bind.__all__``, read from the package's
+    source (:data:`cute_bind.static.exports.PUBLIC_NAMES`) so the static tools never import the
+    runtime to read it; ``tests/static/test_exports.py`` checks it against the runtime's list."""
     return PUBLIC_NAMES
 
 
