@@ -482,14 +482,18 @@ def _fa4_fake_calls() -> Iterator[None]:
         return
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    interface = importlib.import_module("flash_attn.cute.interface")
-    saved = interface.is_fake_mode
-    interface.is_fake_mode = lambda: False
+    # the modules that skip their compiled call under FakeTensorMode: interface (the attention
+    # kernels) and compute_block_sparsity (its block-sparsity kernel, for a mask_mod)
+    modules = [importlib.import_module(f"flash_attn.cute.{m}") for m in ("interface", "compute_block_sparsity")]
+    saved = [m.is_fake_mode for m in modules]
+    for m in modules:
+        m.is_fake_mode = lambda: False
     try:
         with FakeTensorMode():
             yield
     finally:
-        interface.is_fake_mode = saved
+        for m, fake_mode in zip(modules, saved):
+            m.is_fake_mode = fake_mode
 
 
 def _fa4_qkv(batch: int, seqlen_q: int, seqlen_k: int, heads: int, heads_kv: int) -> tuple[Any, Any, Any]:
@@ -639,6 +643,26 @@ def fa4_fwd_sm90_score_mod_aux() -> None:
     _fa4_fwd(2, 256, 256, 16, 16, score_mod=_cute_jit(_score_head_bias), extra=lambda: {"aux_tensors": [torch.randn(16, device="cuda")]})
 
 
+# FlashAttention-4 4.0.0b36 calls a mask_mod as mask_mod(b, h, q_idx, kv_idx, seqlen_info, aux_tensors) -> Boolean
+def _causal_mask(b_idx: Any, h_idx: Any, q_idx: Any, kv_idx: Any, seqlen_info: Any, aux_tensors: Any) -> Any:
+    return q_idx >= kv_idx
+
+
+def fa4_fwd_sm90_mask_mod_block_sparse() -> None:
+    """A mask_mod with block sparsity: the block tensors made by FlashAttention-4's own
+    compute_block_sparsity (a kernel of its own, compiled and launched like the others)."""
+    import torch
+
+    cbs = importlib.import_module("flash_attn.cute.compute_block_sparsity")
+    mask = _cute_jit(_causal_mask)
+
+    def extra() -> dict[str, Any]:
+        blocks = cbs.compute_block_sparsity(128, 128, 2, 16, 512, 512, mask, None, torch.device("cuda"))
+        return {"mask_mod": mask, "block_sparse_tensors": blocks._replace(block_size=(128, 128))}
+
+    _fa4_fwd(2, 512, 512, 16, 16, extra=extra)
+
+
 def _fa4_bwd(q: Any, k: Any, v: Any, **options: Any) -> None:
     import torch
 
@@ -714,6 +738,7 @@ CASES: dict[str, tuple[tuple[str, ...], Callable[..., None]]] = {
     "fa4.fwd_sm90_learnable_sink": (("flash_attn.cute.interface",), fa4_fwd_sm90_learnable_sink),
     "fa4.fwd_sm90_score_mod": (("flash_attn.cute.interface",), fa4_fwd_sm90_score_mod),
     "fa4.fwd_sm90_score_mod_aux": (("flash_attn.cute.interface",), fa4_fwd_sm90_score_mod_aux),
+    "fa4.fwd_sm90_mask_mod_block_sparse": (("flash_attn.cute.interface",), fa4_fwd_sm90_mask_mod_block_sparse),
     "fa4.bwd_sm90_causal_gqa": (("flash_attn.cute.interface",), fa4_bwd_sm90_causal_gqa),
     "fa4.bwd_sm90_varlen": (("flash_attn.cute.interface",), fa4_bwd_sm90_varlen),
 }

@@ -92,6 +92,8 @@ RECORDED = (
     "fa4.fwd_sm90_learnable_sink:FlashAttentionForwardSm90",
     "fa4.fwd_sm90_score_mod:FlashAttentionForwardSm90",  # a score_mod, no aux tensors
     "fa4.fwd_sm90_score_mod_aux:FlashAttentionForwardSm90",  # a score_mod reading an aux tensor (aux_data with tensors)
+    "fa4.fwd_sm90_mask_mod_block_sparse:BlockSparsityKernel",  # FlashAttention-4's own block-sparsity kernel for a mask_mod
+    "fa4.fwd_sm90_mask_mod_block_sparse:FlashAttentionForwardSm90",  # a mask_mod with block-sparse tensors (a NamedTuple of tensors)
     "fa4.bwd_sm90_causal_gqa:FlashAttentionForwardSm90",
     "fa4.bwd_sm90_causal_gqa:FlashAttentionBackwardSm90",  # (its preprocess is fa4.bwd_sm90's compile)
     "fa4.bwd_sm90_causal_gqa:FlashAttentionBackwardPostprocess",
