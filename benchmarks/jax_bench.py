@@ -44,15 +44,11 @@ def alpha(i: int) -> float:
     return ALPHAS[i % 2]
 
 
-def cpu_programs(k: int):
-    """The host-only twins through XLA's CPU client (no GPU): cute_bind.jax and jnp only (cutlass_call is CUDA-only)."""
+def _chains(op, k: int, **between) -> dict:
+    """The jitted chains every machine times, in table order: ``k`` calls of the cute_bind.jax ``op``,
+    then ``between`` (named chains of another bridge), then jax.numpy's multiply with and without a barrier."""
     import jax
     import jax.numpy as jnp
-
-    import cute_bind.jax as cj
-    from tests.jax import kernels as K
-
-    op = cj.op(K.scale_stream, outputs={"out": "x"})
 
     def cute_bind_chain(x):
         for i in range(k):
@@ -69,7 +65,16 @@ def cpu_programs(k: int):
             x = jax.lax.optimization_barrier(x * jnp.float32(alpha(i)))
         return x
 
-    return {"cute_bind.jax": jax.jit(cute_bind_chain), "jnp": jax.jit(jnp_chain), "jnp+barrier": jax.jit(jnp_barrier_chain)}
+    chains = {"cute_bind.jax": cute_bind_chain, **between, "jnp": jnp_chain, "jnp+barrier": jnp_barrier_chain}
+    return {name: jax.jit(chain) for name, chain in chains.items()}
+
+
+def cpu_programs(k: int):
+    """The host-only twins through XLA's CPU client (no GPU): cute_bind.jax and jnp only (cutlass_call is CUDA-only)."""
+    import cute_bind.jax as cj
+    from tests.jax import kernels as K
+
+    return _chains(cj.op(K.scale_stream, outputs={"out": "x"}), k)
 
 
 def programs(k: int):
@@ -85,32 +90,12 @@ def programs(k: int):
     # compile_key: the lowering skips cutlass_call's per-call IR generation (its cache key), as a tuned user would
     cc = [cutlass_call(G.cc_scale, output_shape_dtype=shape, compile_key=("cc_scale", i), alpha=alpha(i)) for i in range(2)]
 
-    def cute_bind_chain(x):
-        for i in range(k):
-            x = op(x, alpha(i))
-        return x
-
     def cutlass_chain(x):
         for i in range(k):
             x = cc[i % 2](x)
         return x
 
-    def jnp_chain(x):
-        for i in range(k):
-            x = x * jnp.float32(alpha(i))
-        return x
-
-    def jnp_barrier_chain(x):
-        for i in range(k):
-            x = jax.lax.optimization_barrier(x * jnp.float32(alpha(i)))
-        return x
-
-    return {
-        "cute_bind.jax": jax.jit(cute_bind_chain),
-        "cutlass_call": jax.jit(cutlass_chain),
-        "jnp": jax.jit(jnp_chain),
-        "jnp+barrier": jax.jit(jnp_barrier_chain),
-    }
+    return _chains(op, k, cutlass_call=cutlass_chain)
 
 
 def time_calls(fn, x, iters: int, repeats: int) -> tuple[float, float]:
