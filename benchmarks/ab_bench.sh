@@ -14,11 +14,9 @@ WORKLOADS=${*:-pointers tensors}
 OUT=${OUT:-$PWD/ab-out}
 ROUNDS=${ROUNDS:-3} R=${BENCH_REPEATS:-21} I=${BENCH_ITERS:-2000}
 mkdir -p "$OUT"
-base=$(mktemp -d /tmp/cute-bind-base.XXXXXX)
-tar -xf "$BASE_TAR" -C "$base"
-for tree in "$base" "$PWD"; do
-  (cd "$tree" && python3 setup.py -q build_ext --inplace > /dev/null 2>&1) || echo "build failed in $tree"
-done
+# shellcheck source=benchmarks/ab_trees.sh
+source "$(dirname "$0")/ab_trees.sh"
+ab_trees "$BASE_TAR"
 for w in $WORKLOADS; do
   for r in $(seq 1 "$ROUNDS"); do
     for side in base main; do
