@@ -143,14 +143,11 @@ class CachedFunction:
         signature: inspect.Signature | None = None,
         argument_types: list[str] | None = None,
     ) -> None:
-        self.function = function
+        self.function, self.key, self.tvm_ffi = function, key, tvm_ffi
         #: the C argument types its compile's IR held (kept in the entry): what ``prepare`` checks tensors against
         self.argument_types = argument_types
-        self.key = key
-        self.tvm_ffi = tvm_ffi
-        self._call = call
-        self._signature = signature
-        self._recompile = recompile
+        # how it is called, how its arguments bind, and how a fresh compile of the same arguments is made
+        self._call, self._signature, self._recompile = call, signature, recompile
         self._fresh: object = None
         self._lock = threading.Lock()
 

@@ -196,17 +196,10 @@ def _make(
     overload = getattr(getattr(torch.ops, ns), opname).default
     namespace["_cb_overload"] = overload  # the generated call reads it at call time
     obj: TorchOp = functools.partial.__new__(TorchOp, call)
-    obj._python_call = call
+    # the fields TorchOp declares, in the instance dict a partial subclass has (its __init__ refuses direct use)
+    vars(obj).update(name=name, kernel=kernel, schema=schema, plan=plan, library=lib, overload=overload,
+                     _python_call=call, _impl=impl, _fake=fake, _traced=traced)  # fmt: skip
     eager.install(obj, eager.call_spec(plan, kernel, checker, rt.bump, call), call)  # its C call, where it has one
-    obj.name = name
-    obj.kernel = kernel
-    obj.schema = schema
-    obj.plan = plan
-    obj.library = lib
-    obj.overload = overload
-    obj._impl = impl
-    obj._fake = fake
-    obj._traced = traced
     obj.__signature__ = _python_signature(plan)  # type: ignore[attr-defined]  # inspect reads it; partial's stub has none
     return obj
 
