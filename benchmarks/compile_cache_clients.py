@@ -50,7 +50,9 @@ print("RESULT " + json.dumps(out))
 def run_once(cases: list[str], folder: str) -> dict:
     from tests.clients.recorder import ENV
 
-    env = dict(os.environ, **ENV, CUTE_BIND_CACHE_DIR=folder, PYTHONPATH=ROOT)
+    # this tree first, then the caller's path (where the DSL and the clients may be installed, as on the GPU machine)
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, **ENV, CUTE_BIND_CACHE_DIR=folder, PYTHONPATH=path)
     code = CHILD.replace("ROOT", repr(ROOT)).replace("CASES", repr(cases))
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=1800)
     for line in p.stdout.splitlines():

@@ -265,9 +265,12 @@ def _hook_door(record: Recorded, loose: dict[int, frozenset[str]]) -> dict[str, 
                 kwargs = dict(record.kwargs, **({} if options is None else {"options": options}))
             else:  # the cute.compile[...] form
                 compile_, kwargs = cute.compile[options], dict(record.kwargs)
+            t0 = time.perf_counter()
             compile_(record.host, *record.args, **kwargs)
             step = "cute.compile under the hook again (the hit)"
+            t1 = time.perf_counter()
             compiled = compile_(record.host, *record.args, **kwargs)
+            t2 = time.perf_counter()
         served = isinstance(compiled, cute_bind.cache.CachedFunction)
         for i, call in enumerate(record.calls):
             names = _names(record, call)
@@ -281,7 +284,8 @@ def _hook_door(record: Recorded, loose: dict[int, frozenset[str]]) -> dict[str, 
             traceback.print_exc()
         return _outcome(exc, step)
     out = _outcome(None, step)
-    out["served"] = served
+    # the miss (compile and store) and the hit (key and load) in seconds: the JSON's cold/warm per compile
+    out.update(served=served, miss_s=round(t1 - t0, 4), hit_s=round(t2 - t1, 4))
     return out
 
 
@@ -347,7 +351,10 @@ def markdown(result: dict[str, Any]) -> str:
         if o is None:
             return ""
         if o["ok"]:
-            return "ok, bitwise" + {True: " (served)", False: " (not served: compiled)"}.get(o.get("served"), "")
+            served = {True: "served", False: "not served: compiled"}.get(o.get("served"))
+            timed = f"miss {o['miss_s']:.3f} s, hit {o['hit_s']:.3f} s" if "hit_s" in o else None
+            detail = "; ".join(x for x in (served, timed) if x)
+            return "ok, bitwise" + (f" ({detail})" if detail else "")
         return f"{o['code'] or ''} {o['error']}".strip().replace("|", "\\|").replace("\n", " ")[:300]
 
     lines = [

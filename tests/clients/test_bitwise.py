@@ -149,6 +149,8 @@ def test_markdown_names_every_door() -> None:
     }
     text = bitwise.markdown(result)
     assert text.count("ok, bitwise") == len(bitwise.DOORS) and "CB308 x \\| y" in text and "nondeterministic in: dq" in text
+    result["records"][0]["doors"]["hook"] = {"ok": True, "served": True, "miss_s": 1.25, "hit_s": 0.0312}
+    assert "| ok, bitwise (served; miss 1.250 s, hit 0.031 s) |" in bitwise.markdown(result)
 
 
 @needs_disk_cache
@@ -157,6 +159,7 @@ def test_the_hook_door_calls_a_function_served_from_the_disk_cache(recorded: Any
     r, _, _ = recorded
     outcome = bitwise._door(r, "hook", {0: frozenset()})
     assert outcome["ok"] and outcome["served"] is True, outcome
+    assert {"miss_s", "hit_s"} <= outcome.keys() and min(outcome["miss_s"], outcome["hit_s"]) >= 0, outcome
     (call,) = r.calls
     args, kwargs = snapshot(call.after)
     args[0][3] = -args[0][3]  # a served function is compared as strictly as the others
