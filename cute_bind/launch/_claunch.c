@@ -314,11 +314,7 @@ Launcher_init(Launcher *self, PyObject *args, PyObject *kwds)
         Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GetItem(sizes, i));
         if (PyErr_Occurred()) goto done;
         if (check_class(cls[i], fmt[i], self->off[i], size, storage_size) < 0) goto done;
-        if (cls[i] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(extras, i), size, &self->tensors[i]) < 0) goto done;
-        if (cls[i] == C_EXACT_INT && parse_ptr_spec(PyTuple_GetItem(extras, i), &self->ptrs[i]) < 0) goto done;
-        if ((cls[i] == C_STREAM || cls[i] == C_INT || cls[i] == C_REAL || cls[i] == C_F16 || cls[i] == C_BF16 || cls[i] == C_EXACT_BOOL) &&
-            parse_object_spec(PyTuple_GetItem(extras, i), cls[i] == C_STREAM, &self->objs[i]) < 0)
-            goto done;
+        if (parse_value_spec(cls[i], PyTuple_GetItem(extras, i), size, &self->tensors[i], &self->ptrs[i], &self->objs[i]) < 0) goto done;
         if (cls[i] == C_SEQ && parse_seq_spec(PyTuple_GetItem(extras, i), storage_size, &self->seqs[i]) < 0) goto done;
     }
     self->entry = (entry_fn)(uintptr_t)entry;
@@ -345,16 +341,12 @@ Launcher_traverse(Launcher *self, visitproc visit, void *arg)
     for (Py_ssize_t i = 0; i < self->n; i++) {
         if (self->held) Py_VISIT(self->held[i]);
         if (self->pure) Py_VISIT(self->pure[i]);
-        if (self->tensors && visit_tensor_spec(self->tensors[i], visit, arg)) return -1;
-        if (self->ptrs && self->ptrs[i]) {
-            PTR_SPEC_REFS(CB_VISIT_REF, self->ptrs[i])
-        }
-        if (self->objs && self->objs[i]) {
-            OBJ_SPEC_REFS(CB_VISIT_REF, self->objs[i])
-        }
-        if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
-            for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++)
-                if (visit_tensor_spec(self->seqs[i]->tensors[k], visit, arg)) return -1;
+        if (self->tensors && visit_value_spec(self->tensors[i], self->ptrs ? self->ptrs[i] : NULL, self->objs ? self->objs[i] : NULL, visit, arg))
+            return -1;
+        SeqSpec *ss = self->seqs ? self->seqs[i] : NULL;
+        if (ss && ss->tensors && ss->ptrs && ss->objs)
+            for (Py_ssize_t k = 0; k < ss->n; k++)
+                if (visit_value_spec(ss->tensors[k], ss->ptrs[k], ss->objs[k], visit, arg)) return -1;
     }
     return 0;
 }
@@ -367,16 +359,10 @@ Launcher_clear(Launcher *self)
     for (Py_ssize_t i = 0; i < self->n; i++) {
         if (self->held) Py_CLEAR(self->held[i]);
         if (self->pure) Py_CLEAR(self->pure[i]);
-        if (self->tensors) clear_tensor_spec(self->tensors[i]);
-        if (self->ptrs && self->ptrs[i]) {
-            self->ptrs[i]->fn = NULL;
-            PTR_SPEC_REFS(CB_CLEAR_REF, self->ptrs[i])
-        }
-        if (self->objs && self->objs[i]) { /* type_in, pack_stream and pack_number read NULL as "none" */
-            OBJ_SPEC_REFS(CB_CLEAR_REF, self->objs[i])
-        }
-        if (self->seqs && self->seqs[i] && self->seqs[i]->tensors)
-            for (Py_ssize_t k = 0; k < self->seqs[i]->n; k++) clear_tensor_spec(self->seqs[i]->tensors[k]);
+        if (self->tensors) clear_value_spec(self->tensors[i], self->ptrs ? self->ptrs[i] : NULL, self->objs ? self->objs[i] : NULL);
+        SeqSpec *ss = self->seqs ? self->seqs[i] : NULL;
+        if (ss && ss->tensors && ss->ptrs && ss->objs)
+            for (Py_ssize_t k = 0; k < ss->n; k++) clear_value_spec(ss->tensors[k], ss->ptrs[k], ss->objs[k]);
     }
     return 0;
 }

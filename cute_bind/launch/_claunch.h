@@ -177,12 +177,19 @@ typedef struct {
     int release_gil;
 } Launcher;
 
+/* A sequence slot's leaves: per element, its class, format, offset and the spec of its class (as a
+ * slot's: a tensor, pointer or object spec, else NULL), so an element takes what the same top-level
+ * slot takes. `pending` marks the leaves whose address the last pass reads (set by the first pass of
+ * the launch running now: one launch at a time per launcher). */
 typedef struct SeqSpec {
     Py_ssize_t n;
     char *cls;
     char *fmt;
     Py_ssize_t *off;
     TensorSpec **tensors;
+    PtrSpec **ptrs;
+    ObjSpec **objs;
+    char *pending;
 } SeqSpec;
 
 /* The size in bytes of struct format char `fmt` (native), or 0. */
@@ -209,6 +216,9 @@ static int parse_tensor_spec(PyObject *spec, Py_ssize_t slot_size, TensorSpec **
 static int parse_ptr_spec(PyObject *spec, PtrSpec **out);
 static int parse_object_spec(PyObject *spec, int stream, ObjSpec **out);
 static int parse_seq_spec(PyObject *spec, Py_ssize_t storage_size, SeqSpec **out);
+static int parse_value_spec(char cls, PyObject *spec, Py_ssize_t size, TensorSpec **ts, PtrSpec **ps, ObjSpec **os);
+static int visit_value_spec(TensorSpec *ts, PtrSpec *ps, ObjSpec *os, visitproc visit, void *arg);
+static void clear_value_spec(TensorSpec *ts, PtrSpec *ps, ObjSpec *os);
 static int check_class(char cls, char fmt, Py_ssize_t off, Py_ssize_t size, Py_ssize_t storage_size);
 static void free_tensor_spec(TensorSpec *ts);
 static void free_ptr_spec(PtrSpec *ps);

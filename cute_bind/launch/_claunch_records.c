@@ -25,7 +25,7 @@ static const char *const stream_spec_fields[] = {"attr_types", "int_types", "rea
 static const char *const number_spec_fields[] = {"types", "reader", NULL};
 
 /* A sequence leaf (a SeqLeaf record, read by name): exported as SEQ_LEAF_FIELDS. */
-static const char *const seq_leaf_fields[] = {"cls", "fmt", "offset", "size", "tensor", NULL};
+static const char *const seq_leaf_fields[] = {"cls", "fmt", "offset", "size", "spec", NULL};
 
 static int parse_tensor_fields(PyObject *spec, Py_ssize_t slot_size, TensorSpec *ts);
 
@@ -275,9 +275,15 @@ static void
 free_seq_spec(SeqSpec *ss)
 {
     if (!ss) return;
-    if (ss->tensors)
-        for (Py_ssize_t k = 0; k < ss->n; k++) free_tensor_spec(ss->tensors[k]);
+    for (Py_ssize_t k = 0; k < ss->n; k++) {
+        if (ss->tensors) free_tensor_spec(ss->tensors[k]);
+        if (ss->ptrs) free_ptr_spec(ss->ptrs[k]);
+        if (ss->objs) free_object_spec(ss->objs[k]);
+    }
     PyMem_Free(ss->tensors);
+    PyMem_Free(ss->ptrs);
+    PyMem_Free(ss->objs);
+    PyMem_Free(ss->pending);
     PyMem_Free(ss->cls);
     PyMem_Free(ss->fmt);
     PyMem_Free(ss->off);
@@ -306,7 +312,10 @@ parse_seq_spec(PyObject *spec, Py_ssize_t storage_size, SeqSpec **out)
     ss->fmt = PyMem_Calloc(n + 1, 1);
     ss->off = PyMem_Calloc(n + 1, sizeof(Py_ssize_t));
     ss->tensors = PyMem_Calloc(n + 1, sizeof(TensorSpec *));
-    if (!ss->cls || !ss->fmt || !ss->off || !ss->tensors) { PyErr_NoMemory(); return -1; }
+    ss->ptrs = PyMem_Calloc(n + 1, sizeof(PtrSpec *));
+    ss->objs = PyMem_Calloc(n + 1, sizeof(ObjSpec *));
+    ss->pending = PyMem_Calloc(n + 1, 1);
+    if (!ss->cls || !ss->fmt || !ss->off || !ss->tensors || !ss->ptrs || !ss->objs || !ss->pending) { PyErr_NoMemory(); return -1; }
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *leaf = cb_record(PyTuple_GetItem(spec, k), "a sequence leaf", "SeqLeaf", seq_leaf_fields);
         if (!leaf) return -1;
@@ -335,8 +344,50 @@ parse_seq_leaf(PyObject *leaf, SeqSpec *ss, Py_ssize_t k, Py_ssize_t storage_siz
     Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GetItem(leaf, 3));
     if (PyErr_Occurred()) return -1;
     if (check_class(c[0], f[0], ss->off[k], size, storage_size) < 0) return -1;
-    if (c[0] == C_TENSOR && parse_tensor_spec(PyTuple_GetItem(leaf, 4), size, &ss->tensors[k]) < 0) return -1;
+    return parse_value_spec(c[0], PyTuple_GetItem(leaf, 4), size, &ss->tensors[k], &ss->ptrs[k], &ss->objs[k]);
+}
+
+/* The spec record of one value of class `cls` (a slot's, or a sequence leaf's: the same records), into
+ * the one of `ts`, `ps`, `os` its class reads: a CTensorSpec ("T"), a CPointerSpec ("P"), a CStreamSpec
+ * ("Z") or a CNumberSpec (the number classes); None: exact values only. */
+static int
+parse_value_spec(char cls, PyObject *spec, Py_ssize_t size, TensorSpec **ts, PtrSpec **ps, ObjSpec **os)
+{
+    switch (cls) {
+    case C_TENSOR: return parse_tensor_spec(spec, size, ts);
+    case C_EXACT_INT: return parse_ptr_spec(spec, ps);
+    case C_STREAM: case C_INT: case C_REAL: case C_F16: case C_BF16: case C_EXACT_BOOL:
+        return parse_object_spec(spec, cls == C_STREAM, os);
+    default: return 0;
+    }
+}
+
+/* The references a value's specs own, for the collector (a tensor subclass or a reader may refer to
+ * the handle), and their release (clear: the launch loop reads NULL as "none"). */
+static int
+visit_value_spec(TensorSpec *ts, PtrSpec *ps, ObjSpec *os, visitproc visit, void *arg)
+{
+    if (visit_tensor_spec(ts, visit, arg)) return -1;
+    if (ps) {
+        PTR_SPEC_REFS(CB_VISIT_REF, ps)
+    }
+    if (os) {
+        OBJ_SPEC_REFS(CB_VISIT_REF, os)
+    }
     return 0;
+}
+
+static void
+clear_value_spec(TensorSpec *ts, PtrSpec *ps, ObjSpec *os)
+{
+    clear_tensor_spec(ts);
+    if (ps) {
+        ps->fn = NULL;
+        PTR_SPEC_REFS(CB_CLEAR_REF, ps)
+    }
+    if (os) { /* type_in, pack_stream and pack_number read NULL as "none" */
+        OBJ_SPEC_REFS(CB_CLEAR_REF, os)
+    }
 }
 
 /* Every write of class `cls` lands inside [off, off + size) and inside the

@@ -525,6 +525,13 @@ check:
 /* A sequence slot: one leaf (class, format, absolute offset, tensor spec) per element. */
 
 
+/* Element `k` of a sequence, written with its leaf's class and spec, as a slot of that class is. */
+static int
+pack_leaf(char *storage, const SeqSpec *ss, Py_ssize_t k, PyObject *item, int mode)
+{
+    return pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], ss->ptrs[k], ss->objs[k], NULL, item, NULL, mode);
+}
+
 /* Exact tuples and lists only: a subclass may override __iter__, and a sequence
  * is read by iterating it (the slow path's list(value)), never by its raw items.
  * A list is read from a snapshot tuple the launch holds until the call returns,
@@ -537,9 +544,9 @@ pack_sequence(char *storage, const SeqSpec *ss, PyObject *v, PyObject **held, in
         items = *held;
         if (!items || PyTuple_Size(items) != ss->n) return 0;
         for (Py_ssize_t k = 0; k < ss->n; k++) {
-            if (ss->cls[k] != C_TENSOR) continue;
-            int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, NULL, NULL, PyTuple_GetItem(items, k), NULL, mode);
-            if (r <= 0) return r;
+            if (!ss->pending[k]) continue;
+            int r = pack_leaf(storage, ss, k, PyTuple_GetItem(items, k), mode);
+            if (r != 1) return r < 0 ? r : 0;
         }
         return 1;
     }
@@ -556,7 +563,8 @@ pack_sequence(char *storage, const SeqSpec *ss, PyObject *v, PyObject **held, in
     for (Py_ssize_t k = 0; k < ss->n; k++) {
         PyObject *item = PyTuple_GetItem(items, k);
         if (!item) return cb_decline();
-        int r = pack_value(ss->cls[k], ss->fmt[k], storage + ss->off[k], ss->tensors[k], NULL, NULL, NULL, item, NULL, mode);
+        int r = pack_leaf(storage, ss, k, item, mode);
+        ss->pending[k] = r == DEFERRED;
         if (r == DEFERRED) deferred = 1;
         else if (r <= 0) return r;
     }

@@ -194,6 +194,17 @@ def _check_fast_class(kernel: str, name: str, slot: SlotKind) -> None:
         )
 
 
+def _class_spec(slot: SlotKind) -> object:
+    """The C record of a slot's fast class (a sequence element's too): a CTensorSpec ("T"), a
+    CPointerSpec ("P"), a CStreamSpec ("Z"), a CNumberSpec (the number classes and "B"), or None
+    (exact values only)."""
+    spec = slot.c_spec()
+    if isinstance(spec, CStreamSpec) and spec.reader is not None and native.C_LAYOUTS[2] is None:
+        # bound before torch was imported: a torch stream reaches the reader until C learns torch's classes
+        spec = spec._replace(reader=native.learning_stream_reader(spec.reader))
+    return spec
+
+
 @dataclass(frozen=True)
 class LaunchSnapshot:
     """A handle's launch as plain data, for a launcher outside cute_bind's own paths to copy.
@@ -369,19 +380,14 @@ class PreparedLaunch(Lifecycle, Generic[P]):
         sequence, or for the generic class "X" a writer that converts a value, packs each part
         in place and returns what it converted (the launch holds it until the call returns)."""
         if slot.fast not in ("S", "X"):
-            # the kind's own: a CTensorSpec ("T"), a CPointerSpec ("P"), a CStreamSpec ("Z"), a
-            # CNumberSpec (the number classes and "B"), or None (exact values only)
-            spec = slot.c_spec()
-            if isinstance(spec, CStreamSpec) and spec.reader is not None and native.C_LAYOUTS[2] is None:
-                # bound before torch was imported: a torch stream reaches the reader until C learns torch's classes
-                spec = spec._replace(reader=native.learning_stream_reader(spec.reader))
-            return spec
+            return _class_spec(slot)
         if slot.fast == "S":
-            # one leaf per element: each element kind is one part at its own offset
+            # one leaf per element: each element kind is one part at its own offset, with its class's
+            # spec (a tuple of tensors, arrays or NumPy scalars is read in C as those slots are)
             elements = getattr(slot, "elements", None) or ()
             leaves = self._shared.layout.slot_parts[i]
             return tuple(
-                SeqLeaf(e.fast, e.fmt[:1] or "x", off, struct.calcsize("@" + fmt), e.c_spec() if e.fast == "T" else None)
+                SeqLeaf(e.fast, e.fmt[:1] or "x", off, struct.calcsize("@" + fmt), _class_spec(e))
                 for e, (fmt, off) in zip(elements, leaves)
             )
         if slot.fast != "X":

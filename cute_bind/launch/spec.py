@@ -68,8 +68,9 @@ class SeqLeaf(NamedTuple):
     """its first byte, absolute in the storage block"""
     size: int
     """its bytes (every write stays within them)"""
-    tensor: object
-    """a tensor element's ``CTensorSpec`` record, else None"""
+    spec: object
+    """the record of its class, as a slot of that class has (``CTensorSpec``, ``CPointerSpec``,
+    ``CStreamSpec``, ``CNumberSpec``), or None: exact values only"""
 
 
 class KeepAlive(NamedTuple):

@@ -218,3 +218,50 @@ def test_c_path_writes_sequences_without_python(monkeypatch):
     SEQ_SUM.call_dsl(direct, (a, b), (2.0, 0.5), 64)
     handle.launch(y.ctypes.data, (a.ctypes.data, b.ctypes.data), [2.0, 0.5], 64)
     assert y.tobytes() == direct.tobytes()
+
+
+def _element_forms():
+    """Sequence element forms the C launcher reads as the same top-level slot would: (id, make, reader)."""
+    forms = [
+        ("ndarray", lambda a, b: (a, b), "ndarray"),
+        ("ndarray-list", lambda a, b: [a, b], "ndarray"),
+        ("ctypes", lambda a, b: (ctypes.c_void_p(a.ctypes.data), ctypes.c_void_p(b.ctypes.data)), "ctypes"),
+        ("mixed", lambda a, b: (a.ctypes.data, b), "ndarray"),
+        ("torch", lambda a, b: tuple(__import__("torch").from_numpy(x) for x in (a, b)), "exchange"),
+    ]
+    return forms
+
+
+@pytest.mark.parametrize("make, reader", [f[1:] for f in _element_forms()], ids=[f[0] for f in _element_forms()])
+@pytest.mark.parametrize(
+    "scales", [(2.0, 0.5), (np.float32(2.0), np.float16(0.5)), [np.float64(-1.25), 3]], ids=["floats", "numpy-scalars", "list"]
+)
+def test_c_path_reads_sequence_elements_as_their_slots(monkeypatch, make, reader, scales):
+    """Arrays, ctypes pointers, torch tensors and NumPy scalars inside a sequence are read in C, as the
+    same values given to a top-level slot are: no Python sequence code, no slow path, no dispatch."""
+    if cute_bind.launch.fast_path() != "c":
+        pytest.skip("the C fast path is not built")
+    if reader == "exchange":
+        torch_or_skip()
+    from cute_bind.launch import _claunch
+    from cute_bind.launch.prepared import PreparedLaunch
+    from cute_bind.slots import sequence as _sequence_slot
+
+    a, b, y = _arrays(7)
+    k = cute_bind.kernel(seq_sum)
+    handle = k.bind(y, (a, b), (1.0, 1.0), 64)
+    k(y, make(a, b), scales, 64)  # the decorator's first call: its specialization, then its route
+    direct = np.zeros(64, np.float32)
+    SEQ_SUM.call_dsl(direct, (a, b), tuple(float(s) for s in scales), 64)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("a Python path was taken")
+
+    for owner, name in [(_sequence_slot.SequenceKind, "coerce"), (_sequence_slot.SequenceKind, "bind"), (PreparedLaunch, "_slow")]:
+        monkeypatch.setattr(owner, name, boom)
+    for launch in (handle.launch, k):
+        y[:] = 0
+        before = _claunch.counts()[reader]
+        launch(y, make(a, b), scales, 64)
+        assert _claunch.counts()[reader] > before
+        assert y.tobytes() == direct.tobytes()
