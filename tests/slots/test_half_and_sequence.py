@@ -14,6 +14,7 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import cute_bind
 from cute_bind import dsl
@@ -265,3 +266,60 @@ def test_c_path_reads_sequence_elements_as_their_slots(monkeypatch, make, reader
         launch(y, make(a, b), scales, 64)
         assert _claunch.counts()[reader] > before
         assert y.tobytes() == direct.tobytes()
+
+
+def _odd_elements():
+    """Values for one pointer element of ``seq_sum``'s ``ins``: ones both paths take, and ones only the
+    slow path judges (read-only, strided, other dtypes, numbers, None...). No NULL or empty array: the
+    host function reads 8 floats through each element, wherever it points."""
+    base = np.arange(64, dtype=np.float32)
+    readonly = base.copy()
+    readonly.flags.writeable = False
+    return {
+        "array": lambda: base.copy(),
+        "int": lambda: base.ctypes.data,
+        "c_void_p": lambda: ctypes.c_void_p(base.ctypes.data),
+        "readonly": lambda: readonly,
+        "strided": lambda: np.arange(128, dtype=np.float32)[::2],
+        "float64": lambda: np.zeros(64, np.float64),
+        "0-d": lambda: np.float32(1.0),
+        "bool": lambda: True,
+        "float": lambda: 1.5,
+        "none": lambda: None,
+        "negative": lambda: -8,
+        "huge": lambda: 1 << 70,
+        "string": lambda: "x",
+        "object-array": lambda: np.array([object()] * 4),
+    }
+
+
+def _seq_outcome(make_a, make_b, scales):
+    """What a launch of ``seq_sum`` with these elements does: ("ok", output bytes) or ("error", code, parameter)."""
+    y = np.zeros(64, np.float32)
+    a, b = np.ones(64, np.float32), np.ones(64, np.float32)
+    handle = SEQ_SUM.bind(y, (a, b), (1.0, 1.0), 64)
+    x, z = make_a(), make_b()
+    try:
+        handle.launch(y, (x, z), scales, 8)
+    except cute_bind.CuteBindError as exc:
+        return ("error", exc.code, exc.parameter)
+    return ("ok", y.tobytes())
+
+
+ODD = _odd_elements()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(sorted(ODD)), st.sampled_from(sorted(ODD)), st.sampled_from([(2.0, 0.5), (np.float32(1.0), np.float16(3.0)), (1, "x")])
+)
+def test_sequence_elements_have_one_outcome_on_both_paths(a, b, scales):
+    """Whatever a sequence's elements are, the C launcher's reading of them and the Python path's agree:
+    the same bytes written, or the same catalog error for the same element."""
+    if cute_bind.launch.fast_path() != "c":
+        pytest.skip("the C fast path is not built")
+    c = _seq_outcome(ODD[a], ODD[b], scales)
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("CUTE_BIND_PURE_PYTHON", "1")
+        python = _seq_outcome(ODD[a], ODD[b], scales)
+    assert c == python, (a, b, scales)
