@@ -25,8 +25,8 @@ from typing import Any
 
 from .. import _whitelist as W
 from .. import diagnostics as D
-from .base import Bound, Converter, Held, Rejected, SlotKind, Where
-from .base import describe_annotation, hold_converted, is_namedtuple, packing_of, qualname, wrong_kind
+from .base import Bound, Converter, Held, Probe, Rejected, SlotKind, Unprobeable, Where
+from .base import describe_annotation, hold_converted, is_namedtuple, packing_of, qualname, unprobeable, wrong_kind
 from .registry import element_kinds, first_answer, infer_slot, register
 
 __all__ = ["SequenceKind", "element_problem"]
@@ -182,6 +182,35 @@ class SequenceKind(SlotKind):
         slot = SequenceKind(elements=tuple(b.slot for b in bounds), bound=True)
         key = tuple((type(b.slot).__name__, b.slot.describe(), b.key) for b in bounds)
         return Bound(packed=None if compile_only else tuple(packed), dsl_value=tuple(b.dsl_value for b in bounds), key=key, slot=slot)
+
+    def probe(self) -> Probe | None:
+        """Annotated elements (``tuple[X, Y]``, ``tuple[X, ...]``, ``list[X]``): the length and each
+        element's own probe, read from an exact tuple or list. A bare ``tuple`` (its elements' kinds
+        come from the value), an element kind without a probe, or a subclass of tuple or list (read
+        by iterating it, as the full key does): the full key decides."""
+        if self.elements is not None:
+            fixed: tuple[Probe | None, ...] | None = tuple(e.probe() for e in self.elements)
+            each = None
+            parts: tuple[Probe | None, ...] = fixed or ()
+        elif self.homogeneous is not None:
+            fixed, each = None, self.homogeneous.probe()
+            parts = (each,)
+        else:
+            return unprobeable
+        if any(p is unprobeable for p in parts):
+            return unprobeable
+
+        def probe_sequence(value: object) -> tuple[object, ...]:
+            cls = type(value)
+            if cls is not tuple and cls is not list:
+                raise Unprobeable
+            items = tuple(typing.cast("tuple[object, ...] | list[object]", value))  # an exact tuple or list (checked above)
+            probes = fixed if fixed is not None else (each,) * len(items)
+            if len(items) != len(probes):
+                raise Unprobeable  # the full key reports the length (CB215)
+            return (len(items), *(None if p is None else p(x) for p, x in zip(probes, items)))
+
+        return probe_sequence
 
     def coerce(self, value: object, where: Where, checked: bool = False) -> Held:
         items = self._items(value, where)

@@ -12,6 +12,8 @@ import ctypes
 import math
 import struct
 
+import cutlass
+import cutlass.cute as cute
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -19,7 +21,7 @@ from hypothesis import given, settings, strategies as st
 import cute_bind
 from cute_bind import dsl
 from cute_bind.slots import bfloat16_bits, float16_bits
-from tests.kernels.host import halves, seq_sum, seq_tensors, thalf_default
+from tests.kernels.host import F32, halves, seq_sum, seq_tensors, thalf_default
 from tests.optional import torch_or_skip
 
 HALVES = cute_bind.kernel(halves)
@@ -323,3 +325,38 @@ def test_sequence_elements_have_one_outcome_on_both_paths(a, b, scales):
         m.setenv("CUTE_BIND_PURE_PYTHON", "1")
         python = _seq_outcome(ODD[a], ODD[b], scales)
     assert c == python, (a, b, scales)
+
+
+@cute.jit
+def seq_constexpr(out: F32, ins: tuple[F32, F32], k: cutlass.Constexpr):
+    """out[0] = ins[0][0] * k + ins[1][0]: one specialization per k."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    a = cute.make_tensor(ins[0], cute.make_layout(1))
+    b = cute.make_tensor(ins[1], cute.make_layout(1))
+    o[0] = a[0] * cutlass.Float32(k) + b[0]
+
+
+@pytest.mark.parametrize("as_list", [False, True], ids=["tuple", "list"])
+def test_a_kernel_with_a_sequence_switches_keys_by_probe(monkeypatch, as_list):
+    """Calls cycling over more specializations than a thread keeps routes for reach the dispatch path;
+    the sequence's probe (its length and each element's probe) finds each one without the full key."""
+    k = cute_bind.kernel(seq_constexpr)
+    y, a, b = np.zeros(1, np.float32), np.full(1, 2.0, np.float32), np.full(1, 1.0, np.float32)
+    ins = [a, b] if as_list else (a, b)
+    factors = range(1, 8)  # 7 > the routes a thread tries (jit.dispatch._ROUTES)
+    for f in factors:
+        k(y, ins, f)
+    compile_key = k.compiler.bind_values
+
+    def no_full_key(*args, **kwargs):
+        raise AssertionError("the full compile key was computed for a known specialization")
+
+    monkeypatch.setattr(k.compiler, "bind_values", no_full_key)
+    for _ in range(2):
+        for f in factors:
+            k(y, ins, f)
+            assert y[0] == 2.0 * f + 1.0
+    monkeypatch.setattr(k.compiler, "bind_values", compile_key)
+    with pytest.raises(cute_bind.LaunchValueError) as info:
+        k(y, (a,), 3)
+    assert info.value.code == "CB215"
