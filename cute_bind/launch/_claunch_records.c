@@ -291,7 +291,7 @@ free_seq_spec(SeqSpec *ss)
 }
 
 
-/* spec: ((class, format, offset, size, tensor spec or None), ...), one per element,
+/* spec: ((class, format, offset, size, its class's spec record or None), ...), one per element,
  * offsets absolute in the storage block of `storage_size` bytes. */
 static int parse_seq_leaf(PyObject *leaf, SeqSpec *ss, Py_ssize_t k, Py_ssize_t storage_size);
 
@@ -327,7 +327,7 @@ parse_seq_spec(PyObject *spec, Py_ssize_t storage_size, SeqSpec **out)
 }
 
 /* Leaf `k` of a sequence: its SeqLeaf's fields, read by name into a tuple in seq_leaf_fields' order
- * (class, format, offset, size, tensor spec). */
+ * (class, format, offset, size, spec). */
 static int
 parse_seq_leaf(PyObject *leaf, SeqSpec *ss, Py_ssize_t k, Py_ssize_t storage_size)
 {

@@ -522,7 +522,7 @@ check:
     return 1;
 }
 
-/* A sequence slot: one leaf (class, format, absolute offset, tensor spec) per element. */
+/* A sequence slot: one leaf (class, format, absolute offset, its class's spec) per element. */
 
 
 /* Element `k` of a sequence, written with its leaf's class and spec, as a slot of that class is. */
