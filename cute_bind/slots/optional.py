@@ -42,11 +42,23 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Callable
+from typing import Callable, Hashable
 
 from .. import dsl
 from .. import diagnostics as D
-from .base import Converter, Bound, Rejected, SlotKind, Where, describe_annotation, describe_value, holding_storage
+from .base import (
+    Converter,
+    Bound,
+    Probe,
+    Rejected,
+    SlotKind,
+    Unprobeable,
+    Where,
+    describe_annotation,
+    describe_value,
+    holding_storage,
+    unprobeable,
+)
 from .pointer import PointerKind
 from .registry import NONE_SLOT, InferredKind, first_answer, infer_slot, kinds, register
 from .scalar import ScalarKind
@@ -272,6 +284,35 @@ class OptionalKind(SlotKind):
         )
 
     # -- unions: which member a value is
+    def probe(self) -> Probe:
+        """None, or the member's own probe of the value, as the key holds ``("none",)`` or the
+        member's key; a union's member is found by :meth:`own_kind` and tagged by its index. A
+        member kind without a probe: the full key decides."""
+        if not self.is_union:
+            inner = self.element.probe()
+            if inner is unprobeable:
+                return unprobeable
+
+            def probe_optional(value: object) -> Hashable:
+                return ("none",) if value is None else ("value", None if inner is None else inner(value))
+
+            return probe_optional
+        own_kind = self.own_kind
+
+        def probe_union(value: object) -> Hashable:
+            if value is None:
+                return ("none",)
+            found = own_kind(value)
+            if found is None:
+                raise Unprobeable  # the full key reports it (CB230)
+            index, kind = found
+            member = kind.probe()
+            if member is unprobeable:
+                raise Unprobeable
+            return ("value", index, type(kind).__name__, None if member is None else member(value))
+
+        return probe_union
+
     def own_kind(self, value: object) -> tuple[int, SlotKind] | None:
         """``(member index, kind to bind with)`` for a (non-None) value, or ``None`` for a value of no member.
 

@@ -9,13 +9,13 @@ the generic CB102.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, NoReturn, TypeVar
+from typing import Callable, Hashable, Iterable, NoReturn, TypeVar
 
 from .. import dsl
 from .. import diagnostics as D
-from .base import Converter, Bound, Constexpr, Rejected, SlotKind, Where, describe_annotation, wrong_kind
+from .base import Converter, Bound, Constexpr, Probe, Rejected, SlotKind, Unprobeable, Where, describe_annotation, unprobeable, wrong_kind
 
-__all__ = ["register", "kinds", "element_kinds", "classify", "infer_slot", "first_answer", "InferredKind"]
+__all__ = ["register", "kinds", "element_kinds", "classify", "infer_slot", "inferred_probe", "first_answer", "InferredKind"]
 
 _KINDS: list[type[SlotKind]] = []
 _ELEMENT_KINDS: list[type[SlotKind]] = []
@@ -89,6 +89,21 @@ def infer_slot(value: object, *, element: bool = False) -> SlotKind | None:
     return first_answer(candidates, lambda kind: kind.infer(value))
 
 
+def inferred_probe(value: object, *, element: bool = False) -> Hashable:
+    """The probe of a value whose kind is read from it (:func:`infer_slot`): the kind found and that
+    kind's own probe of the value, as the compile key holds the kind and its key. None is its own
+    part; a value of no kind, or of a kind without a probe, is :class:`Unprobeable`."""
+    if value is None:
+        return None
+    kind = infer_slot(value, element=element)
+    if kind is None:
+        raise Unprobeable
+    probe = kind.probe()
+    if probe is unprobeable:
+        raise Unprobeable
+    return (type(kind).__name__, None if probe is None else probe(value))
+
+
 #: what an inferred slot takes, for messages
 _INFERRED_EXPECTED = "a pointer, number, stream, tensor, sequence or structure (the kind is read from the value)"
 
@@ -146,6 +161,10 @@ class InferredKind(SlotKind):
         if self.annotation is None:
             return _INFERRED_EXPECTED
         return f"for the {describe_annotation(self.annotation)} member, {_INFERRED_EXPECTED}"
+
+    def probe(self) -> Probe:
+        """The kind read from the value and that kind's own probe of it (:func:`inferred_probe`)."""
+        return inferred_probe
 
     def resolve(self, value: object, where: Where) -> SlotKind:
         """The kind ``value`` is bound with (CB204 for a value of no kind cute_bind can rewrite)."""
