@@ -209,7 +209,7 @@ fmt_size(char fmt)
  * (1 written, DEFERRED: its address is read in the last pass, 0 not taken as is, -1 propagate). */
 static int pack_value(char cls, char fmt, char *dst, TensorSpec *ts, PtrSpec *ps, ObjSpec *os, PyObject *writer, PyObject *v,
                       PyObject **held, int mode);
-static int pack_sequence(char *storage, const SeqSpec *ss, PyObject *v, PyObject **held, int mode);
+static int pack_sequence(char *storage, SeqSpec *ss, PyObject *v, PyObject **held, int mode);
 
 /* _claunch_records.c: the slot records, read by name at init (None: exact values only), and their release. */
 static int parse_tensor_spec(PyObject *spec, Py_ssize_t slot_size, TensorSpec **out);

@@ -537,7 +537,7 @@ pack_leaf(char *storage, const SeqSpec *ss, Py_ssize_t k, PyObject *item, int mo
  * A list is read from a snapshot tuple the launch holds until the call returns,
  * so another thread emptying the list cannot free an element under the call. */
 static int
-pack_sequence(char *storage, const SeqSpec *ss, PyObject *v, PyObject **held, int mode)
+pack_sequence(char *storage, SeqSpec *ss, PyObject *v, PyObject **held, int mode) /* writes ss->pending: this launch's */
 {
     PyObject *items;
     if (mode == PACK_PURE) { /* the deferred leaves of the snapshot taken before (held until the call returns) */

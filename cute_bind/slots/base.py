@@ -54,6 +54,7 @@ __all__ = [
     "packing_of",
     "Unprobeable",
     "unprobeable",
+    "probe_value",
     "Converter",
     "Probe",
 ]
@@ -375,6 +376,13 @@ class Unprobeable(Exception):
 def unprobeable(value: object) -> Hashable:
     """The probe of a kind that has none (:meth:`SlotKind.probe`'s default)."""
     raise Unprobeable
+
+
+def probe_value(kind: SlotKind, value: object) -> Hashable:
+    """``kind``'s probe of ``value`` where the kind is known only per value (a union's member, an
+    inferred kind): None for a kind never in the key; :class:`Unprobeable` from a kind without one."""
+    probe = kind.probe()
+    return None if probe is None else probe(value)
 
 
 class Constexpr:

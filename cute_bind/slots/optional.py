@@ -57,6 +57,7 @@ from .base import (
     describe_annotation,
     describe_value,
     holding_storage,
+    probe_value,
     unprobeable,
 )
 from .pointer import PointerKind
@@ -306,10 +307,7 @@ class OptionalKind(SlotKind):
             if found is None:
                 raise Unprobeable  # the full key reports it (CB230)
             index, kind = found
-            member = kind.probe()
-            if member is unprobeable:
-                raise Unprobeable
-            return ("value", index, type(kind).__name__, None if member is None else member(value))
+            return ("value", index, type(kind).__name__, probe_value(kind, value))
 
         return probe_union
 

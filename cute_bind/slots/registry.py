@@ -13,7 +13,7 @@ from typing import Callable, Hashable, Iterable, NoReturn, TypeVar
 
 from .. import dsl
 from .. import diagnostics as D
-from .base import Converter, Bound, Constexpr, Probe, Rejected, SlotKind, Unprobeable, Where, describe_annotation, unprobeable, wrong_kind
+from .base import Converter, Bound, Constexpr, Probe, Rejected, SlotKind, Unprobeable, Where, describe_annotation, probe_value, wrong_kind
 
 __all__ = ["register", "kinds", "element_kinds", "classify", "infer_slot", "inferred_probe", "first_answer", "InferredKind"]
 
@@ -98,10 +98,7 @@ def inferred_probe(value: object, *, element: bool = False) -> Hashable:
     kind = infer_slot(value, element=element)
     if kind is None:
         raise Unprobeable
-    probe = kind.probe()
-    if probe is unprobeable:
-        raise Unprobeable
-    return (type(kind).__name__, None if probe is None else probe(value))
+    return (type(kind).__name__, probe_value(kind, value))
 
 
 #: what an inferred slot takes, for messages

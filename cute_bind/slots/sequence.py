@@ -188,16 +188,12 @@ class SequenceKind(SlotKind):
         element's own probe, read from an exact tuple or list. A bare ``tuple`` (its elements' kinds
         come from the value), an element kind without a probe, or a subclass of tuple or list (read
         by iterating it, as the full key does): the full key decides."""
-        if self.elements is not None:
-            fixed: tuple[Probe | None, ...] | None = tuple(e.probe() for e in self.elements)
-            each = None
-            parts: tuple[Probe | None, ...] = fixed or ()
-        elif self.homogeneous is not None:
-            fixed, each = None, self.homogeneous.probe()
-            parts = (each,)
-        else:
+        fixed = self.elements is not None
+        kinds = self.elements if fixed else (self.homogeneous,) if self.homogeneous is not None else None
+        if kinds is None:
             return unprobeable
-        if any(p is unprobeable for p in parts):
+        probes = tuple(k.probe() for k in kinds)  # once: a kind without a probe makes the kernel unprobeable
+        if any(p is unprobeable for p in probes):
             return unprobeable
 
         def probe_sequence(value: object) -> tuple[object, ...]:
@@ -205,10 +201,10 @@ class SequenceKind(SlotKind):
             if cls is not tuple and cls is not list:
                 raise Unprobeable
             items = tuple(typing.cast("tuple[object, ...] | list[object]", value))  # an exact tuple or list (checked above)
-            probes = fixed if fixed is not None else (each,) * len(items)
-            if len(items) != len(probes):
+            each = probes if fixed else probes * len(items)
+            if len(items) != len(each):
                 raise Unprobeable  # the full key reports the length (CB215)
-            return (len(items), *(None if p is None else p(x) for p, x in zip(probes, items)))
+            return (len(items), *(None if p is None else p(x) for p, x in zip(each, items)))
 
         return probe_sequence
 
