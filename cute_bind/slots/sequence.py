@@ -27,7 +27,7 @@ from .. import _whitelist as W
 from .. import diagnostics as D
 from .base import Bound, Converter, Held, Probe, Rejected, SlotKind, Unprobeable, Where
 from .base import describe_annotation, hold_converted, is_namedtuple, packing_of, qualname, unprobeable, wrong_kind
-from .registry import element_kinds, first_answer, infer_slot, register
+from .registry import element_kinds, first_answer, infer_slot, inferred_probe, register
 
 __all__ = ["SequenceKind", "element_problem"]
 
@@ -75,6 +75,18 @@ def element_problem(annotation: object) -> str | None:
         if isinstance(found, str):
             return f"element {i}: {found}"
     return None
+
+
+def _probe_inferred_sequence(value: object) -> tuple[object, ...]:
+    """A bare ``tuple``/``list`` parameter's probe: the length and, per element, the kind read from it
+    and that kind's probe. None is no element's value (bind refuses it), so it is never probed."""
+    cls = type(value)
+    if cls is not tuple and cls is not list:
+        raise Unprobeable
+    items = tuple(typing.cast("tuple[object, ...] | list[object]", value))
+    if any(x is None for x in items):
+        raise Unprobeable
+    return (len(items), *(inferred_probe(x, element=True) for x in items))
 
 
 class SequenceKind(SlotKind):
@@ -184,14 +196,16 @@ class SequenceKind(SlotKind):
         return Bound(packed=None if compile_only else tuple(packed), dsl_value=tuple(b.dsl_value for b in bounds), key=key, slot=slot)
 
     def probe(self) -> Probe | None:
-        """Annotated elements (``tuple[X, Y]``, ``tuple[X, ...]``, ``list[X]``): the length and each
-        element's own probe, read from an exact tuple or list. A bare ``tuple`` (its elements' kinds
-        come from the value), an element kind without a probe, or a subclass of tuple or list (read
-        by iterating it, as the full key does): the full key decides."""
+        """The length and each element's probe, read from an exact tuple or list: annotated elements
+        (``tuple[X, Y]``, ``tuple[X, ...]``, ``list[X]``) by their kinds' own probes; a bare ``tuple``
+        or ``list`` by the kind read from each element and that kind's probe (as the key holds each
+        element's kind and key). An element kind without a probe, or a subclass of tuple or list (read
+        by iterating it, as the full key does; a NamedTuple given to a bare ``tuple`` binds as a
+        structure): the full key decides."""
         fixed = self.elements is not None
         kinds = self.elements if fixed else (self.homogeneous,) if self.homogeneous is not None else None
         if kinds is None:
-            return unprobeable
+            return _probe_inferred_sequence
         probes = tuple(k.probe() for k in kinds)  # once: a kind without a probe makes the kernel unprobeable
         if any(p is unprobeable for p in probes):
             return unprobeable

@@ -37,6 +37,14 @@ def optional_tensor(out: cute.Tensor, bias: Optional[cute.Tensor], k: cutlass.Co
     out[0] = v
 
 
+@cute.jit
+def bare_tuple(out: cute.Tensor, xs: tuple, k: cutlass.Constexpr):
+    v = cutlass.Float32(k)
+    for x in xs:
+        v = v + x[0]
+    out[0] = v
+
+
 class Unannotated:
     """A class kernel whose runtime parameters carry no annotation (their kinds come from the values)."""
 
@@ -54,6 +62,8 @@ CASES: list[tuple[str, Callable[[], Any], Callable[..., None], Callable[[int], f
     ("optional-pointer-given", lambda: cute_bind.kernel(optional_pointer), lambda k, o, b, f: k(o, b, f), lambda f: f + 0.5),
     ("optional-pointer-none", lambda: cute_bind.kernel(optional_pointer), lambda k, o, b, f: k(o, None, f), lambda f: float(f)),
     ("optional-tensor", lambda: cute_bind.kernel(optional_tensor), lambda k, o, b, f: k(o, b, f), lambda f: f + 0.5),
+    ("bare-tuple", lambda: cute_bind.kernel(bare_tuple), lambda k, o, b, f: k(o, (b,), f), lambda f: f + 0.5),
+    ("bare-list-two", lambda: cute_bind.kernel(bare_tuple), lambda k, o, b, f: k(o, [b, b], f), lambda f: f + 1.0),
     ("class-unannotated", lambda: cute_bind.kernel(Unannotated()), lambda k, o, b, f: k(o, b, f), lambda f: f + 0.5),
 ]
 
