@@ -30,7 +30,6 @@ import threading
 import time
 import types
 import typing
-import weakref
 from typing import Any, Callable
 
 from .. import diagnostics as D
@@ -163,7 +162,8 @@ class CachedFunction:
     def prepare(self, *args: object, **kwargs: object) -> Any:
         """The prepared launch of the loaded function for these arguments (``cute_bind.prepare``), taken as
         the call takes them (keywords and defaults of a TVM-FFI function included)."""
-        return _prepare()(self.function, *self.positional(args, kwargs))
+        # itself, not .function: prepare unwraps it and keeps the argument types its entry held
+        return _prepare()(self, *self.positional(args, kwargs))
 
     def positional(self, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, ...]:
         """A call's arguments as the loaded function takes them: positionally, defaults filled in (a TVM-FFI
@@ -208,18 +208,21 @@ def _plain_positional(function: object, args: tuple[object, ...], kwargs: dict[s
 
 
 class _Prepare:
-    """``compiled.prepare(...)`` on the DSL's own compiled function (held weakly: no reference cycle)."""
+    """``compiled.prepare(...)`` on the DSL's own compiled function.
 
-    __slots__ = ("_ref",)
+    It holds the function strongly: ``cute_bind.compile(...).prepare(...)`` in one expression
+    drops the last other reference to the function before the call, so a weak one would be dead
+    there. The cycle (function -> its ``prepare`` -> function) is the garbage collector's, as a
+    bound method stored on its instance is.
+    """
+
+    __slots__ = ("_compiled",)
 
     def __init__(self, compiled: object) -> None:
-        self._ref = weakref.ref(compiled)
+        self._compiled = compiled
 
     def __call__(self, *args: object, **kwargs: object) -> Any:
-        compiled = self._ref()
-        if compiled is None:  # pragma: no cover - the method is reached through the object
-            raise ReferenceError("the compiled function is gone")
-        return _prepare()(compiled, *args, **kwargs)
+        return _prepare()(self._compiled, *args, **kwargs)
 
 
 #: ``cute_bind.prepare``, set by the package (``cute_bind/__init__.py``): the cache room imports no launch code

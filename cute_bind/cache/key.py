@@ -567,6 +567,14 @@ def _known_value(v: object, t: type) -> str | None:
     pathlib_ = sys.modules.get("pathlib")
     if pathlib_ is not None and _one_of(t, (pathlib_.PurePosixPath, pathlib_.PureWindowsPath, pathlib_.PosixPath, pathlib_.WindowsPath)):
         return f"path:{t.__name__}:{os.fspath(typing.cast('pathlib.PurePath', v))!r}"
+    driver = sys.modules.get("cuda.bindings.driver")
+    if driver is not None and t is getattr(driver, "CUstream", None):
+        # a stream default (CUTLASS's sgemm: ``stream = cuda.CUstream(CU_STREAM_DEFAULT)``): the special
+        # handles (0 the default stream, 1 legacy, 2 per-thread) mean the same in every process; any
+        # other handle is this process's own stream
+        handle = int(typing.cast("typing.SupportsInt", v))
+        if handle in (0, 1, 2):
+            return f"custream:{handle}"
     re_ = sys.modules.get("re")
     if re_ is not None and t is re_.Pattern:
         pattern = typing.cast("re.Pattern[str] | re.Pattern[bytes]", v)

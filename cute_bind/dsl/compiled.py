@@ -144,6 +144,9 @@ def runtime_signature(obj: object) -> RuntimeSignature:
 _MANGLED_SUFFIX = re.compile(r"_(?=Ptr|T?Float\d|BFloat|U?[Ii]nt\d|Boolean|_?CUstream|Tensor|Layout|$)")
 
 
+_CIFACE_PREFIX = re.compile(r"^_mlir_\w*?__mlir_ciface_")
+
+
 def mangled_name(obj: Any) -> str:
     """The compiled entry's symbol: ``cutlass_<function>_<argument types...>``."""
     if is_executor(obj):
@@ -157,7 +160,9 @@ def function_name(obj: object) -> str:
     The DSL names the entry ``cutlass_<function>_<argument types...>``; the
     argument-type suffix is cut at its first type token.
     """
-    mangled = mangled_name(obj)
+    # a function loaded from an object file carries its module's C-interface prefix
+    # (``_mlir_<module>__mlir_ciface_cutlass_...``): the user's name is after it
+    mangled = _CIFACE_PREFIX.sub("", mangled_name(obj))
     name = mangled[len("cutlass_") :] if mangled.startswith("cutlass_") else mangled
     m = _MANGLED_SUFFIX.search(name)
     return name[: m.start()] if m and m.start() > 0 else name

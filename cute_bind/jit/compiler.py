@@ -45,12 +45,13 @@ from ..slots import (
     StreamKind,
     TensorKind,
     Where,
+    compile_copy,
     describe_value,
     is_stream_value,
 )
 from ..launch.prepare import prepare as prepare_compiled
 from .keys import CompileKey, ConstexprPart, Handle, SlotPart, TvmFfiCall
-from .guards import Record, Records, Refusal, Served, composite_guard, holds_fake, shared_symbol, tensor_guard
+from .guards import Record, Records, Refusal, Served, composite_guard, holds_fake, real_tensor_guard, shared_symbol, tensor_guard
 from .signature import KernelSignature, Param, unwrap
 
 if TYPE_CHECKING:
@@ -209,8 +210,10 @@ class Compiler:
                     self.loaded.add(key)
             if compiled is None:
                 dsl_values = binding.dsl_values
-                pos = [dsl_values[p.name] for p in self.signature.params if not p.keyword_only]
-                kw = {p.name: dsl_values[p.name] for p in self.signature.params if p.keyword_only}
+                # copies of the structures: the DSL's tracing writes into the objects it compiles,
+                # and the bound ones are marshalled next (slots/structure.py compile_copy)
+                pos = [compile_copy(dsl_values[p.name]) for p in self.signature.params if not p.keyword_only]
+                kw = {p.name: compile_copy(dsl_values[p.name]) for p in self.signature.params if p.keyword_only}
                 if self.compile_options:
                     kw["options"] = self.compile_options
                 jit_fn = self.jit_function()
@@ -308,14 +311,17 @@ class Compiler:
                 composite_guard(given, values[p.name], where, symbols)
             elif isinstance(p.slot, StreamKind):
                 continue  # the stream's form is the record's sibling's business
+            elif held.get(p.name) != part.key and isinstance(p.slot, TensorKind) and dsl.is_dsl_tensor(given):
+                # a real tensor at compile() (from_dlpack(a)): the layout the compile read from it
+                bounds[i] = real_tensor_guard(p.slot, given, values[p.name], where)
             elif held.get(p.name) != part.key:
                 raise D.error(
                     D.TENSOR_LAYOUT_MISMATCH if isinstance(p.slot, TensorKind) else D.WRONG_KIND,
                     kernel=self.name,
                     parameter=p.name,
                     detail="compiled for another value",
-                    expected=f"what the compile had: {held.get(p.name)!r}",
-                    got=repr(part.key),
+                    expected=f"what the compile was given: {describe_value(given)}",
+                    got=describe_value(values[p.name]),
                 )
         return bounds
 

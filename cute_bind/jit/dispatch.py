@@ -638,7 +638,9 @@ class Dispatcher:
                 try:
                     proto = compiler.prepare(compiled, binding.bounds)
                 except CuteBindError as exc:
-                    if not exc.code.startswith("CB3"):
+                    # CB304: the module does not load here (no GPU, no driver): the DSL's own call
+                    # would fail the same way with its uncoded error, so the coded one is raised
+                    if not exc.code.startswith("CB3") or exc.code == D.NO_ENGINE.code:
                         raise
                     log.info("kernel '%s': %s; calls go through the DSL's own call", name, exc.code)
                     proto = None

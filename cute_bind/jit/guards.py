@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ..dsl import Compiled
     from .keys import CompileKey, ConstexprPart, Handle
 
-__all__ = ["Record", "Records", "Refusal", "Served", "composite_guard", "holds_fake"]
+__all__ = ["Record", "Records", "Refusal", "Served", "composite_guard", "holds_fake", "real_tensor_guard", "tensor_guard"]
 
 #: DLPack ``uint8`` and the DLPack codes of the 8-bit floats (Float8E4M3, ...B11FNUZ, ...FN, E5M2, E8M0FNU)
 _UINT8 = (1, 8, 1)
@@ -243,14 +243,41 @@ def tensor_guard(
                 expected=str(first[2]),
                 got=str(view.shape[k]),
             )
+    return _laid_out(kind, layout, view, packed)
+
+
+def real_tensor_guard(slot: SlotKind | None, given: object, value: object, where: Where) -> Bound:
+    """``value`` checked against what a real tensor given to ``compile()`` (``from_dlpack(a)``, as
+    the CUTLASS examples compile) let the compiled code assume, and bound for it: the layout the
+    compile read from it (element type, rank, its static extents and strides, each dynamic one's
+    divisibility, the alignment) on the same kind of device. The compile's key spells that tensor's
+    own extents; a call of another tensor with the same facts is taken by them, not by its key."""
+    if not isinstance(slot, TensorKind):
+        raise _layout_mismatch(where, detail="compiled from a tensor", expected="a cute.Tensor parameter", got=_describe_slot(slot))
+    compiled = slot.bind(given, where).slot  # the compile's own reading of the tensor it was given
+    if not isinstance(compiled, TensorKind) or compiled.layout is None:  # pragma: no cover - a tensor binds to a tensor slot
+        raise _layout_mismatch(where, detail="compiled from a tensor", expected="a tensor layout", got=_describe_slot(compiled))
+    view = slot._read(value, where)
+    kind = TensorKind(
+        slot.spec, layout=compiled.layout, dtype=compiled.dtype, device=compiled.device, align=compiled.align, value_type=type(value)
+    )
+    return _laid_out(kind, compiled.layout, view, kind.pack_view(view, where))
+
+
+def _describe_slot(slot: SlotKind | None) -> str:
+    return slot.describe() if slot is not None else "an unannotated parameter"
+
+
+def _laid_out(kind: TensorKind, layout: Any, view: Any, packed: tuple[int, ...]) -> Bound:
+    """The bound value of a guarded tensor: ``kind``'s packed descriptor, and as the DSL value the
+    handle's one marshalling reads, ``layout`` holding that descriptor."""
 
     def spelled(modes: tuple[Mode, ...]) -> tuple[int | tuple[int, int], ...]:
         return tuple(m.static if m.static is not None else (m.width, m.divisibility) for m in modes)
 
-    # the DSL value the handle's one marshalling reads: the fake's layout holding this tensor's descriptor
     gpu = view.device[0] in (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged
     dsl_value = dsl.laid_out_tensor(
-        layout.dtype, spelled(layout.shape), spelled(layout.stride), gpu, align, struct.pack("@" + kind.fmt, *packed)
+        layout.dtype, spelled(layout.shape), spelled(layout.stride), gpu, kind.align, struct.pack("@" + kind.fmt, *packed)
     )
     return Bound(packed=packed, dsl_value=dsl_value, key=None, slot=kind)
 

@@ -506,8 +506,9 @@ check:
         } else value = dl.shape[mode];
         const ModeSpec *m = &ts->modes[k];
         if (!m->dyn) {
-            /* an empty tensor's strides are never used: NumPy reports 0 for them */
-            if (value != m->stat && !(stride && empty)) return 0;
+            /* an empty tensor's strides are never used (NumPy reports 0 for them), nor is the
+             * stride of an extent-1 mode (its index is always 0: torch reports any stride there) */
+            if (value != m->stat && !(stride && (empty || dl.shape[mode] == 1))) return 0;
             continue;
         }
         if (m->div > 1 && value % m->div) return 0;

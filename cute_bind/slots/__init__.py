@@ -20,7 +20,7 @@ from .registry import classify, element_kinds, infer_slot, kinds, register
 from .scalar import ScalarKind, bfloat16_bits, float16_bits
 from .sequence import SequenceKind
 from .stream import StreamKind, is_stream_value
-from .structure import StructureKind
+from .structure import StructureKind, compile_copy
 from .tensor import TensorKind
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "Where",
     "bfloat16_bits",
     "classify",
+    "compile_copy",
     "describe_annotation",
     "describe_value",
     "element_kinds",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import operator
 import struct
+import numbers
 import sys
 import typing
 from typing import Any, Callable, NamedTuple
@@ -139,7 +140,18 @@ class ScalarKind(SlotKind):
         """``value`` as the Python number the slot holds (a bool, an int in range, or a float; a
         half slot's float before its bit pattern), or the catalog error :meth:`coerce` raises."""
         if dsl.is_numeric_type(type(value)):  # a cutlass.Int32(...) style object
-            value = value.value
+            inner = value.value
+            if not isinstance(inner, numbers.Number):
+                # a DSL number from a trace (Float32(?)): the DSL's compile writes its traced values
+                # into the objects it is given, so a dataclass passed to cute.compile comes back so
+                raise where.error(
+                    D.WRONG_KIND,
+                    expected=f"a real number for a {self.dtype_name} slot",
+                    got=f"{type(value).__name__} holding a traced value, not a number (cute.compile writes its "
+                    "traced values into the objects it is given, such as a dataclass's fields)",
+                    conversion="Pass a new object holding numbers (or one made before cute.compile saw it)",
+                )
+            value = inner
         if self.is_bool:
             return self._coerce_bool(value, where)
         if self.is_float:

@@ -47,13 +47,38 @@ from .base import describe_annotation, describe_value, hold_converted, is_namedt
 from .optional import OptionalKind
 from .registry import classify, infer_slot, register
 
-__all__ = ["StructureKind", "structure_fields"]
+__all__ = ["StructureKind", "compile_copy", "structure_fields"]
 
 # How a field is read: "slot" (an eligible kind), "infer" (unannotated: the value's kind
 # at bind), "const" (always None, or a dataclass Constexpr field: held and compared).
 _SLOT, _INFER, _CONST = "slot", "infer", "const"
 
 _ACTIVE = threading.local()  # classes being classified on this thread (a structure holding itself)
+
+
+def compile_copy(value: object) -> object:
+    """``value`` with every dataclass instance in it (nested in dataclasses, tuples and lists) copied.
+
+    The DSL's tracing writes its traced values into the dataclass objects a compile is
+    given (a field read inside a loop becomes ``Float32(?)``), which then marshal no more
+    ("only float is supported"); the compile gets copies, so the bound DSL values the
+    launch marshals, and the caller's own objects, stay as they were.
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = copy.copy(value)
+        for f in dataclasses.fields(value):
+            v = getattr(value, f.name, None)
+            c = compile_copy(v)
+            if c is not v:
+                object.__setattr__(out, f.name, c)  # frozen dataclasses too: this is our own copy
+        return out
+    if type(value) is tuple:
+        return tuple(compile_copy(v) for v in typing.cast("tuple[object, ...]", value))
+    if type(value) is list:
+        return [compile_copy(v) for v in typing.cast("list[object]", value)]
+    if isinstance(value, tuple) and is_namedtuple(type(value)):
+        return typing.cast(Any, value)._make(compile_copy(v) for v in value)
+    return value
 
 
 def _is_structure(annotation: object) -> bool:

@@ -403,14 +403,16 @@ class TensorKind(SlotKind):
             and not view.address % self.align
             and len(view.shape) == len(self._plan) // 2
         ):
-            values = view.shape + view.strides
+            shape = view.shape
+            values = shape + view.strides
+            n = len(shape)
             out = [view.address]
             for k, static, lo, hi, div in self._plan:
                 v = values[k]
                 if static is None and lo <= v <= hi and not v % div:
                     out.append(v)
-                elif static is None or v != static:
-                    break
+                elif static is None or (v != static and not (k >= n and shape[k - n] == 1)):
+                    break  # an extent-1 mode's stride is never used (its index is always 0)
             else:
                 if not self._footprint32 or _footprint(view) <= _INT32_MAX:
                     return tuple(out)
@@ -453,7 +455,8 @@ class TensorKind(SlotKind):
         for what, modes, values, out in (("extent", layout.shape, view.shape, shapes), ("stride", layout.stride, view.strides, strides)):
             for i, (mode, v) in enumerate(zip(modes, values)):
                 if mode.static is not None:
-                    if v != mode.static and not (empty and what == "stride"):
+                    # an empty tensor's strides, and an extent-1 mode's, are never used
+                    if v != mode.static and not (what == "stride" and (empty or view.shape[i] == 1)):
                         raise self._layout_error(f"{what} of mode {i}", f"{mode.static} (layout {layout.text})", view, where)
                     continue
                 lo, hi = _RANGE[mode.width]
@@ -590,7 +593,9 @@ def _direct_source(plan: tuple[tuple[int, Any, int, int, int], ...], torch_devic
         conds, items = [f"len({s}) == {n}"], []
         for k, static, lo, hi, div in plan:
             v = f"{s}[{k}]" if k < n else f"{st}[{k - n}]"
-            if static is not None:
+            if static is not None and k >= n:  # an extent-1 mode's stride is never used
+                conds.append(f"({v} == {static} or {s}[{k - n}] == 1)")
+            elif static is not None:
                 conds.append(f"{v} == {static}")
             else:
                 conds.append(f"{lo} <= {v} <= {hi}" + (f" and not {v} % {div}" if div != 1 else ""))

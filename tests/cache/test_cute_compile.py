@@ -397,6 +397,26 @@ def test_prepare_takes_a_plain_hit_with_tensor_parameters(kernels):
     assert torch.equal(t, reference)
     with pytest.raises(cute_bind.CuteBindError, match="CB307"):
         cute_bind.prepare(hit.function, arg, cutlass.Int32(2))  # the bare loaded function: no types to check against
+    # hit.prepare(...) is cute_bind.prepare(hit, ...): before, it prepared hit.function and was CB307
+    same = hit.prepare(arg, cutlass.Int32(2))
+    same.launch(arg, cutlass.Int32(5))
+    cute.compile(kernels.axpy, from_dlpack(reference), cutlass.Int32(1))(from_dlpack(reference), cutlass.Int32(5))
+    assert torch.equal(t, reference)
+    assert repr(same).startswith("<PreparedLaunch axpy(")  # the user's name, not the loaded symbol's C-interface prefix
+
+
+@pytest.mark.parametrize("options", [None, "--enable-tvm-ffi"], ids=["plain", "tvm-ffi"])
+def test_prepare_chained_on_the_compile(kernels, options):
+    """``cute_bind.compile(...).prepare(...)`` in one expression, on a miss (the DSL's own function,
+    whose ``prepare`` held it weakly: ReferenceError) and on a hit."""
+    kw = {"options": options} if options else {}
+    for _ in range(2):  # the miss, then the hit
+        t = torch.arange(4.0)
+        arg = from_dlpack(t) if options is None else t
+        n = cutlass.Int32(1) if options is None else 1
+        handle = cute_bind.compile(kernels.axpy, from_dlpack(torch.zeros(4)), cutlass.Int32(1), **kw).prepare(arg, n)
+        handle.launch(arg, n, *(() if options is None else (0,)))  # a TVM-FFI handle takes every argument
+        assert t.tolist() == [i * 2.0 + 1 + 1.0 for i in range(4)]
 
 
 def test_a_hit_keeps_defaults_of_both_kinds(kernels):

@@ -101,6 +101,17 @@ def test_canonical_table(a, b, equal):
     assert (canonical(a) == canonical(b)) == equal
 
 
+def test_special_stream_handles_are_spelled_and_others_refused():
+    """A stream default (CUTLASS's sgemm: ``stream = cuda.CUstream(CU_STREAM_DEFAULT)``) made every compile
+    of the function uncacheable (CB608); the special handles mean the same in every process."""
+    import cuda.bindings.driver as cuda
+
+    spelled = [canonical(cuda.CUstream(h)) for h in (0, 1, 2)]
+    assert len(set(spelled)) == 3 and spelled[0] == canonical(cuda.CUstream(0)) and spelled[0] != canonical(0)
+    with pytest.raises(key_module.Uncacheable, match="CUstream"):
+        canonical(cuda.CUstream(0x7F0000001000))  # a stream of this process
+
+
 def test_an_object_without_state_in_its_repr_is_refused():
     with pytest.raises(key_module.Uncacheable, match="Opaque"):
         canonical(Opaque())

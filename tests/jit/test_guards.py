@@ -16,7 +16,7 @@ import cutlass
 import cutlass.cute as cute
 import numpy as np
 import pytest
-from cutlass.cute.runtime import make_fake_stream, make_fake_tensor
+from cutlass.cute.runtime import from_dlpack, make_fake_stream, make_fake_tensor
 
 import cute_bind
 from tests.kernels.guards import rows4, rows4_default_stream, scaled_rows
@@ -209,3 +209,38 @@ def test_fp8_data_as_uint8_views_is_served_by_the_fp8_compile(path: str, dtype: 
     values = {"mX": x, "mO": out}
     served, refusals = k16.compiler.serve(values, k16.compiler.bind_values(values))
     assert served is None and refusals[0].parameter == "mX"
+
+
+# ------------------------------------------------------------------ compile() from real tensors
+REAL_COMPILES = [
+    # (how the example compiles: from_dlpack of a real array, as the CUTLASS examples do)
+    ("from_dlpack", lambda a: from_dlpack(a)),
+    ("from_dlpack aligned", lambda a: from_dlpack(a, assumed_align=16)),
+]
+
+
+@pytest.mark.parametrize("name, wrap", REAL_COMPILES, ids=[r[0] for r in REAL_COMPILES])
+def test_a_compile_from_real_tensors_serves_plain_tensors_with_its_layout(path: str, name: str, wrap: Any) -> None:
+    """Before: compile(from_dlpack(x)) gave a static (3, 4) specialization, and a call with the
+    plain (3, 4) arrays bound them with the default dynamic layout, compiled that, and the
+    client's const_expr(N == 4) failed inside the DSL (CB315 naming an internal key tuple)."""
+    k = cute_bind.kernel(rows4, cache=False)
+    x0, o0 = np.ones((3, 4), np.float32), np.zeros((3, 4), np.float32)
+    k.compile(wrap(x0), wrap(o0), cutlass.Float32(0.5), 0)
+    for make in (lambda: np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32), lambda: torch.randn(3, 4)):
+        x = make()
+        out = np.zeros((3, 4), np.float32) if isinstance(x, np.ndarray) else torch.zeros(3, 4)
+        k(x, out, 0.25, 0)
+        got = out if isinstance(out, np.ndarray) else out.numpy()
+        xs = x if isinstance(x, np.ndarray) else x.numpy()
+        assert got.tobytes() == (xs * np.float32(2.0) + np.float32(0.25)).tobytes()
+        h = k.bind(x, out, 0.5, 0)
+        h.launch(x, out, 1.5, 0)
+        got = out if isinstance(out, np.ndarray) else out.numpy()
+        assert got.tobytes() == (xs * np.float32(2.0) + np.float32(1.5)).tobytes()
+    assert k.cache_info()["compiled"] == 1  # no compile for the plain tensors' own (dynamic) layout
+    # the compile's static extents are its guards: another row count is refused, naming them
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        k(torch.zeros(5, 4), torch.zeros(5, 4), 0.5, 0)
+    assert info.value.code == "CB315" and "[CB213]" in str(info.value) and "parameter 'mX'" in str(info.value)
+    assert "<class" not in str(info.value)  # the values described, not the compile key's tuples

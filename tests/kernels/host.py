@@ -306,3 +306,13 @@ def topt(
         out[i] = v
         if cutlass.const_expr(lse is not None):
             lse[i] = v * cutlass.Float32(2.0)
+
+
+@cute.jit
+def tsum_rank3(out: cute.Tensor, inp: cute.Tensor):
+    """out[0] = the sum of inp[0, :, :] (a rank-3 tensor whose first mode has extent 1)."""
+    s = cutlass.Float32(0.0)
+    for i in range(cute.size(inp, mode=[1])):
+        for j in range(cute.size(inp, mode=[2])):
+            s = s + inp[0, i, j]
+    out[0] = s

@@ -448,3 +448,52 @@ def test_a_structure_of_fakes_refuses_what_its_compile_did_not_assume(args: Any,
     k(got, args)  # compiled for the call's own values
     cute.compile(bare_tuple, _dyn(want), _dsl(args))(_dyn(want), _dsl(args))
     assert torch.equal(got, want) and k.cache_info()["compiled"] == 2
+
+
+@dataclasses.dataclass
+class LoopScale:
+    scale: Float32
+    bias: Float32
+
+
+@cute.jit
+def _loop_reads(out: cute.Tensor, p: LoopScale):
+    # the fields read inside a dynamic loop: the DSL's tracing writes its traced values into the
+    # dataclass object it compiles (Float32(?)), which then marshals no more
+    for i in range(cute.size(out)):
+        out[i] = p.scale * Float32(i) + p.bias
+
+
+def test_a_dataclass_the_dsl_traces_into_launches_on_the_first_call(path: str) -> None:
+    """Before: the first ``kernel(out, p)`` and ``bind(out, p)`` raised the DSL's ``ValueError: only
+    float is supported`` from cute_bind's marshalling (the compile had rewritten the very objects it
+    then marshalled); the compile now gets copies, and the caller's object is left as it was."""
+    for door in ("call", "bind"):
+        k = cute_bind.kernel(_loop_reads, cache=False)
+        out = torch.zeros(6)
+        p = LoopScale(Float32(2.0), Float32(0.5))
+        if door == "call":
+            k(out, p)
+        else:
+            k.bind(out, p).launch(out, p)
+        assert out.tolist() == [2.0 * i + 0.5 for i in range(6)], door
+        assert type(p.scale) is Float32 and p.scale.value == 2.0 and p.bias.value == 0.5  # not traced into
+        out2 = torch.zeros(6)
+        k(out2, LoopScale(Float32(1.0), Float32(0.0)))  # the same compile, a new object
+        assert out2.tolist() == [float(i) for i in range(6)]
+        assert k.cache_info()["compiled"] == 1
+
+
+def test_a_dataclass_cute_compile_traced_into_is_refused_with_the_reason() -> None:
+    """``cute.compile`` leaves its traced values in the dataclass it was given (the DSL's own call then
+    fails with "only float is supported"); prepare() with that object says so (it said "got ArithValue ?")."""
+    out = torch.zeros(4)
+    p = LoopScale(Float32(2.0), Float32(0.5))
+    compiled = cute.compile(_loop_reads, from_dlpack(out), p)
+    with pytest.raises(cute_bind.CuteBindError) as info:
+        cute_bind.prepare(compiled, from_dlpack(out), p)
+    assert info.value.code == "CB204" and "parameter 'p.scale'" in str(info.value)
+    assert "holding a traced value" in str(info.value) and "Pass a new object" in str(info.value)
+    handle = cute_bind.prepare(compiled, from_dlpack(out), LoopScale(Float32(2.0), Float32(0.5)))  # a new object
+    handle.launch(out, LoopScale(Float32(1.0), Float32(1.0)))
+    assert out.tolist() == [i + 1.0 for i in range(4)]

@@ -16,6 +16,7 @@ import struct
 
 import numpy as np
 import pytest
+import cutlass.cute as cute
 from cutlass.cute.runtime import from_dlpack
 
 import cute_bind
@@ -432,3 +433,40 @@ def test_from_dlpack_alignment_must_match_the_annotation():
     assert info.value.code == "CB213" and "assumed_align" in str(info.value)
     ok = from_dlpack(col, assumed_align=16).mark_layout_dynamic(leading_dim=0)
     assert k.bind(ok, col, 0.0).slots["out"].align == 16
+
+
+def _unit_mode(a):
+    # ampere/tensorop_gemm.py's marking with L = 1: the DSL compiles the extent-1 mode's stride as 0
+    return from_dlpack(a, assumed_align=16).mark_compact_shape_dynamic(mode=2, stride_order=(0, 1, 2), divisibility=8)
+
+
+def test_an_extent_one_modes_stride_is_not_a_guard(path: str) -> None:
+    """Before: every launch of such a slot was CB213 ("stride of mode 0: the slot takes 0"), though the
+    DSL's own call takes these tensors: the index of an extent-1 mode is always 0, so its stride is
+    never read (torch reports the stride a contiguous layout gives it, or any other after a view)."""
+    from tests.kernels.host import tsum_rank3
+
+    a = torch.arange(32, dtype=torch.float32).reshape(1, 4, 8)
+    out = torch.zeros(1)
+    compiled = cute.compile(tsum_rank3, from_dlpack(out), _unit_mode(a))
+    assert "(1,4,?{div=8}):(0," in str(_unit_mode(a))  # the compiled stride of the extent-1 mode is 0
+    handle = cute_bind.prepare(compiled, from_dlpack(out), _unit_mode(a))
+    k = cute_bind.kernel(tsum_rank3, cache=False)
+    k.compile(from_dlpack(out), _unit_mode(a))
+    base = torch.arange(256, dtype=torch.float32)
+    for b in (
+        torch.randn(1, 4, 16),  # contiguous: mode 0's stride 64
+        base.as_strided((1, 4, 8), (1000 % 256, 8, 1)),  # any stride on the extent-1 mode
+        base.as_strided((1, 4, 24), (7, 24, 1))[..., :16],  # and another with a view
+    ):
+        expected = torch.zeros(1)
+        compiled(
+            from_dlpack(expected), _unit_mode(torch.empty(b.shape).copy_(b))
+        )  # the DSL's own call (its marking wants canonical strides)
+        for launch in (lambda o: handle.launch(o, b), lambda o: k(o, b), lambda o: k.bind(o, b).launch(o, b)):
+            got = torch.zeros(1)
+            launch(got)
+            assert got.numpy().tobytes() == expected.numpy().tobytes()
+    # the extent stays a guard: an extent-2 mode 0 with the compiled stride 0 is not the compiled layout
+    with pytest.raises(cute_bind.CuteBindError, match="CB213"):
+        handle.launch(out, torch.zeros(2, 4, 8))

@@ -17,8 +17,9 @@ MISSING_ANNOTATION = _entry(
     "so cute_bind cannot tell which slot kind stores it",
     explanation="""
     cute_bind decides at decoration time how every runtime parameter is stored
-    and rewritten on each launch. It reads that from the annotation: pointers,
-    numeric scalars and streams each have their own slot kind. A parameter
+    and rewritten on each launch. It reads that from the annotation: tensors,
+    pointers, numeric scalars, streams, sequences and structures each have
+    their own slot kind. A parameter
     without an annotation would leave the choice to the value seen at the
     first call, which is how the plain DSL call path silently marshals an
     integer address as a 32-bit scalar.
@@ -40,8 +41,9 @@ def scale(out: cute.Pointer, n):          # 'n' has no annotation -> CB101
     pass
 """,
     fix="""
-    Annotate the parameter: `cutlass.Int32` (or another numeric type) for a
-    scalar, `cute.Pointer` or `cute_bind.Pointer[dtype]` for a pointer,
+    Annotate the parameter: `cute.Tensor` (or `cute_bind.Tensor[dtype, rank]`)
+    for a tensor, `cutlass.Int32` (or another numeric type) for a scalar,
+    `cute.Pointer` or `cute_bind.Pointer[dtype]` for a pointer,
     `cuda.CUstream` for a stream, or `cutlass.Constexpr[...]` for a
     compile-time value.
     """,
