@@ -656,9 +656,35 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
+#: ``CUTE_DSL_*`` settings that say where the DSL keeps its own caches and what it logs or prints, never
+#: what it compiles (the DSL's own JIT key leaves them out: ``affects_compile=False`` in 4.8). A package
+#: sets some per user (flashinfer points ``CUTE_DSL_CACHE_DIR`` into the home folder): in the key they
+#: made the same compile miss across workspaces and refused another machine's bundle. The artifact
+#: settings (``KEEP``, ``DUMP_DIR``) stay in: they ask for files a served compile does not write.
+_NOT_COMPILE_SETTINGS = frozenset(
+    f"CUTE_DSL_{name}"
+    for name in (
+        "CACHE_DIR",
+        "NO_CACHE",
+        "JIT_CACHE_MAX_ELEMS",
+        "DISABLE_FILE_CACHING",
+        "FILE_CACHING_CAPACITY",
+        "LOG_TO_CONSOLE",
+        "LOG_TO_FILE",
+        "LOG_LEVEL",
+        "JIT_TIME_PROFILING",
+        "PRINT_AFTER_PREPROCESSOR",
+        "PRINT_IR",
+        "SHOW_STACKTRACE",
+        "FILTER_STACKTRACE",
+        "WARNINGS_IGNORE",
+    )
+)
+
+
 def environment() -> dict[str, str]:
     """What identifies the compiler and the machine in every key (also written into each entry's header)."""
-    env = {k: v for k, v in os.environ.items() if k.startswith("CUTE_DSL_")}
+    env = {k: v for k, v in os.environ.items() if k.startswith("CUTE_DSL_") and k not in _NOT_COMPILE_SETTINGS}
     return {
         "format": str(FORMAT),
         "dsl": " ".join(dsl.compiler_identity()),

@@ -100,6 +100,12 @@ class StreamKind(SlotKind):
             return cls()
         return None
 
+    @classmethod
+    def infer(cls, value: object) -> StreamKind | None:
+        """An unannotated parameter given a fake stream (``make_fake_stream(...)``, as flashinfer's and
+        quack's compiles pass one): a stream, as the DSL reads it (a ``cuda.CUstream`` is found by its type)."""
+        return cls() if dsl.is_fake_stream(value) else None
+
     def expected(self) -> str:
         return "a stream handle (int), cuda.CUstream, or an object with .cuda_stream (torch.cuda.Stream)"
 

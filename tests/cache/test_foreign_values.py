@@ -216,9 +216,11 @@ def test_any_failure_while_spelling_is_uncacheable(modules):
         key_module.entry_key(mod.k, compile_key)
 
     namespace: dict[str, object] = {}
-    source = "def f0(x):\n    return x\n" + "".join(f"def f{i}(x):\n    return f{i - 1}(x)\n" for i in range(1, 600))
+    # deeper than the recursion limit as it stands (an earlier test or library may have raised it)
+    depth = max(600, sys.getrecursionlimit())
+    source = "def f0(x):\n    return x\n" + "".join(f"def f{i}(x):\n    return f{i - 1}(x)\n" for i in range(1, depth))
     exec(source, namespace)
-    deep = SimpleNamespace(name="deep", fn=namespace["f599"], cache_key=None)
+    deep = SimpleNamespace(name="deep", fn=namespace[f"f{depth - 1}"], cache_key=None)
     with pytest.raises(Uncacheable, match="nest too deeply"):
         key_module.entry_key(deep, ("ck",))
 

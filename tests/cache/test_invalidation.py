@@ -75,6 +75,10 @@ ROWS = [
     ("cute_bind version changed", {}, "cute_bind", "compiled"),
     ("Python version changed", {}, "python", "compiled"),
     ("CUTE_DSL_* setting changed", {}, "dsl_env", "compiled"),
+    # where the DSL keeps its own caches or what it logs: not what it compiles (flashinfer points
+    # CUTE_DSL_CACHE_DIR into each user's home folder: every workspace missed)
+    ("CUTE_DSL_CACHE_DIR changed", {}, "dsl_cache_dir", "hit"),
+    ("CUTE_DSL_LOG_LEVEL changed", {}, "dsl_log_level", "hit"),
     ("machine changed", {}, "machine", "compiled"),
     ("entry format changed", {}, "format", "compiled"),
 ]
@@ -91,6 +95,10 @@ def _patch(monkeypatch, what):
         monkeypatch.setattr(sys, "version", "3.99.0 (edited)")
     elif what == "dsl_env":
         monkeypatch.setenv("CUTE_DSL_CACHE_TEST_SETTING", "1")
+    elif what == "dsl_cache_dir":
+        monkeypatch.setenv("CUTE_DSL_CACHE_DIR", "/elsewhere/.cache/cute_dsl")
+    elif what == "dsl_log_level":
+        monkeypatch.setenv("CUTE_DSL_LOG_LEVEL", "40")
     elif what == "machine":
         monkeypatch.setattr(cache_key_module, "_cpu_model", lambda: "Another CPU @ 1.0GHz")
     elif what == "format":

@@ -401,3 +401,26 @@ def test_an_env_stream_handle_gets_the_entrys_own_parameters(call: Any, want: tu
     for _ in range(3):  # the first call installs the handle; the next ones take it
         call(k, out, x)
     assert seen == [want] * 3
+
+
+class UnannotatedStream:
+    """flashinfer's norms: a class kernel whose ``stream`` has no annotation, compiled with a fake stream."""
+
+    @cute.jit
+    def __call__(self, x: cute.Tensor, stream):  # noqa: ANN001 - the client's spelling
+        for i in range(cute.size(x)):
+            x[i] = x[i] + cutlass.Float32(1.0)
+
+
+@pytest.mark.parametrize("env", [True, False], ids=["env-stream", "explicit-stream"])
+def test_an_unannotated_stream_takes_the_clients_fake_stream(env: bool) -> None:
+    """Before: CB204 at compile() ("a JitArgument object ... is marshalled by its own code"): the kind
+    read from a fake stream was none; cute.compile takes it. The kind read from it is a stream."""
+    x = cute.runtime.make_fake_compact_tensor(cutlass.Float32, (cute.sym_int(),))
+    k = cute_bind.kernel(UnannotatedStream(), compile_options=TVM, cache=False)
+    compiled = k.compile(x, make_fake_stream(use_tvm_ffi_env_stream=env))
+    reference = cute.compile(UnannotatedStream(), x, make_fake_stream(use_tvm_ffi_env_stream=env), options=TVM)
+    assert list(inspect.signature(compiled).parameters) == list(inspect.signature(reference).parameters)
+    t = torch.zeros(4)
+    k(t, None)
+    assert t.tolist() == [1.0] * 4
