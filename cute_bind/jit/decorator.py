@@ -13,7 +13,8 @@ from .. import dsl
 from .. import _whitelist as W
 from .. import diagnostics as D
 from ..launch.prepared import PreparedLaunch
-from ..slots import ScalarKind, describe_value
+from ..slots import ScalarKind, StreamKind, describe_value
+from ..slots.registry import InferredKind
 from .compiler import Binding, Compiler, is_jit_object
 from .keys import Handle
 from .guards import Refusal
@@ -171,6 +172,7 @@ class Kernel(_CallBase, Generic[P]):
         holds their spelling). With ``--enable-tvm-ffi`` the result is the
         TVM-FFI compiled function, as ``cute.compile`` returns it.
         """
+        self._read_stream_kinds(args, kwargs)
         c = self.compiler
         with dsl.compile_only():
             binding = c.bind(args, kwargs)
@@ -188,6 +190,28 @@ class Kernel(_CallBase, Generic[P]):
         c.remember_env(binding.key, compiled)  # a compile with the TVM-FFI environment stream: calls that leave it out launch it
         c.record(given, binding.key, compiled)  # real calls its compiled function takes launch it (jit/guards.py)
         return compiled
+
+    def _read_stream_kinds(self, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+        """A class kernel's unannotated parameter given a stream at its first ``compile()`` (the
+        client's fake stream, or a ``cuda.CUstream``) is a stream parameter from then on, as if
+        annotated ``cuda.CUstream``: its kind is read from the compile's value, and a stream
+        parameter is what lets that compile (from the client's fakes) serve calls passing any
+        stream form, an ``int`` handle or ``None`` included (an inferred slot reads an ``int`` as
+        an Int32). Only before the kernel has compiled or been called: its state is rebuilt."""
+        c = self.compiler
+        if c.table or c.records or self._calls.specializations():
+            return
+        inferred = [p for p in self.signature.params if isinstance(p.slot, InferredKind)]
+        if not inferred:
+            return
+        given = c.arguments(args, kwargs)
+        streams = {p.name for p in inferred if given.get(p.name) is not None and StreamKind.infer_value(given[p.name])}
+        if not streams:
+            return
+        params = tuple(dataclasses.replace(p, slot=StreamKind()) if p.name in streams else p for p in self.signature.params)
+        self.signature = KernelSignature(self.signature.name, params)
+        self.compiler = Compiler(self, self.fn, self.signature, self.name, self.compile_options, self.tvm_ffi, self.checked)
+        self._calls = Dispatcher(self, self.compiler, self._calls.limit, self._calls.on_limit)
 
     def bind(self, *args: P.args, **kwargs: P.kwargs) -> PreparedLaunch[P]:
         """Compile (cached) and return a :class:`PreparedLaunch` holding these values.

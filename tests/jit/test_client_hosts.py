@@ -412,6 +412,13 @@ class UnannotatedStream:
             x[i] = x[i] + cutlass.Float32(1.0)
 
 
+class AnnotatedStream:
+    @cute.jit
+    def __call__(self, x: cute.Tensor, stream: cuda.CUstream):
+        for i in range(cute.size(x)):
+            x[i] = x[i] + cutlass.Float32(1.0)
+
+
 @pytest.mark.parametrize("env", [True, False], ids=["env-stream", "explicit-stream"])
 def test_an_unannotated_stream_takes_the_clients_fake_stream(env: bool) -> None:
     """Before: CB204 at compile() ("a JitArgument object ... is marshalled by its own code"): the kind
@@ -421,6 +428,14 @@ def test_an_unannotated_stream_takes_the_clients_fake_stream(env: bool) -> None:
     compiled = k.compile(x, make_fake_stream(use_tvm_ffi_env_stream=env))
     reference = cute.compile(UnannotatedStream(), x, make_fake_stream(use_tvm_ffi_env_stream=env), options=TVM)
     assert list(inspect.signature(compiled).parameters) == list(inspect.signature(reference).parameters)
-    t = torch.zeros(4)
-    k(t, None)
-    assert t.tolist() == [1.0] * 4
+    # the kind read from the compile's value is a stream's from then on, as annotated: the compile from
+    # fakes serves every stream form (an int handle was read as an Int32 and compiled its own values)
+    assert "stream: CUstream" in repr(k) or "stream: cuda" in repr(k), repr(k)
+    twin = cute_bind.kernel(AnnotatedStream(), compile_options=TVM, cache=False)  # the same class, annotated
+    twin.compile(x, make_fake_stream(use_tvm_ffi_env_stream=env))
+    for kernel in (k, twin):
+        for call in (lambda t: kernel(t, 0), lambda t: kernel(t, cuda.CUstream(0)), lambda t: kernel.bind(t, 0).launch(t, 0)):
+            t = torch.zeros(4)
+            call(t)
+            assert t.tolist() == [1.0] * 4
+    assert k.cache_info()["compiled"] == twin.cache_info()["compiled"] == 2  # the compile and its sibling, no more
