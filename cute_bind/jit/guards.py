@@ -254,7 +254,15 @@ def real_tensor_guard(slot: SlotKind | None, given: object, value: object, where
     own extents; a call of another tensor with the same facts is taken by them, not by its key."""
     if not isinstance(slot, TensorKind):
         raise _layout_mismatch(where, detail="compiled from a tensor", expected="a cute.Tensor parameter", got=_describe_slot(slot))
-    compiled = slot.bind(given, where).slot  # the compile's own reading of the tensor it was given
+    try:
+        with dsl.compile_only():  # as compile() bound it (a from_dlpack of a meta or fake tensor too)
+            compiled = slot.bind(given, where).slot  # the compile's own reading of the tensor it was given
+    except CuteBindError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever reading it again raises: this compile serves no call
+        raise _layout_mismatch(
+            where, detail="compiled from a tensor", expected="a tensor the compile's layout can be read from", got=type(exc).__name__
+        ) from exc
     if not isinstance(compiled, TensorKind) or compiled.layout is None:  # pragma: no cover - a tensor binds to a tensor slot
         raise _layout_mismatch(where, detail="compiled from a tensor", expected="a tensor layout", got=_describe_slot(compiled))
     view = slot._read(value, where)
