@@ -244,3 +244,18 @@ def test_a_compile_from_real_tensors_serves_plain_tensors_with_its_layout(path: 
         k(torch.zeros(5, 4), torch.zeros(5, 4), 0.5, 0)
     assert info.value.code == "CB315" and "[CB213]" in str(info.value) and "parameter 'mX'" in str(info.value)
     assert "<class" not in str(info.value)  # the values described, not the compile key's tuples
+
+
+def test_a_compile_from_fake_mode_tensors_serves_real_ones(path: str) -> None:
+    """FlashAttention-4's CPU compile mode: from_dlpack of FakeTensorMode tensors at compile(). The record
+    is read again as compile() read it (no data behind it) and serves real tensors of that layout."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    k = cute_bind.kernel(rows4, cache=False)
+    with FakeTensorMode():
+        x, o = torch.empty(3, 4), torch.empty(3, 4)
+    k.compile(from_dlpack(x), from_dlpack(o), cutlass.Float32(0.5), 0)
+    t, out = torch.randn(3, 4), torch.zeros(3, 4)
+    k(t, out, 0.5, 0)
+    assert out.numpy().tobytes() == _expected(t, 0.5)
+    assert k.cache_info()["compiled"] == 1
