@@ -311,10 +311,12 @@ class Compiler:
                 composite_guard(given, values[p.name], where, symbols)
             elif isinstance(p.slot, StreamKind):
                 continue  # the stream's form is the record's sibling's business
-            elif held.get(p.name) != part.key and isinstance(p.slot, TensorKind) and dsl.is_dsl_tensor(given):
+            elif held.get(p.name) == part.key:
+                continue
+            elif isinstance(p.slot, TensorKind) and dsl.is_dsl_tensor(given):
                 # a real tensor at compile() (from_dlpack(a)): the layout the compile read from it
                 bounds[i] = real_tensor_guard(p.slot, given, values[p.name], where)
-            elif held.get(p.name) != part.key:
+            else:
                 raise D.error(
                     D.TENSOR_LAYOUT_MISMATCH if isinstance(p.slot, TensorKind) else D.WRONG_KIND,
                     kernel=self.name,

@@ -14,7 +14,7 @@ from .. import _whitelist as W
 from .. import diagnostics as D
 from ..launch.prepared import PreparedLaunch
 from ..slots import ScalarKind, StreamKind, describe_value
-from ..slots.registry import InferredKind
+from ..slots.registry import InferredKind, infer_slot
 from .compiler import Binding, Compiler, is_jit_object
 from .keys import Handle
 from .guards import Refusal
@@ -205,7 +205,8 @@ class Kernel(_CallBase, Generic[P]):
         if not inferred:
             return
         given = c.arguments(args, kwargs)
-        streams = {p.name for p in inferred if given.get(p.name) is not None and StreamKind.infer_value(given[p.name])}
+        # the kind the inferred slot reads from the value (a fake stream, a cuda.CUstream; an int is an Int32)
+        streams = {p.name for p in inferred if given.get(p.name) is not None and isinstance(infer_slot(given[p.name]), StreamKind)}
         if not streams:
             return
         params = tuple(dataclasses.replace(p, slot=StreamKind()) if p.name in streams else p for p in self.signature.params)

@@ -201,7 +201,7 @@ def tensor_guard(
             where,
             detail="compiled from a fake tensor",
             expected="a cute.Tensor parameter",
-            got=slot.describe() if slot is not None else "an unannotated parameter",
+            got=_describe_slot(slot),
         )
     read = dsl.fake_tensor_layout(fake)
     if read is None:
@@ -246,14 +246,12 @@ def tensor_guard(
     return _laid_out(kind, layout, view, packed)
 
 
-def real_tensor_guard(slot: SlotKind | None, given: object, value: object, where: Where) -> Bound:
+def real_tensor_guard(slot: TensorKind, given: object, value: object, where: Where) -> Bound:
     """``value`` checked against what a real tensor given to ``compile()`` (``from_dlpack(a)``, as
     the CUTLASS examples compile) let the compiled code assume, and bound for it: the layout the
     compile read from it (element type, rank, its static extents and strides, each dynamic one's
     divisibility, the alignment) on the same kind of device. The compile's key spells that tensor's
     own extents; a call of another tensor with the same facts is taken by them, not by its key."""
-    if not isinstance(slot, TensorKind):
-        raise _layout_mismatch(where, detail="compiled from a tensor", expected="a cute.Tensor parameter", got=_describe_slot(slot))
     try:
         with dsl.compile_only():  # as compile() bound it (a from_dlpack of a meta or fake tensor too)
             compiled = slot.bind(given, where).slot  # the compile's own reading of the tensor it was given

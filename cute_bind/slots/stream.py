@@ -106,12 +106,6 @@ class StreamKind(SlotKind):
         quack's compiles pass one): a stream, as the DSL reads it (a ``cuda.CUstream`` is found by its type)."""
         return cls() if dsl.is_fake_stream(value) else None
 
-    @classmethod
-    def infer_value(cls, value: object) -> bool:
-        """Whether an unannotated parameter given ``value`` reads it as a stream (a fake stream or a
-        ``cuda.CUstream``; an ``int`` is an Int32 to the DSL)."""
-        return cls.infer(value) is not None or cls.recognize(type(value)) is not None
-
     def expected(self) -> str:
         return "a stream handle (int), cuda.CUstream, or an object with .cuda_stream (torch.cuda.Stream)"
 
