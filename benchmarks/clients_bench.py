@@ -194,27 +194,53 @@ def capture(ws: list[Workload], gpu: bool) -> tuple[list[Captured], dict[str, st
         unproxy()
         # from here on the packages call their compiled functions themselves: check that nothing still
         # goes through the recorder (the package's timings would include it)
-        before = sum(len(r.calls) for r in rec.records)
+        still = []
         for cap in captured:
+            before = sum(len(r.calls) for r in rec.records)
             package_function(cap.workload)(cap.inputs)
-        if sum(len(r.calls) for r in rec.records) != before:
-            raise RuntimeError("a package still calls the recorder's proxy after unproxy(): its timings would include it")
+            if sum(len(r.calls) for r in rec.records) != before:
+                still.append(cap.workload.label)
+        if still:
+            raise RuntimeError(
+                f"{', '.join(still)}: the package still calls the recorder's proxy after unproxy(): its timings would include it"
+            )
     return captured, problems
 
 
 def unproxy() -> int:
-    """Put each compiled function back where the package keeps it (its compile caches hold the recorder's proxies)."""
+    """Put each compiled function back where the package keeps it (its compile caches hold the recorder's
+    proxies): in a dict or list, and in a tuple (quack's GEMM plans are NamedTuples in a plan dict), which
+    is rebuilt with the function and put back in its own holders."""
     from tests.clients.recorder import _Proxy
 
     swapped = 0
     for proxy in [o for o in gc.get_objects() if type(o) is _Proxy]:
-        compiled = object.__getattribute__(proxy, "_record").compiled
-        for holder in gc.get_referrers(proxy):
-            if isinstance(holder, dict):
-                for key, value in list(holder.items()):
-                    if value is proxy:
-                        holder[key] = compiled
-                        swapped += 1
+        swapped += _swap(proxy, object.__getattribute__(proxy, "_record").compiled, depth=3)
+    return swapped
+
+
+def _swap(old: Any, new: Any, depth: int) -> int:
+    """Replace ``old`` by ``new`` in every dict, list and (rebuilt, to ``depth`` levels) tuple holding it."""
+    swapped = 0
+    for holder in gc.get_referrers(old):
+        if isinstance(holder, dict):
+            for key, value in list(holder.items()):
+                if value is old:
+                    holder[key] = new
+                    swapped += 1
+        elif isinstance(holder, list) and holder is not gc.garbage:
+            for i, value in enumerate(holder):
+                if value is old:
+                    holder[i] = new
+                    swapped += 1
+        elif isinstance(holder, tuple) and depth > 0:
+            items = [new if v is old else v for v in holder]
+            make = getattr(type(holder), "_make", None)
+            try:
+                rebuilt = make(items) if make is not None else type(holder)(items)
+            except Exception:  # noqa: BLE001 - a tuple type that cannot be rebuilt so: left as it is
+                continue
+            swapped += _swap(holder, rebuilt, depth - 1)
     return swapped
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import contextvars
 import functools
 import importlib
+import inspect
 import os
 import threading
+import types
 import warnings
 import weakref
 from typing import Any, Callable
@@ -132,6 +134,8 @@ def jit(fn: object, raw: object) -> Any:
     except TypeError:  # not weak-referenceable: not a Python function, the DSL reports it
         pass
     if is_dsl_decorated(fn) is None:
+        if inspect.ismethod(fn):  # a plain method, bound: its function jitted, bound to the same object
+            return types.MethodType(dsl().cute.jit(fn.__func__), fn.__self__)
         fn = dsl().cute.jit(fn)
     return fn
 

@@ -160,7 +160,10 @@ class Compiler:
                 constexpr.append(ConstexprPart(p.name, type(v), disk_cache.key.constexpr_key(v)))
                 dsl_values[p.name] = v
             else:
-                b = p.slot.bind(v, Where(self.name, p.name))
+                try:
+                    b = p.slot.bind(v, Where(self.name, p.name))
+                except D.CuteBindError as exc:
+                    b = self._compiled_address(p, v, exc)
                 bounds.append(b)
                 slots.append(SlotPart(p.name, b.key))
                 if b.key == ENV_SPELLING and isinstance(b.slot, StreamKind):  # the bound kind: an unannotated stream too
@@ -168,6 +171,18 @@ class Compiler:
                 dsl_values[p.name] = b.dsl_value
         key = CompileKey(tuple(slots), tuple(constexpr), dsl.target_arch(), self.compile_options, frozenset(env))
         return Binding(key, bounds, dsl_values)
+
+    def _compiled_address(self, p: Param, value: object, refused: D.CuteBindError) -> Bound:
+        """An int for a union's pointer member where a ``compile()`` of this TVM-FFI kernel was given a
+        ``make_ptr`` pointer there: the address that compile's entry takes (quack's split-k passes
+        ``alpha.data_ptr()``), bound so whatever the stream's form; else the slot's refusal (CB230: a
+        number or an address?)."""
+        if self.tvm_ffi and refused.code == "CB230" and isinstance(p.slot, OptionalKind):
+            if any(dsl.is_runtime_pointer(r.values.get(p.name)) for r in self.records.newest_first()):
+                bound = p.slot.bind_address(value, Where(self.name, p.name))
+                if bound is not None:
+                    return bound
+        raise refused
 
     def cache_form(self, key: CompileKey) -> tuple[object, ...]:
         """The key as the disk cache hashes it: ``((parts in parameter order), arch, options)``, each part a
@@ -311,9 +326,11 @@ class Compiler:
                 composite_guard(given, values[p.name], where, symbols)
             elif isinstance(p.slot, StreamKind):
                 continue  # the stream's form is the record's sibling's business
+            elif self.tvm_ffi and dsl.is_runtime_pointer(given) and values[p.name].__class__ is int:
+                continue  # an address for the pointer the compile was given: the entry takes it as one
             elif held.get(p.name) == part.key:
                 continue
-            elif isinstance(p.slot, TensorKind) and dsl.is_dsl_tensor(given):
+            elif isinstance(p.slot, (TensorKind, OptionalKind)) and dsl.is_dsl_tensor(given):
                 # a real tensor at compile() (from_dlpack(a)): the layout the compile read from it
                 bounds[i] = real_tensor_guard(p.slot, given, values[p.name], where)
             else:

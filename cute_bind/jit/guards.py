@@ -36,7 +36,7 @@ from .. import diagnostics as D
 from .. import dsl
 from ..diagnostics import CuteBindError
 from ..dsl import Mode
-from ..slots import Bound, SlotKind, TensorKind, Where, infer_slot, is_namedtuple
+from ..slots import Bound, OptionalKind, SlotKind, TensorKind, Where, describe_value, infer_slot, is_namedtuple
 from ..slots import dlpack as _dlpack
 
 if TYPE_CHECKING:
@@ -195,7 +195,10 @@ def tensor_guard(
     for it: element type, rank, every static extent and stride, each dynamic one's divisibility, the
     assumed alignment, one value for the modes sharing a SymInt (``symbols``: what the call's
     earlier tensors gave each SymInt) and, with ``on_gpu`` (a TVM-FFI entry, which checks the
-    device a fake's gmem memory space implies), a CUDA tensor. A catalog error names the guard."""
+    device a fake's gmem memory space implies), a CUDA tensor. A catalog error names the guard.
+    An ``Optional[cute.Tensor]`` parameter (quack's norm weights) takes a tensor guarded so."""
+    if isinstance(slot, OptionalKind):
+        return slot.present_bound(tensor_guard(_tensor_member(slot, value, where), fake, value, where, symbols, on_gpu))
     if not isinstance(slot, TensorKind):
         raise _layout_mismatch(
             where,
@@ -246,12 +249,17 @@ def tensor_guard(
     return _laid_out(kind, layout, view, packed)
 
 
-def real_tensor_guard(slot: TensorKind, given: object, value: object, where: Where) -> Bound:
+def real_tensor_guard(slot: TensorKind | OptionalKind, given: object, value: object, where: Where) -> Bound:
     """``value`` checked against what a real tensor given to ``compile()`` (``from_dlpack(a)``, as
     the CUTLASS examples compile) let the compiled code assume, and bound for it: the layout the
     compile read from it (element type, rank, its static extents and strides, each dynamic one's
     divisibility, the alignment) on the same kind of device. The compile's key spells that tensor's
     own extents; a call of another tensor with the same facts is taken by them, not by its key."""
+    if isinstance(slot, OptionalKind):
+        member = _tensor_member(slot, value, where)
+        if not isinstance(member, TensorKind):  # pragma: no cover - _tensor_member returns tensor kinds
+            raise _layout_mismatch(where, detail="compiled from a tensor", expected="a cute.Tensor member", got=slot.describe())
+        return slot.present_bound(real_tensor_guard(member, given, value, where))
     try:
         with dsl.compile_only():  # as compile() bound it (a from_dlpack of a meta or fake tensor too)
             compiled = slot.bind(given, where).slot  # the compile's own reading of the tensor it was given
@@ -268,6 +276,20 @@ def real_tensor_guard(slot: TensorKind, given: object, value: object, where: Whe
         slot.spec, layout=compiled.layout, dtype=compiled.dtype, device=compiled.device, align=compiled.align, value_type=type(value)
     )
     return _laid_out(kind, compiled.layout, view, kind.pack_view(view, where))
+
+
+def _tensor_member(slot: OptionalKind, value: object, where: Where) -> TensorKind:
+    """The tensor member of an optional or union slot that the call's ``value`` is guarded as: a
+    compile from a tensor assumed one here (a call's ``None`` or another member's value is refused)."""
+    member = slot.tensor_member(value) if value is not None else None
+    if not isinstance(member, TensorKind):
+        raise _layout_mismatch(
+            where,
+            detail=f"compiled from a tensor for {slot.describe()}",
+            expected="a tensor (the compiled code reads one here)",
+            got=describe_value(value),
+        )
+    return member
 
 
 def _describe_slot(slot: SlotKind | None) -> str:

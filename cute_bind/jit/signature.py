@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import sys
 from dataclasses import dataclass
-from typing import Callable, TypeVar
+from typing import Callable, TypeVar, cast
 
 from .. import dsl
 from .. import _whitelist as W
@@ -67,6 +67,8 @@ class KernelSignature:
 def unwrap(fn: _F) -> _F:
     """The plain Python function under ``@cute.jit`` (and other ``functools.wraps`` wrappers), which
     ``functools.wraps`` makes the wrapper stand for."""
+    if inspect.ismethod(fn):  # a bound method: the function it binds (its ``self`` is the caller's)
+        fn = cast(_F, fn.__func__)
     seen = set()
     while hasattr(fn, "__wrapped__") and id(fn) not in seen:
         seen.add(id(fn))
@@ -104,8 +106,10 @@ def _analyse(fn: object, kernel: str | None = None) -> tuple[KernelSignature | N
                 got=type(fn).__name__ + " " + repr(fn)[:40],
             )
         ]
+    # a bound method (``cute.compile(self._host_function)``, as the DSL's own HardwareInfo compiles a
+    # @cute.jit method): ``self`` is bound, the parameters are the method's after it
+    bound_self = inspect.ismethod(fn)
     base: object = unwrap(fn)
-    bound_self = False
     call = getattr(type(fn), "__call__", None)
     if not inspect.isfunction(base) and dsl.is_dsl_decorated(call) == "jit" and inspect.isfunction(unwrap(call)):
         # a callable object (quack and FlashAttention style: ``__call__`` decorated with

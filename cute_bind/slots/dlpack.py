@@ -138,13 +138,25 @@ def describe_device(device: tuple[int, int]) -> str:
     return f"{DEVICE_NAMES.get(device[0], f'device type {device[0]}')}:{device[1]}"
 
 
-_api = ctypes.pythonapi
-_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_GetName.restype = ctypes.c_char_p
-_api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-_api.PyCapsule_IsValid.restype = ctypes.c_int
-_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+def python_api(name: str, restype: Any, *argtypes: Any) -> Any:
+    """Our own ctypes function object for the C API function ``name``: ``ctypes.pythonapi.X`` is one
+    object per process, whose ``argtypes`` another library may set (a ``CFUNCTYPE`` destructor for
+    ``PyCapsule_New``, seen on the GPU machine) and which we must not set for it either.
+    PYFUNCTYPE keeps the GIL, so a Python exception the function sets propagates."""
+    return ctypes.PYFUNCTYPE(restype, *argtypes)((name, ctypes.pythonapi))
+
+
+class _CapsuleApi:
+    PyCapsule_GetPointer = python_api("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)
+    PyCapsule_GetName = python_api("PyCapsule_GetName", ctypes.c_char_p, ctypes.py_object)
+    PyCapsule_IsValid = python_api("PyCapsule_IsValid", ctypes.c_int, ctypes.py_object, ctypes.c_char_p)
+    #: a capsule of a pointer, with a destructor (``None``: none)
+    PyCapsule_New = python_api("PyCapsule_New", ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+
+
+_api = _CapsuleApi
+#: ``PyCapsule_New(pointer, name, destructor)`` (a DLPack capsule of a producer cute_bind makes)
+capsule_new = _CapsuleApi.PyCapsule_New
 
 # PYFUNCTYPE: the call keeps the GIL (the function may set a Python exception,
 # which then propagates) -- a CFUNCTYPE call would release it.

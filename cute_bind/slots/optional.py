@@ -440,8 +440,7 @@ class OptionalKind(SlotKind):
                 raise where.error(D.UNION_NO_MEMBER, expected=f"a value of one of {self._spelled()} (None is not a member)", got="None")
             return Bound(packed=(), dsl_value=None, key=("none",), slot=self._bound(False))
         if not self.is_union:
-            b = bind(value, where)
-            return Bound(packed=b.packed, dsl_value=b.dsl_value, key=("value", b.key), slot=self._bound(True, b.slot))
+            return self.present_bound(bind(value, where))
         found = self.own_kind(value)
         if found is None:
             raise where.error(
@@ -450,8 +449,21 @@ class OptionalKind(SlotKind):
                 got=describe_value(value),
             )
         index, kind = found
-        b = bind(value, where) if index == 0 and kind is self.element else kind.bind(value, where)
-        return Bound(packed=b.packed, dsl_value=b.dsl_value, key=("value", _tag(b.slot), b.key), slot=self._bound(True, b.slot))
+        return self.present_bound(bind(value, where) if index == 0 and kind is self.element else kind.bind(value, where))
+
+    def present_bound(self, b: Bound) -> Bound:
+        """The bound value of this slot holding a value its member bound as ``b``."""
+        key = ("value", _tag(b.slot), b.key) if self.is_union else ("value", b.key)
+        return Bound(packed=b.packed, dsl_value=b.dsl_value, key=key, slot=self._bound(True, b.slot))
+
+    def tensor_member(self, value: object) -> SlotKind | None:
+        """The tensor member kind that a (non-None) ``value`` is bound with, or ``None``: the member
+        the value is (a union), else the first tensor member. A compile from a tensor (a fake, or a
+        ``from_dlpack``) assumed a tensor here; a guard checks the call's value as that member."""
+        found = self.own_kind(value) if self.is_union else None
+        if found is not None:
+            return found[1] if found[1].kind == "tensor" else None
+        return next((m for m in self.members if m.kind == "tensor"), None) if not self.is_union else None
 
     def bind_address(self, value: object, where: Where) -> Bound | None:
         """An ``int`` bound to the union's pointer member as an address for a compiled entry, or ``None`` where there is none.
@@ -467,8 +479,7 @@ class OptionalKind(SlotKind):
         member = next((m for m in self.members if isinstance(m, PointerKind)), None)
         if member is None:
             return None
-        b = member.prepare(value, where)  # bound for a compiled entry: an int carries no dtype to compile with
-        return Bound(packed=b.packed, dsl_value=b.dsl_value, key=("value", _tag(b.slot), b.key), slot=self._bound(True, b.slot))
+        return self.present_bound(member.prepare(value, where))  # for a compiled entry: an int carries no dtype to compile with
 
     def _bound(self, present: bool, inner: SlotKind | None = None) -> OptionalKind:
         return OptionalKind(self.element, present, inner, self.members, self.annotations, self.nullable)

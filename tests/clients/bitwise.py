@@ -194,6 +194,8 @@ def _door(record: Recorded, door: str, loose: dict[int, frozenset[str]]) -> dict
         return _hook_door(record, loose)
     if door != "prepare" and record.host is None:
         return {"ok": False, "code": "n/a", "step": "", "error": "n/a (a loaded function has no host function)"}
+    if door == "kernel-stream" and _stream_parameter(record.host) is None:
+        return {"ok": False, "code": "n/a", "step": "", "error": "n/a (the host function takes no stream)"}
     step = "kernel()"
     try:
         k = None

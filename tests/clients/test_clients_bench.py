@@ -100,3 +100,28 @@ def test_targets_are_the_issues() -> None:
     quack = {"label": "quack softmax 1x4096", "median_us": {b.PACKAGE: 25.0, b.DIRECT: 6.0}}
     line = b.targets(quack)
     assert line.count("n/a") == 2 and "op" not in line.split(":", 1)[1], line  # no op target outside FA4
+
+
+def test_unproxy_puts_the_compiled_function_back_in_nested_plans() -> None:
+    """The device run stopped: quack's GEMM keeps its compiled function in a NamedTuple plan in a plan
+    dict, which the first unproxy() (dicts only) left holding the recorder's proxy."""
+    from typing import NamedTuple
+
+    from tests.clients.recorder import _Proxy
+
+    bench = _bench()
+
+    class Plan(NamedTuple):
+        config: int
+        compiled: Any
+
+    class Record:
+        compiled = staticmethod(len)
+
+    proxy = _Proxy.__new__(_Proxy)
+    object.__setattr__(proxy, "_record", Record())
+    caches: dict[str, Any] = {"dict": {"k": proxy}, "list": [proxy], "plan": {"k": Plan(1, proxy)}, "deep": {"k": (2, Plan(3, proxy))}}
+    assert bench.unproxy() >= 4
+    assert caches["dict"]["k"] is len and caches["list"][0] is len
+    assert caches["plan"]["k"] == Plan(1, len) and type(caches["plan"]["k"]) is Plan
+    assert caches["deep"]["k"] == (2, Plan(3, len))

@@ -151,3 +151,20 @@ def test_a_frame_copies_its_handles_snapshot():
     assert not snap.guarded and snap.entry_address != 0
     with pytest.raises(AttributeError):
         snap.storage = b""  # frozen: a copy, never a view of the handle
+
+
+def test_lowering_ignores_what_another_library_sets_on_ctypes_pythonapi() -> None:
+    """The GPU machine's first run failed every lowering with CB204 "expected CFunctionType instance instead
+    of NoneType": a library there sets ``ctypes.pythonapi.PyCapsule_New.argtypes`` with a ``CFUNCTYPE``
+    destructor, and the placeholders' ``__dlpack__`` shared that one process-wide function object."""
+    shared = ctypes.pythonapi.PyCapsule_New
+    saved = (shared.restype, shared.argtypes)
+    destructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+    shared.restype, shared.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, destructor]
+    try:
+        op = cj.op(K.scale, outputs={"out": "x"})
+        got = jax.jit(lambda a: op(a, 3.0))(np.arange(8, dtype=np.float32))
+        assert np.asarray(got).tobytes() == (np.arange(8, dtype=np.float32) * np.float32(3.0)).tobytes()
+        assert shared.argtypes[2] is destructor  # and cute_bind left the other library's setting as it was
+    finally:
+        shared.restype, shared.argtypes = saved

@@ -335,6 +335,9 @@ def test_bind_of_an_env_compile_takes_an_int_address_for_a_pointer_member() -> N
     h = k.bind(out, x, alpha.data_ptr())
     assert h.parameters == ("out", "inp", "alpha")
     assert k.cache_info()["compiled"] == 1  # the client's compile, no other
+    h = k.bind(out, x, alpha.data_ptr(), 0)  # the stream given: the sibling of the same compile, explicit stream
+    assert h.parameters == ("out", "inp", "alpha", "stream")
+    assert k.cache_info()["compiled"] == 2  # that compile's sibling (same fakes, explicit stream), not the int's
     plain = cute_bind.kernel(ScaleBy())  # no env-stream compile: the value's own kind decides, and an int is none
     with pytest.raises(cute_bind.LaunchArgumentError) as info:
         plain.bind(out, x, alpha.data_ptr(), 0)

@@ -19,7 +19,7 @@ import pytest
 from cutlass.cute.runtime import from_dlpack, make_fake_stream, make_fake_tensor
 
 import cute_bind
-from tests.kernels.guards import rows4, rows4_default_stream, scaled_rows
+from tests.kernels.guards import rows4, rows4_default_stream, rows4_weighted, scaled_rows
 from tests.optional import torch_or_skip
 
 torch = torch_or_skip()
@@ -258,4 +258,50 @@ def test_a_compile_from_fake_mode_tensors_serves_real_ones(path: str) -> None:
     t, out = torch.randn(3, 4), torch.zeros(3, 4)
     k(t, out, 0.5, 0)
     assert out.numpy().tobytes() == _expected(t, 0.5)
+    assert k.cache_info()["compiled"] == 1
+
+
+# ------------------------------------------------------------------ Optional[cute.Tensor] parameters
+def _weighted_expected(x: Any, w: Any, eps: float) -> bytes:
+    return (x.numpy() * np.float32(2.0) * w.numpy() + np.float32(eps)).tobytes()
+
+
+WEIGHT_COMPILES = [
+    # (how the weight reaches compile(): a fake tensor as quack's norms compile, from_dlpack of a real one)
+    ("fake", lambda: make_fake_tensor(cutlass.Float32, (4,), stride=(1,), assumed_align=16)),
+    ("from_dlpack", lambda: from_dlpack(torch.ones(4), assumed_align=16)),
+]
+
+
+@pytest.mark.parametrize("name, weight", WEIGHT_COMPILES, ids=[w[0] for w in WEIGHT_COMPILES])
+def test_an_optional_tensor_compiled_from_a_tensor_is_guarded_as_one(path: str, name: str, weight: Any) -> None:
+    """quack's RMSNorm (``mW: Optional[cute.Tensor]``) compiled from fakes, then called with a stream:
+    before, the guards took only ``cute.Tensor`` slots, refused the weight (CB213 "the slot takes a
+    cute.Tensor parameter, got Optional[cute.Tensor]") and the call's own compile failed (CB315)."""
+    k = cute_bind.kernel(rows4_weighted, cache=False)
+    x0, o0 = _fakes()
+    k.compile(x0, weight(), o0, cutlass.Float32(0.5), make_fake_stream())
+    for rows, eps in ((3, 0.5), (6, -1.25)):
+        x, w, out = torch.randn(rows, 4), torch.randn(4), torch.zeros(rows, 4)
+        k(x, w, out, eps, 0)
+        assert out.numpy().tobytes() == _weighted_expected(x, w, eps)
+    h = k.bind(x, w, out, 0.5, cuda.CUstream(0))
+    x, w, out = torch.randn(2, 4), torch.randn(4), torch.zeros(2, 4)
+    h.launch(x, w, out, 0.75, 0)
+    assert out.numpy().tobytes() == _weighted_expected(x, w, 0.75)
+    assert k.cache_info()["compiled"] == 1
+    # the compile read a tensor there: None, or a tensor of another length, is refused naming the weight
+    for bad, code in ((None, "CB213"), (torch.randn(8), "CB213"), (torch.randn(4, dtype=torch.float64), "CB211")):
+        with pytest.raises(cute_bind.KernelCompileError) as info:
+            k(x, bad, out, 0.5, 0)
+        assert info.value.code == "CB315" and f"[{code}]" in str(info.value) and "parameter 'mW'" in str(info.value)
+
+
+def test_an_optional_tensor_compiled_as_none_serves_calls_without_it(path: str) -> None:
+    k = cute_bind.kernel(rows4_weighted, cache=False)
+    x0, o0 = _fakes()
+    k.compile(x0, None, o0, cutlass.Float32(0.5), make_fake_stream())
+    x, out = torch.randn(3, 4), torch.zeros(3, 4)
+    k(x, None, out, 0.5, 0)
+    assert out.numpy().tobytes() == _expected(x, 0.5)
     assert k.cache_info()["compiled"] == 1

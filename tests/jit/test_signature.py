@@ -1,5 +1,8 @@
 """Decoration-time eligibility: one row per annotation case."""
 
+import cutlass
+import cutlass.cute as cute
+import numpy as np
 import pytest
 
 import cute_bind
@@ -162,3 +165,36 @@ def test_invalid_pointer_annotation(params, detail):
 def test_pointer_is_annotation_only():
     with pytest.raises(TypeError):
         cute_bind.Pointer()
+
+
+class _Scaler:
+    """A client's object whose host functions are methods (the DSL's HardwareInfo compiles
+    ``self._host_function``, a ``@cute.jit`` method, as a bound method)."""
+
+    def __init__(self, factor: float) -> None:
+        self.factor = factor
+
+    @cute.jit
+    def jit_method(self, mX: cute.Tensor, mO: cute.Tensor):
+        for i in range(cute.size(mX)):
+            mO[i] = mX[i] * cutlass.Float32(self.factor)
+
+    def plain_method(self, mX: cute.Tensor, mO: cute.Tensor):
+        for i in range(cute.size(mX)):
+            mO[i] = mX[i] * cutlass.Float32(self.factor)
+
+
+BOUND_METHODS = [("@cute.jit method", lambda s: s.jit_method), ("plain method", lambda s: s.plain_method)]
+
+
+@pytest.mark.parametrize("form, pick", BOUND_METHODS, ids=[m[0] for m in BOUND_METHODS])
+def test_a_bound_method_takes_its_parameters_after_self(form, pick):
+    """Before: ``cute_bind.kernel(obj.method)`` read ``self`` as the first parameter (CB101)."""
+    k = cute_bind.kernel(pick(_Scaler(3.0)), cache=False)
+    assert [p.name for p in k.signature.params] == ["mX", "mO"]
+    x, out = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    k(x, out)
+    assert out.tobytes() == (x * np.float32(3.0)).tobytes()
+    out2 = np.zeros(4, np.float32)
+    k.bind(x, out2).launch(x, out2)
+    assert out2.tobytes() == out.tobytes()

@@ -1,5 +1,7 @@
 """Host-only kernels that need what a client's fake tensors say (tests/jit/test_guards.py)."""
 
+from typing import Optional
+
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
@@ -21,6 +23,18 @@ def rows4_default_stream(mX: cute.Tensor, mO: cute.Tensor, eps: cutlass.Float32,
         for i in range(cute.size(mX, mode=[0])):
             for j in cutlass.range_constexpr(4):
                 mO[i, j] = mX[i, j] * cutlass.Float32(2.0) + eps
+
+
+@cute.jit
+def rows4_weighted(mX: cute.Tensor, mW: Optional[cute.Tensor], mO: cute.Tensor, eps: cutlass.Float32, stream: cuda.CUstream):
+    """mO = mX * 2 (* mW, an optional weight per column) + eps, N = 4 static (quack's norms' weight)."""
+    if cutlass.const_expr(cute.size(mX, mode=[1]) == 4):
+        for i in range(cute.size(mX, mode=[0])):
+            for j in cutlass.range_constexpr(4):
+                y = mX[i, j] * cutlass.Float32(2.0)
+                if cutlass.const_expr(mW is not None):
+                    y = y * mW[j]
+                mO[i, j] = y + eps
 
 
 @cute.jit

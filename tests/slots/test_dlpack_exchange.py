@@ -11,9 +11,7 @@ import pytest
 
 from cute_bind.slots import dlpack as _dlpack
 
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+from cute_bind.slots.dlpack import capsule_new as _capsule_new  # noqa: E402 - our own PyCapsule_New function object
 
 _READER = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_void_p)
 _STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p)

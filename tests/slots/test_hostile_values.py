@@ -190,9 +190,7 @@ class _ManagedVersioned(ctypes.Structure):
     ]
 
 
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+from cute_bind.slots.dlpack import capsule_new as _capsule_new  # noqa: E402 - our own PyCapsule_New function object
 
 
 class Hostile:

@@ -489,8 +489,8 @@ class Managed(ctypes.Structure):
 
 shape = (ctypes.c_int64 * 1)(-8)       # a negative extent
 managed = Managed(DLTensor(x.ctypes.data, 1, 0, 1, 2, 32, 1, shape, None, 0))
-capsule_new = ctypes.pythonapi.PyCapsule_New
-capsule_new.restype, capsule_new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+    ("PyCapsule_New", ctypes.pythonapi))  # a function object of our own, not the process-wide one
 
 class Hostile:                         # a DLPack producer describing it
     def __dlpack__(self, stream=None): return capsule_new(ctypes.addressof(managed), b"dltensor", None)
