@@ -311,9 +311,26 @@ static int compact(CallBase *self) {
 /* A stream reader (cute_bind.jit.streams.StreamReader, a tuple: work_stream address, device or -1, current_device,
  * keep, raw): torch's DLPack current_work_stream called from here, no Python call (issue 44 item 7). */
 static int is_reader(PyObject *f) {
-    return PyTuple_Check(f) && PyTuple_Size(f) == 5 && PyLong_Check(PyTuple_GetItem(f, 0)) && PyLong_Check(PyTuple_GetItem(f, 1)) &&
-           PyCallable_Check(PyTuple_GetItem(f, 2));
+    /* a 5-tuple is never a callable getter: its fields are checked as they are read (a wrong one raises) */
+    return PyTuple_Check(f) && PyTuple_Size(f) == 5;
 }
+/* The int of a stream handle (new reference): the last one made is kept, so that a thread launching on
+ * one stream makes no int per call (the interpreter lock guards the pair). */
+static void *last_stream = NULL;
+static PyObject *last_stream_int = NULL;
+static PyObject *stream_int(void *s) {
+    if (last_stream_int != NULL && s == last_stream) {
+        Py_INCREF(last_stream_int);
+        return last_stream_int;
+    }
+    PyObject *made = PyLong_FromVoidPtr(s);
+    if (made != NULL) {
+        CB_SETREF(last_stream_int, Py_NewRef(made));
+        last_stream = s;
+    }
+    return made;
+}
+
 /* `f()` (new reference), or NULL with an exception set; a reader is read without calling it. */
 static PyObject *read_stream(PyObject *f) {
     PyObject *stream = NULL, *d = NULL;
@@ -330,7 +347,7 @@ static PyObject *read_stream(PyObject *f) {
         int (*work_stream)(int32_t, int32_t, void **);
         memcpy(&work_stream, &address, sizeof work_stream);
         if (!PyErr_Occurred() && address != NULL && device >= 0 && device <= INT32_MAX && work_stream(2 /* kDLCUDA */, (int32_t)device, &s) == 0) {
-            stream = PyLong_FromVoidPtr(s);
+            stream = stream_int(s);
         } else if (!PyErr_Occurred()) {
             PyErr_Format(PyExc_RuntimeError, "torch's current_work_stream gave no stream for device %ld", device);
         }
@@ -339,28 +356,69 @@ static PyObject *read_stream(PyObject *f) {
     return stream;
 }
 
-/* `args` plus the stream from `stream_fn()` as one more positional argument (new reference), or NULL. */
-static PyObject *with_stream(PyObject *args, Py_ssize_t n, PyObject *stream_fn) {
-    PyObject *stream = read_stream(stream_fn);
-    if (stream == NULL) {
-        return NULL;
+/* The argument count up to which a left-out stream's call passes its arguments on the C stack. */
+#define CB_STACK_ARGS 24
+typedef PyObject *(*cb_fastcall_kw)(PyObject *, PyObject *const *, Py_ssize_t, PyObject *);
+
+/* `callable(*stack[:n])`. The routes' targets are launchers' try_launch, a METH_FASTCALL | METH_KEYWORDS
+ * builtin method: its C function is called with the arguments as they are on the stack, as the
+ * interpreter's own vectorcall does (the limited API has no PyObject_Vectorcall before 3.12), which
+ * builds no tuple. Any other callable gets one. */
+static PyObject *call_stack(PyObject *callable, PyObject *const *stack, Py_ssize_t n) {
+    if (PyObject_TypeCheck(callable, &PyCFunction_Type) && PyCFunction_GetFlags(callable) == (METH_FASTCALL | METH_KEYWORDS)) {
+        cb_fastcall_kw function = (cb_fastcall_kw)(void (*)(void))PyCFunction_GetFunction(callable);
+        PyObject *self = PyCFunction_GetSelf(callable);
+        if (function == NULL || Py_EnterRecursiveCall(" in a kernel's launch")) {
+            return NULL;
+        }
+        PyObject *result = function(self, stack, n, NULL);
+        Py_LeaveRecursiveCall();
+        return result;
     }
-    PyObject *full = PyTuple_New(n + 1);
+    PyObject *full = PyTuple_New(n);
     if (full == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_INCREF(stack[i]);
+        PyTuple_SetItem(full, i, stack[i]); /* steals */
+    }
+    PyObject *result = PyErr_Occurred() ? NULL : PyObject_Call(callable, full, NULL);
+    Py_DECREF(full);
+    return result;
+}
+
+/* `callable(*args, stream_fn())`: args' n items, then the stream. NULL with *read_failed set: reading
+ * the stream raised (the caller declines); NULL otherwise: the call raised. */
+static PyObject *call_with_stream(PyObject *callable, PyObject *args, Py_ssize_t n, PyObject *stream_fn, int *read_failed) {
+    *read_failed = 0;
+    if (!PyTuple_Check(args) || n != PyTuple_Size(args)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "a left-out stream's call takes a tuple of the route's size");
+        }
+        return NULL;
+    }
+    PyObject *local[CB_STACK_ARGS];
+    /* a kernel of many parameters: the arguments on the heap (still no tuple) */
+    PyObject **stack = n < CB_STACK_ARGS ? local : PyMem_Malloc((size_t)(n + 1) * sizeof(PyObject *));
+    if (stack == NULL) {
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        stack[i] = PyTuple_GetItem(args, i); /* borrowed: the caller holds args across the call */
+    }
+    PyObject *result = NULL, *stream = read_stream(stream_fn);
+    if (stream == NULL) {
+        *read_failed = 1;
+    } else {
+        stack[n] = stream;
+        result = call_stack(callable, stack, n + 1);
         Py_DECREF(stream);
-        return NULL;
     }
-    for (Py_ssize_t i = 0; i < n; i++) { /* n is the size of args (both callers check it) */
-        PyObject *item = PyTuple_GetItem(args, i);
-        Py_XINCREF(item);
-        PyTuple_SetItem(full, i, item); /* steals */
+    if (stack != local) {
+        PyMem_Free(stack);
     }
-    PyTuple_SetItem(full, n, stream); /* steals */
-    if (PyErr_Occurred()) {
-        Py_DECREF(full);
-        return NULL;
-    }
-    return full;
+    return result;
 }
 
 /* One route: a specialization's handle tried without its slow path (its launcher's try_launch,
@@ -393,13 +451,9 @@ static PyObject *try_route(PyObject *route, PyObject *args) {
             return NULL;
         }
         if (fill_n >= 0 && n == fill_n) {
-            PyObject *full = with_stream(args, n, PyTuple_GetItem(route, 2));
-            if (full == NULL) {
-                return stream_failed();
-            }
-            PyObject *r = PyObject_Call(target, full, NULL);
-            Py_DECREF(full);
-            return r;
+            int read_failed;
+            PyObject *r = call_with_stream(target, args, n, PyTuple_GetItem(route, 2), &read_failed);
+            return r == NULL && read_failed ? stream_failed() : r;
         }
         return PyObject_Call(target, args, NULL);
     }
@@ -553,8 +607,9 @@ static PyObject *call_with(CallBase *self, PyObject *args, PyObject *kwargs, PyO
         int no_kwargs = kwargs == NULL || PyDict_Size(kwargs) == 0;
         if (st->fill_n >= 0 && st->stream_fn != NULL && no_kwargs && PyTuple_Size(args) == st->fill_n) {
             /* the stream left out: append the current one (an error here: the dispatch path reports it) */
-            PyObject *full = with_stream(args, st->fill_n, st->stream_fn);
-            if (full == NULL) {
+            int read_failed;
+            result = call_with_stream(call, args, st->fill_n, st->stream_fn, &read_failed);
+            if (result == NULL && read_failed) {
                 Py_DECREF(call);
                 Py_DECREF(st);
                 if (cb_decline() < 0) {
@@ -562,8 +617,6 @@ static PyObject *call_with(CallBase *self, PyObject *args, PyObject *kwargs, PyO
                 }
                 return call_dispatch(self, dargs, dkwargs); /* the stream getter raised: the dispatch path reports it (CB221) */
             }
-            result = PyObject_Call(call, full, NULL);
-            Py_DECREF(full);
         } else {
             result = PyObject_Call(call, args, kwargs);
         }

@@ -20,7 +20,7 @@ import pytest
 import cute_bind
 from cute_bind.jit import dispatch as dispatch_mod
 from cute_bind.jit import streams as streams_mod
-from tests.kernels.host import add_constexpr_stream, scale_stream_default, tscale_stream_default
+from tests.kernels.host import add_constexpr_stream, scale_stream_default, sum25_stream_default, tscale_stream_default
 from tests.optional import torch_or_skip
 
 WORK_STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
@@ -143,3 +143,17 @@ def test_a_failing_table_goes_to_the_dispatch_path_which_raises_cb221(make: Any,
     assert info.value.code == "CB221" and "invalid device ordinal" in str(info.value)
     if _c_path(k):
         assert fake.table_calls == [(2, 3)]  # the C path asked the table, which failed; the dispatch path raised
+
+
+def test_a_kernel_of_many_parameters_reads_a_left_out_stream_too(make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """26 arguments: the C path's left-out stream call keeps up to 24 on the C stack, more on the heap."""
+    fake = FakeTorch(0x6160)
+    fake.install(monkeypatch)
+    k = make(sum25_stream_default)
+    buf = (ctypes.c_int32 * 1)()
+    for step in range(3):
+        k(ctypes.addressof(buf), *range(step, step + 25))
+        assert buf[0] == sum(range(step, step + 25))
+    assert _stream_of(k) == 0x6160
+    if _c_path(k):
+        assert fake.table_calls == [(2, 3), (2, 3)]

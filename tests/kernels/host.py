@@ -229,6 +229,67 @@ def scale_stream_default(out: F32, inp: F32, alpha: cutlass.Float32, n: cutlass.
 
 
 @cute.jit
+def sum25_stream_default(
+    out: cute_bind.Pointer[cutlass.Int32],
+    a0: cutlass.Int32,
+    a1: cutlass.Int32,
+    a2: cutlass.Int32,
+    a3: cutlass.Int32,
+    a4: cutlass.Int32,
+    a5: cutlass.Int32,
+    a6: cutlass.Int32,
+    a7: cutlass.Int32,
+    a8: cutlass.Int32,
+    a9: cutlass.Int32,
+    a10: cutlass.Int32,
+    a11: cutlass.Int32,
+    a12: cutlass.Int32,
+    a13: cutlass.Int32,
+    a14: cutlass.Int32,
+    a15: cutlass.Int32,
+    a16: cutlass.Int32,
+    a17: cutlass.Int32,
+    a18: cutlass.Int32,
+    a19: cutlass.Int32,
+    a20: cutlass.Int32,
+    a21: cutlass.Int32,
+    a22: cutlass.Int32,
+    a23: cutlass.Int32,
+    a24: cutlass.Int32,
+    stream: cuda.CUstream = None,
+):
+    """out[0] = a0 + ... + a24: more arguments than a left-out stream's call keeps on the C stack."""
+    o = cute.make_tensor(out, cute.make_layout(1))
+    o[0] = (
+        a0
+        + a1
+        + a2
+        + a3
+        + a4
+        + a5
+        + a6
+        + a7
+        + a8
+        + a9
+        + a10
+        + a11
+        + a12
+        + a13
+        + a14
+        + a15
+        + a16
+        + a17
+        + a18
+        + a19
+        + a20
+        + a21
+        + a22
+        + a23
+        + a24
+    )
+
+
+@cute.jit
 def tscale_stream_default(out: cute.Tensor, inp: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream = None):
     """out[i] = inp[i] * alpha over a rank-1 tensor; the stream may be left out of a call."""
     for i in range(cute.size(out)):
