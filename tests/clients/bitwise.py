@@ -267,11 +267,14 @@ def _hook_door(record: Recorded, loose: dict[int, frozenset[str]]) -> dict[str, 
                 kwargs = dict(record.kwargs, **({} if options is None else {"options": options}))
             else:  # the cute.compile[...] form
                 compile_, kwargs = cute.compile[options], dict(record.kwargs)
+            # each compile of its own copy of the object as the client had it before its compile (as a
+            # fresh process compiles it once): tracing sets attributes, and the traced object is another key
+            miss, hit = _hook_hosts(record)
             t0 = time.perf_counter()
-            compile_(record.host, *record.args, **kwargs)
+            compile_(miss, *record.args, **kwargs)
             step = "cute.compile under the hook again (the hit)"
             t1 = time.perf_counter()
-            compiled = compile_(record.host, *record.args, **kwargs)
+            compiled = compile_(hit, *record.args, **kwargs)
             t2 = time.perf_counter()
         served = isinstance(compiled, cute_bind.cache.CachedFunction)
         for i, call in enumerate(record.calls):
@@ -289,6 +292,19 @@ def _hook_door(record: Recorded, loose: dict[int, frozenset[str]]) -> dict[str, 
     # the miss (compile and store) and the hit (key and load) in seconds: the JSON's cold/warm per compile
     out.update(served=served, miss_s=round(t1 - t0, 4), hit_s=round(t2 - t1, 4))
     return out
+
+
+def _hook_hosts(record: Recorded) -> tuple[Any, Any]:
+    """The hook door's two hosts: two copies of the recorded object's state before the client's compile
+    (the recorder's ``pristine``), else the client's own host twice."""
+    import copy
+
+    if record.pristine is None:
+        return record.host, record.host
+    try:
+        return copy.deepcopy(record.pristine), copy.deepcopy(record.pristine)
+    except Exception:  # noqa: BLE001 - copied once already; a second copy that fails: the client's own
+        return record.host, record.host
 
 
 def _nondeterministic(record: Recorded) -> dict[int, frozenset[str]]:

@@ -123,6 +123,23 @@ class Recorded:
     origin: str  # file:line of the client's call
     calls: list[Call] = dataclasses.field(default_factory=list)
     loaded_from: str | None = None
+    #: a copy of a kernel object as it was before the client's compile traced it (None: a function, or
+    #: an object that does not copy): tracing may set its attributes, and a compile of the traced object
+    #: is another key than the one a fresh process compiles (the hook door compiles copies of this)
+    pristine: Any = None
+
+
+def pristine_copy(host: Any) -> Any:
+    """``copy.deepcopy(host)`` for a kernel object (a callable instance), else ``None``."""
+    import copy
+    import inspect
+
+    if host is None or inspect.isfunction(host) or inspect.ismethod(host) or isinstance(host, type):
+        return None
+    try:
+        return copy.deepcopy(host)
+    except Exception:  # noqa: BLE001 - an object that does not copy: the hook door compiles the client's own
+        return None
 
 
 class _Proxy:
@@ -206,6 +223,7 @@ class Recorder:
                     # the GPU): not the client's kernel, and the client never calls it
                     return original(*args, **kwargs)
                 options = kwargs.get("options", fixed_options)
+                pristine = pristine_copy(host)
                 start = time.perf_counter()
                 compiled = original(*args, **kwargs)
                 seconds = time.perf_counter() - start
@@ -220,6 +238,7 @@ class Recorder:
                         compiled=compiled,
                         seconds=seconds,
                         origin=_origin(),
+                        pristine=pristine,
                     )
                 )
                 return _Proxy(record, recorder)

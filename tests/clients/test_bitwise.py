@@ -17,6 +17,10 @@ from typing import Any
 
 import pytest
 
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+
 from tests.optional import torch_or_skip
 
 torch = torch_or_skip()
@@ -166,3 +170,37 @@ def test_the_hook_door_calls_a_function_served_from_the_disk_cache(recorded: Any
     call.after = (args, kwargs)
     outcome = bitwise._door(r, "hook", {0: frozenset()})
     assert not outcome["ok"] and outcome["code"] == "BITWISE", outcome
+
+
+class _TracingScale:
+    """A kernel object that sets an attribute while it is traced (as class kernels keep tiling plans):
+    the traced object is another key than a fresh one, and one the cache cannot spell (CB608)."""
+
+    @cute.jit
+    def __call__(self, mO: cute.Tensor, mX: cute.Tensor, alpha: cutlass.Float32, stream: cuda.CUstream):
+        self.plan = object()  # noqa: B018 - the traced state
+        for i in range(cute.size(mX, mode=[0])):
+            mO[i] = mX[i] * alpha
+
+
+@needs_disk_cache
+@pytest.mark.usefixtures("cache_dir")
+def test_the_hook_door_compiles_the_object_as_it_was_before_the_clients_compile() -> None:
+    """The first device run: FlashAttention-4's and quack's GEMM objects were "not served: compiled" by the
+    hook door (compiled twice, each a miss), because it compiled the object the client's compile had traced."""
+    from cutlass.cute.runtime import from_dlpack, make_fake_stream
+
+    recorder = Recorder(gpu=True)
+    n = 16
+    x, out = torch.randn(n), torch.zeros(n)
+    host = _TracingScale()
+    with recorder.active("test.tracing"):
+        mark = lambda t: from_dlpack(t).mark_layout_dynamic()  # noqa: E731
+        fn = cute.compile(
+            host, mark(torch.zeros(n)), mark(torch.zeros(n)), cutlass.Float32(2.0), make_fake_stream(), options="--enable-tvm-ffi"
+        )
+        fn(out, x, 2.0, 0)
+    (r,) = recorder.records
+    assert hasattr(r.host, "plan") and not hasattr(r.pristine, "plan")
+    outcome = bitwise._door(r, "hook", {0: frozenset()})
+    assert outcome["ok"] and outcome["served"] is True, outcome
