@@ -19,7 +19,7 @@ from .compiler import Binding, Compiler, is_jit_object
 from .keys import Handle
 from .guards import Refusal
 from .dispatch import DEFAULT_LIMIT, FALLBACK, ON_LIMIT, CallBase, Dispatcher, PythonCallBase, Specialization
-from .signature import KernelSignature, read_signature, unwrap
+from .signature import KernelSignature, is_method_definition, read_signature, unwrap
 
 __all__ = ["Kernel", "KernelOptions", "kernel"]
 
@@ -397,6 +397,13 @@ def _make(fn: Callable[..., object], options: KernelOptions) -> Kernel[...]:
         name = options.get("name") or getattr(unwrap(fn), "__name__", "kernel")
         got, expected = W.DEVICE_KERNEL
         raise D.error(D.DEVICE_KERNEL, kernel=str(name), got=got, expected=expected)
+    if is_method_definition(fn):
+        raise D.error(
+            D.METHOD_IN_CLASS_BODY,
+            kernel=str(options.get("name") or getattr(unwrap(fn), "__name__", "kernel")),
+            expected="a host function or the bound method of an object (`cute_bind.kernel(obj.host)`)",
+            got=f"the method {getattr(unwrap(fn), '__qualname__', '?')} in its class body (its `self` does not exist yet)",
+        )
     if _wrapped_without_jit(fn):
         inner = unwrap(fn)
         name = options.get("name") or getattr(inner, "__name__", "kernel")

@@ -223,3 +223,16 @@ def read_signature(fn: object, kernel: str | None = None) -> KernelSignature:
         raise first
     assert sig is not None  # internal invariant: no problems means a signature
     return sig
+
+
+def is_method_definition(fn: object) -> bool:
+    """A function defined in a class body whose first parameter is an unannotated ``self``: decorated
+    there (``@cute_bind.kernel`` over a method), its object does not exist yet (CB127)."""
+    base = unwrap(fn)
+    if inspect.ismethod(fn) or not inspect.isfunction(base):
+        return False  # a bound method has its object
+    parts = base.__qualname__.split(".")
+    if len(parts) < 2 or parts[-2] == "<locals>":
+        return False  # a module-level or nested function: not in a class body
+    params = list(inspect.signature(base).parameters.values())
+    return bool(params) and params[0].name == "self" and params[0].annotation is inspect.Parameter.empty

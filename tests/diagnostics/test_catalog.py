@@ -39,6 +39,7 @@ KNOWN_CODES = [
     "CB708",  # a torch op's written tensor overlapping itself, another written tensor or an input
     "CB234",  # a plain tuple of another arity given for a NamedTuple parameter
     "CB316",  # a dataclass a TVM-FFI function's call passes as an opaque object (issue 40 item 2)
+    "CB127",  # @cute_bind.kernel on a method in its class body (the kernel is made per object)
     "CB901", "CB902", "CB903", "CB904", "CB905", "CB906", "CB907", "CB908", "CB909", "CB910", "CB911",  # cute_bind.jax (issue 42)
 ]  # fmt: skip
 

@@ -198,3 +198,28 @@ def test_a_bound_method_takes_its_parameters_after_self(form, pick):
     out2 = np.zeros(4, np.float32)
     k.bind(x, out2).launch(x, out2)
     assert out2.tobytes() == out.tobytes()
+
+
+def test_a_method_decorated_in_its_class_body_is_cb127_and_its_fix_works():
+    """Before: CB101 on `self`, whose fix (annotate it) cannot work: the object is traced, not launched."""
+    with pytest.raises(cute_bind.KernelDefinitionError) as info:
+
+        class Decorated:
+            @cute_bind.kernel
+            @cute.jit
+            def host(self, mX: cute.Tensor, mO: cute.Tensor):
+                pass
+
+    assert info.value.code == "CB127" and "Decorated.host" in str(info.value)
+    with pytest.raises(cute_bind.KernelDefinitionError) as info:
+        cute_bind.kernel(_Scaler.jit_method)  # the function from the class, no object bound
+    assert info.value.code == "CB127"
+
+    class Owner(_Scaler):
+        def __init__(self, factor: float) -> None:
+            super().__init__(factor)
+            self.run = cute_bind.kernel(self.jit_method, cache=False)  # the fix, as CB127 spells it
+
+    x, out = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    Owner(5.0).run(x, out)
+    assert out.tobytes() == (x * np.float32(5.0)).tobytes()

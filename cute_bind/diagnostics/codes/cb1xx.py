@@ -613,3 +613,36 @@ SOURCE_NOT_CHECKED = _entry(
     `[tool.cute-bind]`); importing the module still checks its kernels.
     """,
 )
+
+
+METHOD_IN_CLASS_BODY = _entry(
+    "CB127",
+    "method-in-class-body",
+    _E.KernelDefinitionError,
+    summary="@cute_bind.kernel was applied to a method in its class body, where its object does not exist yet.",
+    message="kernel '{kernel}': @cute_bind.kernel expects {expected}, got {got}",
+    explanation="""
+    A host function kept on a class reads its object's attributes while it is
+    traced (`self.tile`, `self.dtype`): the object is part of what is
+    compiled, not a launch argument. In the class body there is no object
+    yet, so the decorator cannot tell what `self` will hold, and one kernel
+    shared by every instance would mix their compiles. The kernel of a
+    method is made per object, from the bound method, which is how
+    `cute.compile(obj.host, ...)` takes it too; the disk cache key spells
+    the object's state.
+    """,
+    example=_PRELUDE
+    + """
+class Scale:
+    @cute_bind.kernel                  # in the class body -> CB127
+    @cute.jit
+    def host(self, mX: cute.Tensor, mO: cute.Tensor):
+        pass
+""",
+    fix="""
+    Keep `@cute.jit` on the method and make the kernel of each object's
+    bound method, once: `self.run = cute_bind.kernel(self.host)` in
+    `__init__`, or `run = cute_bind.kernel(obj.host)` where the object is
+    made; then `obj.run(x, out)`.
+    """,
+)
