@@ -161,6 +161,15 @@ DECORATOR_ORDER: Final[tuple[str, str]] = (
     "@cute.jit or @cute.kernel above @cute_bind.kernel",
     "@cute_bind.kernel outermost, over @cute.jit or alone",
 )
+#: CB127 (``@cute_bind.kernel`` over a method in its class body): the "expected" part, and the "got"
+#: part for the method's qualified name, shared by the decorator and the static tools.
+METHOD_EXPECTED: Final[str] = "a host function or the bound method of an object (`cute_bind.kernel(obj.host)`)"
+
+
+def method_got(name: str) -> str:
+    return f"the method {name} in its class body (its `self` does not exist yet)"
+
+
 DEVICE_KERNEL: Final[tuple[str, str]] = (
     "a @cute.kernel (device) function",
     "a host function, plain or @cute.jit,",

@@ -401,8 +401,8 @@ def _make(fn: Callable[..., object], options: KernelOptions) -> Kernel[...]:
         raise D.error(
             D.METHOD_IN_CLASS_BODY,
             kernel=str(options.get("name") or getattr(unwrap(fn), "__name__", "kernel")),
-            expected="a host function or the bound method of an object (`cute_bind.kernel(obj.host)`)",
-            got=f"the method {getattr(unwrap(fn), '__qualname__', '?')} in its class body (its `self` does not exist yet)",
+            expected=W.METHOD_EXPECTED,
+            got=W.method_got(getattr(unwrap(fn), "__name__", "?")),
         )
     if _wrapped_without_jit(fn):
         inner = unwrap(fn)

@@ -95,7 +95,7 @@ REPORTED_CODES: frozenset[str] = frozenset({"CB101", "CB102", "CB104", "CB106", 
 #: Catalog codes the static tools report about a kernel's decorators (on the
 #: decorator's line, without a parameter): a DSL decorator above
 #: ``@cute_bind.kernel`` (CB116) or ``@cute.kernel`` under it (CB117).
-DECORATOR_CODES: frozenset[str] = frozenset({"CB116", "CB117"})
+DECORATOR_CODES: frozenset[str] = frozenset({"CB116", "CB117", "CB127"})
 
 _ANNOTATED = frozenset({"typing.Annotated", "typing_extensions.Annotated"})
 # Kinds ``classify`` accepts, and those it accepts as a sequence's elements.
@@ -507,6 +507,8 @@ class ModuleAnalysis(NameResolver):
         if a.kwarg is not None:
             params.append((a.kwarg, "**"))
         found: list[StaticDiagnostic] = self._decorator_forms(site, kernel)
+        if _is_method(site):
+            params = params[1:]  # its object: CB127 at the decorator (_decorator_forms), not a parameter
         for param, star in params:
             expected = W.ELIGIBLE_SUMMARY
             verdict: _Verdict | None
@@ -546,6 +548,21 @@ class ModuleAnalysis(NameResolver):
         if not ours:
             return []
         found = []
+        if _is_method(site):
+            dec = site.node.decorator_list[ours[0]]
+            found.append(
+                StaticDiagnostic(
+                    code="CB127",
+                    kernel=kernel,
+                    parameter="",
+                    line=dec.lineno,
+                    column=dec.col_offset,
+                    end_line=dec.end_lineno or dec.lineno,
+                    end_column=dec.end_col_offset if dec.end_col_offset is not None else dec.col_offset,
+                    expected=W.METHOD_EXPECTED,
+                    got=W.method_got(site.node.name),
+                )
+            )
         for i, (dec, q) in enumerate(zip(site.node.decorator_list, names)):
             if not (_in_cutlass(q) and _last(q) in ("jit", "kernel")):
                 continue
@@ -646,6 +663,13 @@ def _is_ellipsis(node: ast.expr) -> bool:
 
 
 #: What a name resolves to when it may be a structure (see ``ModuleAnalysis._class_of``).
+def _is_method(site: Site) -> bool:
+    """A ``def`` in a class body whose first parameter is an unannotated ``self`` (the runtime's CB127)."""
+    a = site.node.args
+    first = (a.posonlyargs + a.args)[:1]
+    return site.scope.is_class and bool(first) and first[0].arg == "self" and first[0].annotation is None
+
+
 _ClassFound = typing.Union[tuple["ModuleAnalysis", ast.ClassDef, Scope], _Kind, None]
 
 #: ``class`` statements being classified (a structure holding itself ends as CB125, as at run time).

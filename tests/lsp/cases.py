@@ -86,6 +86,7 @@ CASES = [
         "@cute_bind.kernel\n@cute.jit\n",
     ),
     Case("CB117", "CB117", "@cute_bind.kernel\n@cute.kernel\ndef k(n: cutlass.Int32):\n    pass\n", ""),
+    Case("CB127", "CB127", "class K:\n    @cute_bind.kernel\n    @cute.jit\n    def k(self, n: cutlass.Int32):\n        pass\n", ""),
     Case(
         "CB125",
         "CB125",

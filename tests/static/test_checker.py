@@ -353,3 +353,22 @@ def test_the_eligibility_page_names_every_code_the_check_reports() -> None:
     listed = re.search(r"The same rules \(([^)]*)\)", text)
     assert listed is not None
     assert set(re.findall(r"CB\d{3}", listed[1])) == REPORTED_CODES
+
+
+@pytest.mark.parametrize(
+    "body, codes",
+    [
+        # @cute_bind.kernel over a method in its class body: CB127 at the decorator, its self not a CB101
+        ("class K:\n    @cute_bind.kernel\n    @cute.jit\n    def host(self, n: cutlass.Int32):\n        pass\n", ["CB127"]),
+        ("class K:\n    @kernel\n    def host(self, n):\n        pass\n", ["CB127", "CB101"]),  # its other parameters still checked
+        ("class K:\n    @cute_bind.kernel\n    def host(self: cute.Tensor):\n        pass\n", []),  # an annotated self: a parameter
+        ("@cute_bind.kernel\ndef host(self, n: cutlass.Int32):\n    pass\n", ["CB101"]),  # not in a class body
+    ],
+)
+def test_a_method_in_its_class_body_is_cb127_as_at_import(body: str, codes: list[str]) -> None:
+    source = DECORATOR_PRELUDE + body
+    found = analyze_source(source).diagnostics()
+    assert [d.code for d in found] == codes
+    if codes[:1] == ["CB127"]:
+        assert source.splitlines()[found[0].line - 1].lstrip().startswith("@")
+        assert "the method host in its class body" in found[0].message
