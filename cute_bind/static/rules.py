@@ -549,20 +549,7 @@ class ModuleAnalysis(NameResolver):
             return []
         found = []
         if _is_method(site):
-            dec = site.node.decorator_list[ours[0]]
-            found.append(
-                StaticDiagnostic(
-                    code="CB127",
-                    kernel=kernel,
-                    parameter="",
-                    line=dec.lineno,
-                    column=dec.col_offset,
-                    end_line=dec.end_lineno or dec.lineno,
-                    end_column=dec.end_col_offset if dec.end_col_offset is not None else dec.col_offset,
-                    expected=W.METHOD_EXPECTED,
-                    got=W.method_got(site.node.name),
-                )
-            )
+            found.append(_at_decorator(site.node.decorator_list[ours[0]], "CB127", kernel, W.METHOD_EXPECTED, W.method_got(site.node.name)))
         for i, (dec, q) in enumerate(zip(site.node.decorator_list, names)):
             if not (_in_cutlass(q) and _last(q) in ("jit", "kernel")):
                 continue
@@ -572,19 +559,7 @@ class ModuleAnalysis(NameResolver):
                 code, (got, expected) = "CB117", W.DEVICE_KERNEL
             else:
                 continue
-            found.append(
-                StaticDiagnostic(
-                    code=code,
-                    kernel=kernel,
-                    parameter="",
-                    line=dec.lineno,
-                    column=dec.col_offset,
-                    end_line=dec.end_lineno or dec.lineno,
-                    end_column=dec.end_col_offset if dec.end_col_offset is not None else dec.col_offset,
-                    expected=expected,
-                    got=got,
-                )
-            )
+            found.append(_at_decorator(dec, code, kernel, expected, got))
         return found
 
     def kernels(self, sites: list[Site] | None = None) -> list[tuple[Site, str]]:
@@ -663,6 +638,21 @@ def _is_ellipsis(node: ast.expr) -> bool:
 
 
 #: What a name resolves to when it may be a structure (see ``ModuleAnalysis._class_of``).
+def _at_decorator(dec: ast.expr, code: str, kernel: str, expected: str, got: str) -> StaticDiagnostic:
+    """A decorator form's diagnostic (CB116, CB117, CB127), on the decorator's own span."""
+    return StaticDiagnostic(
+        code=code,
+        kernel=kernel,
+        parameter="",
+        line=dec.lineno,
+        column=dec.col_offset,
+        end_line=dec.end_lineno or dec.lineno,
+        end_column=dec.end_col_offset if dec.end_col_offset is not None else dec.col_offset,
+        expected=expected,
+        got=got,
+    )
+
+
 def _is_method(site: Site) -> bool:
     """A ``def`` in a class body whose first parameter is an unannotated ``self`` (the runtime's CB127)."""
     a = site.node.args
