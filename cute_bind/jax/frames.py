@@ -31,7 +31,8 @@ from typing import Final
 from ..jit import Kernel
 from ..launch import PreparedLaunch
 from ..slots import PointerKind, TensorKind
-from ..slots.dlpack import DLTensor, capsule_new, dtype_code
+from ..slots.dlpack import DLTensor, dtype_code
+from ..slots.dlpack import capsule_new as _capsule_new  # our own: another library may set PyCapsule_New's argtypes
 from .plan import JAX_DTYPES, JaxPlan, jax_missing, unsupported
 
 __all__ = ["Frame", "Placeholder", "frame_for", "load_handler", "handler_module"]
@@ -46,9 +47,6 @@ _CPU, _CUDA = 1, 2
 
 class _DLManaged(ctypes.Structure):
     _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
-
-
-_capsule_new = capsule_new  # our own function object: another library may set PyCapsule_New's argtypes
 
 
 class Placeholder:

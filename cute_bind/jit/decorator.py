@@ -398,11 +398,9 @@ def _make(fn: Callable[..., object], options: KernelOptions) -> Kernel[...]:
         got, expected = W.DEVICE_KERNEL
         raise D.error(D.DEVICE_KERNEL, kernel=str(name), got=got, expected=expected)
     if is_method_definition(fn):
+        method = unwrap(fn).__name__  # a function (is_method_definition checked it)
         raise D.error(
-            D.METHOD_IN_CLASS_BODY,
-            kernel=str(options.get("name") or getattr(unwrap(fn), "__name__", "kernel")),
-            expected=W.METHOD_EXPECTED,
-            got=W.method_got(getattr(unwrap(fn), "__name__", "?")),
+            D.METHOD_IN_CLASS_BODY, kernel=str(options.get("name") or method), expected=W.METHOD_EXPECTED, got=W.method_got(method)
         )
     if _wrapped_without_jit(fn):
         inner = unwrap(fn)

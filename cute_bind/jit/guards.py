@@ -256,10 +256,7 @@ def real_tensor_guard(slot: TensorKind | OptionalKind, given: object, value: obj
     divisibility, the alignment) on the same kind of device. The compile's key spells that tensor's
     own extents; a call of another tensor with the same facts is taken by them, not by its key."""
     if isinstance(slot, OptionalKind):
-        member = _tensor_member(slot, value, where)
-        if not isinstance(member, TensorKind):  # pragma: no cover - _tensor_member returns tensor kinds
-            raise _layout_mismatch(where, detail="compiled from a tensor", expected="a cute.Tensor member", got=slot.describe())
-        return slot.present_bound(real_tensor_guard(member, given, value, where))
+        return slot.present_bound(real_tensor_guard(_tensor_member(slot, value, where), given, value, where))
     try:
         with dsl.compile_only():  # as compile() bound it (a from_dlpack of a meta or fake tensor too)
             compiled = slot.bind(given, where).slot  # the compile's own reading of the tensor it was given

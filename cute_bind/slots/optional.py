@@ -458,12 +458,12 @@ class OptionalKind(SlotKind):
 
     def tensor_member(self, value: object) -> SlotKind | None:
         """The tensor member kind that a (non-None) ``value`` is bound with, or ``None``: the member
-        the value is (a union), else the first tensor member. A compile from a tensor (a fake, or a
+        the value is (a union), else the element if it is a tensor. A compile from a tensor (a fake, or a
         ``from_dlpack``) assumed a tensor here; a guard checks the call's value as that member."""
-        found = self.own_kind(value) if self.is_union else None
-        if found is not None:
-            return found[1] if found[1].kind == "tensor" else None
-        return next((m for m in self.members if m.kind == "tensor"), None) if not self.is_union else None
+        if self.is_union:
+            found = self.own_kind(value)
+            return found[1] if found is not None and found[1].kind == "tensor" else None
+        return self.element if self.element.kind == "tensor" else None
 
     def bind_address(self, value: object, where: Where) -> Bound | None:
         """An ``int`` bound to the union's pointer member as an address for a compiled entry, or ``None`` where there is none.

@@ -637,7 +637,6 @@ def _is_ellipsis(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is Ellipsis
 
 
-#: What a name resolves to when it may be a structure (see ``ModuleAnalysis._class_of``).
 def _at_decorator(dec: ast.expr, code: str, kernel: str, expected: str, got: str) -> StaticDiagnostic:
     """A decorator form's diagnostic (CB116, CB117, CB127), on the decorator's own span."""
     return StaticDiagnostic(
@@ -660,6 +659,7 @@ def _is_method(site: Site) -> bool:
     return site.scope.is_class and bool(first) and first[0].arg == "self" and first[0].annotation is None
 
 
+#: What a name resolves to when it may be a structure (see ``ModuleAnalysis._class_of``).
 _ClassFound = typing.Union[tuple["ModuleAnalysis", ast.ClassDef, Scope], _Kind, None]
 
 #: ``class`` statements being classified (a structure holding itself ends as CB125, as at run time).
