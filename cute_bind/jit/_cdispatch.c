@@ -308,8 +308,8 @@ static int compact(CallBase *self) {
     return 0;
 }
 
-/* A stream reader (cute_bind.jit.streams.StreamReader, a tuple: work_stream address, device or -1, current_device,
- * keep, raw): torch's DLPack current_work_stream called from here, no Python call (issue 44 item 7). */
+/* A stream reader (cute_bind.jit.streams.StreamReader, a tuple: work_stream address, device or -1, current_device
+ * or None, keep, raw): torch's DLPack current_work_stream called from here, no Python call (issue 44 item 7). */
 static int is_reader(PyObject *f) {
     /* a 5-tuple is never a callable getter: its fields are checked as they are read (a wrong one raises) */
     return PyTuple_Check(f) && PyTuple_Size(f) == 5;
@@ -340,13 +340,17 @@ static PyObject *read_stream(PyObject *f) {
     } else {
         void *address = PyLong_AsVoidPtr(PyTuple_GetItem(f, 0)), *s = NULL;
         long device = PyLong_AsLong(PyTuple_GetItem(f, 1));
-        if (device < 0 && !PyErr_Occurred() && (d = PyObject_CallNoArgs(PyTuple_GetItem(f, 2))) != NULL) {
+        PyObject *current_device = PyTuple_GetItem(f, 2);
+        /* -1 with no current_device: torch takes -1 for its current device itself (checked once in streams.py) */
+        int torch_resolves = device == -1 && current_device == Py_None;
+        if (device < 0 && !torch_resolves && !PyErr_Occurred() && (d = PyObject_CallNoArgs(current_device)) != NULL) {
             device = PyLong_AsLong(d); /* torch's current device */
             Py_DECREF(d);
         }
         int (*work_stream)(int32_t, int32_t, void **);
         memcpy(&work_stream, &address, sizeof work_stream);
-        if (!PyErr_Occurred() && address != NULL && device >= 0 && device <= INT32_MAX && work_stream(2 /* kDLCUDA */, (int32_t)device, &s) == 0) {
+        if (!PyErr_Occurred() && address != NULL && (device >= 0 || torch_resolves) && device <= INT32_MAX
+            && work_stream(2 /* kDLCUDA */, (int32_t)device, &s) == 0) {
             stream = stream_int(s);
         } else if (!PyErr_Occurred()) {
             PyErr_Format(PyExc_RuntimeError, "torch's current_work_stream gave no stream for device %ld", device);

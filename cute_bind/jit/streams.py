@@ -20,13 +20,15 @@ _DEFAULT_STREAM = 0
 _CUDA_DEVICE_TYPES = (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged
 
 
-class StreamReader(tuple[int, int, Callable[[], int], object, Callable[[int], int]]):
+class StreamReader(tuple[int, int, Callable[[], int] | None, object, Callable[[int], int]]):
     """``() -> stream`` for a left-out stream, which the C call path reads without calling it.
 
     A tuple ``(work_stream, device, current_device, keep, raw)``: ``work_stream`` is the address of
     torch's DLPack exchange API function ``current_work_stream`` (a C function of torch's, called with
-    the GIL held), ``device`` the CUDA device or -1 for torch's current one (``current_device()``,
-    torch's C ``_cuda_getDevice``), ``keep`` the capsule that keeps the table alive. The C path
+    the GIL held), ``device`` the CUDA device or -1 for torch's current one: asked of
+    ``current_device()`` (torch's C ``_cuda_getDevice``), or, where ``current_device`` is None, left
+    to torch (both readers were seen to take -1 for the current device), ``keep`` the capsule that
+    keeps the table alive. The C path
     (jit/_cdispatch.c) calls ``work_stream(kDLCUDA, device, &stream)`` itself: no Python call, no
     argument parsing (issue 44 item 7); a Python caller calls the object, which asks ``raw(device)``,
     torch's ``_cuda_getCurrentRawStream``: the same stream (torch's table answers with
@@ -37,7 +39,7 @@ class StreamReader(tuple[int, int, Callable[[], int], object, Callable[[int], in
 
     def __call__(self) -> int:
         _, device, current_device, _, raw = self
-        return int(raw(device if device >= 0 else current_device()))
+        return int(raw(device if device >= 0 or current_device is None else current_device()))
 
 
 class _TorchStreams:
@@ -49,6 +51,9 @@ class _TorchStreams:
     work_stream: int = 0
     capsule: object = None
     never = False  # torch is a build without CUDA: every left-out stream is the default stream
+    #: torch's readers take device -1 for its current device (checked once): a call without a device
+    #: asks no current device first (one Python call less per left-out stream)
+    resolves_current = False
     looked = False  # whether torch's installation was looked up (find_spec, once)
 
     def find(self) -> Callable[[int], int] | None:
@@ -93,6 +98,7 @@ class _TorchStreams:
         device = int(self.device())
         if _read_work_stream(found.work_stream, device) == int(raw(device)):
             self.work_stream, self.capsule = found.work_stream, found.capsule
+            self.resolves_current = _resolves_current(torch, found.work_stream, raw)
 
     def getter(self, device: int | None) -> Callable[[], int]:
         """The cheapest ``() -> stream`` for a left-out stream of a specialization on ``device``, for now:
@@ -103,7 +109,8 @@ class _TorchStreams:
         """
         raw = self.raw or self.find()
         if raw is not None and self.work_stream and self.device is not None:
-            reader = StreamReader((self.work_stream, -1 if device is None else device, self.device, self.capsule, raw))
+            current = None if device is None and self.resolves_current else self.device
+            reader = StreamReader((self.work_stream, -1 if device is None else device, current, self.capsule, raw))
             return reader  # type: ignore[return-value]  # it is: mypy misses __call__ on a fixed-length tuple's subclass
         if raw is not None:
             if device is not None:
@@ -113,6 +120,19 @@ class _TorchStreams:
         if self.never:
             return int  # int() == 0: the default stream, forever in this process (torch absent or without CUDA)
         return functools.partial(current_stream, device)  # torch may initialise CUDA later: look each time
+
+
+def _resolves_current(torch: ModuleType, work_stream: int, raw: Callable[[int], int]) -> bool:
+    """Whether torch's two readers take device -1 for the current device: asked under a fresh stream
+    made current, both must name it (a torch that refuses -1, or reads it otherwise, is asked its
+    current device first, as before)."""
+    try:
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            expected = int(side.cuda_stream)
+            return expected != 0 and _read_work_stream(work_stream, -1) == expected and int(raw(-1)) == expected
+    except Exception:
+        return False
 
 
 def _read_work_stream(address: int, device: int) -> int:

@@ -13,7 +13,8 @@ from tests.optional import torch_or_skip
 
 torch = torch_or_skip()
 import cute_bind  # noqa: E402
-from cute_bind.bench.kernels import scale, scale_tensors  # noqa: E402
+from cute_bind.bench.kernels import scale, scale_left_out, scale_tensors  # noqa: E402
+from cute_bind.jit import streams  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -41,6 +42,26 @@ def test_tensor_call_on_the_current_stream(n):
     torch.cuda.synchronize()
     assert torch.equal(y, x * 2.5)
     assert k.cache_info()["specializations"] == 1
+
+
+def test_int_address_call_leaves_the_current_device_to_torch():
+    """Int addresses name no device: the left-out stream is torch's current stream of its current
+    device, read with device -1 where torch takes it (checked once, under a stream made current)."""
+    k = cute_bind.kernel(scale_left_out)
+    x = torch.randn(4096, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    k(y.data_ptr(), x.data_ptr(), 1.0, 4096)  # binds; torch's readers are found with CUDA initialised
+    torch.cuda.synchronize()
+    assert streams._TORCH.resolves_current, "torch's current_work_stream and raw reader take -1 on this torch"
+    assert streams._TORCH.getter(None)[2] is None  # the C path passes -1 and asks no current device
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for alpha in (2.0, 3.0):  # the second call is a hit on the C path: torch's table read with -1
+            k(y.data_ptr(), x.data_ptr(), alpha, 4096)
+            assert _stream_of_last_call(k) == side.cuda_stream
+    side.synchronize()
+    assert torch.equal(y, x * 3.0)
 
 
 def test_tensor_call_specializes_on_dtype():

@@ -157,3 +157,92 @@ def test_a_kernel_of_many_parameters_reads_a_left_out_stream_too(make: Any, monk
     assert _stream_of(k) == 0x6160
     if _c_path(k):
         assert fake.table_calls == [(2, 3), (2, 3)]
+
+
+@pytest.mark.parametrize("resolves", [True, False])
+def test_a_device_less_call_leaves_the_current_device_to_torch_where_it_takes_minus_one(
+    make: Any, monkeypatch: pytest.MonkeyPatch, resolves: bool
+) -> None:
+    """Where torch's readers were seen to take -1 for its current device, a call without a device asks
+    no current device first (one Python call less per left-out stream); otherwise it asks, as before."""
+    fake = FakeTorch(0x4240, current_device=2)
+    fake.install(monkeypatch)
+    monkeypatch.setattr(dispatch_mod._TORCH, "resolves_current", resolves)
+    asked: list[int] = []
+
+    def device() -> int:
+        asked.append(1)
+        return fake.current_device
+
+    monkeypatch.setattr(dispatch_mod._TORCH, "device", device)
+    reader = dispatch_mod._TORCH.getter(None)
+    assert isinstance(reader, streams_mod.StreamReader) and (reader[2] is None) == resolves
+    assert reader() == 0x4240 and fake.raw_calls == [-1 if resolves else 2]
+    k = make(add_constexpr_stream)
+    buf = (ctypes.c_int32 * 1)()
+    for _ in range(3):
+        k(ctypes.addressof(buf), 1, 2)
+    assert buf[0] == 3 and _stream_of(k) == 0x4240
+    if _c_path(k):
+        assert fake.table_calls == [(2, -1 if resolves else 2)] * 2
+        assert len(asked) == (1 if resolves else 4)  # the reader's own call above, then the bind (dispatch path)
+    assert dispatch_mod._TORCH.getter(7)[2] is not None  # a call on a known device never passes -1
+
+
+class _Side:
+    cuda_stream = 0x9990
+
+
+class _FakeCuda:
+    def __init__(self, current: int) -> None:
+        self.current = current
+
+    def Stream(self) -> _Side:  # noqa: N802 - torch's name
+        return _Side()
+
+    def stream(self, side: _Side) -> Any:
+        import contextlib
+
+        cuda = self
+
+        @contextlib.contextmanager
+        def made_current() -> Any:
+            before, cuda.current = cuda.current, side.cuda_stream
+            try:
+                yield
+            finally:
+                cuda.current = before
+
+        return made_current()
+
+
+@pytest.mark.parametrize(
+    "case, table_answer, raw_answer, expected",
+    [
+        ("both readers name the stream made current", "current", "current", True),
+        ("the table refuses -1", "fail", "current", False),
+        ("the table reads -1 as another device", 0x1234, "current", False),
+        ("the Python reader refuses -1", "current", "raise", False),
+    ],
+)
+def test_torch_taking_minus_one_is_checked_under_a_stream_made_current(
+    case: str, table_answer: Any, raw_answer: Any, expected: bool
+) -> None:
+    cuda = _FakeCuda(current=0)
+    torch = type("torch", (), {"cuda": cuda})
+
+    def work_stream(device_type: int, device: int, out: Any) -> int:
+        if table_answer == "fail" or device != -1:
+            return -1
+        out[0] = cuda.current if table_answer == "current" else table_answer
+        return 0
+
+    def raw(device: int) -> int:
+        if raw_answer == "raise" or device != -1:
+            raise RuntimeError("invalid device ordinal")
+        return cuda.current
+
+    function = WORK_STREAM(work_stream)
+    address = ctypes.cast(function, ctypes.c_void_p).value
+    assert streams_mod._resolves_current(torch, address, raw) is expected, case  # type: ignore[arg-type]
+    assert cuda.current == 0  # the stream made current for the check is undone
