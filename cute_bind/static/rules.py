@@ -172,6 +172,8 @@ class ModuleAnalysis(NameResolver):
             for st in tree.body
         )
         super().__init__(tree, module)
+        self._module_body = tree.body
+        self._registrations: dict[tuple[str, int], str] | None = None
 
     # ------------------------------------------------------------------ classification
 
@@ -488,14 +490,41 @@ class ModuleAnalysis(NameResolver):
 
     # ------------------------------------------------------------------ functions
     def kernel_name(self, site: Site) -> str | None:
-        """The kernel's name in messages if ``site`` is decorated with ``@cute_bind.kernel``, else ``None``."""
+        """The kernel's name in messages if ``site`` is decorated with ``@cute_bind.kernel``, or is a
+        module-level function that a module-level ``cute_bind.kernel(fn)`` call makes a kernel of;
+        else ``None``."""
         for dec in site.node.decorator_list:
             call = dec if isinstance(dec, ast.Call) else None
             target = call.func if call is not None else dec
             if self._qualname(target, site.scope, site.before) not in KERNEL_DECORATORS:
                 continue
             return option_name(call) or site.node.name
-        return None
+        return self._registered_name(site)
+
+    def _registered_name(self, site: Site) -> str | None:
+        """The kernel name of a ``cute_bind.kernel(fn)`` call form naming ``site``'s function."""
+        if site.scope is not self.root:
+            return None
+        # the def's binding line: its own ``def`` line, or where the language server's context
+        # stands the def parsed apart (Site.position)
+        line = site.position if site.position is not None else site.node.lineno
+        return self._call_forms().get((site.node.name, line))
+
+    def _call_forms(self) -> dict[tuple[str, int], str]:
+        """``cute_bind.kernel(fn[, name=...])`` calls among the module's own statements (not inside a
+        function or class body), ``fn`` a name: (the function's name, the line of the ``def`` the name
+        is bound by there) -> the kernel's name in messages. Read once per analysis."""
+        if self._registrations is None:
+            found: dict[tuple[str, int], str] = {}
+            for call in sorted(_module_level_calls(self._module_body), key=lambda c: (c.lineno, c.col_offset)):
+                first = call.args[0] if call.args else None
+                if not isinstance(first, ast.Name) or self._qualname(call.func, self.root, call.lineno) not in KERNEL_DECORATORS:
+                    continue
+                bound = self.root.lookup(first.id, call.lineno)
+                if isinstance(bound, Binding) and bound.kind == "local" and bound.cls is None:
+                    found.setdefault((first.id, bound.line), option_name(call) or first.id)
+            self._registrations = found
+        return self._registrations
 
     def check_site(self, site: Site, kernel: str) -> list[StaticDiagnostic]:
         """Every eligibility diagnostic of one function, in parameter order (as the runtime lists them)."""
@@ -546,7 +575,14 @@ class ModuleAnalysis(NameResolver):
             names.append(self._qualname(target, site.scope, site.before) or "")
         ours = [i for i, q in enumerate(names) if q in KERNEL_DECORATORS]
         if not ours:
-            return []
+            # the call form: cute_bind.kernel(fn) on a device kernel is CB117 too, at its decorator
+            if self._registered_name(site) is None:
+                return []
+            return [
+                _at_decorator(dec, "CB117", kernel, W.DEVICE_KERNEL[1], W.DEVICE_KERNEL[0])
+                for dec, q in zip(site.node.decorator_list, names)
+                if _in_cutlass(q) and _last(q) == "kernel"
+            ]
         found = []
         if _is_method(site):
             found.append(_at_decorator(site.node.decorator_list[ours[0]], "CB127", kernel, W.METHOD_EXPECTED, W.method_got(site.node.name)))
@@ -635,6 +671,25 @@ def _first_item(params: ast.expr) -> ast.expr:
 
 def _is_ellipsis(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is Ellipsis
+
+
+def _module_level_calls(stmts: list[ast.stmt]) -> typing.Iterator[ast.Call]:
+    """Every call in the module's own statements, not descending into function or class bodies (a
+    def's decorators and defaults, which run at module level, included)."""
+    pending: list[ast.AST] = list(stmts)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            pending += node.decorator_list + node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
+            continue
+        if isinstance(node, ast.ClassDef):
+            pending += node.decorator_list + node.bases
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Call):
+            yield node
+        pending += ast.iter_child_nodes(node)
 
 
 def _at_decorator(dec: ast.expr, code: str, kernel: str, expected: str, got: str) -> StaticDiagnostic:

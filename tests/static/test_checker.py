@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from cute_bind.diagnostics import CuteBindError
+
 from cute_bind import CATALOG
 from cute_bind.static.checker import main
 from cute_bind.static.rules import REPORTED_CODES, analyze_source
@@ -345,6 +347,37 @@ def test_decorator_forms_that_cannot_work(decorators: str, codes: list[str]) -> 
     for d in found:
         assert source.splitlines()[d.line - 1].lstrip().startswith("@cute.")
         assert d.message.startswith(f"[{d.code}] kernel 'f': ")
+
+
+CALL_FORM_CASES = [
+    # (module text after the prelude, [(code, kernel, parameter)]): cute_bind.kernel(fn) as a call
+    ("def f(n: cutlass.Int32, m):\n    pass\nk = cute_bind.kernel(f)\n", [("CB101", "f", "m")]),
+    ("def f(m):\n    pass\nk = cb.kernel(f, name='fast')\n", [("CB101", "fast", "m")]),
+    ("def f(m):\n    pass\nk = kernel(f)\nj = kernel(f, name='again')\n", [("CB101", "f", "m")]),  # the first call names it
+    ("def f(*rest):\n    pass\nKERNELS = {'f': cute_bind.kernel(f)}\n", [("CB106", "f", "rest")]),
+    ("@cute.jit\ndef f(m):\n    pass\nif True:\n    k = cute_bind.kernel(f)\n", [("CB101", "f", "m")]),
+    ("@cute.kernel\ndef f(n: cutlass.Int32):\n    pass\nk = cute_bind.kernel(f)\n", [("CB117", "f", "")]),
+    # not this def: the call comes before it, a later def rebinds the name, or the call is in a body
+    ("k = None\ndef f(m):\n    pass\n", []),
+    ("def f(m):\n    pass\nk = cute_bind.kernel(f)\ndef f(n: cutlass.Int32):\n    pass\n", [("CB101", "f", "m")]),
+    ("def f(m):\n    pass\ndef f(n: cutlass.Int32):\n    pass\nk = cute_bind.kernel(f)\n", []),
+    ("def f(m):\n    pass\ndef make():\n    return cute_bind.kernel(f)\n", []),
+    ("def f(m):\n    pass\nk = other.kernel(f)\nj = cute_bind.kernel(lambda m: m)\n", []),
+    ("class C:\n    def f(self, m):\n        pass\n    k = cute_bind.kernel(f)\n", []),
+]
+
+
+@pytest.mark.parametrize("body, expected", CALL_FORM_CASES, ids=[str(i) for i in range(len(CALL_FORM_CASES))])
+def test_the_call_form_of_the_decorator(body: str, expected: list[tuple[str, str, str]]) -> None:
+    """``k = cute_bind.kernel(f)`` among the module's statements checks ``f`` as the decorator does
+    (the runtime raises the same codes at that call)."""
+    source = DECORATOR_PRELUDE + "other = None\n" + body
+    found = analyze_source(source).diagnostics()
+    assert [(d.code, d.kernel, d.parameter) for d in found] == expected
+    if expected:  # the runtime, at the first call form, raises the first code the check reports
+        with pytest.raises(CuteBindError) as info:
+            exec(compile(source, "<call form>", "exec"), {})
+        assert info.value.code == expected[0][0]
 
 
 def test_the_eligibility_page_names_every_code_the_check_reports() -> None:

@@ -48,6 +48,19 @@ def test_a_function_name_binds_like_any_other_name() -> None:
     assert found == full(text, None)
 
 
+def test_the_call_form_names_a_def_in_another_block() -> None:
+    """``cute_bind.kernel(fn)`` in a module-level block makes ``fn``, a def block of its own, a kernel;
+    editing the def keeps it one, removing the call stops it."""
+    head = "import cutlass\nimport cute_bind\n\n"
+    call = "\nfast = cute_bind.kernel(slow, name='quick')\n"
+    doc = Document(None)
+    text = head + "def slow(n: cutlass.Int32, m):\n    pass\n" + call
+    assert [(d.code, d.kernel, d.parameter) for d in doc.update(text)] == [("CB101", "quick", "m")]
+    edited = head + "def slow(n: cutlass.Int32, m, *rest):\n    pass\n" + call
+    assert [d.code for d in doc.update(edited)] == ["CB101", "CB106"] and doc.update(edited) == full(edited, None)
+    assert doc.update(head + "def slow(n: cutlass.Int32, m):\n    pass\n") == []
+
+
 # Lines an edit may insert: kernels good and bad, imports and aliases they depend on, strings and
 # decorators that the block split must keep whole, and text that does not parse (typing in progress).
 SNIPPETS = [
@@ -72,6 +85,8 @@ SNIPPETS = [
     "# a comment\n",
     "\n",
     "def cutlass():\n    pass\n",  # a function's name rebinds a module name the annotations below use
+    "fast = cute_bind.kernel(g)\n",  # the call form: g's parameters are checked where g is defined above it
+    "named = cute_bind.kernel(q, name='quick')\n",
 ]
 
 
