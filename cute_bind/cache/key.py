@@ -396,6 +396,17 @@ class _Hasher:
         numeric = _dsl_number(v, t)
         if numeric is not None:
             return f"dsl-number:{_type_name(t)}:{self.canon(numeric, depth + 1)}"
+        if _plain_class(t):
+            # an object of a client's own Python class held by what the trace reads (quack's Hadamard
+            # operator holds a HadamardTransformPlan): its class (source and methods) and its own
+            # attributes, as for the callable object itself (_feed_object)
+            try:
+                state = _state(v, t)
+            except Uncacheable:
+                if self.lenient:
+                    return f"opaque:{_type_name(t)}"
+                raise
+            return f"object:{self._class(t)}{self._class_data(t, depth)}({self.canon(state, depth + 1)})"
         if self.lenient:
             return f"opaque:{_type_name(t)}"
         raise Uncacheable(
@@ -492,6 +503,17 @@ class _Hasher:
         raw = data.reshape(-1).view(torch.uint8).numpy().tobytes() if data.numel() else b""
         return f"tensor:{_type_name(t)}:{v.dtype}:{tuple(v.shape)}:{tuple(v.stride())}:" + hashlib.sha256(raw).hexdigest()
 
+    def _class_data(self, t: type, depth: int) -> str:
+        """The data attributes of a plain object's classes (``offset = 3`` in a class body, read as
+        ``obj.offset``): the class source has their first values, not what the process set since."""
+        parts = []
+        for klass in _TYPE_MRO(t)[:-1]:
+            for name, member in sorted(_TYPE_DICT(klass).items(), key=lambda item: str(item[0])):
+                if type(name) is not str or (name.startswith("__") and name.endswith("__")) or type(member) in _CLASS_CODE:
+                    continue  # Python's own entries; methods and descriptors are spelled by _class
+                parts.append(f"{name}={self.canon(member, depth + 1)}")
+        return "[" + ",".join(parts) + "]"
+
     def _class(self, cls: type) -> str:
         name = _type_name(cls)
         module = _TYPE_MODULE(cls) if type(_TYPE_MODULE(cls)) is str else None
@@ -514,6 +536,40 @@ class _Hasher:
 
 #: what every class's own dictionary holds without defining behaviour
 _INERT_CLASS_NAMES = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__", "__slots__"})
+
+
+#: class-dictionary entries that are code or attribute machinery, not data
+_CLASS_CODE = (
+    types.FunctionType,
+    staticmethod,
+    classmethod,
+    property,
+    types.MemberDescriptorType,
+    types.GetSetDescriptorType,
+)
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type()), not by C code
+_TYPE_FLAGS = type.__dict__["__flags__"].__get__
+
+
+def _plain_class(t: type) -> bool:
+    """Whether ``t`` is a client's own Python class whose instances are spelled by their attributes:
+    every class of its MRO but ``object`` made by a class statement (no builtin or extension base,
+    whose instances hold state no attribute shows) outside the modules whose version covers them
+    (the DSL's objects may hold IR handles), no metaclass of its own and no ``__getattr__`` or
+    ``__getattribute__`` (attributes computed by code when read)."""
+    if type(t) is not type:  # a metaclass of its own may change how attributes resolve
+        return False
+    mro = _TYPE_MRO(t)
+    if len(mro) < 2:  # object() itself: a sentinel, whose identity is all it has
+        return False
+    for klass in mro[:-1]:
+        module = _TYPE_MODULE(klass)
+        if not _TYPE_FLAGS(klass) & _HEAP_TYPE or type(module) is not str or _covered_module(module):
+            return False
+        own = _TYPE_DICT(klass)
+        if "__getattr__" in own or "__getattribute__" in own:  # attributes made by code, not held
+            return False
+    return mro[-1] is object
 
 
 def _has_wrapped(v: object, t: type) -> bool:

@@ -1,7 +1,7 @@
 """``cute_bind.compile``'s key across processes: every input the DSL traces is in it (issue 41, "Done means").
 
 One kernel per input (a closure cell, a default, a global, an instance
-attribute, a fake tensor's guard, an option, the target architecture, the DSL's
+attribute, a plain object's attribute and its class's, a fake tensor's guard, an option, the target architecture, the DSL's
 version), each depending on that input alone. A first process compiles every
 kernel with value set ``A`` into an empty folder, a second with set ``B``:
 each must compile again (not load ``A``'s entry) and compute ``B``'s result.
@@ -70,6 +70,37 @@ class Op:
 op = Op(V)
 
 
+class Inner:
+    def __init__(self, f):
+        self.f = f
+
+
+class Plan:  # a plain object holding another (quack's Hadamard operator holds its plan)
+    def __init__(self, inner):
+        self.inner = inner
+
+
+PLAN = Plan(Inner(V))
+
+
+@cute.jit
+def k_nested(a: cute.Tensor):
+    a[0] = a[0] + PLAN.inner.f
+
+
+class Settings:
+    f = 0.0
+
+
+Settings.f = V  # set by the process: the class's source still says 0.0
+SETTINGS = Settings()
+
+
+@cute.jit
+def k_class_attribute(a: cute.Tensor):
+    a[0] = a[0] + SETTINGS.f
+
+
 @cute.jit
 def k_guard(a: cute.Tensor):
     a[0] = a[0] + cute.size(a)
@@ -115,6 +146,8 @@ if os.environ.get("CB_DROP") == "1":
 
     key_module._Hasher.function = function
     key_module._feed_object = lambda h, obj, label: h.feed(label, h._class(type(obj)))  # no instance attributes
+    key_module._state = lambda obj, cls: {}  # a plain object's own attributes
+    key_module._Hasher._class_data = lambda self, t, depth: ""  # its classes' data attributes
     original_spelling = dsl.argument_spelling
     dsl.argument_spelling = lambda v, state: ("fake",) if dsl.is_fake_tensor(v) else original_spelling(v, state)
     original_resolved = dsl.resolved_options
@@ -149,6 +182,8 @@ run("closure", kernels.k_closure, from_dlpack(torch.zeros(4)))
 run("global", kernels.k_global, from_dlpack(torch.zeros(4)))
 run("default", kernels.k_default, from_dlpack(torch.zeros(4)))
 run("attribute", kernels.op, from_dlpack(torch.zeros(4)))
+run("nested", kernels.k_nested, from_dlpack(torch.zeros(4)))
+run("class attribute", kernels.k_class_attribute, from_dlpack(torch.zeros(4)))
 run("guard", kernels.k_guard, make_fake_tensor(cutlass.Float32, (n,), stride=(1,)), size=n)
 run("option", kernels.k_plain, from_dlpack(torch.zeros(4)), options=f"--opt-level {n - 2}")
 run("arch", kernels.k_plain, from_dlpack(torch.zeros(6)))
@@ -200,12 +235,14 @@ EXPECTED_B = {
     "global": 3.0,
     "default": 3.0,
     "attribute": 3.0,
+    "nested": 3.0,
+    "class attribute": 3.0,
     "guard": 3.0,  # cute.size of the fake (3,) tensor
     "option": None,
     "arch": None,
     "dsl": None,
 }
-EXPECTED_A = {"closure": 2.0, "global": 2.0, "default": 2.0, "attribute": 2.0, "guard": 2.0}
+EXPECTED_A = {"closure": 2.0, "global": 2.0, "default": 2.0, "attribute": 2.0, "nested": 2.0, "class attribute": 2.0, "guard": 2.0}
 
 
 @needs_disk_cache

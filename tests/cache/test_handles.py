@@ -172,11 +172,9 @@ import cutlass.cute as cute
 import cute_bind
 
 
-class Settings:
-    offset = 3
+import types
 
-
-SETTINGS = Settings()
+SETTINGS = types.SimpleNamespace(offset=3)  # an extension type's object: not spelled
 
 
 @cute_bind.kernel(cache_key={cache_key!r})

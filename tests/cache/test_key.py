@@ -5,6 +5,7 @@ from __future__ import annotations
 import array
 import ctypes
 import enum
+import threading
 import fcntl
 import os
 import struct
@@ -112,9 +113,57 @@ def test_special_stream_handles_are_spelled_and_others_refused():
         canonical(cuda.CUstream(0x7F0000001000))  # a stream of this process
 
 
-def test_an_object_without_state_in_its_repr_is_refused():
-    with pytest.raises(key_module.Uncacheable, match="Opaque"):
-        canonical(Opaque())
+class Plan:
+    """A plain object (quack's Hadamard operator holds one): spelled by its class and attributes."""
+
+    vec = 4
+
+    def __init__(self, n, tail=None):
+        self.n, self.tail = n, tail
+
+
+class SlottedPlan:
+    __slots__ = ("n",)
+
+    def __init__(self, n):
+        self.n = n
+
+
+class Computed:
+    def __getattr__(self, name):  # attributes made by code when read: not spelled
+        return 1
+
+
+class ListPlan(list):  # a builtin's subclass: its items are no attribute
+    pass
+
+
+def test_plain_objects_are_spelled_by_class_and_attributes():
+    assert canonical(Plan(8)) == canonical(Plan(8)) and canonical(Plan(8)) != canonical(Plan(16))
+    assert canonical(Plan(8, Plan(2))) != canonical(Plan(8, Plan(3)))  # nested plain objects too
+    assert canonical(Opaque()) != canonical(Plan(8)) and canonical(SlottedPlan(3)) != canonical(SlottedPlan(4))
+    before = canonical(Plan(8))
+    Plan.vec = 8  # a class attribute set by the process, not in the class's source
+    try:
+        assert canonical(Plan(8)) != before
+    finally:
+        Plan.vec = 4
+    assert canonical(Plan(8)) == before
+
+
+@pytest.mark.parametrize(
+    "value, named",
+    [
+        (object(), "object"),  # a sentinel: its identity is all it has
+        (Computed(), "Computed"),
+        (ListPlan([1]), "ListPlan"),
+        (Plan(threading.Lock()), "lock"),  # an attribute the key cannot spell
+        (Plan(8, Computed()), "Computed"),
+    ],
+)
+def test_objects_whose_state_no_attribute_shows_are_refused(value, named):
+    with pytest.raises(key_module.Uncacheable, match=named):
+        canonical(value)
 
 
 @given(st.integers(0, 10**6), st.sampled_from([("", 1), ("K", 1024), ("M", 1 << 20), ("G", 1 << 30), ("kb", 1024), ("MiB", 1 << 20)]))

@@ -203,8 +203,10 @@ CACHE_SKIPPED = _entry(
     An entry may only be reused when everything its compile read is in its
     key. The key spells the values of the names the kernel and its helpers
     read (numbers, strings, tuples, enums, dataclasses, arrays, functions by
-    their source, a callable kernel object's attributes); any other object
-    could change without the key changing, so such a compile is never
+    their source, a callable kernel object's attributes, an object of your
+    own Python classes by its class and attributes); any other object (an
+    extension type's, a builtin's subclass, the DSL's own) could change
+    without the key changing, so such a compile is never
     stored rather than risk loading a stale kernel. The key reads values
     without calling their own code (no `repr`, `==` or attribute hooks: a
     `cute.Layout` kept from a finished trace crashes the process on
@@ -218,12 +220,10 @@ CACHE_SKIPPED = _entry(
     + """
 import os
 import tempfile
+import types
 import warnings
 
-class Settings:                    # a plain object: its repr shows no state
-    offset = 3
-
-SETTINGS = Settings()
+SETTINGS = types.SimpleNamespace(offset=3)   # an extension type's object: not spelled
 
 @cute_bind.kernel
 def fill(out: cute_bind.Pointer[cutlass.Int32], value: cutlass.Int32):
