@@ -248,6 +248,10 @@ class _Hasher:
         self.lenient = lenient  # spell an object without a stable repr by its type (the kernel's cache_key= vouches for it)
         self._h = hashlib.sha256()
         self._seen: set[int] = set()
+        #: plain objects spelled so far (by id: each is alive while the key is made), and those being
+        #: spelled now: an object graph shared many times is spelled once, a cycle is refused at once
+        self._objects: dict[int, str] = {}
+        self._spelling: set[int] = set()
         self.depends: list[str] = []  # functions hashed by source, for the entry's header
 
     def feed(self, *parts: str) -> None:
@@ -400,13 +404,7 @@ class _Hasher:
             # an object of a client's own Python class held by what the trace reads (quack's Hadamard
             # operator holds a HadamardTransformPlan): its class (source and methods) and its own
             # attributes, as for the callable object itself (_feed_object)
-            try:
-                state = _state(v, t)
-            except Uncacheable:
-                if self.lenient:
-                    return f"opaque:{_type_name(t)}"
-                raise
-            return f"object:{self._class(t)}{self._class_data(t, depth)}({self.canon(state, depth + 1)})"
+            return self._plain_object(v, t, depth)
         if self.lenient:
             return f"opaque:{_type_name(t)}"
         raise Uncacheable(
@@ -502,6 +500,27 @@ class _Hasher:
         data = v.detach().resolve_conj().resolve_neg().contiguous()
         raw = data.reshape(-1).view(torch.uint8).numpy().tobytes() if data.numel() else b""
         return f"tensor:{_type_name(t)}:{v.dtype}:{tuple(v.shape)}:{tuple(v.stride())}:" + hashlib.sha256(raw).hexdigest()
+
+    def _plain_object(self, v: object, t: type, depth: int) -> str:
+        known = self._objects.get(id(v))
+        if known is not None:
+            return known
+        if id(v) in self._spelling:  # parent <-> child references: no finite spelling
+            if self.lenient:
+                return f"opaque:{_type_name(t)}"
+            raise Uncacheable(f"a {_type_name(t)} object that refers back to itself")
+        self._spelling.add(id(v))
+        try:
+            state = _state(v, t)
+            spelled = f"object:{self._class(t)}{self._class_data(t, depth)}({self.canon(state, depth + 1)})"
+        except Uncacheable:
+            if self.lenient:
+                return f"opaque:{_type_name(t)}"
+            raise
+        finally:
+            self._spelling.discard(id(v))
+        self._objects[id(v)] = spelled
+        return spelled
 
     def _class_data(self, t: type, depth: int) -> str:
         """The data attributes of a plain object's classes (``offset = 3`` in a class body, read as

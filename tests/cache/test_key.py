@@ -151,6 +151,23 @@ def test_plain_objects_are_spelled_by_class_and_attributes():
     assert canonical(Plan(8)) == before
 
 
+def test_object_graphs_are_spelled_once_and_cycles_refused_at_once(monkeypatch):
+    """A plan shared by many holders is spelled once; a parent <-> child cycle is refused without
+    walking it to the depth limit (ten children, each naming the parent: 10**12 paths otherwise)."""
+    read: list[object] = []
+    state = key_module._state
+    monkeypatch.setattr(key_module, "_state", lambda obj, cls: read.append(obj) or state(obj, cls))
+    shared = Plan(1)
+    holders = Plan([Plan(shared) for _ in range(50)])
+    spelled = canonical(holders)
+    assert spelled.count("int:1") == 50 and len(read) == 52 and read.count(shared) == 1
+    parent = Plan(None)
+    parent.tail = [Plan(parent) for _ in range(10)]
+    with pytest.raises(key_module.Uncacheable, match="refers back to itself"):
+        canonical(parent)
+    assert "opaque:" in key_module._Hasher(lenient=True).canon(parent)
+
+
 @pytest.mark.parametrize(
     "value, named",
     [
