@@ -511,18 +511,20 @@ class ModuleAnalysis(NameResolver):
         return self._call_forms().get((site.node.name, line))
 
     def _call_forms(self) -> dict[tuple[str, int], str]:
-        """``cute_bind.kernel(fn[, name=...])`` calls among the module's own statements (not inside a
+        """``cute_bind.kernel(fn[, name=...])`` and ``cute_bind.kernel(**options)(fn)`` calls among the module's own statements (not inside a
         function or class body), ``fn`` a name: (the function's name, the line of the ``def`` the name
         is bound by there) -> the kernel's name in messages. Read once per analysis."""
         if self._registrations is None:
             found: dict[tuple[str, int], str] = {}
             for call in sorted(_module_level_calls(self._module_body), key=lambda c: (c.lineno, c.col_offset)):
                 first = call.args[0] if call.args else None
-                if not isinstance(first, ast.Name) or self._qualname(call.func, self.root, call.lineno) not in KERNEL_DECORATORS:
+                # cute_bind.kernel(fn, name=...), or with options first: cute_bind.kernel(checked=True)(fn)
+                options = call.func if isinstance(call.func, ast.Call) and not call.func.args else call
+                if not isinstance(first, ast.Name) or self._qualname(options.func, self.root, call.lineno) not in KERNEL_DECORATORS:
                     continue
                 bound = self.root.lookup(first.id, call.lineno)
                 if isinstance(bound, Binding) and bound.kind == "local" and bound.cls is None:
-                    found.setdefault((first.id, bound.line), option_name(call) or first.id)
+                    found.setdefault((first.id, bound.line), option_name(options) or first.id)
             self._registrations = found
         return self._registrations
 

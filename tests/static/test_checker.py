@@ -355,6 +355,8 @@ CALL_FORM_CASES = [
     ("def f(m):\n    pass\nk = cb.kernel(f, name='fast')\n", [("CB101", "fast", "m")]),
     ("def f(m):\n    pass\nk = kernel(f)\nj = kernel(f, name='again')\n", [("CB101", "f", "m")]),  # the first call names it
     ("def f(*rest):\n    pass\nKERNELS = {'f': cute_bind.kernel(f)}\n", [("CB106", "f", "rest")]),
+    ("def f(m):\n    pass\nk = cute_bind.kernel(checked=True, name='safe')(f)\n", [("CB101", "safe", "m")]),
+    ("def f(m):\n    pass\nk = kernel()(f)\n", [("CB101", "f", "m")]),
     ("@cute.jit\ndef f(m):\n    pass\nif True:\n    k = cute_bind.kernel(f)\n", [("CB101", "f", "m")]),
     ("@cute.kernel\ndef f(n: cutlass.Int32):\n    pass\nk = cute_bind.kernel(f)\n", [("CB117", "f", "")]),
     # not this def: the call comes before it, a later def rebinds the name, or the call is in a body
