@@ -522,15 +522,24 @@ class _Hasher:
         self._objects[id(v)] = spelled
         return spelled
 
-    def _class_data(self, t: type, depth: int) -> str:
+    def _class_data(self, t: type, depth: int, lenient: bool = False) -> str:
         """The data attributes of a plain object's classes (``offset = 3`` in a class body, read as
-        ``obj.offset``): the class source has their first values, not what the process set since."""
+        ``obj.offset``): the class source has their first values, not what the process set since.
+        ``lenient``: one that cannot be spelled is named by its type."""
         parts = []
         for klass in _TYPE_MRO(t)[:-1]:
+            module = _TYPE_MODULE(klass)
+            if not _TYPE_FLAGS(klass) & _HEAP_TYPE or type(module) is not str or _covered_module(module):
+                continue  # a builtin's or the DSL's class: its version covers what it holds
             for name, member in sorted(_TYPE_DICT(klass).items(), key=lambda item: str(item[0])):
                 if type(name) is not str or (name.startswith("__") and name.endswith("__")) or type(member) in _CLASS_CODE:
                     continue  # Python's own entries; methods and descriptors are spelled by _class
-                parts.append(f"{name}={self.canon(member, depth + 1)}")
+                try:
+                    parts.append(f"{name}={self.canon(member, depth + 1)}")
+                except Uncacheable:
+                    if not lenient:
+                        raise
+                    parts.append(f"{name}=opaque:{_type_name(type(member))}")
         return "[" + ",".join(parts) + "]"
 
     def _class(self, cls: type) -> str:
@@ -840,11 +849,15 @@ def _entry_key(kernel: KernelLike, compile_key: object) -> tuple[str, list[str]]
 
 
 def _feed_object(h: _Hasher, obj: object, label: str) -> None:
-    """An object a traced method reads as ``self``: its class (source and methods) and its own attributes."""
+    """An object a traced method reads as ``self``: its class (source and methods), its classes' data
+    attributes and its own attributes."""
     t = type(obj)
     state = _state(obj, t)
     try:
         spelled = h.canon(state)
     except Uncacheable as exc:
         raise Uncacheable(f"{_type_name(t)} object: {_first_unspelled(h, state) or exc}") from None
-    h.feed(label, h._class(t), spelled)
+    # its classes' data attributes as the process has them (``Op.tile = 128`` set at run time); one the
+    # key cannot spell is named by its type, as before class data was read (quack's GEMM classes hold
+    # a dict keyed by torch dtypes: refusing it would stop serving every GEMM)
+    h.feed(label, h._class(t), h._class_data(t, 0, lenient=True), spelled)

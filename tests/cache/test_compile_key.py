@@ -70,6 +70,18 @@ class Op:
 op = Op(V)
 
 
+class ClassOp:
+    f = 0.0
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor):
+        a[0] = a[0] + self.f  # the class's attribute, as the process set it
+
+
+ClassOp.f = V
+class_op = ClassOp()
+
+
 class Inner:
     def __init__(self, f):
         self.f = f
@@ -182,6 +194,7 @@ run("closure", kernels.k_closure, from_dlpack(torch.zeros(4)))
 run("global", kernels.k_global, from_dlpack(torch.zeros(4)))
 run("default", kernels.k_default, from_dlpack(torch.zeros(4)))
 run("attribute", kernels.op, from_dlpack(torch.zeros(4)))
+run("operator class attribute", kernels.class_op, from_dlpack(torch.zeros(4)))
 run("nested", kernels.k_nested, from_dlpack(torch.zeros(4)))
 run("class attribute", kernels.k_class_attribute, from_dlpack(torch.zeros(4)))
 run("guard", kernels.k_guard, make_fake_tensor(cutlass.Float32, (n,), stride=(1,)), size=n)
@@ -237,12 +250,22 @@ EXPECTED_B = {
     "attribute": 3.0,
     "nested": 3.0,
     "class attribute": 3.0,
+    "operator class attribute": 3.0,
     "guard": 3.0,  # cute.size of the fake (3,) tensor
     "option": None,
     "arch": None,
     "dsl": None,
 }
-EXPECTED_A = {"closure": 2.0, "global": 2.0, "default": 2.0, "attribute": 2.0, "nested": 2.0, "class attribute": 2.0, "guard": 2.0}
+EXPECTED_A = {
+    "closure": 2.0,
+    "global": 2.0,
+    "default": 2.0,
+    "attribute": 2.0,
+    "nested": 2.0,
+    "class attribute": 2.0,
+    "operator class attribute": 2.0,
+    "guard": 2.0,
+}
 
 
 @needs_disk_cache

@@ -468,3 +468,29 @@ def test_array_subclasses_defined_elsewhere_are_keyed_by_their_bytes():
     assert canonical(a.view(Table)) != canonical(b.view(Table))
     ta, tb = torch.from_numpy(a).as_subclass(Weights), torch.from_numpy(b).as_subclass(Weights)
     assert canonical(ta) != canonical(tb)
+
+
+class Operator:
+    """A callable kernel object's class (quack's GEMM classes hold class-level tables)."""
+
+    tile = 64
+    lock = threading.Lock()  # class data the key cannot spell: named by its type
+
+    def __init__(self):
+        self.n = 1
+
+
+def _operator_digest():
+    h = key_module._Hasher()
+    key_module._feed_object(h, Operator(), "callable-object")
+    return h.hexdigest()
+
+
+def test_a_callable_objects_class_data_is_in_its_key(monkeypatch):
+    before = _operator_digest()  # the lock does not make it uncacheable
+    assert _operator_digest() == before
+    monkeypatch.setattr(Operator, "tile", 128)  # set at run time: the source still says 64
+    assert _operator_digest() != before
+    monkeypatch.setattr(Operator, "tile", 64)
+    monkeypatch.setattr(Operator, "lock", threading.RLock())  # an unspellable value of another type
+    assert _operator_digest() != before
