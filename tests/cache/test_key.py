@@ -494,3 +494,92 @@ def test_a_callable_objects_class_data_is_in_its_key(monkeypatch):
     monkeypatch.setattr(Operator, "tile", 64)
     monkeypatch.setattr(Operator, "lock", threading.RLock())  # an unspellable value of another type
     assert _operator_digest() != before
+
+
+def _reference_class_index(text):
+    """Every class statement found by visiting every node (the index's first form), for comparison."""
+    import ast
+
+    index = {}
+
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                index.setdefault(prefix + child.name, (first, child.end_lineno))
+                walk(child, prefix + child.name + ".")
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                walk(child, prefix + child.name + ".<locals>.")
+            else:
+                walk(child, prefix)
+
+    walk(ast.parse(text), "")
+    return index
+
+
+CLASS_PLACES = """\
+import contextlib
+class A:
+    class B:
+        pass
+if True:
+    class C: pass
+else:
+    class D: pass
+try:
+    class E: pass
+except ImportError:
+    class F: pass
+else:
+    class G: pass
+finally:
+    class H: pass
+for _ in ():
+    class I: pass
+else:
+    class J: pass
+while False:
+    class K: pass
+with contextlib.nullcontext():
+    class L: pass
+match 1:
+    case 1:
+        class M: pass
+def f():
+    class N:
+        def g(self):
+            class O: pass
+async def h():
+    async with x:
+        class P: pass
+@decorated
+class Q: pass
+"""
+
+
+@pytest.mark.parametrize("module", ["CLASS_PLACES", "inspect", "ast", "dataclasses", "typing", "cute_bind.cache.key"])
+def test_the_class_index_finds_every_class_statement(module):
+    import importlib
+
+    text = CLASS_PLACES if module == "CLASS_PLACES" else open(importlib.import_module(module).__file__).read()
+    index = key_module._class_index(text.splitlines(keepends=True))
+    assert index == _reference_class_index(text) and index
+    if module == "CLASS_PLACES":
+        assert {
+            "A.B",
+            "C",
+            "D",
+            "E",
+            "F",
+            "G",
+            "H",
+            "I",
+            "J",
+            "K",
+            "L",
+            "M",
+            "f.<locals>.N",
+            "f.<locals>.N.g.<locals>.O",
+            "h.<locals>.P",
+        } <= set(index)
+        assert index["Q"][0] == index["Q"][1] - 1  # from its decorator
