@@ -42,6 +42,7 @@ from __future__ import annotations
 import array
 import enum
 import functools
+import gc
 import hashlib
 import inspect
 import linecache
@@ -814,6 +815,11 @@ def entry_key(kernel: KernelLike, compile_key: object) -> tuple[str, list[str]]:
     it fails in any other way (an exception, a recursion too deep): the
     compile is then not cached, and ``bind()`` goes on (CB608).
     """
+    # the collector paused while the key is made (it parses source files: ~10^5 objects per module):
+    # in a process whose heap a client's earlier compiles filled, every collection they trigger walks
+    # all of it (quack's first GEMM key there: 287 ms, 42 ms paused; 25-60 ms in a fresh process)
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return _entry_key(kernel, compile_key)
     except Uncacheable:
@@ -823,6 +829,9 @@ def entry_key(kernel: KernelLike, compile_key: object) -> tuple[str, list[str]]:
     except Exception as exc:
         # never str() or repr() of the exception: it may come from (and be) a foreign object
         raise Uncacheable(f"spelling the compile's inputs raised {_type_name(type(exc))}") from exc
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _entry_key(kernel: KernelLike, compile_key: object) -> tuple[str, list[str]]:

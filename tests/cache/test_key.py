@@ -583,3 +583,30 @@ def test_the_class_index_finds_every_class_statement(module):
             "h.<locals>.P",
         } <= set(index)
         assert index["Q"][0] == index["Q"][1] - 1  # from its decorator
+
+
+def test_the_collector_is_paused_while_a_key_is_made_and_restored_after(monkeypatch):
+    """Collections while the key parses sources walk the whole heap of a process full of a client's
+    compiles; the collector is paused for the key and restored as it was, also when the key fails."""
+    import gc
+
+    seen = []
+
+    def spelled(kernel, compile_key):
+        seen.append(gc.isenabled())
+        if compile_key == "fail":
+            raise key_module.Uncacheable("a value")
+        return "k", []
+
+    monkeypatch.setattr(key_module, "_entry_key", spelled)
+    assert gc.isenabled()
+    assert key_module.entry_key(object(), 1) == ("k", [])
+    with pytest.raises(key_module.Uncacheable):
+        key_module.entry_key(object(), "fail")
+    assert seen == [False, False] and gc.isenabled()
+    gc.disable()  # a process that turned the collector off keeps it off
+    try:
+        key_module.entry_key(object(), 1)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
