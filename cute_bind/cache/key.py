@@ -640,6 +640,20 @@ def _compiled_function(t: type) -> bool:
     return False
 
 
+_TORCH_DTYPES: dict[int, str] = {}
+
+
+def _torch_dtype_names(torch_: types.ModuleType) -> dict[int, str]:
+    """``id(dtype) -> name`` for the dtypes torch's module binds (the least name of aliases); read once
+    (the dtypes are torch's own objects, alive as long as the module)."""
+    if not _TORCH_DTYPES:
+        dtype = _MODULE_DICT(torch_).get("dtype")
+        for name, value in sorted(_MODULE_DICT(torch_).items(), key=lambda item: str(item[0]), reverse=True):
+            if type(value) is dtype and type(name) is str:
+                _TORCH_DTYPES[id(value)] = name  # reverse order: the least name of aliases is written last
+    return _TORCH_DTYPES
+
+
 def _known_value(v: object, t: type) -> str | None:
     """The spelling of a value of a standard library type whose ``repr`` is exact and runs no foreign code
     (exact types only: a subclass may redefine it); None: not one."""
@@ -667,6 +681,13 @@ def _known_value(v: object, t: type) -> str | None:
         handle = int(typing.cast("typing.SupportsInt", v))
         if handle in (0, 1, 2):
             return f"custream:{handle}"
+    torch_ = sys.modules.get("torch")
+    if torch_ is not None and t is _MODULE_DICT(torch_).get("dtype"):
+        # a torch dtype (quack's GEMM classes key a table by them): by its name in torch's module, found
+        # by identity (its repr is torch's code), one name for aliases (torch.float is torch.float32)
+        name = _torch_dtype_names(torch_).get(id(v))
+        if name is not None:
+            return f"torch-dtype:{name}"
     re_ = sys.modules.get("re")
     if re_ is not None and t is re_.Pattern:
         pattern = typing.cast("re.Pattern[str] | re.Pattern[bytes]", v)
@@ -874,6 +895,6 @@ def _feed_object(h: _Hasher, obj: object, label: str) -> None:
     except Uncacheable as exc:
         raise Uncacheable(f"{_type_name(t)} object: {_first_unspelled(h, state) or exc}") from None
     # its classes' data attributes as the process has them (``Op.tile = 128`` set at run time); one the
-    # key cannot spell is named by its type, as before class data was read (quack's GEMM classes hold
-    # a dict keyed by torch dtypes: refusing it would stop serving every GEMM)
+    # key cannot spell is named by its type, as before class data was read (a client's class-level
+    # lock or registry must not stop serving its kernels)
     h.feed(label, h._class(t), h._class_data(t, 0, lenient=True), spelled)

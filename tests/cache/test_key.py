@@ -610,3 +610,15 @@ def test_the_collector_is_paused_while_a_key_is_made_and_restored_after(monkeypa
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_torch_dtypes_are_spelled_by_name():
+    """quack's GEMM classes key a table by torch dtypes: spelled by their name in torch's module
+    (aliases alike), found by identity, never by repr."""
+    from tests.optional import torch_or_skip
+
+    torch = torch_or_skip()
+    assert canonical(torch.float32) == canonical(torch.float) != canonical(torch.float16)
+    assert len({canonical(d) for d in (torch.float32, torch.bfloat16, torch.int8, torch.float8_e4m3fn)}) == 4
+    table = {torch.float16: "f16", torch.bfloat16: "bf16"}
+    assert canonical(table) == canonical(dict(reversed(table.items()))) != canonical({torch.float16: "f16"})
