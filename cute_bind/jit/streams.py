@@ -98,7 +98,7 @@ class _TorchStreams:
         device = int(self.device())
         if _read_work_stream(found.work_stream, device) == int(raw(device)):
             self.work_stream, self.capsule = found.work_stream, found.capsule
-            self.resolves_current = _resolves_current(torch, found.work_stream, raw)
+            self.resolves_current = _resolves_current(torch, found.work_stream, raw, device)
 
     def getter(self, device: int | None) -> Callable[[], int]:
         """The cheapest ``() -> stream`` for a left-out stream of a specialization on ``device``, for now:
@@ -122,15 +122,18 @@ class _TorchStreams:
         return functools.partial(current_stream, device)  # torch may initialise CUDA later: look each time
 
 
-def _resolves_current(torch: ModuleType, work_stream: int, raw: Callable[[int], int]) -> bool:
-    """Whether torch's two readers take device -1 for the current device: asked under a fresh stream
-    made current, both must name it (a torch that refuses -1, or reads it otherwise, is asked its
-    current device first, as before)."""
+def _resolves_current(torch: ModuleType, work_stream: int, raw: Callable[[int], int], device: int) -> bool:
+    """Whether torch's two readers take device -1 for the current device: asked while a stream other
+    than the current one is made current, both must name it (a torch that refuses -1, or reads it
+    otherwise, is asked its current device first, as before).
+
+    That stream is CUDA's per-thread default stream (handle 2; the legacy one, 1, where that one is
+    current), wrapped by torch without a CUDA call: creating a stream here could be the first use of
+    torch's stream pool, a CUDA call that would break a graph capture in progress."""
     try:
-        side = torch.cuda.Stream()
-        with torch.cuda.stream(side):
-            expected = int(side.cuda_stream)
-            return expected != 0 and _read_work_stream(work_stream, -1) == expected and int(raw(-1)) == expected
+        handle = 1 if int(raw(device)) == 2 else 2
+        with torch.cuda.stream(torch.cuda.ExternalStream(handle, device=device)):
+            return _read_work_stream(work_stream, -1) == handle and int(raw(-1)) == handle
     except Exception:
         return False
 

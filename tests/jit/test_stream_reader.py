@@ -190,15 +190,21 @@ def test_a_device_less_call_leaves_the_current_device_to_torch_where_it_takes_mi
 
 
 class _Side:
-    cuda_stream = 0x9990
+    def __init__(self, handle: int) -> None:
+        self.cuda_stream = handle
 
 
 class _FakeCuda:
     def __init__(self, current: int) -> None:
         self.current = current
+        self.made: list[tuple[int, int]] = []
 
     def Stream(self) -> _Side:  # noqa: N802 - torch's name
-        return _Side()
+        raise AssertionError("no stream is created (the first use of torch's pool is a CUDA call)")
+
+    def ExternalStream(self, handle: int, device: int) -> _Side:  # noqa: N802 - torch's name
+        self.made.append((handle, device))
+        return _Side(handle)
 
     def stream(self, side: _Side) -> Any:
         import contextlib
@@ -217,18 +223,22 @@ class _FakeCuda:
 
 
 @pytest.mark.parametrize(
-    "case, table_answer, raw_answer, expected",
+    "case, current, table_answer, raw_answer, expected",
     [
-        ("both readers name the stream made current", "current", "current", True),
-        ("the table refuses -1", "fail", "current", False),
-        ("the table reads -1 as another device", 0x1234, "current", False),
-        ("the Python reader refuses -1", "current", "raise", False),
+        ("both readers name the stream made current", 0, "current", "current", True),
+        ("the per-thread stream is current: the legacy one is made current", 2, "current", "current", True),
+        ("the table refuses -1", 0, "fail", "current", False),
+        ("the table reads -1 as another device", 0, 0x1234, "current", False),
+        ("the table answers the default stream whatever is current", 0, 0, "current", False),
+        ("the Python reader refuses -1", 0, "current", "raise", False),
     ],
 )
 def test_torch_taking_minus_one_is_checked_under_a_stream_made_current(
-    case: str, table_answer: Any, raw_answer: Any, expected: bool
+    case: str, current: int, table_answer: Any, raw_answer: Any, expected: bool
 ) -> None:
-    cuda = _FakeCuda(current=0)
+    """Checked under one of CUDA's special streams wrapped by torch (no stream created: the first use
+    of torch's stream pool is a CUDA call, which would break a graph capture in progress)."""
+    cuda = _FakeCuda(current=current)
     torch = type("torch", (), {"cuda": cuda})
 
     def work_stream(device_type: int, device: int, out: Any) -> int:
@@ -238,11 +248,14 @@ def test_torch_taking_minus_one_is_checked_under_a_stream_made_current(
         return 0
 
     def raw(device: int) -> int:
+        if device == 3:
+            return cuda.current  # the current device, asked by number
         if raw_answer == "raise" or device != -1:
             raise RuntimeError("invalid device ordinal")
         return cuda.current
 
     function = WORK_STREAM(work_stream)
     address = ctypes.cast(function, ctypes.c_void_p).value
-    assert streams_mod._resolves_current(torch, address, raw) is expected, case  # type: ignore[arg-type]
-    assert cuda.current == 0  # the stream made current for the check is undone
+    assert streams_mod._resolves_current(torch, address, raw, 3) is expected, case  # type: ignore[arg-type]
+    assert cuda.current == current  # the stream made current for the check is undone
+    assert cuda.made == [(1 if current == 2 else 2, 3)]
