@@ -62,7 +62,7 @@ import os
 from typing import Callable
 
 from mypy.errorcodes import ErrorCode
-from mypy.nodes import ARG_STAR, ARG_STAR2, CallExpr, Context, Decorator, RefExpr, StrExpr
+from mypy.nodes import ARG_STAR, ARG_STAR2, CallExpr, Context, Decorator, FuncDef, NameExpr, RefExpr, StrExpr
 from mypy.options import Options
 from mypy.plugin import AnalyzeTypeContext, CheckerPluginInterface, FunctionContext, Plugin, ReportConfigContext
 from mypy.types import AnyType, CallableType, Instance, Parameters, TupleType, Type, TypeOfAny, get_proper_type
@@ -151,7 +151,39 @@ class CuteBindPlugin(Plugin):
         if isinstance(returned, CallableType):
             # ``kernel(name=...)``: the decorator proper is what this returns.
             return returned.copy_modified(name=_DECORATOR_NAME)
+        self._check_call_form(ctx)
         return _runtime_values(ctx.default_return_type)  # ``kernel(fn)`` called directly: not a definition
+
+    def _check_call_form(self, ctx: FunctionContext) -> None:
+        """``k = cute_bind.kernel(fn)`` among the module's statements, ``fn`` a def of this file: its
+        diagnostics, as ``cute-bind check`` reports them (at the first such call only)."""
+        first = ctx.args[0][0] if ctx.args and ctx.args[0] else None
+        node = first.node if isinstance(first, NameExpr) else None
+        func = node.func if isinstance(node, Decorator) else node
+        if not isinstance(func, FuncDef) or not isinstance(ctx.context, CallExpr):
+            return
+        analysis = self._analysis(ctx.api.path, ctx.api.options)
+        if not isinstance(analysis, ModuleAnalysis):
+            return  # unreadable or unanalysable: the def's own decorators (if any) report that
+        kernel = analysis.call_form_kernel(ctx.context.line, func.name, func.line)
+        if kernel is None:
+            return
+        try:
+            settings = self._settings.for_file(ctx.api.path)
+        except ConfigError as exc:
+            ctx.api.fail(f"cute_bind: {exc}", ctx.context, code=CUTE_BIND)
+            return
+        if settings.excludes(ctx.api.path):
+            return
+        try:
+            found = analysis.check_def(func.line, func.name, kernel)
+        except (RecursionError, MemoryError) as exc:
+            found = [
+                dataclasses.replace(
+                    too_deep(ctx.api.path, exc), line=ctx.context.line, column=ctx.context.column, end_line=ctx.context.line
+                )
+            ]
+        self._report(found or [], settings.ignore, ctx.api)
 
     def _check_kernel(self, dec: Decorator, api: CheckerPluginInterface) -> None:
         # The bare form is an overloaded call: mypy first tries the overload item
@@ -187,8 +219,12 @@ class CuteBindPlugin(Plugin):
                 code=CUTE_BIND,
             )
             return
+        self._report(found, settings.ignore, api)
+
+    @staticmethod
+    def _report(found: list[StaticDiagnostic], ignore: frozenset[str], api: CheckerPluginInterface) -> None:
         for d in found:
-            if d.code in settings.ignore:
+            if d.code in ignore:
                 continue
             where = Context(line=d.line, column=d.column)
             where.end_line, where.end_column = d.end_line, d.end_column

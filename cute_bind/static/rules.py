@@ -173,7 +173,7 @@ class ModuleAnalysis(NameResolver):
         )
         super().__init__(tree, module)
         self._module_body = tree.body
-        self._registrations: dict[tuple[str, int], str] | None = None
+        self._registrations: dict[tuple[str, int], tuple[str, int]] | None = None
 
     # ------------------------------------------------------------------ classification
 
@@ -508,14 +508,23 @@ class ModuleAnalysis(NameResolver):
         # the def's binding line: its own ``def`` line, or where the language server's context
         # stands the def parsed apart (Site.position)
         line = site.position if site.position is not None else site.node.lineno
-        return self._call_forms().get((site.node.name, line))
+        found = self._call_forms().get((site.node.name, line))
+        return found[0] if found is not None else None
 
-    def _call_forms(self) -> dict[tuple[str, int], str]:
+    def call_form_kernel(self, call_line: int, name: str, def_line: int) -> str | None:
+        """The kernel name when the ``cute_bind.kernel(...)`` call on ``call_line`` is the first of the
+        module's statements to make the ``def name`` on ``def_line`` a kernel (the mypy plugin reports
+        that def's diagnostics at that call only, as ``cute-bind check`` reports them once)."""
+        found = self._call_forms().get((name, def_line))
+        return found[0] if found is not None and found[1] == call_line else None
+
+    def _call_forms(self) -> dict[tuple[str, int], tuple[str, int]]:
         """``cute_bind.kernel(fn[, name=...])`` and ``cute_bind.kernel(**options)(fn)`` calls among the module's own statements (not inside a
         function or class body), ``fn`` a name: (the function's name, the line of the ``def`` the name
-        is bound by there) -> the kernel's name in messages. Read once per analysis."""
+        is bound by there) -> (the kernel's name in messages, the first such call's line). Read once
+        per analysis."""
         if self._registrations is None:
-            found: dict[tuple[str, int], str] = {}
+            found: dict[tuple[str, int], tuple[str, int]] = {}
             for call in sorted(_module_level_calls(self._module_body), key=lambda c: (c.lineno, c.col_offset)):
                 first = call.args[0] if call.args else None
                 # cute_bind.kernel(fn, name=...), or with options first: cute_bind.kernel(checked=True)(fn)
@@ -524,7 +533,7 @@ class ModuleAnalysis(NameResolver):
                     continue
                 bound = self.root.lookup(first.id, call.lineno)
                 if isinstance(bound, Binding) and bound.kind == "local" and bound.cls is None:
-                    found.setdefault((first.id, bound.line), option_name(options) or first.id)
+                    found.setdefault((first.id, bound.line), (option_name(options) or first.id, call.lineno))
             self._registrations = found
         return self._registrations
 

@@ -408,3 +408,47 @@ def test_the_parameters_of_a_def_under_cute_jit_are_the_kernels(workdir: Path) -
     assert {(r.line, r.code) for r in found if r.severity == "error"} == {
         (i, "call-arg") for i, line in enumerate(lines, 1) if "# expect: call-arg" in line
     }, found
+
+
+CALL_FORMS = """\
+import cutlass
+import cutlass.cute as cute
+
+import cute_bind
+
+
+def plain(n: cutlass.Int32, m) -> None:  # expect: CB101
+    pass
+
+
+@cute.jit
+def jitted(*rest) -> None:  # expect: CB106
+    pass
+
+
+def inside(m) -> None:
+    pass
+
+
+fast = cute_bind.kernel(plain)
+again = cute_bind.kernel(plain)  # the second call: reported once, at the first
+safe = cute_bind.kernel(checked=True)(jitted)
+
+
+def make() -> object:
+    return cute_bind.kernel(inside)  # in a function body: checked when it runs
+"""
+
+
+def test_the_call_form_is_checked_like_the_decorator(workdir: Path) -> None:
+    """``k = cute_bind.kernel(fn)`` among the module's statements: fn's diagnostics at its parameters,
+    as ``cute-bind check`` reports them, once per def."""
+    folder = workdir / "call_forms"
+    folder.mkdir()
+    (folder / "call_forms.py").write_text(CALL_FORMS)
+    config = folder / "mypy.ini"
+    config.write_text(DOCUMENTED_CONFIG)
+    found = [r for r in run_mypy(config, str(folder / "call_forms.py")) if (r.code or "").startswith("cute-bind")]
+    lines = CALL_FORMS.splitlines()
+    expected = sorted((i, line.split("# expect: ")[1]) for i, line in enumerate(lines, 1) if "# expect: " in line)
+    assert sorted((r.line, r.message.split("]")[0].lstrip("[")) for r in found) == expected, found
