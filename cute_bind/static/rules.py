@@ -686,7 +686,7 @@ def _is_ellipsis(node: ast.expr) -> bool:
 
 def _module_level_calls(stmts: list[ast.stmt]) -> typing.Iterator[ast.Call]:
     """Every call in the module's own statements, not descending into function or class bodies (a
-    def's decorators and defaults, which run at module level, included)."""
+    def's decorators and defaults, which run at module level, included) or ``try`` bodies."""
     pending: list[ast.AST] = list(stmts)
     while pending:
         node = pending.pop()
@@ -697,6 +697,11 @@ def _module_level_calls(stmts: list[ast.stmt]) -> typing.Iterator[ast.Call]:
             pending += node.decorator_list + node.bases
             continue
         if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, (ast.Try, ast.TryStar)):
+            # a call the module guards with ``try`` expects it may raise (a tutorial showing the error):
+            # its handlers, ``else`` and ``finally`` are read, its body is not
+            pending += node.handlers + node.orelse + node.finalbody
             continue
         if isinstance(node, ast.Call):
             yield node
