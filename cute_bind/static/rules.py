@@ -684,6 +684,13 @@ def _is_ellipsis(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is Ellipsis
 
 
+#: ``try`` and, from Python 3.11, ``try``/``except*``
+_TRY_STATEMENTS: tuple[type[ast.stmt], ...] = (
+    ast.Try,
+    *(t for t in vars(ast).values() if t is not ast.Try and getattr(t, "__name__", "") == "TryStar"),
+)
+
+
 def _module_level_calls(stmts: list[ast.stmt]) -> typing.Iterator[ast.Call]:
     """Every call in the module's own statements, not descending into function or class bodies (a
     def's decorators and defaults, which run at module level, included) or ``try`` bodies."""
@@ -698,10 +705,11 @@ def _module_level_calls(stmts: list[ast.stmt]) -> typing.Iterator[ast.Call]:
             continue
         if isinstance(node, ast.Lambda):
             continue
-        if isinstance(node, (ast.Try, ast.TryStar)):
+        if isinstance(node, _TRY_STATEMENTS):
             # a call the module guards with ``try`` expects it may raise (a tutorial showing the error):
             # its handlers, ``else`` and ``finally`` are read, its body is not
-            pending += node.handlers + node.orelse + node.finalbody
+            guarded = typing.cast("ast.Try", node)
+            pending += [*guarded.handlers, *guarded.orelse, *guarded.finalbody]
             continue
         if isinstance(node, ast.Call):
             yield node

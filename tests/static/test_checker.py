@@ -366,6 +366,7 @@ CALL_FORM_CASES = [
     ("def f(m):\n    pass\ndef make():\n    return cute_bind.kernel(f)\n", []),
     ("def f(m):\n    pass\ntry:\n    k = cute_bind.kernel(f)\nexcept TypeError:\n    k = None\n", []),  # guarded: a probe
     ("def f(m):\n    pass\ntry:\n    pass\nfinally:\n    k = cute_bind.kernel(f)\n", [("CB101", "f", "m")]),
+    ("def f(m):\n    pass\ntry:\n    k = cute_bind.kernel(f)\nexcept* TypeError:\n    k = None\n", []),
     ("def f(m):\n    pass\nk = other.kernel(f)\nj = cute_bind.kernel(lambda m: m)\n", []),
     ("class C:\n    def f(self, m):\n        pass\n    k = cute_bind.kernel(f)\n", []),
 ]
