@@ -536,8 +536,7 @@ class _Hasher:
         ``lenient``: one that cannot be spelled is named by its type."""
         parts = []
         for klass in _TYPE_MRO(t)[:-1]:
-            module = _TYPE_MODULE(klass)
-            if not _TYPE_FLAGS(klass) & _HEAP_TYPE or type(module) is not str or _covered_module(module):
+            if not _client_python_class(klass):
                 continue  # a builtin's or the DSL's class: its version covers what it holds
             for name, member in sorted(_TYPE_DICT(klass).items(), key=lambda item: str(item[0])):
                 if type(name) is not str or (name.startswith("__") and name.endswith("__")) or type(member) in _CLASS_CODE:
@@ -587,6 +586,13 @@ _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (o
 _TYPE_FLAGS = type.__dict__["__flags__"].__get__
 
 
+def _client_python_class(klass: type) -> bool:
+    """Whether ``klass`` was made by a class statement (not C code) in a module whose version does not
+    cover it (not the DSL's, the standard library's or cute_bind's)."""
+    module = _TYPE_MODULE(klass)
+    return bool(_TYPE_FLAGS(klass) & _HEAP_TYPE) and type(module) is str and not _covered_module(module)
+
+
 def _plain_class(t: type) -> bool:
     """Whether ``t`` is a client's own Python class whose instances are spelled by their attributes:
     every class of its MRO but ``object`` made by a class statement (no builtin or extension base,
@@ -599,8 +605,7 @@ def _plain_class(t: type) -> bool:
     if len(mro) < 2:  # object() itself: a sentinel, whose identity is all it has
         return False
     for klass in mro[:-1]:
-        module = _TYPE_MODULE(klass)
-        if not _TYPE_FLAGS(klass) & _HEAP_TYPE or type(module) is not str or _covered_module(module):
+        if not _client_python_class(klass):
             return False
         own = _TYPE_DICT(klass)
         if "__getattr__" in own or "__getattribute__" in own:  # attributes made by code, not held

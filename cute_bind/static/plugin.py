@@ -68,7 +68,7 @@ from mypy.plugin import AnalyzeTypeContext, CheckerPluginInterface, FunctionCont
 from mypy.types import AnyType, CallableType, Instance, Parameters, TupleType, Type, TypeOfAny, get_proper_type
 
 from ..diagnostics import CuteBindError
-from .config import ConfigError, Resolver
+from .config import ConfigError, Resolver, Settings
 from .rules import (
     KERNEL_DECORATORS,
     DECORATOR_CODES,
@@ -166,24 +166,10 @@ class CuteBindPlugin(Plugin):
         if not isinstance(analysis, ModuleAnalysis):
             return  # unreadable or unanalysable: the def's own decorators (if any) report that
         kernel = analysis.call_form_kernel(ctx.context.line, func.name, func.line)
-        if kernel is None:
-            return
-        try:
-            settings = self._settings.for_file(ctx.api.path)
-        except ConfigError as exc:
-            ctx.api.fail(f"cute_bind: {exc}", ctx.context, code=CUTE_BIND)
-            return
-        if settings.excludes(ctx.api.path):
-            return
-        try:
-            found = analysis.check_def(func.line, func.name, kernel)
-        except (RecursionError, MemoryError) as exc:
-            found = [
-                dataclasses.replace(
-                    too_deep(ctx.api.path, exc), line=ctx.context.line, column=ctx.context.column, end_line=ctx.context.line
-                )
-            ]
-        self._report(found or [], settings.ignore, ctx.api)
+        settings = self._file_settings(ctx.api, ctx.context) if kernel is not None else None
+        if settings is not None:
+            found = _check_def(analysis, func, kernel, ctx.api.path, ctx.context)
+            self._report(found or [], settings.ignore, ctx.api)
 
     def _check_kernel(self, dec: Decorator, api: CheckerPluginInterface) -> None:
         # The bare form is an overloaded call: mypy first tries the overload item
@@ -192,12 +178,8 @@ class CuteBindPlugin(Plugin):
         # every call here and the unfiltered set is the one mypy prints, with no
         # "no overload variant" error of its own (tests/static/test_plugin.py checks
         # this for the pinned mypy).
-        try:
-            settings = self._settings.for_file(api.path)
-        except ConfigError as exc:
-            api.fail(f"cute_bind: {exc}", dec, code=CUTE_BIND)
-            return
-        if settings.excludes(api.path):
+        settings = self._file_settings(api, dec)
+        if settings is None:
             return
         analysis = self._analysis(api.path, api.options)
         func = dec.func
@@ -207,10 +189,7 @@ class CuteBindPlugin(Plugin):
         elif analysis is None:
             found = None
         else:
-            try:
-                found = analysis.check_def(func.line, func.name, _kernel_name(dec))
-            except (RecursionError, MemoryError) as exc:
-                found = [dataclasses.replace(too_deep(api.path, exc), line=dec.line, column=dec.column, end_line=dec.line)]
+            found = _check_def(analysis, func, _kernel_name(dec), api.path, dec)
         if found is None:  # no file to read (mypy -c), or it changed under mypy: say so, never pass silently
             api.fail(
                 f"cute_bind: the source of '{func.name}' could not be read from {api.path!r}, so its parameters "
@@ -220,6 +199,16 @@ class CuteBindPlugin(Plugin):
             )
             return
         self._report(found, settings.ignore, api)
+
+    def _file_settings(self, api: CheckerPluginInterface, where: Context) -> Settings | None:
+        """The ``[tool.cute-bind]`` settings of the file mypy checks; None where it is excluded, or its
+        table is wrong (reported at ``where``)."""
+        try:
+            settings = self._settings.for_file(api.path)
+        except ConfigError as exc:
+            api.fail(f"cute_bind: {exc}", where, code=CUTE_BIND)
+            return None
+        return None if settings.excludes(api.path) else settings
 
     @staticmethod
     def _report(found: list[StaticDiagnostic], ignore: frozenset[str], api: CheckerPluginInterface) -> None:
@@ -256,6 +245,14 @@ class CuteBindPlugin(Plugin):
             analysis = None  # mypy reports the syntax error itself
         self._analyses[source_path] = (signature, analysis)
         return analysis
+
+
+def _check_def(analysis: ModuleAnalysis, func: FuncDef, kernel: str | None, path: str, where: Context) -> list[StaticDiagnostic] | None:
+    """``analysis.check_def`` of ``func``; a definition nested too deeply to analyse is one diagnostic at ``where``."""
+    try:
+        return analysis.check_def(func.line, func.name, kernel)
+    except (RecursionError, MemoryError) as exc:
+        return [dataclasses.replace(too_deep(path, exc), line=where.line, column=where.column, end_line=where.line)]
 
 
 def _not_visible(options: Options) -> str | None:

@@ -685,10 +685,7 @@ def _is_ellipsis(node: ast.expr) -> bool:
 
 
 #: ``try`` and, from Python 3.11, ``try``/``except*``
-_TRY_STATEMENTS: tuple[type[ast.stmt], ...] = (
-    ast.Try,
-    *(t for t in vars(ast).values() if t is not ast.Try and getattr(t, "__name__", "") == "TryStar"),
-)
+_TRY_STATEMENTS: tuple[type[ast.stmt], ...] = (ast.Try, getattr(ast, "TryStar", ast.Try))
 
 
 def _module_level_calls(stmts: list[ast.stmt]) -> typing.Iterator[ast.Call]:
